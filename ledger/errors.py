@@ -1,0 +1,61 @@
+"""The one error tree of the project, and the exit code each branch maps to (SPEC 7).
+
+    LedgerError                      base; never raised directly
+    ├── BadInput            exit 2   bad input or usage: the user can fix the command or the file
+    │   ├── BundleError              a bundle directory breaks SPEC 3 or its limits
+    │   ├── ContractError            a contract cannot be read
+    │   ├── KeyFileError             a key file is missing, malformed, or its passphrase is wrong
+    │   ├── UnknownHash              no entry matches a hash or index (or a prefix is ambiguous)
+    │   └── LedgerStateError         no ledger at LEDGER_HOME, or one exists already
+    ├── VerificationFailed  exit 1   tampering, a bad signature or proof, a failed check
+    │   └── RewriteDetected          a remote log is not consistent with a checkpoint already verified
+    └── CannotCheck         exit 3   a required check could not run; a database or mirror unreachable
+
+Every error carries a message a user can act on. Foreign exceptions are wrapped with
+``raise X(...) from e`` at the boundary where they occur; the CLI maps this tree to exit codes in
+one place (``ledger.cli``) and prints one line on stderr.
+"""
+
+from __future__ import annotations
+
+
+class LedgerError(Exception):
+    """Base of every error this project raises on purpose."""
+
+    exit_code: int = 2
+
+
+class BadInput(LedgerError):
+    exit_code = 2
+
+
+class BundleError(BadInput):
+    pass
+
+
+class ContractError(BadInput):
+    pass
+
+
+class KeyFileError(BadInput):
+    pass
+
+
+class UnknownHash(BadInput):
+    pass
+
+
+class LedgerStateError(BadInput):
+    pass
+
+
+class VerificationFailed(LedgerError):
+    exit_code = 1
+
+
+class RewriteDetected(VerificationFailed):
+    pass
+
+
+class CannotCheck(LedgerError):
+    exit_code = 3

@@ -1,0 +1,56 @@
+"""What every check group receives: the bundle in memory, the parsed contract, earlier results.
+
+Check groups are functions ``run(ctx: Context) -> list[Check]`` (see ``verify.runner``). They read
+``ctx.bundle`` (bytes in memory, never the user's directory), ``ctx.contract`` (None when
+``contract.schema`` failed), and ``ctx.results`` (the checks run so far, in order). A group that
+needs files on disk for an external tool asks ``ctx.scratch()`` for a fresh temporary copy of the
+bundle, removed when the run ends.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ledger.bundle import Bundle
+from verify.model import Contract
+from verify.report import Check
+
+
+@dataclass
+class Options:
+    """Trusted settings of one verification run (from the CLI, never from the bundle)."""
+
+    seed: int | None = None  # falsification seed override; None: the contract's seed
+    timeout: float = 300.0  # per external tool run, seconds
+    use_gpu: bool = True  # try CuPy when a device exists
+    interp_step_limit: int = 50_000_000  # PTX interpreter: warp-instructions before "no end"
+
+
+@dataclass
+class Context:
+    bundle: Bundle
+    options: Options = field(default_factory=Options)
+    contract: Contract | None = None
+    results: list[Check] = field(default_factory=list)
+    _tmp: list[Path] = field(default_factory=list)
+
+    def result(self, check_id: str) -> Check | None:
+        for c in self.results:
+            if c.id == check_id:
+                return c
+        return None
+
+    def scratch(self) -> Path:
+        """A fresh temporary directory holding a copy of the bundle's files."""
+        d = Path(tempfile.mkdtemp(prefix="ledger-check-"))
+        self._tmp.append(d)
+        self.bundle.materialize(d)
+        return d
+
+    def close(self) -> None:
+        for d in self._tmp:
+            shutil.rmtree(d, ignore_errors=True)
+        self._tmp.clear()

@@ -1,0 +1,123 @@
+"""The typed contract model that every check reads (format: contracts/README.md).
+
+``verify.contract.load_contract(bytes) -> LoadedContract`` builds these from YAML; the checks use
+only these frozen types, never the raw YAML. ``kernel`` is None for a plain provable-contracts
+contract that carries no executable-kernel extension (such a contract fails ``contract.lint`` in a
+bundle, because nothing in it can be run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Dtype = Literal["f16", "f32", "f64", "s32", "u32", "s64", "u64", "u8", "s8"]
+OBLIGATIONS = ("PO1", "PO2", "PO3", "PO4", "PO5", "PO6", "PO7", "PO8")
+
+# What each proof obligation means, and the dynamic properties that can back it (SPEC 8).
+OBLIGATION_TITLES = {
+    "PO1": "index coverage and disjointness: every output element written exactly once",
+    "PO2": "memory bounds: every global and shared access in bounds",
+    "PO3": "barrier convergence: every barrier reached by the whole block, never under divergence",
+    "PO4": "floating-point rounding: results within the stated ulp / relative bound",
+    "PO5": "resources: registers, shared memory and spills within the contract's budget",
+    "PO6": "initialisation: no read of uninitialised shared memory",
+    "PO7": "race freedom: no shared-memory data race between barriers",
+    "PO8": "termination and functional agreement with the reference",
+}
+
+# Dynamic properties a falsification test (or ptx.assemble for "resources") can provide.
+PROPERTIES = (
+    "coverage",  # PO1: each output element written exactly once
+    "bounds",  # PO2: no out-of-bounds access
+    "convergence",  # PO3: barriers never under divergence / partial block
+    "rounding",  # PO4: reference agreement under an ulp tolerance
+    "resources",  # PO5: ptxas registers / shared / spills within budget
+    "initialised",  # PO6: no read of uninitialised shared memory
+    "race_free",  # PO7: no shared-memory race
+    "reference",  # PO8: terminates within the step limit and agrees with the reference
+)
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: Literal["ptr", "scalar"]
+    dtype: Dtype
+    intent: Literal["in", "out", "inout"] = "in"  # pointers only
+    shape: tuple[str, ...] = ()  # pointers: element counts as expressions of the sizes
+    value: str = ""  # scalars: an expression of the sizes
+
+
+@dataclass(frozen=True)
+class Launch:
+    grid: tuple[str, str, str]  # expressions of the sizes
+    block: tuple[str, str, str]
+    shared_bytes: str = "0"  # dynamic shared memory, expression
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    ulp: float | None = None  # max units in the last place
+    rel: float | None = None  # max |got-want| / max(|want|, tiny)
+    abs: float | None = None  # max |got-want| (combined with rel: pass if either holds)
+
+
+@dataclass(frozen=True)
+class FalsificationTest:
+    id: str  # FALSIFY-...; the check id is "falsify.<id>"
+    rule: str
+    prediction: str
+    sizes: tuple[dict[str, int], ...]  # each a binding of the size variables
+    tolerance: Tolerance
+    properties: tuple[str, ...]  # from PROPERTIES
+    seed: int = 0
+    input_low: float = -1.0
+    input_high: float = 1.0
+    executable: bool = True  # False for pv-style prose tests with no sizes / property
+
+
+@dataclass(frozen=True)
+class Claim:
+    obligation: str  # PO1..PO8
+    theorem: str  # fully qualified Lean name
+    property: str  # from PROPERTIES
+    statement: str = ""
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    version: str
+    entry: str  # the PTX .entry name
+    ptx: str  # bundle path of the PTX file
+    target: str = "sm_86"
+    source: str = ""  # bundle path of the .cu file, if any
+    build: tuple[str, ...] = ()  # argv that rebuilds ``ptx`` from ``source`` (run in the bundle)
+    reference: str = ""  # name in verify's trusted reference registry
+    params: tuple[Param, ...] = ()
+    launch: Launch | None = None
+    max_registers: int | None = None
+    max_shared_bytes: int | None = None
+    allow_spills: bool = False
+    futhark: str = ""  # bundle path of the Futhark spec
+
+
+@dataclass(frozen=True)
+class LeanRef:
+    theorem: str
+    status: str  # as claimed in the contract (e.g. "proved", "sorry")
+    where: str  # where in the contract it is named, for messages
+
+
+@dataclass(frozen=True)
+class Contract:
+    name: str
+    version: str
+    description: str
+    kernel: Kernel | None
+    falsification: tuple[FalsificationTest, ...] = ()
+    claims: tuple[Claim, ...] = ()
+    lean_refs: tuple[LeanRef, ...] = ()  # every Lean theorem the contract names anywhere
+    equations: tuple[str, ...] = ()
+    extra: dict[str, object] = field(default_factory=dict)

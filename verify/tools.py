@@ -1,0 +1,116 @@
+"""External tools: find them, and run them as bounded subprocesses (SPEC 8, issue 3 "How it runs").
+
+Tools run with an explicit argv (never a shell), a wall-clock timeout, resource limits (address
+space, CPU seconds, output file size, no core dumps), a scrubbed environment, and a working
+directory that is a temporary copy of the bundle. Their stdout and stderr are captured and cut to a
+bound. A tool that is absent is reported as such so the caller can mark its check ``skipped``.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import resource
+import shutil
+import subprocess
+import sysconfig
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+OUTPUT_LIMIT = 1 << 20  # bytes of stdout/stderr kept from one tool run
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    argv: tuple[str, ...]
+    returncode: int | None  # None when the run timed out
+    stdout: str
+    stderr: str
+    timed_out: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+
+def _limits(mem_bytes: int, cpu_seconds: int, fsize_bytes: int) -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (fsize_bytes, fsize_bytes))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def run_tool(
+    argv: Sequence[str],
+    cwd: Path,
+    timeout: float = 120.0,
+    mem_bytes: int = 8 << 30,
+    fsize_bytes: int = 512 << 20,
+    env: dict[str, str] | None = None,
+) -> ToolResult:
+    """Run ``argv`` in ``cwd`` with limits; never raises for the tool's own failure."""
+    base_env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(cwd),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+    }
+    if env:
+        base_env.update(env)
+    cpu = max(1, int(timeout) + 5)
+    try:
+        proc = subprocess.run(
+            list(argv),
+            cwd=cwd,
+            env=base_env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            preexec_fn=lambda: _limits(mem_bytes, cpu, fsize_bytes),
+            check=False,
+        )
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout if isinstance(e.stdout, bytes) else b""
+        err = e.stderr if isinstance(e.stderr, bytes) else b""
+        return ToolResult(tuple(argv), None, _cut(out), _cut(err), True)
+    except OSError as e:
+        return ToolResult(tuple(argv), 127, "", f"could not start {argv[0]}: {e}", False)
+    return ToolResult(tuple(argv), proc.returncode, _cut(proc.stdout), _cut(proc.stderr), False)
+
+
+def _cut(data: bytes) -> str:
+    return data[:OUTPUT_LIMIT].decode("utf-8", errors="replace")
+
+
+def _cuda_dirs() -> list[Path]:
+    dirs: list[Path] = []
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            dirs.append(Path(os.environ[var]) / "bin")
+    dirs.extend(Path(p) / "bin" for p in sorted(glob.glob("/usr/local/cuda*"), reverse=True))
+    # The nvidia-cuda-nvcc wheel puts ptxas under site-packages/nvidia/cuda_nvcc/bin (CUDA 12)
+    # or nvidia/cu13/bin (CUDA 13).
+    purelib = Path(sysconfig.get_paths()["purelib"])
+    dirs.extend(Path(p) for p in sorted(glob.glob(str(purelib / "nvidia" / "*" / "bin"))))
+    return dirs
+
+
+def find_tool(name: str, cuda: bool = False) -> str | None:
+    """Absolute path of ``name`` on PATH, or (with ``cuda``) in the CUDA locations; else None."""
+    found = shutil.which(name)
+    if found:
+        return found
+    if cuda:
+        for d in _cuda_dirs():
+            cand = d / name
+            if cand.is_file() and os.access(cand, os.X_OK):
+                return str(cand)
+    return None
+
+
+def tool_version(path: str, flag: str = "--version", cwd: Path | None = None) -> str:
+    """The last non-empty line a tool prints for ``flag`` (cut to 200 chars), or ''."""
+    res = run_tool([path, flag], cwd=cwd or Path("/"), timeout=30)
+    lines = [ln.strip() for ln in (res.stdout + res.stderr).splitlines() if ln.strip()]
+    return lines[-1][:200] if lines else ""
