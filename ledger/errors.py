@@ -8,6 +8,9 @@
     │   ├── UnknownHash              no entry matches a hash or index (or a prefix is ambiguous)
     │   └── LedgerStateError         no ledger at LEDGER_HOME, or one exists already
     ├── VerificationFailed  exit 1   tampering, a bad signature or proof, a failed check
+    │   ├── ProofError               an inclusion or consistency proof does not verify
+    │   ├── SignatureError           a signature, signed note or key id does not verify
+    │   ├── TamperDetected           stored bytes no longer match their hashes or chain
     │   └── RewriteDetected          a remote log is not consistent with a checkpoint already verified
     └── CannotCheck         exit 3   a required check could not run; a database or mirror unreachable
 
@@ -51,6 +54,18 @@ class LedgerStateError(BadInput):
 
 class VerificationFailed(LedgerError):
     exit_code = 1
+
+
+class ProofError(VerificationFailed):
+    pass
+
+
+class SignatureError(VerificationFailed):
+    pass
+
+
+class TamperDetected(VerificationFailed):
+    pass
 
 
 class RewriteDetected(VerificationFailed):
