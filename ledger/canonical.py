@@ -1,0 +1,174 @@
+"""Canonical JSON of log entries: RFC 8785 (JCS), the byte form of every leaf (SPEC 4).
+
+``canonical_json`` serialises:
+
+1. objects with members sorted by their keys' UTF-16 code units (RFC 8785 3.2.3), keys must be
+   ``str``;
+2. strings with the minimal escaping of RFC 8785 3.2.2.2 (``\\"``, ``\\\\``, ``\\b \\f \\n \\r
+   \\t``, other controls below U+0020 as lowercase ``\\u00xx``; everything else literal UTF-8);
+   lone surrogates are refused;
+3. numbers as ECMAScript's Number.prototype.toString (RFC 8785 3.2.2.3): a ``float`` is formatted
+   from its shortest round-trip digits (Python's ``repr`` gives the same digits as ES6), an
+   ``int`` must be an exactly representable "safe" integer (|i| <= 2**53), since a larger one
+   would silently change value when read as an IEEE double; NaN and infinities are refused;
+4. ``true``, ``false``, ``null``, arrays (``list`` or ``tuple``) with no whitespace anywhere.
+
+``loads_canonical`` reads untrusted bytes: size and depth limits first, strict UTF-8 (no BOM), no
+duplicate keys, no NaN/Infinity, and the bytes must equal ``canonical_json`` of what they parse to,
+so one value has exactly one accepted byte form. Every refusal is ``BadInput``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from decimal import Decimal
+from typing import Any
+
+from ledger.errors import BadInput
+
+MAX_SAFE_INTEGER = 2**53
+_encode_string = json.encoder.encode_basestring
+
+
+def _key_order(key: str) -> bytes:
+    # Big-endian UTF-16 bytes compare exactly as the sequence of UTF-16 code units.
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+def _number(value: float) -> str:
+    """ECMAScript Number::toString for a finite double (ECMA-262 7.1.12.1)."""
+    if math.isnan(value) or math.isinf(value):
+        raise BadInput(f"{value!r} has no JSON form")
+    if value == 0:
+        return "0"
+    if value < 0:
+        return "-" + _number(-value)
+    _, digit_tuple, exp = Decimal(repr(value)).as_tuple()
+    digits = "".join(map(str, digit_tuple)).rstrip("0")
+    assert isinstance(exp, int)
+    exp += len(digit_tuple) - len(digits)
+    k = len(digits)
+    n = exp + k  # value = 0.digits * 10**n
+    if k <= n <= 21:
+        return digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return "0." + "0" * -n + digits
+    e = n - 1
+    mantissa = digits if k == 1 else digits[0] + "." + digits[1:]
+    return f"{mantissa}e{'+' if e >= 0 else '-'}{abs(e)}"
+
+
+def _write(obj: object, out: list[str]) -> None:
+    if obj is None:
+        out.append("null")
+    elif obj is True:
+        out.append("true")
+    elif obj is False:
+        out.append("false")
+    elif isinstance(obj, str):
+        out.append(_encode_string(obj))
+    elif isinstance(obj, int):
+        if abs(obj) > MAX_SAFE_INTEGER:
+            raise BadInput(f"integer {obj} is beyond 2**53 and has no exact JSON number form")
+        out.append(str(int(obj)))
+    elif isinstance(obj, float):
+        out.append(_number(obj))
+    elif isinstance(obj, dict):
+        for key in obj:
+            if not isinstance(key, str):
+                raise BadInput(f"object key {key!r} is not a string")
+        out.append("{")
+        for i, key in enumerate(sorted(obj, key=_key_order)):
+            if i:
+                out.append(",")
+            out.append(_encode_string(key))
+            out.append(":")
+            _write(obj[key], out)
+        out.append("}")
+    elif isinstance(obj, list | tuple):
+        out.append("[")
+        for i, item in enumerate(obj):
+            if i:
+                out.append(",")
+            _write(item, out)
+        out.append("]")
+    else:
+        raise BadInput(f"a {type(obj).__name__} has no canonical JSON form")
+
+
+def canonical_json(obj: object) -> bytes:
+    """The RFC 8785 canonical UTF-8 bytes of ``obj``; BadInput when it has none."""
+    out: list[str] = []
+    _write(obj, out)
+    try:
+        return "".join(out).encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise BadInput("a string holds a lone surrogate, which is not valid Unicode") from e
+
+
+def _check_depth(text: str, max_depth: int) -> None:
+    depth = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > max_depth:
+                raise BadInput(f"JSON nests deeper than {max_depth} levels")
+        elif ch in "]}":
+            depth -= 1
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise BadInput(f"duplicate object key {key!r}")
+        out[key] = value
+    return out
+
+
+def _constant(name: str) -> Any:
+    raise BadInput(f"{name} is not valid JSON")
+
+
+def _integer(text: str) -> int | float:
+    value = int(text)
+    # ES6 prints integral doubles up to 1e21 without exponent; read those as doubles so the round
+    # trip decides whether the digits were the double's canonical form.
+    return value if abs(value) <= MAX_SAFE_INTEGER else float(text)
+
+
+def loads_canonical(data: bytes, max_bytes: int = 65535, max_depth: int = 32) -> Any:
+    """Parse untrusted canonical JSON bytes; BadInput unless they are exactly canonical."""
+    if not isinstance(data, bytes):
+        raise BadInput(f"canonical JSON must be bytes, got {type(data).__name__}")
+    if len(data) > max_bytes:
+        raise BadInput(f"JSON is {len(data)} bytes, over the limit of {max_bytes}")
+    try:
+        text = data.decode("utf-8", "strict")
+    except UnicodeDecodeError as e:
+        raise BadInput(f"JSON is not valid UTF-8 (byte {e.start})") from e
+    if text.startswith("\ufeff"):
+        raise BadInput("JSON starts with a byte order mark")
+    _check_depth(text, max_depth)
+    try:
+        value = json.loads(
+            text, object_pairs_hook=_pairs, parse_constant=_constant, parse_int=_integer
+        )
+    except (json.JSONDecodeError, RecursionError, ValueError) as e:
+        raise BadInput(f"not valid JSON: {e}") from e
+    if canonical_json(value) != data:
+        raise BadInput("JSON is not in RFC 8785 canonical form")
+    return value

@@ -1,0 +1,288 @@
+"""Merkle tree maths of the log: RFC 6962 / RFC 9162 with SHA-256 (SPEC 4, 6).
+
+Leaf hash = SHA-256(0x00 || entry), node hash = SHA-256(0x01 || left || right), the empty tree's
+root = SHA-256(""). Pure functions, no I/O: the store hands in a ``GetStored`` callable.
+
+Addressing of stored hashes: ``(level, n)`` is the hash of the *complete* subtree over leaves
+``[n * 2**level, (n + 1) * 2**level)``; level 0 is the leaf hash. A store that appends with
+``Frontier.append`` holds exactly these hashes and nothing else.
+
+Every "leaf" argument below is a 32-byte *leaf hash* (``leaf_hash(entry)``), never entry bytes,
+as in the SPEC's proof JSON (``leaf_hash``) and transparency-dev/merkle.
+
+Proof generation (``inclusion_proof``, ``consistency_proof``) follows RFC 9162 2.1.3.1 / 2.1.4.1
+(PATH / SUBPROOF); verification follows the numbered algorithms of RFC 9162 2.1.3.2 / 2.1.4.2.
+Each subtree hash a proof needs costs O(log n) reads, so a proof costs O(log² n) reads at worst
+and O(log n) for the common aligned cases.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+
+from ledger.errors import BadInput, ProofError
+
+HASH_SIZE = 32
+EMPTY_ROOT: bytes = hashlib.sha256(b"").digest()
+
+GetStored = Callable[[int, int], bytes]
+
+_LEAF_PREFIX = b"\x00"
+_NODE_PREFIX = b"\x01"
+
+
+def leaf_hash(entry: bytes) -> bytes:
+    """SHA-256(0x00 || entry)."""
+    return hashlib.sha256(_LEAF_PREFIX + entry).digest()
+
+
+def node_hash(left: bytes, right: bytes) -> bytes:
+    """SHA-256(0x01 || left || right)."""
+    return hashlib.sha256(_NODE_PREFIX + left + right).digest()
+
+
+def _split(n: int) -> int:
+    """The largest power of two strictly smaller than ``n`` (n >= 2)."""
+    return 1 << ((n - 1).bit_length() - 1)
+
+
+def root_from_leaf_hashes(leaves: Sequence[bytes]) -> bytes:
+    """Reference MTH over a list of leaf hashes, O(n) hashing: for tests and audit."""
+    if not leaves:
+        return EMPTY_ROOT
+    level = list(leaves)
+    # Bottom-up pairing; an odd last node is carried up unchanged, which equals RFC 6962's
+    # recursive definition (split at the largest power of two below n).
+    while len(level) > 1:
+        nxt = [node_hash(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
+        if len(level) % 2:
+            nxt.append(level[-1])
+        level = nxt
+    return level[0]
+
+
+def subtree_hash(lo: int, hi: int, get: GetStored) -> bytes:
+    """MTH(leaves[lo:hi]) from stored hashes.
+
+    With ``lo`` aligned to the largest power of two not above ``hi - lo`` (the case of every range
+    a proof asks for) this reads one stored hash per set bit of ``hi - lo``.
+    """
+    if not 0 <= lo < hi:
+        raise BadInput(f"empty or negative leaf range [{lo}, {hi})")
+    n = hi - lo
+    if n & (n - 1) == 0 and lo % n == 0:
+        level = n.bit_length() - 1
+        return get(level, lo >> level)
+    k = _split(n)
+    return node_hash(subtree_hash(lo, lo + k, get), subtree_hash(lo + k, hi, get))
+
+
+def tree_root(size: int, get: GetStored) -> bytes:
+    """The root hash of the tree of the first ``size`` leaves."""
+    if size < 0:
+        raise BadInput(f"negative tree size {size}")
+    if size == 0:
+        return EMPTY_ROOT
+    return subtree_hash(0, size, get)
+
+
+def inclusion_proof(index: int, size: int, get: GetStored) -> list[bytes]:
+    """RFC 9162 2.1.3.1 PATH(index, D[size]), the leaf's sibling first."""
+    if not 0 <= index < size:
+        raise BadInput(f"leaf index {index} is not in a tree of size {size}")
+    path: list[bytes] = []
+    lo, hi = 0, size
+    while hi - lo > 1:
+        k = _split(hi - lo)
+        if index < lo + k:
+            path.append(subtree_hash(lo + k, hi, get))
+            hi = lo + k
+        else:
+            path.append(subtree_hash(lo, lo + k, get))
+            lo = lo + k
+    path.reverse()
+    return path
+
+
+def consistency_proof(old: int, new: int, get: GetStored) -> list[bytes]:
+    """RFC 9162 2.1.4.1 PROOF(old, D[new]); empty when ``old`` is 0 or equals ``new``."""
+    if not 0 <= old <= new:
+        raise BadInput(f"no consistency proof from size {old} to size {new}")
+    if old == 0 or old == new:
+        return []
+    path: list[bytes] = []
+    lo, hi, m = 0, new, old
+    complete = True  # SUBPROOF's flag b: is the old tree the whole current subtree so far
+    while True:
+        n = hi - lo
+        if m == n:
+            if not complete:
+                path.append(subtree_hash(lo, hi, get))
+            break
+        k = _split(n)
+        if m <= k:
+            path.append(subtree_hash(lo + k, hi, get))
+            hi = lo + k
+        else:
+            path.append(subtree_hash(lo, lo + k, get))
+            lo, m, complete = lo + k, m - k, False
+    path.reverse()
+    return path
+
+
+def _check_hash(value: bytes, what: str) -> None:
+    if len(value) != HASH_SIZE:
+        raise ProofError(f"{what} is {len(value)} bytes, expected {HASH_SIZE}")
+
+
+def root_from_inclusion(leaf: bytes, index: int, size: int, proof: Sequence[bytes]) -> bytes:
+    """RFC 9162 2.1.3.2 steps 1-4: the root that ``proof`` implies for leaf hash ``leaf``."""
+    if size <= 0 or not 0 <= index < size:
+        raise ProofError(f"leaf index {index} is out of range for tree size {size}")
+    _check_hash(leaf, "leaf hash")
+    for i, p in enumerate(proof):
+        _check_hash(p, f"inclusion proof hash {i}")
+    fn, sn = index, size - 1
+    r = leaf
+    for p in proof:
+        if sn == 0:
+            raise ProofError(
+                f"inclusion proof for index {index} in size {size} is too long ({len(proof)})"
+            )
+        if fn & 1 or fn == sn:
+            r = node_hash(p, r)
+            if not fn & 1:
+                while fn and not fn & 1:
+                    fn >>= 1
+                    sn >>= 1
+        else:
+            r = node_hash(r, p)
+        fn >>= 1
+        sn >>= 1
+    if sn != 0:
+        raise ProofError(
+            f"inclusion proof for index {index} in size {size} is too short ({len(proof)})"
+        )
+    return r
+
+
+def verify_inclusion(
+    leaf: bytes, index: int, size: int, proof: Sequence[bytes], root: bytes
+) -> None:
+    """Raise ProofError unless ``proof`` shows leaf hash ``leaf`` at ``index`` under ``root``."""
+    _check_hash(root, "root hash")
+    got = root_from_inclusion(leaf, index, size, proof)
+    if got != root:
+        raise ProofError(
+            f"inclusion proof for index {index} in size {size} gives root {got.hex()}, "
+            f"expected {root.hex()}"
+        )
+
+
+def verify_consistency(
+    old: int, new: int, old_root: bytes, new_root: bytes, proof: Sequence[bytes]
+) -> None:
+    """RFC 9162 2.1.4.2; raise ProofError unless the tree of size ``old`` is a prefix of ``new``.
+
+    ``old == new`` needs an empty proof and equal roots. ``old == 0`` needs an empty proof and
+    ``old_root == EMPTY_ROOT`` (stricter than transparency-dev/merkle, which ignores the roots).
+    """
+    if old < 0 or new < old:
+        raise ProofError(f"no consistency from size {old} to size {new}")
+    _check_hash(old_root, "old root hash")
+    _check_hash(new_root, "new root hash")
+    for i, p in enumerate(proof):
+        _check_hash(p, f"consistency proof hash {i}")
+    if old == 0 or old == new:
+        if proof:
+            raise ProofError(
+                f"consistency proof from size {old} to {new} must be empty, has {len(proof)}"
+            )
+        expected = EMPTY_ROOT if old == 0 else new_root
+        if old_root != expected:
+            raise ProofError(f"old root of size {old} does not match, {old_root.hex()}")
+        return
+    if not proof:
+        raise ProofError(f"consistency proof from size {old} to {new} is empty")
+    path = list(proof)
+    # Step 2: if old is a power of two, the old tree is a stored subtree: its root leads the path.
+    if old & (old - 1) == 0:
+        path.insert(0, old_root)
+    fn, sn = old - 1, new - 1
+    while fn & 1:
+        fn >>= 1
+        sn >>= 1
+    fr = sr = path[0]
+    for c in path[1:]:
+        if sn == 0:
+            raise ProofError(f"consistency proof from size {old} to {new} is too long")
+        if fn & 1 or fn == sn:
+            fr = node_hash(c, fr)
+            sr = node_hash(c, sr)
+            if not fn & 1:
+                while fn and not fn & 1:
+                    fn >>= 1
+                    sn >>= 1
+        else:
+            sr = node_hash(sr, c)
+        fn >>= 1
+        sn >>= 1
+    if sn != 0:
+        raise ProofError(f"consistency proof from size {old} to {new} is too short")
+    if fr != old_root:
+        raise ProofError(f"consistency proof does not lead to the old root of size {old}")
+    if sr != new_root:
+        raise ProofError(f"consistency proof does not lead to the new root of size {new}")
+
+
+class Frontier:
+    """The right edge of the tree: the roots of its complete subtrees, largest first.
+
+    Appending needs no reads: each ``append`` returns the stored hashes it creates.
+    """
+
+    __slots__ = ("_edge", "size")
+
+    def __init__(self) -> None:
+        self.size: int = 0
+        self._edge: list[tuple[int, bytes]] = []  # (level, hash), levels strictly decreasing
+
+    @classmethod
+    def from_store(cls, size: int, get: GetStored) -> Frontier:
+        """Load the frontier of a tree of ``size`` leaves: one read per set bit of ``size``."""
+        if size < 0:
+            raise BadInput(f"negative tree size {size}")
+        f = cls()
+        start = 0
+        for level in range(size.bit_length() - 1, -1, -1):
+            if size >> level & 1:
+                f._edge.append((level, get(level, start >> level)))
+                start += 1 << level
+        f.size = size
+        return f
+
+    def append(self, leaf: bytes) -> list[tuple[int, int, bytes]]:
+        """Append leaf hash ``leaf``; return the new stored hashes ``(level, n, hash)``."""
+        if len(leaf) != HASH_SIZE:
+            raise BadInput(f"leaf hash must be {HASH_SIZE} bytes, got {len(leaf)}")
+        index = self.size
+        out = [(0, index, leaf)]
+        level, h = 0, leaf
+        while self._edge and self._edge[-1][0] == level:
+            _, left = self._edge.pop()
+            h = node_hash(left, h)
+            level += 1
+            out.append((level, index >> level, h))
+        self._edge.append((level, h))
+        self.size = index + 1
+        return out
+
+    def root(self) -> bytes:
+        """The root hash of the tree so far."""
+        if not self._edge:
+            return EMPTY_ROOT
+        h = self._edge[-1][1]
+        for _, left in reversed(self._edge[:-1]):
+            h = node_hash(left, h)
+        return h
