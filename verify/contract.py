@@ -1,0 +1,698 @@
+"""Read a kernel contract (SPEC 8 ``contract.schema``); format: contracts/README.md.
+
+``load_contract(bytes)`` turns untrusted YAML into the frozen ``verify.model.Contract``:
+
+1. refuse more than ``MAX_BYTES`` bytes and anything that is not UTF-8;
+2. parse with a ``yaml.SafeLoader`` subclass that refuses aliases (so no "billion laughs"),
+   nesting deeper than ``MAX_DEPTH``, more than ``MAX_NODES`` nodes, duplicate mapping keys,
+   non-string mapping keys, and every tag outside the plain JSON types (no ``!!python/...``,
+   ``!!binary``, ``!!set``, timestamps stay strings);
+3. recognise what is not a contract (a pv binding registry, a trueno ``PerformanceContract``);
+4. build the typed model, naming the field path of the first problem in a ``ContractError``.
+
+``eval_expr`` evaluates the size expressions of shapes, scalar values and launch geometry with a
+tiny recursive-descent parser (never ``eval``). ``run(ctx)`` is the check group that reports
+``contract.schema`` and ``contract.lint`` (the gates live in ``verify.contract_lint``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+import yaml
+
+from ledger.errors import ContractError
+from verify.context import Context
+from verify.model import (
+    Claim,
+    Contract,
+    FalsificationTest,
+    Kernel,
+    Launch,
+    LeanRef,
+    Param,
+    Tolerance,
+)
+from verify.report import Check, failed, passed
+
+MAX_BYTES = 256 * 1024
+MAX_DEPTH = 32
+MAX_NODES = 10_000
+MAX_EXPR_CHARS = 256
+MAX_EXPR_VALUE = 1 << 63
+
+DTYPES = ("f16", "f32", "f64", "s32", "u32", "s64", "u64", "u8", "s8")
+INTENTS = ("in", "out", "inout")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TARGET = re.compile(r"sm_[0-9]{2,3}[a-z]?")
+_FUNCS = ("ceil_div", "min", "max")
+_PLAIN_TAGS = frozenset(
+    "tag:yaml.org,2002:" + t for t in ("str", "int", "float", "bool", "null", "seq", "map")
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Safe YAML
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader without aliases, timestamps or exotic tags; bounded depth and node count."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._nodes = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            ev = self.peek_event()  # type: ignore[no-untyped-call]
+            raise ContractError(f"{_where(ev.start_mark)}YAML aliases (*name) are not allowed")
+        ev = self.peek_event()  # type: ignore[no-untyped-call]
+        anchor = getattr(ev, "anchor", None)
+        if anchor is not None:
+            raise ContractError(f"{_where(ev.start_mark)}YAML anchors (&{anchor}) are not allowed")
+        self._nodes += 1
+        if self._nodes > MAX_NODES:
+            raise ContractError(f"{_where(ev.start_mark)}more than {MAX_NODES} YAML nodes")
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise ContractError(f"{_where(ev.start_mark)}nesting deeper than {MAX_DEPTH} levels")
+        try:
+            node: Any = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        if node.tag not in _PLAIN_TAGS:
+            raise ContractError(f"{_where(node.start_mark)}YAML tag {node.tag!r} is not allowed")
+        return node
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        if not isinstance(node, yaml.MappingNode):
+            raise ContractError(f"{_where(node.start_mark)}expected a mapping")
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                where = _where(key_node.start_mark)
+                raise ContractError(f"{where}YAML merge keys (<<) are not allowed")
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise ContractError(
+                    f"{_where(key_node.start_mark)}mapping key is a {key_node.id}, not a string"
+                )
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, str):
+                raise ContractError(
+                    f"{_where(key_node.start_mark)}mapping key {key!r} is not a string"
+                )
+            if key in out:
+                raise ContractError(f"{_where(key_node.start_mark)}duplicate key {key!r}")
+            out[key] = self.construct_object(value_node, deep=deep)
+        return out
+
+
+# Timestamps stay strings: drop the implicit resolver for them (a copy, not SafeLoader's table).
+_Loader.yaml_implicit_resolvers = {
+    ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for ch, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _where(mark: Any) -> str:
+    if mark is None:
+        return "contract: "
+    return f"contract: line {mark.line + 1}, column {mark.column + 1}: "
+
+
+def parse_yaml(data: bytes) -> Any:
+    """Parse untrusted contract bytes into plain Python data, or raise ``ContractError``."""
+    if not isinstance(data, bytes | bytearray):
+        raise ContractError("contract: expected bytes")
+    if len(data) > MAX_BYTES:
+        raise ContractError(f"contract: {len(data)} bytes is over the {MAX_BYTES}-byte limit")
+    try:
+        text = bytes(data).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ContractError(f"contract: not UTF-8 (bad byte at offset {e.start})") from e
+    if "\x00" in text:
+        raise ContractError("contract: contains a NUL character")
+    loader = _Loader(text)
+    try:
+        doc = loader.get_single_node()
+        if doc is None:
+            raise ContractError("contract: the YAML document is empty")
+        return loader.construct_document(doc)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        problem = e.problem or e.context or "malformed YAML"
+        raise ContractError(f"{_where(mark)}YAML syntax error: {problem}") from e
+    except yaml.YAMLError as e:
+        raise ContractError(f"contract: YAML error: {str(e).splitlines()[0]}") from e
+    except RecursionError as e:  # defence in depth; compose_node bounds the depth first
+        raise ContractError(f"contract: nesting deeper than {MAX_DEPTH} levels") from e
+    finally:
+        loader.dispose()
+
+
+# ---------------------------------------------------------------------------------------------
+# Size expressions: INT | NAME | f(a, b) | (e) | -e | e (+ - * // %) e
+
+
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(//|[-+*%(),]))")
+
+Expr = tuple[Any, ...]  # ("int", v) | ("name", n) | (op, a, b) | ("neg", a)
+
+
+@lru_cache(maxsize=4096)
+def parse_expr(expr: str) -> Expr:
+    """Parse a size expression; raise ``ContractError`` naming the expression."""
+    if len(expr) > MAX_EXPR_CHARS:
+        raise ContractError(f"expression longer than {MAX_EXPR_CHARS} characters")
+    toks: list[tuple[str, str]] = []
+    pos = 0
+    stripped = expr.rstrip()
+    while pos < len(stripped):
+        m = _TOKEN.match(stripped, pos)
+        if m is None:
+            raise ContractError(f"expression {expr!r}: unexpected {stripped[pos:].strip()[:10]!r}")
+        if m.group(1) is not None:
+            toks.append(("int", m.group(1)))
+        elif m.group(2) is not None:
+            toks.append(("name", m.group(2)))
+        else:
+            toks.append(("op", m.group(3)))
+        pos = m.end()
+    if not toks:
+        raise ContractError("expression is empty")
+    p = _Parser(expr, toks)
+    tree = p.sum(0)
+    if p.i != len(toks):
+        raise ContractError(f"expression {expr!r}: unexpected {toks[p.i][1]!r}")
+    return tree
+
+
+class _Parser:
+    def __init__(self, src: str, toks: list[tuple[str, str]]) -> None:
+        self.src = src
+        self.toks = toks
+        self.i = 0
+
+    def _peek(self) -> tuple[str, str] | None:
+        return self.toks[self.i] if self.i < len(self.toks) else None
+
+    def _op(self, *ops: str) -> str | None:
+        t = self._peek()
+        if t is not None and t[0] == "op" and t[1] in ops:
+            self.i += 1
+            return t[1]
+        return None
+
+    def _need(self, op: str) -> None:
+        if self._op(op) is None:
+            t = self._peek()
+            got = "end of expression" if t is None else repr(t[1])
+            raise ContractError(f"expression {self.src!r}: expected {op!r}, got {got}")
+
+    def sum(self, depth: int) -> Expr:
+        left = self.product(depth)
+        while (op := self._op("+", "-")) is not None:
+            left = (op, left, self.product(depth))
+        return left
+
+    def product(self, depth: int) -> Expr:
+        left = self.unary(depth)
+        while (op := self._op("*", "//", "%")) is not None:
+            left = (op, left, self.unary(depth))
+        return left
+
+    def unary(self, depth: int) -> Expr:
+        if depth > MAX_DEPTH:
+            raise ContractError(f"expression {self.src!r}: nested deeper than {MAX_DEPTH}")
+        if self._op("-") is not None:
+            return ("neg", self.unary(depth + 1))
+        if self._op("(") is not None:
+            inner = self.sum(depth + 1)
+            self._need(")")
+            return inner
+        t = self._peek()
+        if t is None:
+            raise ContractError(f"expression {self.src!r}: ends too early")
+        self.i += 1
+        kind, text = t
+        if kind == "int":
+            return ("int", int(text))
+        if kind == "name":
+            if text in _FUNCS:
+                self._need("(")
+                a = self.sum(depth + 1)
+                self._need(",")
+                b = self.sum(depth + 1)
+                self._need(")")
+                return (text, a, b)
+            return ("name", text)
+        raise ContractError(f"expression {self.src!r}: unexpected {text!r}")
+
+
+def _eval(tree: Expr, sizes: Mapping[str, int], src: str) -> int:
+    kind = tree[0]
+    if kind == "int":
+        v: int = tree[1]
+    elif kind == "name":
+        if tree[1] not in sizes:
+            raise ContractError(f"expression {src!r}: size {tree[1]!r} is not bound")
+        v = int(sizes[tree[1]])
+    elif kind == "neg":
+        v = -_eval(tree[1], sizes, src)
+    else:
+        a = _eval(tree[1], sizes, src)
+        b = _eval(tree[2], sizes, src)
+        if kind == "+":
+            v = a + b
+        elif kind == "-":
+            v = a - b
+        elif kind == "*":
+            v = a * b
+        elif kind == "min":
+            v = min(a, b)
+        elif kind == "max":
+            v = max(a, b)
+        else:  # // % ceil_div
+            if b == 0:
+                raise ContractError(f"expression {src!r}: division by zero")
+            if kind == "//":
+                v = a // b
+            elif kind == "%":
+                v = a % b
+            else:
+                if b < 0:
+                    raise ContractError(f"expression {src!r}: ceil_div by a negative number")
+                v = -((-a) // b)
+    if abs(v) > MAX_EXPR_VALUE:
+        raise ContractError(f"expression {src!r}: value out of range (over 2**63)")
+    return v
+
+
+def eval_expr(expr: str, sizes: Mapping[str, int]) -> int:
+    """Evaluate a size expression (integers, size names, + - * // %, ( ), ceil_div/min/max)."""
+    return _eval(parse_expr(str(expr)), sizes, str(expr))
+
+
+def expr_names(expr: str) -> frozenset[str]:
+    """The size names an expression uses."""
+    out: set[str] = set()
+    stack = [parse_expr(str(expr))]
+    while stack:
+        t = stack.pop()
+        if t[0] == "name":
+            out.add(t[1])
+        elif t[0] != "int":
+            stack.extend(x for x in t[1:] if isinstance(x, tuple))
+    return frozenset(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Typed model
+
+
+def _type_name(v: object) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(v), "null" if v is None else f"a {type(v).__name__}"
+    )
+
+
+def _map(v: object, path: str) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise ContractError(f"{path}: expected a mapping, got {_type_name(v)}")
+    return v
+
+
+def _list(v: object, path: str) -> list[Any]:
+    if not isinstance(v, list):
+        raise ContractError(f"{path}: expected a list, got {_type_name(v)}")
+    return v
+
+
+def _str(v: object, path: str, *, numbers: bool = False) -> str:
+    if isinstance(v, str):
+        return v
+    if numbers and isinstance(v, int | float) and not isinstance(v, bool):
+        return str(v)
+    raise ContractError(f"{path}: expected a string, got {_type_name(v)}")
+
+
+def _opt_str(d: Mapping[str, Any], key: str, path: str, *, numbers: bool = False) -> str:
+    v = d.get(key)
+    return "" if v is None else _str(v, f"{path}.{key}", numbers=numbers)
+
+
+def _int(v: object, path: str, lo: int = 0, hi: int = 1 << 62) -> int:
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise ContractError(f"{path}: expected an integer, got {_type_name(v)}")
+    if not lo <= v <= hi:
+        raise ContractError(f"{path}: {v} is out of range [{lo}, {hi}]")
+    return v
+
+
+def _num(v: object, path: str) -> float:
+    if not isinstance(v, int | float) or isinstance(v, bool):
+        raise ContractError(f"{path}: expected a number, got {_type_name(v)}")
+    f = float(v)
+    if f != f or f in (float("inf"), float("-inf")):
+        raise ContractError(f"{path}: expected a finite number")
+    return f
+
+
+def _name(v: object, path: str) -> str:
+    s = _str(v, path)
+    if not _NAME.fullmatch(s):
+        raise ContractError(f"{path}: {s[:40]!r} is not a name ([A-Za-z_][A-Za-z0-9_]*)")
+    return s
+
+
+def _expr(v: object, path: str) -> str:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return str(v)
+    if not isinstance(v, str):
+        raise ContractError(f"{path}: expected an expression, got {_type_name(v)}")
+    try:
+        parse_expr(v)
+    except ContractError as e:
+        raise ContractError(f"{path}: expected an expression: {e}") from e
+    return v
+
+
+def _known(d: Mapping[str, Any], allowed: tuple[str, ...], path: str) -> None:
+    for k in d:
+        if k not in allowed:
+            raise ContractError(f"{path}.{k}: unknown field (allowed: {', '.join(allowed)})")
+
+
+def _param(v: object, path: str) -> Param:
+    d = _map(v, path)
+    _known(d, ("name", "ptr", "scalar", "intent", "shape", "value"), path)
+    name = _name(d.get("name"), f"{path}.name")
+    if ("ptr" in d) == ("scalar" in d):
+        raise ContractError(f"{path}: needs exactly one of 'ptr' or 'scalar'")
+    kind = "ptr" if "ptr" in d else "scalar"
+    dtype = _str(d[kind], f"{path}.{kind}")
+    if dtype not in DTYPES:
+        raise ContractError(f"{path}.{kind}: {dtype!r} is not one of {', '.join(DTYPES)}")
+    if kind == "ptr":
+        if "value" in d:
+            raise ContractError(f"{path}.value: only scalars have a value")
+        intent = _str(d.get("intent", "in"), f"{path}.intent")
+        if intent not in INTENTS:
+            raise ContractError(f"{path}.intent: {intent!r} is not one of in, out, inout")
+        shape = _list(d.get("shape"), f"{path}.shape")
+        if not shape:
+            raise ContractError(f"{path}.shape: must list at least one extent")
+        dims = tuple(_expr(x, f"{path}.shape[{i}]") for i, x in enumerate(shape))
+        return Param(name, "ptr", dtype, intent=intent, shape=dims)  # type: ignore[arg-type]
+    for k in ("intent", "shape"):
+        if k in d:
+            raise ContractError(f"{path}.{k}: only pointers have {k}")
+    if "value" not in d:
+        raise ContractError(f"{path}.value: missing (a scalar needs a value expression)")
+    value = _expr(d["value"], f"{path}.value")
+    return Param(name, "scalar", dtype, value=value)  # type: ignore[arg-type]
+
+
+def _dim3(v: object, path: str) -> tuple[str, str, str]:
+    items = _list(v, path)
+    if len(items) != 3:
+        raise ContractError(f"{path}: expected 3 expressions, got {len(items)}")
+    a, b, c = (_expr(x, f"{path}[{i}]") for i, x in enumerate(items))
+    return (a, b, c)
+
+
+def _kernel(v: object) -> Kernel:
+    path = "kernel"
+    if isinstance(v, str):
+        raise ContractError(
+            "kernel: expected a mapping (the executable-kernel extension), got a string"
+        )
+    d = _map(v, path)
+    _known(
+        d,
+        ("name", "version", "entry", "target", "ptx", "source", "build", "futhark",
+         "reference", "params", "launch", "resources"),
+        path,
+    )
+    for k in ("name", "version"):
+        if d.get(k) is None:
+            raise ContractError(f"kernel.{k}: missing (recorded in the ledger entry)")
+    name = _str(d["name"], "kernel.name")
+    if not name.strip():
+        raise ContractError("kernel.name: empty")
+    target = _opt_str(d, "target", path) or "sm_86"
+    if not _TARGET.fullmatch(target):
+        raise ContractError(f"kernel.target: {target!r} is not an sm_NN target")
+    build: tuple[str, ...] = ()
+    if d.get("build") is not None:
+        argv = _list(d["build"], "kernel.build")
+        build = tuple(_str(x, f"kernel.build[{i}]") for i, x in enumerate(argv))
+        if not build or build[0] != "nvcc":
+            raise ContractError("kernel.build[0]: the build command must start with 'nvcc'")
+    params: list[Param] = []
+    if d.get("params") is not None:
+        for i, p in enumerate(_list(d["params"], "kernel.params")):
+            params.append(_param(p, f"kernel.params[{i}]"))
+        seen: set[str] = set()
+        for i, p2 in enumerate(params):
+            if p2.name in seen:
+                raise ContractError(f"kernel.params[{i}].name: duplicate parameter {p2.name!r}")
+            seen.add(p2.name)
+    launch = None
+    if d.get("launch") is not None:
+        ld = _map(d["launch"], "kernel.launch")
+        _known(ld, ("grid", "block", "shared_bytes"), "kernel.launch")
+        for k in ("grid", "block"):
+            if k not in ld:
+                raise ContractError(f"kernel.launch.{k}: missing")
+        launch = Launch(
+            grid=_dim3(ld["grid"], "kernel.launch.grid"),
+            block=_dim3(ld["block"], "kernel.launch.block"),
+            shared_bytes=_expr(ld.get("shared_bytes", 0), "kernel.launch.shared_bytes"),
+        )
+    max_regs = max_shared = None
+    allow_spills = False
+    if d.get("resources") is not None:
+        rd = _map(d["resources"], "kernel.resources")
+        _known(rd, ("max_registers", "max_shared_bytes", "spills"), "kernel.resources")
+        if rd.get("max_registers") is not None:
+            max_regs = _int(rd["max_registers"], "kernel.resources.max_registers", 1, 255)
+        if rd.get("max_shared_bytes") is not None:
+            max_shared = _int(rd["max_shared_bytes"], "kernel.resources.max_shared_bytes")
+        spills = _str(rd.get("spills", "forbid"), "kernel.resources.spills")
+        if spills not in ("forbid", "allow"):
+            raise ContractError(f"kernel.resources.spills: {spills!r} is not forbid or allow")
+        allow_spills = spills == "allow"
+    return Kernel(
+        name=name,
+        version=_str(d["version"], "kernel.version", numbers=True),
+        entry=_opt_str(d, "entry", path),
+        ptx=_opt_str(d, "ptx", path),
+        target=target,
+        source=_opt_str(d, "source", path),
+        build=build,
+        reference=_opt_str(d, "reference", path),
+        params=tuple(params),
+        launch=launch,
+        max_registers=max_regs,
+        max_shared_bytes=max_shared,
+        allow_spills=allow_spills,
+        futhark=_opt_str(d, "futhark", path),
+    )
+
+
+_EXEC_KEYS = ("sizes", "tolerance", "properties")
+
+
+def _ftest(v: object, path: str) -> FalsificationTest:
+    d = _map(v, path)
+    tid = _str(d.get("id"), f"{path}.id") if "id" in d else ""
+    if not tid:
+        raise ContractError(f"{path}.id: missing")
+    rule = _opt_str(d, "rule", path, numbers=True)
+    prediction = _opt_str(d, "prediction", path, numbers=True)
+    present = [k for k in _EXEC_KEYS if d.get(k) is not None]
+    if not present:
+        return FalsificationTest(tid, rule, prediction, (), Tolerance(), (), executable=False)
+    missing = [k for k in _EXEC_KEYS if k not in present]
+    if missing:
+        raise ContractError(
+            f"{path}: has {', '.join(present)} but no {', '.join(missing)} "
+            "(an executable test needs sizes, tolerance and properties)"
+        )
+    sizes_l = _list(d["sizes"], f"{path}.sizes")
+    if not sizes_l:
+        raise ContractError(f"{path}.sizes: must list at least one binding")
+    sizes: list[dict[str, int]] = []
+    for i, s in enumerate(sizes_l):
+        sm = _map(s, f"{path}.sizes[{i}]")
+        binding = {}
+        for k, x in sm.items():
+            _name(k, f"{path}.sizes[{i}]")
+            binding[k] = _int(x, f"{path}.sizes[{i}].{k}", 0, 1 << 40)
+        sizes.append(binding)
+    td = _map(d["tolerance"], f"{path}.tolerance")
+    _known(td, ("ulp", "rel", "abs"), f"{path}.tolerance")
+    tol: dict[str, float | None] = {}
+    for k in ("ulp", "rel", "abs"):
+        if td.get(k) is not None:
+            x = _num(td[k], f"{path}.tolerance.{k}")
+            if x < 0:
+                raise ContractError(f"{path}.tolerance.{k}: must not be negative")
+            tol[k] = x
+    if not tol:
+        raise ContractError(f"{path}.tolerance: needs ulp, rel or abs")
+    props_l = _list(d["properties"], f"{path}.properties")
+    props = tuple(_str(x, f"{path}.properties[{i}]") for i, x in enumerate(props_l))
+    if not props:
+        raise ContractError(f"{path}.properties: must list at least one property")
+    seed = _int(d.get("seed", 0), f"{path}.seed", 0, (1 << 64) - 1)
+    low, high = -1.0, 1.0
+    if d.get("inputs") is not None:
+        inp = _map(d["inputs"], f"{path}.inputs")
+        _known(inp, ("low", "high"), f"{path}.inputs")
+        low = _num(inp.get("low", low), f"{path}.inputs.low")
+        high = _num(inp.get("high", high), f"{path}.inputs.high")
+        if low > high:
+            raise ContractError(f"{path}.inputs: low {low} is above high {high}")
+    return FalsificationTest(
+        tid, rule, prediction, tuple(sizes), Tolerance(**tol), props,
+        seed=seed, input_low=low, input_high=high, executable=True,
+    )
+
+
+def _claim(v: object, path: str) -> Claim:
+    d = _map(v, path)
+    for k in ("obligation", "theorem", "property"):
+        if d.get(k) is None:
+            raise ContractError(f"{path}.{k}: missing")
+    return Claim(
+        obligation=_str(d["obligation"], f"{path}.obligation"),
+        theorem=_str(d["theorem"], f"{path}.theorem"),
+        property=_str(d["property"], f"{path}.property"),
+        statement=_opt_str(d, "statement", path),
+    )
+
+
+def _reject_non_contracts(doc: dict[str, Any]) -> None:
+    if "metadata" in doc:
+        return
+    if "bindings" in doc:
+        raise ContractError(
+            "not a contract: this is a provable-contracts binding registry (top-level "
+            "'bindings'), not a kernel contract (no 'metadata')"
+        )
+    if "kind" in doc:
+        kind = doc["kind"]
+        raise ContractError(
+            f"not a contract: kind {kind!r} is not supported; expected a provable-contracts "
+            "contract with a 'metadata' mapping"
+        )
+    raise ContractError("metadata: missing (a contract starts with a 'metadata' mapping)")
+
+
+def load_contract(data: bytes) -> Contract:
+    """Parse and validate contract bytes into the typed model; raise ``ContractError``."""
+    doc = parse_yaml(data)
+    if not isinstance(doc, dict):
+        raise ContractError(f"contract: the document must be a mapping, got {_type_name(doc)}")
+    _reject_non_contracts(doc)
+    meta = _map(doc["metadata"], "metadata")
+    version = _opt_str(meta, "version", "metadata", numbers=True)
+    description = _opt_str(meta, "description", "metadata")
+    refs: list[LeanRef] = []
+    formulas: dict[str, str] = {}
+    if doc.get("equations") is not None:
+        for ename, eq in _map(doc["equations"], "equations").items():
+            ep = f"equations.{ename}"
+            ed = _map(eq, ep)
+            formulas[ename] = _opt_str(ed, "formula", ep, numbers=True)
+            if ed.get("lean_theorem") is not None:
+                thm = _str(ed["lean_theorem"], f"{ep}.lean_theorem")
+                refs.append(LeanRef(thm, "claimed", f"{ep}.lean_theorem"))
+    obligations: list[str] = []
+    if doc.get("proof_obligations") is not None:
+        for i, po in enumerate(_list(doc["proof_obligations"], "proof_obligations")):
+            pp = f"proof_obligations[{i}]"
+            pd = _map(po, pp)
+            obligations.append(_opt_str(pd, "property", pp))
+            if pd.get("lean") is not None:
+                ld = _map(pd["lean"], f"{pp}.lean")
+                if ld.get("theorem") is None:
+                    raise ContractError(f"{pp}.lean.theorem: missing")
+                thm = _str(ld["theorem"], f"{pp}.lean.theorem")
+                status = _opt_str(ld, "status", f"{pp}.lean") or "unstated"
+                refs.append(LeanRef(thm, status, f"{pp}.lean"))
+    tests: list[FalsificationTest] = []
+    if doc.get("falsification_tests") is not None:
+        for i, t in enumerate(_list(doc["falsification_tests"], "falsification_tests")):
+            tests.append(_ftest(t, f"falsification_tests[{i}]"))
+    claims: list[Claim] = []
+    if doc.get("certificate") is not None:
+        for i, c in enumerate(_list(doc["certificate"], "certificate")):
+            claim = _claim(c, f"certificate[{i}]")
+            claims.append(claim)
+            refs.append(LeanRef(claim.theorem, "claimed", f"certificate[{i}].theorem"))
+    kernel = _kernel(doc["kernel"]) if doc.get("kernel") is not None else None
+    kani = doc.get("kani_harnesses")
+    extra: dict[str, object] = {
+        "formulas": formulas,
+        "obligations": tuple(obligations),
+        "kani_harnesses": len(kani) if isinstance(kani, list) else 0,
+        "top_level_keys": tuple(doc),
+    }
+    return Contract(
+        name=kernel.name if kernel is not None else next(iter(formulas), ""),
+        version=kernel.version if kernel is not None else version,
+        description=description,
+        kernel=kernel,
+        falsification=tuple(tests),
+        claims=tuple(claims),
+        lean_refs=tuple(refs),
+        equations=tuple(formulas),
+        extra={"metadata_version": version, **extra},
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Check group
+
+
+def run(ctx: Context) -> list[Check]:
+    """``contract.schema`` and ``contract.lint``; sets ``ctx.contract`` when the schema passes."""
+    from verify import contract_lint  # the gates; imported here to keep this module small
+
+    try:
+        data = ctx.bundle.file("contract.yaml")
+    except KeyError:
+        data = None
+    if data is None:
+        reason = "bundle has no contract.yaml"
+        return [failed("contract.schema", reason), failed("contract.lint", f"not run: {reason}")]
+    try:
+        contract = load_contract(data)
+        problems = contract_lint.schema_errors(parse_yaml(data))
+    except ContractError as e:
+        return [
+            failed("contract.schema", str(e)),
+            failed("contract.lint", "not run: contract.schema failed"),
+        ]
+    if problems:
+        return [
+            failed("contract.schema", "; ".join(problems[:5])),
+            failed("contract.lint", "not run: contract.schema failed"),
+        ]
+    ctx.contract = contract
+    k = contract.kernel
+    schema = passed(
+        "contract.schema",
+        f"contract.yaml parsed: kernel {k.name if k else '(none)'} version {contract.version}, "
+        f"{len(contract.falsification)} falsification tests, {len(contract.claims)} claims, "
+        f"{len(contract.lean_refs)} Lean theorems named",
+    )
+    files = {f.path: f.data for f in ctx.bundle.files}
+    return [schema, contract_lint.lint_check(contract, files)]

@@ -1,0 +1,383 @@
+"""The ``contract.lint`` gates (SPEC 8) and the structural JSON Schema of contracts.
+
+``lint_contract(contract, files)`` runs every gate over a loaded contract and, when ``files`` (the
+bundle's path -> bytes) is given, over the bundle it came in. Each gate passes, fails with a
+reason, or is skipped (no bundle; a helper module not available). The gates, in order, and the
+``pv lint`` gate each matches or strengthens, are documented in contracts/README.md ("Lint").
+
+``schema_errors(doc)`` validates parsed YAML against ``verify/contract_schema.json`` with a small
+validator for the subset of JSON Schema (2020-12) that file uses.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from ledger.bundle import check_path
+from ledger.errors import BundleError, ContractError
+from verify.contract import expr_names
+from verify.model import OBLIGATIONS, PROPERTIES, Contract
+from verify.report import Check, failed, passed, skipped
+
+_TEST_ID = re.compile(r"FALSIFY-[A-Z0-9-]+")
+_PROVED = ("proved", "claimed")
+
+GateStatus = Literal["passed", "failed", "skipped"]
+
+
+@dataclass(frozen=True)
+class Gate:
+    name: str
+    status: GateStatus
+    reason: str = ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Gates. Each returns a list of problems (empty: passed) or raises _Skip.
+
+
+class _Skip(Exception):
+    pass
+
+
+Files = Mapping[str, bytes] | None
+
+
+def _metadata(c: Contract, files: Files) -> list[str]:
+    out = []
+    if not str(c.extra.get("metadata_version", "")).strip():
+        out.append("metadata.version is missing")
+    if not c.description.strip():
+        out.append("metadata.description is missing")
+    return out
+
+
+def _equations(c: Contract, files: Files) -> list[str]:
+    formulas = c.extra.get("formulas", {})
+    assert isinstance(formulas, dict)
+    if not formulas:
+        return ["no equations"]
+    return [f"equations.{n} has no formula" for n, f in formulas.items() if not str(f).strip()]
+
+
+def _obligations(c: Contract, files: Files) -> list[str]:
+    obligations = c.extra.get("obligations", ())
+    assert isinstance(obligations, tuple)
+    if not obligations and not c.claims:
+        return ["no proof_obligations and no certificate claims"]
+    return [f"proof_obligations[{i}] has no property" for i, p in enumerate(obligations) if not p]
+
+
+def _falsification(c: Contract, files: Files) -> list[str]:
+    if not c.falsification:
+        return ["no falsification_tests"]
+    out, seen = [], set()
+    for t in c.falsification:
+        if not _TEST_ID.fullmatch(t.id):
+            out.append(f"test id {t.id!r} does not match FALSIFY-[A-Z0-9-]+")
+        if t.id in seen:
+            out.append(f"test id {t.id} is repeated")
+        seen.add(t.id)
+    return out
+
+
+def _size_vars(c: Contract) -> set[str]:
+    k = c.kernel
+    names: set[str] = set()
+    if k is None:
+        return names
+    exprs: list[str] = []
+    for p in k.params:
+        exprs.extend(p.shape)
+        if p.value:
+            exprs.append(p.value)
+    if k.launch is not None:
+        exprs.extend(k.launch.grid + k.launch.block + (k.launch.shared_bytes,))
+    for e in exprs:
+        names |= expr_names(e)
+    return names
+
+
+def _executable(c: Contract, files: Files) -> list[str]:
+    out: list[str] = []
+    needed = _size_vars(c)
+    for t in c.falsification:
+        if not t.executable:
+            out.append(f"{t.id} is prose only (no sizes, tolerance, properties)")
+            continue
+        unknown = [p for p in t.properties if p not in PROPERTIES]
+        if unknown:
+            out.append(f"{t.id} lists unknown properties {', '.join(unknown)}")
+        for i, binding in enumerate(t.sizes):
+            missing = sorted(needed - set(binding))
+            if missing:
+                out.append(f"{t.id} sizes[{i}] does not bind {', '.join(missing)}")
+    return out
+
+
+def _bundle_path(files: Mapping[str, bytes], field: str, path: str) -> str | None:
+    try:
+        check_path(path)
+    except BundleError as e:
+        return f"{field} {e}"
+    if path not in files:
+        return f"{field} {path!r} is not in the bundle"
+    return None
+
+
+def _kernel(c: Contract, files: Files) -> list[str]:
+    if files is None:
+        raise _Skip("no bundle")
+    k = c.kernel
+    if k is None:
+        return ["no kernel extension: nothing in this contract can be run"]
+    out = []
+    if not k.entry:
+        out.append("kernel.entry is missing")
+    if not k.ptx:
+        out.append("kernel.ptx is missing")
+    elif not k.ptx.endswith(".ptx"):
+        out.append(f"kernel.ptx {k.ptx!r} is not a .ptx file")
+    if not k.params:
+        out.append("kernel.params is missing")
+    if k.launch is None:
+        out.append("kernel.launch is missing")
+    if k.build and not k.source:
+        out.append("kernel.build is given without kernel.source")
+    for field, path in (("kernel.ptx", k.ptx), ("kernel.source", k.source),
+                        ("kernel.futhark", k.futhark)):
+        if path:
+            problem = _bundle_path(files, field, path)
+            if problem:
+                out.append(problem)
+    return out
+
+
+def _reference(c: Contract, files: Files) -> list[str]:
+    k = c.kernel
+    if k is None:
+        if files is None:
+            raise _Skip("no kernel extension")
+        return ["no kernel extension, so no kernel.reference"]
+    if not k.reference:
+        return ["kernel.reference is missing"]
+    try:
+        mod = importlib.import_module("verify.references")
+        known = getattr(mod, "REFERENCES", {})
+    except ImportError:
+        known = {}
+    if k.reference not in known:
+        return [f"kernel.reference {k.reference!r} is not in the trusted reference registry"]
+    return []
+
+
+def _certificate(c: Contract, files: Files) -> list[str]:
+    out = []
+    backed = {p for t in c.falsification if t.executable for p in t.properties}
+    for i, cl in enumerate(c.claims):
+        where = f"certificate[{i}]"
+        if cl.obligation not in OBLIGATIONS:
+            out.append(f"{where} obligation {cl.obligation!r} is not one of PO1..PO8")
+        if not cl.theorem.strip():
+            out.append(f"{where} names no theorem")
+        if cl.property not in PROPERTIES:
+            out.append(f"{where} property {cl.property!r} is unknown")
+        elif cl.property == "resources":
+            k = c.kernel
+            if k is None or (k.max_registers is None and k.max_shared_bytes is None):
+                out.append(f"{where} claims resources but kernel.resources sets no budget")
+        elif cl.property not in backed:
+            out.append(f"{where} property {cl.property} is listed by no executable test")
+    return out
+
+
+def _lean_status(c: Contract, files: Files) -> list[str]:
+    return [
+        f"{r.theorem} ({r.where}) has status {r.status!r}"
+        for r in c.lean_refs
+        if r.status not in _PROVED
+    ]
+
+
+def _lean_exists(c: Contract, files: Files) -> list[str]:
+    if files is None:
+        raise _Skip("no bundle")
+    if not c.lean_refs:
+        return []
+    try:
+        lean = importlib.import_module("verify.lean")
+    except ImportError as e:
+        raise _Skip(f"verify.lean is not available ({e})") from e
+    sources = {p: d for p, d in files.items() if p.endswith(".lean")}
+    scan = lean.scan_sources(sources)
+    theorems, rejected = scan.theorems, scan.rejected
+    out = []
+    for r in c.lean_refs:
+        if r.theorem in rejected:
+            why = rejected[r.theorem] if isinstance(rejected, Mapping) else "rejected"
+            out.append(f"{r.theorem} ({r.where}, status {r.status}) is rejected by lean.scan: "
+                       f"{why}")
+        elif r.theorem not in theorems:
+            out.append(f"{r.theorem} ({r.where}) is not in the bundle's Lean files")
+    return out
+
+
+GATES: tuple[tuple[str, str, Callable[[Contract, Files], list[str]]], ...] = (
+    ("metadata", "pv validate (PV-VAL-002, metadata)", _metadata),
+    ("equations", "pv validate (PV-VAL-004, equations with formulas)", _equations),
+    ("obligations", "pv validate (PV-VAL-005) and PV-PRV-001 provability", _obligations),
+    ("falsification", "pv PV-PRV-002 and audit (tests exist, ids)", _falsification),
+    ("executable", "pv verify (tests exist) - stronger: tests must be runnable", _executable),
+    ("kernel", "new: the executable-kernel extension and its bundle paths", _kernel),
+    ("reference", "new: a trusted reference implementation", _reference),
+    ("certificate", "pv audit (obligation -> test -> proof chain)", _certificate),
+    ("lean-status", "pv enforce / proof status (no sorry)", _lean_status),
+    ("lean-exists", "pv verify (named proofs exist), against the bundle", _lean_exists),
+)
+
+
+def lint_contract(contract: Contract, files: Files = None) -> list[Gate]:
+    """Run every gate; ``files`` is the bundle (path -> bytes) or None for a bare contract."""
+    gates = []
+    for name, _pv, fn in GATES:
+        try:
+            problems = fn(contract, files)
+        except _Skip as e:
+            gates.append(Gate(name, "skipped", str(e)))
+            continue
+        if problems:
+            gates.append(Gate(name, "failed", "; ".join(problems)))
+        else:
+            gates.append(Gate(name, "passed"))
+    return gates
+
+
+def lint_check(contract: Contract, files: Mapping[str, bytes]) -> Check:
+    """The ``contract.lint`` check: failed if any gate failed, skipped if one could not run."""
+    gates = lint_contract(contract, files)
+    bad = [g for g in gates if g.status == "failed"]
+    if bad:
+        return failed("contract.lint", "; ".join(f"{g.name}: {g.reason}" for g in bad))
+    ran = ", ".join(g.name for g in gates if g.status == "passed")
+    not_run = [g for g in gates if g.status == "skipped"]
+    if not_run:
+        why = "; ".join(f"{g.name}: {g.reason}" for g in not_run)
+        return skipped("contract.lint", f"gates passed: {ran}; not run: {why}")
+    return passed("contract.lint", f"gates passed: {ran}")
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON Schema subset: type, enum, const, pattern, minLength, minimum, maximum, required,
+# properties, additionalProperties, minProperties, dependentRequired, items, prefixItems,
+# minItems, maxItems, oneOf, $ref (local "#/$defs/...").
+
+SCHEMA_PATH = Path(__file__).with_name("contract_schema.json")
+
+
+@lru_cache(maxsize=1)
+def load_schema() -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return schema
+
+
+_TYPES: dict[str, Callable[[Any], bool]] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+
+
+def schema_errors(doc: Any, schema: Mapping[str, Any] | None = None) -> list[str]:
+    """Every place ``doc`` breaks the contract JSON Schema, as ``path: problem`` lines."""
+    root = load_schema() if schema is None else schema
+    out: list[str] = []
+    _validate(doc, root, root, "", out)
+    return out
+
+
+def _validate(v: Any, s: Mapping[str, Any], root: Mapping[str, Any], path: str,
+              out: list[str]) -> None:
+    where = path or "(document)"
+    if "$ref" in s:
+        ref = s["$ref"]
+        if not ref.startswith("#/"):
+            raise ContractError(f"schema: unsupported $ref {ref}")
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target[part]
+        _validate(v, target, root, path, out)
+    if "type" in s:
+        types = s["type"] if isinstance(s["type"], list) else [s["type"]]
+        if not any(_TYPES[t](v) for t in types):
+            out.append(f"{where}: expected {' or '.join(types)}")
+            return
+    if "enum" in s and v not in s["enum"]:
+        out.append(f"{where}: {v!r} is not one of {s['enum']}")
+    if "const" in s and v != s["const"]:
+        out.append(f"{where}: expected {s['const']!r}")
+    if isinstance(v, str):
+        if "pattern" in s and re.search(s["pattern"], v) is None:
+            out.append(f"{where}: {v[:40]!r} does not match {s['pattern']}")
+        if len(v) < s.get("minLength", 0):
+            out.append(f"{where}: too short")
+    if _TYPES["number"](v):
+        if "minimum" in s and v < s["minimum"]:
+            out.append(f"{where}: below {s['minimum']}")
+        if "maximum" in s and v > s["maximum"]:
+            out.append(f"{where}: above {s['maximum']}")
+    if isinstance(v, dict):
+        _validate_object(v, s, root, path, out)
+    if isinstance(v, list):
+        if len(v) < s.get("minItems", 0):
+            out.append(f"{where}: needs at least {s['minItems']} items")
+        if "maxItems" in s and len(v) > s["maxItems"]:
+            out.append(f"{where}: at most {s['maxItems']} items")
+        prefix = s.get("prefixItems", [])
+        for i, item in enumerate(v):
+            sub = prefix[i] if i < len(prefix) else s.get("items")
+            if sub is not None:
+                _validate(item, sub, root, f"{path}[{i}]", out)
+    if "oneOf" in s:
+        matches = 0
+        for sub in s["oneOf"]:
+            trial: list[str] = []
+            _validate(v, sub, root, path, trial)
+            matches += not trial
+        if matches != 1:
+            out.append(f"{where}: matches {matches} of the {len(s['oneOf'])} allowed shapes")
+
+
+def _validate_object(v: dict[str, Any], s: Mapping[str, Any], root: Mapping[str, Any],
+                     path: str, out: list[str]) -> None:
+    where = path or "(document)"
+    for k in s.get("required", []):
+        if k not in v:
+            out.append(f"{where}: missing {k!r}")
+    if len(v) < s.get("minProperties", 0):
+        out.append(f"{where}: needs at least {s['minProperties']} keys")
+    for k, deps in s.get("dependentRequired", {}).items():
+        if k in v:
+            for d in deps:
+                if d not in v:
+                    out.append(f"{where}: has {k!r} but not {d!r}")
+    props = s.get("properties", {})
+    extra = s.get("additionalProperties", True)
+    for k, item in v.items():
+        sub = f"{path}.{k}" if path else k
+        if k in props:
+            _validate(item, props[k], root, sub, out)
+        elif extra is False:
+            out.append(f"{sub}: unknown key")
+        elif isinstance(extra, dict):
+            _validate(item, extra, root, sub, out)
