@@ -111,11 +111,25 @@ class _Loader(yaml.SafeLoader):
         return out
 
 
-# Timestamps stay strings: drop the implicit resolver for them (a copy, not SafeLoader's table).
+# Timestamps stay strings, and floats follow YAML 1.2 (``1e-5`` and ``1.5e38`` are numbers, which
+# YAML 1.1 reads as strings): rebuild the implicit resolvers (a copy, not SafeLoader's table).
+_FLOAT = "tag:yaml.org,2002:float"
 _Loader.yaml_implicit_resolvers = {
-    ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    ch: [(tag, rx) for tag, rx in resolvers if tag not in (_FLOAT, "tag:yaml.org,2002:timestamp")]
     for ch, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+_Loader.add_implicit_resolver(
+    _FLOAT,
+    re.compile(
+        r"""^(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+        |[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
+        |[-+]?\.[0-9][0-9_]*(?:[eE][-+]?[0-9]+)?
+        |[-+]?\.(?:inf|Inf|INF)
+        |\.(?:nan|NaN|NAN))$""",
+        re.X,
+    ),
+    list("-+0123456789."),
+)
 
 
 def _where(mark: Any) -> str:

@@ -215,8 +215,11 @@ def _lean_exists(c: Contract, files: Files) -> list[str]:
         lean = importlib.import_module("verify.lean")
     except ImportError as e:
         raise _Skip(f"verify.lean is not available ({e})") from e
+    scan_sources = getattr(lean, "scan_sources", None)
+    if scan_sources is None:
+        raise _Skip("verify.lean has no scan_sources yet")
     sources = {p: d for p, d in files.items() if p.endswith(".lean")}
-    scan = lean.scan_sources(sources)
+    scan = scan_sources(sources)
     theorems, rejected = scan.theorems, scan.rejected
     out = []
     for r in c.lean_refs:
