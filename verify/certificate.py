@@ -1,0 +1,187 @@
+"""The ``certificate`` check (SPEC 8): every claimed proof obligation is backed by a named theorem
+and by evidence. It runs last and reads the checks before it (``ctx.results``).
+
+Each claim of ``ctx.contract.claims`` (obligation PO1..PO8, Lean theorem, dynamic property) is
+judged on three legs, each ``ok``, ``missing`` (the evidence could not be produced here: a skipped
+check) or ``failed``:
+
+1. the theorem passed the static scan: ``lean.scan`` passed AND, recomputed with
+   ``verify.lean.scan_sources`` over the bundle's ``.lean`` files, the theorem is among the scan's
+   theorems and not in its rejected set (lean.scan failed or absent: failed; skipped: missing);
+2. the theorem passed the Lean kernel: ``lean.kernel`` passed (failed: failed; skipped or not
+   run, e.g. no Lean toolchain: missing);
+3. the property is backed: ``resources`` by ``ptx.assemble`` passed; every other property by the
+   ``falsify.<ID>`` checks of the executable falsification tests that list it: any of them failed
+   -> failed (the evidence contradicts the claim); else one passed -> ok; else one skipped ->
+   missing; no such test, or none ran -> failed.
+
+Verdict: no contract or no claim at all -> failed ("no proof obligations claimed"); an unknown
+obligation or property, or any leg failed -> failed; else any leg missing -> skipped, the detail
+starting "partial:" and naming what is missing; else passed. The detail lists each obligation as
+``PO1 ok (VectorAdd.index_partition; falsify.FALSIFY-VADD-001)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ledger.errors import LedgerError
+from verify.context import Context
+from verify.model import OBLIGATIONS, PROPERTIES, Claim, Contract
+from verify.report import Check, failed, passed, skipped
+
+CHECK_ID = "certificate"
+
+
+@dataclass
+class Legs:
+    """What backs one claim: evidence names, and reasons for what is missing or failed."""
+
+    evidence: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def state(self) -> str:
+        return "failed" if self.failures else "partial" if self.missing else "ok"
+
+
+@dataclass(frozen=True)
+class LeanFacts:
+    """The static scan recomputed here: theorems found, and the rejected ones with a reason."""
+
+    theorems: frozenset[str]
+    rejected: Mapping[str, str]
+
+
+def _short(detail: str, limit: int = 100) -> str:
+    line = detail.splitlines()[0] if detail else ""
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def lean_facts(ctx: Context) -> LeanFacts | str:
+    """Recompute the static Lean scan over the bundle's ``.lean`` files (or say why not)."""
+    try:
+        from verify.lean import scan_sources
+    except ImportError as e:
+        return f"verify.lean is unavailable ({e})"
+    files = {f.path: f.data for f in ctx.bundle.with_suffix(".lean")}
+    try:
+        scan: Any = scan_sources(files)
+    except LedgerError as e:
+        return f"the Lean scan could not run: {e}"
+    theorems = frozenset(str(t) for t in scan.theorems)
+    rejected_raw = scan.rejected
+    if isinstance(rejected_raw, Mapping):
+        rejected = {str(k): str(v) for k, v in rejected_raw.items()}
+    else:
+        rejected = {str(k): "rejected by the scan" for k in rejected_raw}
+    return LeanFacts(theorems, rejected)
+
+
+def _theorem_legs(ctx: Context, claim: Claim, facts: LeanFacts | str, legs: Legs) -> None:
+    scan = ctx.result("lean.scan")
+    if scan is None:
+        legs.failures.append("lean.scan did not run")
+    elif scan.status == "failed":
+        legs.failures.append(f"lean.scan failed ({_short(scan.detail)})")
+    elif scan.status == "skipped":
+        legs.missing.append(f"lean.scan skipped ({_short(scan.detail)})")
+    elif isinstance(facts, str):
+        legs.missing.append(facts)
+    elif claim.theorem in facts.rejected:
+        legs.failures.append(
+            f"{claim.theorem} rejected by the scan: {facts.rejected[claim.theorem]}"
+        )
+    elif claim.theorem not in facts.theorems:
+        legs.failures.append(f"{claim.theorem} not found in the bundle's Lean files")
+    else:
+        legs.evidence.insert(0, claim.theorem)
+    kernel = ctx.result("lean.kernel")
+    if kernel is None:
+        legs.missing.append("lean.kernel did not run")
+    elif kernel.status == "failed":
+        legs.failures.append(f"lean.kernel failed ({_short(kernel.detail)})")
+    elif kernel.status == "skipped":
+        legs.missing.append(f"lean.kernel skipped ({_short(kernel.detail)})")
+    else:
+        legs.evidence.append("lean.kernel")
+
+
+def _property_legs(ctx: Context, contract: Contract, claim: Claim, legs: Legs) -> None:
+    if claim.property == "resources":
+        asm = ctx.result("ptx.assemble")
+        if asm is None:
+            legs.failures.append("ptx.assemble did not run")
+        elif asm.status == "failed":
+            legs.failures.append(f"ptx.assemble failed ({_short(asm.detail)})")
+        elif asm.status == "skipped":
+            legs.missing.append(f"ptx.assemble skipped ({_short(asm.detail)})")
+        else:
+            legs.evidence.append("ptx.assemble")
+        return
+    tests = [t for t in contract.falsification if t.executable and claim.property in t.properties]
+    if not tests:
+        legs.failures.append(f"no executable falsification test lists {claim.property}")
+        return
+    ran = [(t.id, ctx.result(f"falsify.{t.id}")) for t in tests]
+    bad = [f"falsify.{tid}" for tid, c in ran if c is not None and c.status == "failed"]
+    good = [f"falsify.{tid}" for tid, c in ran if c is not None and c.status == "passed"]
+    skip = [f"falsify.{tid}" for tid, c in ran if c is not None and c.status == "skipped"]
+    if bad:
+        legs.failures.append(f"{', '.join(bad)} failed")
+    elif good:
+        legs.evidence.extend(good)
+    elif skip:
+        legs.missing.append(f"{', '.join(skip)} skipped")
+    else:
+        legs.failures.append(f"falsify checks for {claim.property} did not run")
+
+
+def judge_claim(ctx: Context, contract: Contract, claim: Claim, facts: LeanFacts | str) -> Legs:
+    legs = Legs()
+    if claim.obligation not in OBLIGATIONS:
+        legs.failures.append(f"unknown obligation {claim.obligation!r}")
+    if claim.property not in PROPERTIES:
+        legs.failures.append(f"unknown property {claim.property!r}")
+    if not claim.theorem:
+        legs.failures.append("names no theorem")
+    if legs.failures:
+        return legs
+    _theorem_legs(ctx, claim, facts, legs)
+    _property_legs(ctx, contract, claim, legs)
+    return legs
+
+
+def _line(claim: Claim, legs: Legs) -> str:
+    if legs.state == "ok":
+        shown = [e for e in legs.evidence if e != "lean.kernel"]
+        return f"{claim.obligation} ok ({'; '.join(shown)})"
+    reasons = legs.failures if legs.failures else legs.missing
+    label = "FAILED" if legs.failures else "partial"
+    return f"{claim.obligation} {label} ({claim.theorem or '?'}: {'; '.join(reasons)})"
+
+
+def run(ctx: Context) -> list[Check]:
+    contract = ctx.contract
+    if contract is None:
+        return [failed(CHECK_ID, "no contract could be read, so no proof obligation is backed")]
+    if not contract.claims:
+        return [failed(CHECK_ID, "no proof obligations claimed")]
+    facts = lean_facts(ctx)
+    judged = [(c, judge_claim(ctx, contract, c, facts)) for c in contract.claims]
+    judged.sort(key=lambda cl: (cl[0].obligation, cl[0].theorem))
+    lines = [_line(c, legs) for c, legs in judged]
+    claimed = {c.obligation for c, _ in judged}
+    unclaimed = [po for po in OBLIGATIONS if po not in claimed]
+    tail = f"; not claimed: {', '.join(unclaimed)}" if unclaimed else ""
+    body = "; ".join(lines) + tail
+    if any(legs.state == "failed" for _, legs in judged):
+        bad = sorted({c.obligation for c, legs in judged if legs.state == "failed"})
+        return [failed(CHECK_ID, f"{', '.join(bad)} not backed: {body}")]
+    if any(legs.state == "partial" for _, legs in judged):
+        missing = sorted({m for _, legs in judged for m in legs.missing})
+        return [skipped(CHECK_ID, f"partial: {'; '.join(missing)} - {body}")]
+    return [passed(CHECK_ID, f"{len(judged)} obligations backed by theorem and evidence: {body}")]

@@ -1,0 +1,655 @@
+"""Falsification tests of a kernel contract: the ``falsify.<TEST-ID>`` checks (SPEC 8).
+
+One check per falsification test of ``ctx.contract``. For each size binding of a test:
+
+1. seed a numpy Generator with ``options.seed`` or, when that is None, the test's ``seed`` (the
+   seed is recorded in the detail); the bindings draw from one generator, in order;
+2. draw fresh inputs for every ``in``/``inout`` pointer parameter, uniform in the test's
+   [low, high], cast to the parameter's dtype (f16 through numpy float16); fill every ``out``
+   buffer with 0xFF bytes first (a NaN pattern for floats, so an unwritten element shows);
+3. evaluate buffer shapes, scalar values, grid, block and dynamic shared memory from the
+   contract's expressions (``verify.contract.eval_expr``: a small safe parser, never ``eval``);
+4. launch on the engine (``choose_engine``: CuPy on a CUDA device, else the PTX interpreter
+   ``verify.ptxsim``); any finding the engine reports fails the test, whether or not the test
+   lists the property it violates (a finding is a bug);
+5. compare every ``out``/``inout`` buffer with the TRUSTED reference
+   ``verify.references.REFERENCES[kernel.reference]`` (never code from the bundle) under the
+   test's tolerance (``verify.compare``).
+
+On a GPU the device cannot report races, barrier divergence, uninitialised reads or bounds:
+coverage is checked from the poison left in ``out`` buffers, and the interpreter is run as well on
+the test's smallest binding to look for every other finding (see docs/falsification.md).
+
+Status: ``passed`` when every binding ran without a finding and within tolerance; ``failed`` with
+the first finding or the first element out of tolerance; ``skipped`` when the engine could not run
+the PTX (``UnsupportedPtx``, a ``CannotCheck``), never ``passed``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from ledger.errors import BadInput, CannotCheck
+from verify.context import Context, Options
+from verify.model import FalsificationTest, Kernel, Tolerance
+from verify.report import Check, failed, passed, skipped
+
+Dim3 = tuple[int, int, int]
+MAX_LAUNCH_BYTES = 512 << 20  # all buffers of one launch together
+MAX_BLOCK_THREADS = 1024
+MAX_GRID_BLOCKS = 1 << 20  # more blocks than any contract test needs
+PTX_TYPES = {
+    "f16": ".f16",
+    "f32": ".f32",
+    "f64": ".f64",
+    "s32": ".s32",
+    "u32": ".u32",
+    "s64": ".s64",
+    "u64": ".u64",
+    "u8": ".u8",
+    "s8": ".s8",
+}
+# Which property (and obligation) each finding kind violates, for the detail.
+FINDING_PROPERTY = {
+    "unwritten": "coverage/PO1",
+    "double_write": "coverage/PO1",
+    "out_of_bounds": "bounds/PO2",
+    "misaligned": "bounds/PO2",
+    "divergent_barrier": "convergence/PO3",
+    "partial_barrier": "convergence/PO3",
+    "uninitialised_read": "initialised/PO6",
+    "race": "race_free/PO7",
+    "step_limit": "reference/PO8",
+    "device_error": "bounds/PO2",
+}
+
+
+@dataclass
+class BufferArg:
+    """A pointer argument: ``data`` is 1-D and contiguous, and is written back in place."""
+
+    name: str
+    intent: str  # "in" | "out" | "inout"
+    data: np.ndarray[Any, Any]
+
+
+@dataclass(frozen=True)
+class ScalarArg:
+    name: str
+    value: int | float
+    dtype: str  # a model dtype, e.g. "u32"
+
+
+Arg = BufferArg | ScalarArg
+
+
+@dataclass(frozen=True)
+class Observed:
+    """A finding as an engine reports it (kinds: ``verify.ptxsim.Finding.kind`` and
+    ``device_error``)."""
+
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True)
+class LaunchOutcome:
+    engine: str  # e.g. "ptxsim 0.1" or "cupy 13.3.0 on NVIDIA H200"
+    findings: tuple[Observed, ...] = ()
+    thread_instructions: int = 0  # 0 when the engine does not count them
+    seconds: float = 0.0
+
+
+class Engine(Protocol):
+    """Runs one launch of a PTX entry. Raises ``CannotCheck`` when it cannot run the PTX."""
+
+    name: str  # "interpreter" | "cupy"
+    description: str  # for the detail, e.g. "interpreter ptxsim 0.1 (CPU)"
+    observes_findings: bool  # False: races, bounds and barriers cannot be seen (a GPU)
+
+    def launch(
+        self,
+        ptx: bytes,
+        entry: str,
+        grid: Dim3,
+        block: Dim3,
+        args: Sequence[Arg],
+        dynamic_shared: int,
+    ) -> LaunchOutcome: ...
+
+
+class InterpreterEngine:
+    """The CPU engine: ``verify.ptxsim``, which reports races, bounds, barriers and coverage."""
+
+    name = "interpreter"
+    observes_findings = True
+
+    def __init__(self, step_limit: int = 50_000_000, max_findings: int = 20, why: str = "") -> None:
+        from verify import ptxsim
+
+        self._sim = ptxsim
+        self.step_limit = step_limit
+        self.max_findings = max_findings
+        self._modules: dict[bytes, Any] = {}
+        version = str(getattr(ptxsim, "__version__", "") or getattr(ptxsim, "VERSION", ""))
+        where = f"CPU; {why}" if why else "CPU"
+        self.description = f"interpreter ptxsim {version} ({where})".replace("  ", " ")
+
+    def module(self, ptx: bytes) -> Any:
+        key = hashlib.sha256(ptx).digest()
+        if key not in self._modules:
+            if len(self._modules) >= 8:
+                self._modules.clear()
+            self._modules[key] = self._sim.load_module(ptx)
+        return self._modules[key]
+
+    def launch(
+        self,
+        ptx: bytes,
+        entry: str,
+        grid: Dim3,
+        block: Dim3,
+        args: Sequence[Arg],
+        dynamic_shared: int,
+    ) -> LaunchOutcome:
+        sim = self._sim
+        module = self.module(ptx)
+        sim_args: list[Any] = []
+        for a in args:
+            if isinstance(a, BufferArg):
+                sim_args.append(sim.Buffer(data=a.data, intent=a.intent, name=a.name))
+            else:
+                sim_args.append(sim.Scalar(value=a.value, ptx_type=PTX_TYPES[a.dtype]))
+        t0 = time.perf_counter()
+        res = sim.launch(
+            module,
+            entry,
+            grid,
+            block,
+            sim_args,
+            dynamic_shared=dynamic_shared,
+            step_limit=self.step_limit,
+            max_findings=self.max_findings,
+        )
+        seconds = time.perf_counter() - t0
+        found = tuple(Observed(f.kind, f.message) for f in res.findings)
+        return LaunchOutcome(str(res.engine), found, int(res.thread_instructions), seconds)
+
+
+def choose_engine(options: Options) -> Engine:
+    """CuPy when it imports, a device is present and ``options.use_gpu``; else the interpreter.
+
+    The engine's ``description`` names it: the device name for CuPy, the ptxsim version (and why
+    no GPU is used) for the interpreter.
+    """
+    why = "GPU use disabled"
+    if options.use_gpu:
+        from verify.gpu import probe
+
+        cupy_engine, why = probe()
+        if cupy_engine is not None:
+            return cupy_engine
+    return InterpreterEngine(step_limit=options.interp_step_limit, why=why)
+
+
+# --- comparison with the reference ----------------------------------------------------------
+
+_NP_DTYPES: dict[str, Any] = {
+    "f16": np.float16,
+    "f32": np.float32,
+    "f64": np.float64,
+    "s32": np.int32,
+    "u32": np.uint32,
+    "s64": np.int64,
+    "u64": np.uint64,
+    "u8": np.uint8,
+    "s8": np.int8,
+}
+_UINT_OF_SIZE: dict[int, Any] = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def np_dtype(dtype: str) -> np.dtype[Any]:
+    try:
+        dt: np.dtype[Any] = np.dtype(_NP_DTYPES[dtype])
+    except KeyError as e:
+        raise BadInput(f"unknown dtype {dtype!r}") from e
+    return dt
+
+
+def ulp_distance(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Units in the last place between two float arrays of one dtype, on the integer encoding.
+
+    Each value maps to (sign, magnitude bits); the distance is |m1 - m2| for equal signs and
+    m1 + m2 across zero (so +0 and -0 are 0 apart, and the largest finite is 1 from inf).
+    NaNs are not handled here. Exact in uint64, returned as float64.
+    """
+    size = got.dtype.itemsize
+    bits = 8 * size
+    ui = _UINT_OF_SIZE[size]
+    g = np.ascontiguousarray(got).view(ui).astype(np.uint64)
+    w = np.ascontiguousarray(want).view(ui).astype(np.uint64)
+    shift, mask = np.uint64(bits - 1), np.uint64((1 << (bits - 1)) - 1)
+    gs, ws = g >> shift, w >> shift
+    gm, wm = g & mask, w & mask
+    same = np.where(gm >= wm, gm - wm, wm - gm)
+    out: np.ndarray[Any, Any] = np.where(gs == ws, same, gm + wm).astype(np.float64)
+    return out
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One output buffer against the reference."""
+
+    name: str
+    bad: int  # elements out of tolerance
+    first: str  # the first bad element, e.g. "c[17]: got 1.5, want 2.0 (4 ulp)"; "" when none
+    max_ulp: float | None  # None for integers
+    max_abs: float
+    max_rel: float
+
+
+def compare_output(
+    name: str, got: np.ndarray[Any, Any], want: Any, dtype: str, tol: Tolerance
+) -> Comparison:
+    """Compare ``got`` with the reference's ``want`` under ``tol``.
+
+    Floats: an element passes when it is within ``tol.ulp`` ulp (computed on the integer
+    encoding after casting ``want`` to the output dtype), or within ``tol.abs``, or within
+    ``tol.rel`` of |want| (any bound given suffices); no bound at all means 0 ulp. NaN matches
+    only an expected NaN; an infinity only the same infinity. Integers: exact, or within
+    ``tol.abs``. Raises ``BadInput`` when the reference's shape does not fit the buffer.
+    """
+    dt = np_dtype(dtype)
+    g = np.asarray(got).reshape(-1)
+    w_any = np.asarray(want).reshape(-1)
+    if w_any.size != g.size:
+        raise BadInput(
+            f"the reference gives {w_any.size} values for {name}, the buffer holds {g.size}"
+        )
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        g64 = g.astype(np.float64)
+        w64 = w_any.astype(np.float64)
+        diff = np.abs(g64 - w64)
+        if np.issubdtype(dt, np.floating):
+            gn, wn = np.isnan(g64), np.isnan(w64)
+            equal = (gn & wn) | (g64 == w64)
+            diff = np.where(equal, 0.0, np.where(gn | wn, np.inf, diff))
+            rel = np.where(diff == 0, 0.0, diff / np.maximum(np.abs(w64), np.finfo(dt).tiny))
+            rel = np.nan_to_num(rel, nan=np.inf)
+            w_cast = w64.astype(dt)
+            ulp = ulp_distance(g.astype(dt), w_cast)
+            ulp = np.where(gn & np.isnan(w_cast), 0.0, np.where(gn | np.isnan(w_cast), np.inf, ulp))
+            ok = np.zeros(g.size, dtype=bool)
+            if tol.ulp is not None or (tol.abs is None and tol.rel is None):
+                ok |= ulp <= (tol.ulp or 0.0)
+            if tol.abs is not None:
+                ok |= diff <= tol.abs
+            if tol.rel is not None:
+                ok |= rel <= tol.rel
+            max_ulp: float | None = float(ulp.max()) if g.size else 0.0
+        else:
+            exact = g.astype(dt) == w_any.astype(dt)
+            diff = np.where(exact, 0.0, diff)
+            rel = np.where(diff == 0, 0.0, diff / np.maximum(np.abs(w64), 1.0))
+            ok = exact | (diff <= (tol.abs if tol.abs is not None else -1.0))
+            max_ulp = None
+    bad_idx = np.flatnonzero(~ok)
+    first = ""
+    if bad_idx.size:
+        i = int(bad_idx[0])
+        err = f"{ulp[i]:g} ulp" if max_ulp is not None else f"abs {diff[i]:g}"
+        if max_ulp is not None and tol.ulp is None and (tol.abs is not None or tol.rel is not None):
+            err = f"abs {diff[i]:.3g}, rel {rel[i]:.3g}"
+        first = f"{name}[{i}]: got {g[i]!r}, want {w_any[i]!r} ({err})"
+    return Comparison(
+        name,
+        int(bad_idx.size),
+        first,
+        max_ulp,
+        float(diff.max()) if g.size else 0.0,
+        float(rel.max()) if g.size else 0.0,
+    )
+
+
+def describe_tolerance(tol: Tolerance) -> str:
+    parts = []
+    if tol.ulp is not None:
+        parts.append(f"{tol.ulp:g} ulp")
+    if tol.abs is not None:
+        parts.append(f"abs {tol.abs:g}")
+    if tol.rel is not None:
+        parts.append(f"rel {tol.rel:g}")
+    return " or ".join(parts) if parts else "0 ulp"
+
+
+# --- one launch ------------------------------------------------------------------------------
+
+
+@dataclass
+class Case:
+    """One size binding made concrete: arguments, launch shape, and the reference's inputs."""
+
+    sizes: dict[str, int]
+    args: list[Arg]
+    grid: Dim3
+    block: Dim3
+    dynamic_shared: int
+    inputs: dict[str, np.ndarray[Any, Any]]  # copies of the in/inout values, for the reference
+
+
+class TooLarge(CannotCheck):
+    pass
+
+
+def _eval(expr: str, sizes: Mapping[str, int], where: str) -> int:
+    from verify.contract import eval_expr
+
+    try:
+        return int(eval_expr(expr, sizes))
+    except BadInput as e:
+        raise BadInput(f"{where}: {e}") from e
+
+
+def _dim3(exprs: Sequence[str], sizes: Mapping[str, int], where: str, cap: int) -> Dim3:
+    vals = [_eval(x, sizes, f"{where}[{i}]") for i, x in enumerate(exprs)]
+    if len(vals) != 3 or any(v < 1 for v in vals):
+        raise BadInput(f"{where} must be three positive integers, got {vals}")
+    if math.prod(vals) > cap:
+        raise BadInput(f"{where} {vals} has more than {cap} entries")
+    return vals[0], vals[1], vals[2]
+
+
+def random_values(
+    rng: np.random.Generator, dtype: str, count: int, low: float, high: float
+) -> np.ndarray[Any, Any]:
+    """``count`` values uniform in [low, high], cast to ``dtype`` (integers: inclusive range)."""
+    dt = np_dtype(dtype)
+    if np.issubdtype(dt, np.integer):
+        info = np.iinfo(dt)
+        lo = max(math.ceil(low), int(info.min))
+        hi = min(math.floor(high), int(info.max))
+        if hi < lo:
+            hi = lo
+        return rng.integers(lo, hi, size=count, endpoint=True).astype(dt)
+    return rng.uniform(low, high, size=count).astype(dt)
+
+
+def make_case(
+    kernel: Kernel, test: FalsificationTest, sizes: Mapping[str, int], rng: np.random.Generator
+) -> Case:
+    """Build the arguments of one launch; raise ``BadInput`` for a bad expression, ``TooLarge``."""
+    if kernel.launch is None:
+        raise BadInput("the kernel has no launch section")
+    args: list[Arg] = []
+    inputs: dict[str, np.ndarray[Any, Any]] = {}
+    total = 0
+    for p in kernel.params:
+        if p.kind == "scalar":
+            val = _eval(p.value or "0", sizes, f"param {p.name}")
+            is_float = p.dtype in ("f16", "f32", "f64")
+            args.append(ScalarArg(p.name, float(val) if is_float else val, p.dtype))
+            continue
+        dims = [_eval(d, sizes, f"param {p.name} shape[{i}]") for i, d in enumerate(p.shape)]
+        if any(d < 0 for d in dims):
+            raise BadInput(f"param {p.name}: negative shape {dims}")
+        count = math.prod(dims)
+        dt = np_dtype(p.dtype)
+        total += count * dt.itemsize
+        if total > MAX_LAUNCH_BYTES:
+            raise TooLarge(f"buffers of this launch exceed {MAX_LAUNCH_BYTES >> 20} MiB")
+        if p.intent == "out":
+            data = np.full(count * dt.itemsize, 0xFF, dtype=np.uint8).view(dt)
+        else:
+            data = random_values(rng, p.dtype, count, test.input_low, test.input_high)
+            inputs[p.name] = data.copy()
+        args.append(BufferArg(p.name, p.intent, data))
+    launch = kernel.launch
+    grid = _dim3(launch.grid, sizes, "launch.grid", MAX_GRID_BLOCKS)
+    block = _dim3(launch.block, sizes, "launch.block", MAX_BLOCK_THREADS)
+    shared = _eval(launch.shared_bytes or "0", sizes, "launch.shared_bytes")
+    if shared < 0:
+        raise BadInput(f"launch.shared_bytes is negative ({shared})")
+    return Case(dict(sizes), args, grid, block, shared, inputs)
+
+
+def copy_case(case: Case) -> Case:
+    """The same launch with fresh copies of every buffer (to run a second engine on it)."""
+    args: list[Arg] = [
+        BufferArg(a.name, a.intent, a.data.copy()) if isinstance(a, BufferArg) else a
+        for a in case.args
+    ]
+    return Case(case.sizes, args, case.grid, case.block, case.dynamic_shared, case.inputs)
+
+
+def poison_findings(case: Case, expected: Mapping[str, np.ndarray[Any, Any]]) -> list[Observed]:
+    """``unwritten`` for out elements still holding the 0xFF poison (unless expected so)."""
+    found: list[Observed] = []
+    for a in case.args:
+        if not isinstance(a, BufferArg) or a.intent != "out" or a.data.size == 0:
+            continue
+        size = a.data.itemsize
+        raw = a.data.view(np.uint8).reshape(-1, size)
+        poisoned = np.all(raw == 0xFF, axis=1)
+        want = expected.get(a.name)
+        if want is not None and np.asarray(want).size == a.data.size:
+            want_raw = np.ascontiguousarray(np.asarray(want).reshape(-1).astype(a.data.dtype))
+            poisoned &= ~np.all(want_raw.view(np.uint8).reshape(-1, size) == 0xFF, axis=1)
+        idx = np.flatnonzero(poisoned)
+        if idx.size:
+            found.append(
+                Observed(
+                    "unwritten",
+                    f"{a.name}[{int(idx[0])}] never written (still 0xFF poison after the launch); "
+                    f"{idx.size} of {a.data.size} elements unwritten",
+                )
+            )
+    return found
+
+
+# --- one test --------------------------------------------------------------------------------
+
+
+def _fmt_sizes(bindings: Sequence[Mapping[str, int]]) -> str:
+    keys = sorted({k for b in bindings for k in b})
+    if len(keys) == 1:
+        k = keys[0]
+        return f"{k}=" + ",".join(str(b.get(k, "?")) for b in bindings)
+    return "; ".join(",".join(f"{k}={v}" for k, v in b.items()) for b in bindings)
+
+
+def _reference(kernel: Kernel) -> Any:
+    from verify.references import REFERENCES
+
+    return REFERENCES.get(kernel.reference) if kernel.reference else None
+
+
+@dataclass
+class _Worst:
+    """The largest errors seen over every buffer and binding of one test."""
+
+    ulp: float | None = None
+    abs: float = 0.0
+    rel: float = 0.0
+
+    def add(self, c: Comparison) -> None:
+        if c.max_ulp is not None:
+            self.ulp = max(self.ulp or 0.0, c.max_ulp)
+        self.abs = max(self.abs, c.max_abs)
+        self.rel = max(self.rel, c.max_rel)
+
+    def text(self, tol: Tolerance) -> str:
+        if self.ulp is not None and (tol.ulp is not None or (tol.abs is None and tol.rel is None)):
+            return f"max {self.ulp:g} ulp"
+        return f"max abs {self.abs:.3g}, rel {self.rel:.3g}"
+
+
+def _finding_text(findings: Sequence[Observed]) -> str:
+    f = findings[0]
+    prop = FINDING_PROPERTY.get(f.kind, "")
+    more = f" (+{len(findings) - 1} more findings)" if len(findings) > 1 else ""
+    return f"{f.kind}{f' [{prop}]' if prop else ''}: {f.message}{more}"
+
+
+def launch_and_judge(
+    kernel: Kernel,
+    test: FalsificationTest,
+    case: Case,
+    ptx: bytes,
+    engine: Engine,
+    reference: Any,
+    worst: _Worst,
+) -> tuple[str, str] | None:
+    """Run ``case`` on ``engine``; None when it passed, else (status, reason)."""
+    try:
+        outcome = engine.launch(
+            ptx, kernel.entry, case.grid, case.block, case.args, case.dynamic_shared
+        )
+    except CannotCheck as e:
+        return "skipped", f"{engine.description} could not run it: {e}"
+    except BadInput as e:  # verify.ptxsim.PtxSyntaxError: PTX the interpreter cannot read
+        return "skipped", f"{engine.description} could not read the PTX: {e}"
+    try:
+        expected = dict(reference(dict(case.inputs), dict(case.sizes)))
+    except (KeyError, ValueError, TypeError, IndexError) as e:
+        return "failed", f"reference {kernel.reference!r} could not compute: {e!r}"
+    findings = list(outcome.findings)
+    if not engine.observes_findings:
+        findings += poison_findings(case, expected)
+    if findings:
+        return "failed", _finding_text(findings)
+    by_name = {p.name: p for p in kernel.params}
+    for a in case.args:
+        if not isinstance(a, BufferArg) or a.intent == "in":
+            continue
+        if a.name not in expected:
+            return "failed", f"reference {kernel.reference!r} gives no value for output {a.name}"
+        try:
+            cmp = compare_output(
+                a.name, a.data, expected[a.name], by_name[a.name].dtype, test.tolerance
+            )
+        except BadInput as e:
+            return "failed", str(e)
+        if cmp.bad:
+            tol = describe_tolerance(test.tolerance)
+            return "failed", (
+                f"{cmp.first}; {cmp.bad} of {a.data.size} elements of {a.name} outside {tol}"
+            )
+        worst.add(cmp)
+    return None
+
+
+def _smallest(bindings: Sequence[Mapping[str, int]]) -> Mapping[str, int]:
+    return min(bindings, key=lambda b: (sum(b.values()), sorted(b.items())))
+
+
+def run_test(
+    kernel: Kernel,
+    test: FalsificationTest,
+    ptx: bytes,
+    seed: int,
+    engine: Engine,
+    *,
+    cross_check: Engine | None = None,
+) -> Check:
+    """One ``falsify.<TEST-ID>`` check (steps 1-5 of the module docstring).
+
+    When ``engine`` cannot observe findings (a GPU), ``cross_check`` (default: the interpreter)
+    runs the test's smallest binding to look for races, barrier divergence, bounds and
+    uninitialised reads.
+    """
+    cid = f"falsify.{test.id}"
+    tool = engine.name
+    version = engine.description
+    if not test.executable or not test.sizes:
+        return skipped(cid, "not executable: no sizes/properties", tool, version)
+    reference = _reference(kernel)
+    if reference is None:
+        return failed(
+            cid,
+            f"kernel.reference {kernel.reference!r} is not in the trusted reference registry",
+            tool,
+            version,
+        )
+    rng = np.random.default_rng(seed)
+    worst = _Worst()
+    for sizes in test.sizes:
+        where = f"{engine.description}: {_fmt_sizes([sizes])}; seed {seed}"
+        try:
+            case = make_case(kernel, test, sizes, rng)
+        except CannotCheck as e:
+            return skipped(cid, f"{where}: {e}", tool, version)
+        except BadInput as e:
+            return failed(cid, f"{where}: {e}", tool, version)
+        verdict = launch_and_judge(kernel, test, case, ptx, engine, reference, worst)
+        if verdict is not None:
+            status, reason = verdict
+            return Check(cid, status, f"{where}: {reason}", tool, version)  # type: ignore[arg-type]
+    summary = (
+        f"{engine.description}: {_fmt_sizes(test.sizes)}; seed {seed}; {worst.text(test.tolerance)}"
+    )
+    if engine.observes_findings:
+        return passed(
+            cid,
+            f"{summary}; no race/bounds/barrier/coverage/initialisation/step-limit findings",
+            tool,
+            version,
+        )
+    # A GPU: the values and poison-based coverage passed; look for every other finding with the
+    # interpreter on the smallest binding (its inputs come from a fresh generator with the seed).
+    checker = cross_check if cross_check is not None else InterpreterEngine()
+    small = _smallest(test.sizes)
+    where = f"{checker.description}: {_fmt_sizes([small])}"
+    try:
+        case = make_case(kernel, test, small, np.random.default_rng(seed))
+    except (BadInput, CannotCheck) as e:  # already built once above, so not expected
+        return skipped(cid, f"{summary}; partial: {where}: {e}", tool, version)
+    verdict = launch_and_judge(kernel, test, case, ptx, checker, reference, _Worst())
+    if verdict is None:
+        return passed(
+            cid,
+            f"{summary}; coverage from poison; {where}: no race/bounds/barrier/"
+            "initialisation/step-limit findings",
+            tool,
+            version,
+        )
+    status, reason = verdict
+    if status == "skipped":
+        return skipped(
+            cid,
+            f"{summary}; partial: races, barriers and bounds not checked: {where}: {reason}",
+            tool,
+            version,
+        )
+    return failed(cid, f"{where}: {reason}", tool, version)
+
+
+def run(ctx: Context) -> list[Check]:
+    """One ``falsify.<TEST-ID>`` per falsification test of ``ctx.contract``; [] without a kernel
+    (the ``certificate`` check reports obligations left unbacked)."""
+    contract = ctx.contract
+    if contract is None or contract.kernel is None or not contract.falsification:
+        return []
+    kernel = contract.kernel
+    try:
+        ptx = ctx.bundle.file(kernel.ptx)
+    except KeyError:
+        return [
+            failed(f"falsify.{t.id}", f"the kernel's PTX {kernel.ptx!r} is not in the bundle")
+            for t in contract.falsification
+        ]
+    engine = choose_engine(ctx.options)
+    cross: Engine | None = None
+    if not engine.observes_findings:
+        cross = InterpreterEngine(step_limit=ctx.options.interp_step_limit)
+    checks: list[Check] = []
+    for t in contract.falsification:
+        seed = ctx.options.seed if ctx.options.seed is not None else t.seed
+        checks.append(run_test(kernel, t, ptx, seed, engine, cross_check=cross))
+    return checks
