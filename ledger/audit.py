@@ -1,0 +1,186 @@
+"""``ledger audit`` (SPEC 4, 7): recompute every hash, the tree, every chain link and signature.
+
+It streams the log once, in index order, never holding it in memory:
+
+1. each entry's leaf hash is recomputed and compared with the stored one; the entry must be
+   canonical JSON of a known shape, name this log's origin, and carry ``prev_size`` = its index and
+   ``prev_root`` = the root of the tree before it (recomputed here, not read);
+2. every signature is checked and the node-key rules replayed (``ledger.entries.Registry``);
+3. every complete-subtree hash the append creates is recomputed and compared with ``hashes``, and
+   that table holds exactly the rows a tree of this size needs;
+4. every stored checkpoint verifies under the log key and its root equals the recomputed root at
+   its size (a second cursor walks the checkpoints in size order beside the entries);
+5. every blob hashes to its BLAKE3 address, and every file a bundle manifest names is present;
+6. the ``keys`` / ``revocations`` index equals the registry the log's history defines.
+
+It works with the database's append-only triggers dropped: it trusts nothing stored but the log's
+verifier key recorded at init (or the one a mirror pinned).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from ledger import merkle
+from ledger.bundle import blake3_digest, parse_manifest
+from ledger.errors import LedgerError
+from ledger.note import NoteVerifier, open_note, parse_checkpoint
+from ledger.store import Store
+
+MAX_PROBLEMS = 100
+
+
+@dataclass
+class AuditResult:
+    size: int = 0
+    root: bytes = merkle.EMPTY_ROOT
+    entries: int = 0
+    hashes: int = 0
+    checkpoints: int = 0
+    blobs: int = 0
+    signatures: int = 0
+    problems: list[tuple[int | None, str]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def first_bad_index(self) -> int | None:
+        bad = [i for i, _ in self.problems if i is not None]
+        return min(bad) if bad else None
+
+    def add(self, index: int | None, message: str) -> None:
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append((index, message))
+
+
+def expected_hash_rows(size: int) -> int:
+    total, level = 0, 0
+    while (size >> level) > 0:
+        total += size >> level
+        level += 1
+    return total
+
+
+def audit(
+    store: Store, vkey: NoteVerifier, progress: Callable[[int], None] | None = None
+) -> AuditResult:
+    from ledger.entries import Registry
+
+    res = AuditResult()
+    registry = Registry(vkey.public, store.origin)
+    frontier = merkle.Frontier.from_store(0, store.stored_hash)
+    cps = _checkpoints_by_size(store)
+    next_cp = next(cps, None)
+    conn = store.conn
+    digests_seen: set[bytes] = set()
+
+    def check_cps_at(size: int) -> None:
+        nonlocal next_cp
+        while next_cp is not None and next_cp[0] <= size:
+            cp_size, note = next_cp
+            if cp_size == size:
+                _check_checkpoint(res, vkey, store.origin, note, size, frontier.root())
+            else:
+                res.add(None, f"checkpoint of size {cp_size} does not match the log's growth")
+            res.checkpoints += 1
+            next_cp = next(cps, None)
+
+    check_cps_at(0)
+    for idx, lh, data, etype, digest in conn.execute(
+        "SELECT idx, leaf_hash, data, type, bundle_digest FROM entries ORDER BY idx"
+    ):
+        data = bytes(data)
+        if idx != res.entries:
+            res.add(res.entries, f"entry index {res.entries} is missing (next stored is {idx})")
+            break
+        if merkle.leaf_hash(data) != bytes(lh):
+            res.add(idx, f"entry {idx}: bytes do not hash to the stored leaf hash")
+        try:
+            obj = registry.apply(idx, data)
+            res.signatures += 1
+            if obj["prev_size"] != idx or obj["prev_root"] != frontier.root().hex():
+                res.add(idx, f"entry {idx}: chain link (prev_size/prev_root) does not match")
+            if obj["type"] != etype:
+                res.add(idx, f"entry {idx}: stored type column does not match the entry")
+            if obj["type"] == "bundle":
+                d = bytes.fromhex(str(obj["bundle_digest"]))
+                if digest is None or bytes(digest) != d:
+                    res.add(idx, f"entry {idx}: stored bundle digest column does not match")
+                manifest = str(obj["manifest"]).encode("utf-8")
+                if blake3_digest(manifest) != d:
+                    res.add(idx, f"entry {idx}: manifest does not hash to its bundle digest")
+                for rel, fd in parse_manifest(manifest):
+                    if fd in digests_seen:
+                        continue
+                    if conn.execute("SELECT 1 FROM blobs WHERE digest=?", (fd,)).fetchone():
+                        digests_seen.add(fd)
+                    else:
+                        res.add(idx, f"entry {idx}: file {rel} ({fd.hex()}) is missing")
+        except LedgerError as e:
+            res.add(idx, f"entry {idx}: {e}")
+        for level, n, h in frontier.append(merkle.leaf_hash(data)):
+            row = conn.execute(
+                "SELECT hash FROM hashes WHERE level=? AND n=?", (level, n)
+            ).fetchone()
+            res.hashes += 1
+            if row is None or bytes(row[0]) != h:
+                first = n << level
+                res.add(first, f"stored hash ({level}, {n}) over entries {first}.. is wrong")
+        res.entries += 1
+        check_cps_at(res.entries)
+        if progress is not None and res.entries % 1024 == 0:
+            progress(res.entries)
+    res.size = res.entries
+    res.root = frontier.root()
+    if next_cp is not None:
+        res.add(None, f"checkpoint of size {next_cp[0]} is beyond the log ({res.size} entries)")
+    rows = conn.execute("SELECT count(*) FROM hashes").fetchone()[0]
+    if rows != expected_hash_rows(res.size):
+        res.add(None, f"hashes table holds {rows} rows, a tree of {res.size} needs "
+                f"{expected_hash_rows(res.size)}")
+    _check_blobs(store, res)
+    _check_key_index(store, registry, res)
+    return res
+
+
+def _checkpoints_by_size(store: Store) -> Iterator[tuple[int, bytes]]:
+    for size, note in store.conn.execute("SELECT size, note FROM checkpoints ORDER BY size, id"):
+        yield int(size), bytes(note)
+
+
+def _check_checkpoint(
+    res: AuditResult, vkey: NoteVerifier, origin: str, note: bytes, size: int, root: bytes
+) -> None:
+    try:
+        cp = parse_checkpoint(open_note(note, [vkey]).text)
+    except LedgerError as e:
+        res.add(max(size - 1, 0) if size else None, f"checkpoint of size {size}: {e}")
+        return
+    if cp.origin != origin or cp.size != size or cp.root != root:
+        res.add(max(size - 1, 0), f"checkpoint of size {size} does not match the recomputed root")
+
+
+def _check_blobs(store: Store, res: AuditResult) -> None:
+    for digest, data in store.blobs():
+        res.blobs += 1
+        if blake3_digest(data) != digest:
+            res.add(None, f"blob {digest.hex()} does not hash to its address")
+
+
+def _check_key_index(store: Store, registry: object, res: AuditResult) -> None:
+    from ledger.entries import Registry
+
+    assert isinstance(registry, Registry)
+    want = {
+        k.key_id: (k.name, k.public, k.registered_at, k.revoked_at, k.revoke_reason)
+        for k in registry.keys.values()
+    }
+    have = {r[0]: (r[1], r[2], r[3], r[4], r[5]) for r in store.key_rows()}
+    for kid in sorted(set(want) | set(have)):
+        if want.get(kid) != have.get(kid):
+            where = want.get(kid) or have.get(kid)
+            idx = where[2] if where else None
+            res.add(idx, f"key index row for {kid.hex()} does not match the log's key entries")

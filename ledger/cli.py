@@ -1,0 +1,614 @@
+"""The ``ledger`` command line (SPEC 7). Commands stay thin; errors map to exit codes in one place.
+
+Exit codes: 0 success / verified; 1 verification failed; 2 bad input or usage; 3 could not check.
+With ``--json`` a command prints one JSON object on stdout and nothing else there.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, ParamSpec, TypeVar
+
+import typer
+
+from ledger import cli_out
+from ledger.errors import BadInput, KeyFileError, LedgerError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+app = typer.Typer(
+    name="ledger",
+    help="Append-only, tamper-evident ledger and verifier for proof-carrying GPU kernels.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False,
+    add_completion=False,
+)
+keys_app = typer.Typer(help="Node keys: create, register, revoke, list (SPEC 5).",
+                       no_args_is_help=True)
+proof_app = typer.Typer(help="Inclusion and consistency proofs (SPEC 6).", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+app.add_typer(proof_app, name="proof")
+
+DEFAULT_HOME = "~/.local/share/kernel-ledger"
+HomeOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--home",
+        help=f"Ledger directory (default: $LEDGER_HOME, else {DEFAULT_HOME}).",
+        show_default=False,
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
+
+
+def home_dir(home: Path | None) -> Path:
+    if home is not None:
+        return home
+    env = os.environ.get("LEDGER_HOME")
+    if env:
+        return Path(env)
+    return Path(DEFAULT_HOME).expanduser()
+
+
+def handled(fn: Callable[P, R]) -> Callable[P, R]:
+    """Map the project's error tree to one stderr line and the documented exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except LedgerError as e:
+            cli_out.error_line(str(e))
+            raise typer.Exit(e.exit_code) from None
+
+    return wrapper
+
+
+def _open_log(home: Path | None) -> Any:
+    from ledger.log import Log
+
+    return Log.open(home_dir(home))
+
+
+# -- init, vkey, checkpoint ------------------------------------------------------------------------
+
+
+@app.command()
+@handled
+def init(
+    origin: Annotated[str, typer.Option("--origin", help="Log origin, e.g. example.com/kernels.")],
+    home: HomeOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Create a ledger: the SQLite database and the log key that signs checkpoints."""
+    from ledger.log import Log
+
+    log = Log.init(home_dir(home), origin)
+    if json_out:
+        cli_out.emit_json({"home": str(log.home), "origin": log.origin,
+                           "vkey": log.store.meta("vkey")})
+    else:
+        cli_out.plain(f"created ledger {log.origin} in {log.home}")
+        cli_out.plain(f"verifier key: {log.store.meta('vkey')}")
+
+
+@app.command()
+@handled
+def vkey(home: HomeOpt = None) -> None:
+    """Print the log's verifier key (C2SP / Go note format)."""
+    log = _open_log(home)
+    cli_out.plain(str(log.store.meta("vkey")))
+
+
+@app.command()
+@handled
+def checkpoint(home: HomeOpt = None) -> None:
+    """Print the latest signed checkpoint (C2SP tlog-checkpoint signed note)."""
+    log = _open_log(home)
+    sys.stdout.write(log.store.checkpoint().decode("utf-8"))
+
+
+# -- keys ------------------------------------------------------------------------------------------
+
+
+@keys_app.command("new")
+@handled
+def keys_new(
+    name: Annotated[str, typer.Argument(help="Key name (letters, digits, . _ -).")],
+    passphrase_file: Annotated[
+        Path | None,
+        typer.Option("--passphrase-file", help="Encrypt the secret with this passphrase."),
+    ] = None,
+    home: HomeOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Create a node key pair in LEDGER_HOME/keys (secret file mode 0600)."""
+    from ledger.keys import new_node_key, read_passphrase
+
+    keydir = home_dir(home) / "keys"
+    pw = read_passphrase(passphrase_file) if passphrase_file else None
+    pub = new_node_key(keydir, name, pw)
+    if json_out:
+        cli_out.emit_json({"name": name, "key_id": pub.key_id.hex(),
+                           "public_file": str(keydir / f"{name}.pub"),
+                           "encrypted": pw is not None})
+    else:
+        cli_out.plain(f"node key {name}: id {pub.key_id.hex()}")
+        cli_out.plain(f"secret: {keydir / (name + '.key')} (mode 0600)"
+                      + (", encrypted" if pw else ""))
+        cli_out.plain(f"public: {keydir / (name + '.pub')}")
+
+
+@keys_app.command("register")
+@handled
+def keys_register(
+    key: Annotated[str, typer.Argument(help="A key NAME in LEDGER_HOME/keys or a .pub file.")],
+    home: HomeOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Append a key-registration entry (signed by the log key) for a node key."""
+    from ledger.keys import NodePublic, check_name
+
+    log = _open_log(home)
+    path = Path(key)
+    if not (path.suffix == ".pub" or "/" in key):
+        check_name(key)
+        path = log.keydir / f"{key}.pub"
+    try:
+        data = path.read_bytes()[:8192]
+    except OSError as e:
+        raise KeyFileError(f"cannot read public key {path}: {e.strerror}") from e
+    pub = NodePublic.from_bytes(data, str(path))
+    sealed = log.register(pub)
+    if json_out:
+        cli_out.emit_json({"index": sealed.index, "key_id": pub.key_id.hex(), "name": pub.name,
+                           "leaf_hash": sealed.leaf_hash.hex()})
+    else:
+        cli_out.plain(f"registered {pub.name} ({pub.key_id.hex()}) at entry {sealed.index}")
+
+
+@keys_app.command("revoke")
+@handled
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="The 16-hex node key id.")],
+    reason: Annotated[str, typer.Option("--reason", help="Why the key is revoked.")],
+    home: HomeOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Append a key-revocation entry: the key may no longer seal."""
+    from ledger.encoding import hex_decode
+
+    log = _open_log(home)
+    kid = hex_decode(key_id.strip().lower(), 8, "key id")
+    sealed = log.revoke(kid, reason)
+    if json_out:
+        cli_out.emit_json({"index": sealed.index, "key_id": kid.hex(), "reason": reason})
+    else:
+        cli_out.plain(f"revoked {kid.hex()} at entry {sealed.index}")
+
+
+@keys_app.command("list")
+@handled
+def keys_list(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
+    """List the node keys registered in the log, with their status."""
+    from ledger.encoding import b64_encode
+
+    log = _open_log(home)
+    rows = log.store.key_rows()
+    items = [
+        {"key_id": k.hex(), "name": n, "public_key": b64_encode(p), "registered_index": r,
+         "revoked_index": v, "reason": why, "status": "revoked" if v is not None else "active"}
+        for k, n, p, r, v, why in rows
+    ]
+    if json_out:
+        cli_out.emit_json({"keys": items})
+    else:
+        cli_out.rows_table(
+            "node keys", ["key id", "name", "status", "registered", "revoked", "reason"],
+            [[i["key_id"], i["name"], i["status"], i["registered_index"],
+              "" if i["revoked_index"] is None else i["revoked_index"], i["reason"]]
+             for i in items],
+        )
+
+
+# -- check, seal, verify ---------------------------------------------------------------------------
+
+SeedOpt = Annotated[
+    int | None, typer.Option("--seed", help="Override the falsification seed of every test.")
+]
+NoGpuOpt = Annotated[bool, typer.Option("--no-gpu", help="Never use a CUDA device.")]
+
+
+def _options(seed: int | None, no_gpu: bool) -> Any:
+    from verify.context import Options
+
+    return Options(seed=seed, use_gpu=not no_gpu)
+
+
+@app.command()
+@handled
+def check(
+    directory: Annotated[Path, typer.Argument(help="An unsealed bundle directory.")],
+    json_out: JsonOpt = False,
+    seed: SeedOpt = None,
+    no_gpu: NoGpuOpt = False,
+) -> None:
+    """Run the verifier on an unsealed bundle (needs no ledger)."""
+    from ledger import wiring
+
+    with cli_out.progress("checking", None, enabled=not json_out) as bar:
+        ((_, _, report),) = wiring.check_dirs(
+            [directory], _options(seed, no_gpu), progress=lambda s: bar.update(0, s)
+        )
+    _print_report(report, json_out)
+    raise typer.Exit(_report_exit(report, []))
+
+
+@app.command()
+@handled
+def seal(
+    directories: Annotated[list[Path], typer.Argument(help="Bundle directories to seal.")],
+    key: Annotated[str | None, typer.Option("--key", help="Node key NAME (default: the only one).")] = None,
+    passphrase_file: Annotated[
+        Path | None, typer.Option("--passphrase-file", help="Passphrase of an encrypted key.")
+    ] = None,
+    no_receipt: Annotated[bool, typer.Option("--no-receipt", help="Do not write receipts.")] = False,
+    home: HomeOpt = None,
+    json_out: JsonOpt = False,
+    seed: SeedOpt = None,
+    no_gpu: NoGpuOpt = False,
+) -> None:
+    """Check each bundle, refuse all if any check fails, then hash, sign and append each one."""
+    from ledger import wiring
+    from ledger.keys import load_node_secret, read_passphrase
+
+    log = _open_log(home)
+    name = key or _only_key(log.keydir)
+    pw = read_passphrase(passphrase_file) if passphrase_file else None
+    sk, _pub = load_node_secret(log.keydir, name, pw)
+    wiring.node_signing_key(log, sk)
+    with cli_out.progress("checking", len(directories), enabled=not json_out) as bar:
+        def step(s: str) -> None:
+            bar.update(0, s)
+
+        checked = []
+        for d in directories:
+            checked.extend(wiring.check_dirs([d], _options(seed, no_gpu), progress=step))
+            bar.advance()
+    bad = [(d, r) for d, _, r in checked if r.verdict == "failed"]
+    if bad:
+        for d, r in bad:
+            first = next((c for c in r.checks if c.status == "failed"), None)
+            why = f"{first.id}: {first.detail}" if first else "no checks ran"
+            cli_out.error_line(f"{d}: refused, a check failed ({why})")
+        if json_out:
+            cli_out.emit_json({"entries": [], "refused": [
+                {"directory": str(d), "report": r.to_json()} for d, r in bad]})
+        raise typer.Exit(1)
+    with cli_out.progress("sealing", len(checked), enabled=not json_out) as bar:
+        results = wiring.seal_checked(log, checked, sk, write_receipts=not no_receipt,
+                                      progress=lambda s: bar.advance())
+    if json_out:
+        cli_out.emit_json({"entries": [
+            {"index": r.sealed.index, "bundle_digest": r.bundle.digest.hex(),
+             "leaf_hash": r.sealed.leaf_hash.hex(), "report": r.report.to_json()}
+            for r in results]})
+    else:
+        for r in results:
+            cli_out.plain(f"sealed {r.directory}: index {r.sealed.index}  "
+                          f"bundle {r.bundle.digest.hex()}  leaf {r.sealed.leaf_hash.hex()}  "
+                          f"verdict {r.report.verdict}")
+            if r.receipt is not None:
+                cli_out.plain(f"  receipt: {r.receipt}")
+
+
+def _only_key(keydir: Path) -> str:
+    names = sorted(p.stem for p in keydir.glob("*.key")) if keydir.is_dir() else []
+    if len(names) != 1:
+        raise BadInput(
+            "give --key NAME" + (f" (keys: {', '.join(names)})" if names else
+                                 "; no node keys yet (run `ledger keys new NAME`)")
+        )
+    return names[0]
+
+
+@app.command()
+@handled
+def verify(
+    hash: Annotated[str, typer.Argument(help="Bundle digest, leaf hash (>= 8 hex) or index.")],
+    bundle: Annotated[Path | None, typer.Option("--bundle", help="Check this directory "
+                                                 "instead of the stored files.")] = None,
+    receipt: Annotated[Path | None, typer.Option("--receipt", help="Work offline from this "
+                                                  "receipt and the log's verifier key.")] = None,
+    vkey_opt: Annotated[str | None, typer.Option("--vkey", help="Trusted log verifier key "
+                                                 "(default: the ledger's own).")] = None,
+    require: Annotated[str | None, typer.Option("--require", help="Comma-separated check ids "
+                                                "that must run (e.g. lean.kernel,falsify.*); "
+                                                "exit 3 when one is skipped.")] = None,
+    home: HomeOpt = None,
+    json_out: JsonOpt = False,
+    seed: SeedOpt = None,
+    no_gpu: NoGpuOpt = False,
+) -> None:
+    """Rebuild a sealed bundle, re-run every check, confirm hashes, signatures and proofs."""
+    from ledger import wiring
+    from ledger.note import parse_vkey
+    from ledger.receipt import Receipt
+
+    options = _options(seed, no_gpu)
+    required = [r.strip() for r in (require or "").split(",") if r.strip()]
+    files = wiring.read_bundle_dir(bundle) if bundle is not None else None
+    if receipt is not None:
+        try:
+            data = receipt.read_bytes()[: 1 << 21]
+        except OSError as e:
+            raise BadInput(f"cannot read receipt {receipt}: {e.strerror}") from e
+        rec = Receipt.from_bytes(data)
+        wiring.match_receipt(rec, hash)
+        vk = parse_vkey(vkey_opt) if vkey_opt else _home_vkey(home)
+        if files is None:
+            files = wiring.read_bundle_dir(receipt.parent)
+        ev = wiring.Evidence(rec.item, rec.checkpoint, rec.signer, None, False)
+    else:
+        log = _open_log(home)
+        index = log.store.resolve(hash)
+        vk = parse_vkey(vkey_opt) if vkey_opt else log.verifier
+        ev = wiring.evidence_from_store(log, index)
+        if files is None:
+            files = wiring.files_from_store(log, ev.item.entry)
+    with cli_out.progress("verifying", None, enabled=not json_out) as bar:
+        report = wiring.verify_evidence(ev, vk, files, options, lambda s: bar.update(0, s))
+    _print_report(report, json_out)
+    raise typer.Exit(_report_exit(report, required))
+
+
+def _home_vkey(home: Path | None) -> Any:
+    from ledger.note import parse_vkey
+
+    path = home_dir(home) / "log.vkey"
+    if not path.is_file():
+        raise BadInput("give --vkey VKEY: no ledger verifier key to trust at " + str(path))
+    return parse_vkey(path.read_text("utf-8").strip())
+
+
+def _print_report(report: Any, json_out: bool) -> None:
+    if json_out:
+        cli_out.emit_json(report.to_json())
+    else:
+        cli_out.report_table(report)
+
+
+def _report_exit(report: Any, required: list[str]) -> int:
+    from verify.runner import required_missing
+
+    if report.verdict == "failed":
+        return 1
+    missing = required_missing(report, required)
+    if missing:
+        cli_out.error_line(f"required checks could not run: {', '.join(missing)}")
+        return 3
+    return 0
+
+
+# -- reading ---------------------------------------------------------------------------------------
+
+
+def _entry_json(store: Any, index: int) -> dict[str, Any]:
+    from ledger.entries import decode_entry
+
+    data = store.entry(index)
+    return {"index": index, "leaf_hash": store.leaf_hash(index).hex(),
+            "entry": decode_entry(data)}
+
+
+@app.command()
+@handled
+def show(
+    hash: Annotated[str, typer.Argument(help="Bundle digest, leaf hash (>= 8 hex) or index.")],
+    home: HomeOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Show one entry."""
+    log = _open_log(home)
+    item = _entry_json(log.store, log.store.resolve(hash))
+    if json_out:
+        cli_out.emit_json(item)
+        return
+    e = item["entry"]
+    cli_out.plain(f"entry {item['index']}  leaf {item['leaf_hash']}")
+    for k in sorted(e):
+        if k in ("checks", "manifest", "obligations"):
+            continue
+        cli_out.plain(f"  {k}: {e[k]}")
+    if e.get("manifest"):
+        cli_out.plain("  manifest:")
+        for line in str(e["manifest"]).splitlines():
+            cli_out.plain(f"    {line}")
+    for o in e.get("obligations", []):
+        cli_out.plain(f"  claim {o.get('obligation')}: {o.get('theorem')} / {o.get('property')}")
+    for c in e.get("checks", []):
+        cli_out.plain(f"  check {c.get('id')}: {c.get('status')} - {c.get('detail')}")
+
+
+@app.command("log")
+@handled
+def log_cmd(
+    start: Annotated[int | None, typer.Option("--start", help="First index (default: the "
+                                              "last --limit entries).")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many entries.")] = 50,
+    home: HomeOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """List entries."""
+    from ledger.entries import decode_entry
+
+    log = _open_log(home)
+    size = log.store.size()
+    limit = max(1, min(limit, 10_000))
+    first = max(0, size - limit) if start is None else max(0, start)
+    items = []
+    for i, lh, data in log.store.rows(first):
+        if i >= first + limit:
+            break
+        e = decode_entry(data)
+        items.append({"index": i, "leaf_hash": lh.hex(), "type": e["type"], "time": e["time"],
+                      "bundle_digest": e.get("bundle_digest"),
+                      "kernel": e.get("kernel", {}).get("name") if e["type"] == "bundle"
+                      else e.get("name", e.get("key_id")),
+                      "signer": e.get("signer")})
+    if json_out:
+        cli_out.emit_json({"size": size, "entries": items})
+    else:
+        cli_out.rows_table(f"{log.origin}: {size} entries", ["index", "time", "type",
+                           "kernel / key", "bundle digest", "leaf hash"],
+                           [[i["index"], i["time"], i["type"], i["kernel"] or "",
+                             (i["bundle_digest"] or "")[:16], i["leaf_hash"][:16]]
+                            for i in items])
+
+
+@app.command()
+@handled
+def audit(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
+    """Recompute every hash, the tree, every chain link and every signature."""
+    from ledger.audit import audit as run_audit
+
+    log = _open_log(home)
+    size = log.store.size()
+    with cli_out.progress("auditing", size, enabled=not json_out) as bar:
+        res = run_audit(log.store, log.verifier, progress=lambda n: bar.update(n))
+    if json_out:
+        cli_out.emit_json({"ok": res.ok, "size": res.size, "root": res.root.hex(),
+                           "first_bad_index": res.first_bad_index,
+                           "checked": {"entries": res.entries, "signatures": res.signatures,
+                                       "hashes": res.hashes, "checkpoints": res.checkpoints,
+                                       "blobs": res.blobs},
+                           "problems": [{"index": i, "message": m} for i, m in res.problems]})
+    elif res.ok:
+        cli_out.plain(f"audit passed: {res.entries} entries, {res.signatures} signatures, "
+                      f"{res.hashes} tree hashes, {res.checkpoints} checkpoints, "
+                      f"{res.blobs} blobs; root {res.root.hex()}")
+    else:
+        for i, m in res.problems[:20]:
+            cli_out.error_line(m)
+        cli_out.error_line(f"audit failed: first bad index {res.first_bad_index}"
+                           f" ({len(res.problems)} problems)")
+    if not res.ok:
+        raise typer.Exit(1)
+
+
+# -- proofs ----------------------------------------------------------------------------------------
+
+
+@proof_app.command("inclusion")
+@handled
+def proof_inclusion(
+    hash: Annotated[str, typer.Argument(help="Bundle digest, leaf hash or index.")],
+    size: Annotated[int | None, typer.Option("--size", help="Tree size (default: current).")] = None,
+    home: HomeOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Print an RFC 9162 inclusion proof (leaf's sibling first)."""
+    from ledger.encoding import b64_encode
+
+    log = _open_log(home)
+    index = log.store.resolve(hash)
+    n = log.store.size() if size is None else size
+    if not index < n <= log.store.size():
+        raise BadInput(f"--size must be in {index + 1}..{log.store.size()}")
+    proof = log.store.inclusion_proof(index, n)
+    obj = {"index": index, "tree_size": n, "leaf_hash": b64_encode(log.store.leaf_hash(index)),
+           "hashes": [b64_encode(h) for h in proof]}
+    if json_out:
+        cli_out.emit_json(obj)
+    else:
+        cli_out.plain(f"inclusion of entry {index} in tree of size {n}:")
+        for h in obj["hashes"]:
+            cli_out.plain(f"  {h}")
+
+
+@proof_app.command("consistency")
+@handled
+def proof_consistency(
+    old: Annotated[int, typer.Argument(help="Old tree size.")],
+    new: Annotated[int, typer.Argument(help="New tree size.")],
+    home: HomeOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Print an RFC 9162 consistency proof between two tree sizes."""
+    from ledger.encoding import b64_encode
+
+    log = _open_log(home)
+    if not 0 <= old <= new <= log.store.size():
+        raise BadInput(f"need 0 <= OLD <= NEW <= {log.store.size()}")
+    proof = log.store.consistency_proof(old, new)
+    obj = {"old_size": old, "new_size": new, "hashes": [b64_encode(h) for h in proof]}
+    if json_out:
+        cli_out.emit_json(obj)
+    else:
+        cli_out.plain(f"consistency of {old} -> {new}:")
+        for h in obj["hashes"]:
+            cli_out.plain(f"  {h}")
+
+
+def _register_network_commands() -> None:
+    try:
+        from ledger import cli_net
+    except ImportError:
+        return
+    cli_net.register(app)
+
+
+_register_network_commands()
+
+
+def _click_error() -> type[Exception]:
+    """Typer 0.2x vendors click as ``typer._click``; older typers use ``click`` itself."""
+    try:
+        from typer._click.exceptions import ClickException
+    except ImportError:  # pragma: no cover - depends on the installed typer
+        from click.exceptions import ClickException  # type: ignore[assignment]
+    return ClickException
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point. Usage errors become one stderr line and exit 2; commands map the project's
+    error tree themselves (``handled``). Anything else is a bug: it still reaches the user as one
+    line (set LEDGER_DEBUG=1 for the traceback), never as a traceback."""
+    click_error = _click_error()
+    try:
+        code = app(args=argv, standalone_mode=False)
+    except typer.Exit as e:
+        code = e.exit_code
+    except typer.Abort:
+        cli_out.error_line("aborted")
+        code = 130
+    except click_error as e:
+        ctx = getattr(e, "ctx", None)
+        if type(e).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            sys.stdout.write(ctx.get_help() + "\n")
+        else:
+            msg = getattr(e, "format_message", lambda: str(e))()
+            cli_out.error_line(f"{msg} (see `ledger --help`)")
+        code = 2
+    except LedgerError as e:
+        cli_out.error_line(str(e))
+        code = e.exit_code
+    except KeyboardInterrupt:
+        cli_out.error_line("interrupted")
+        code = 130
+    except Exception as e:  # a bug; SystemExit is not an Exception
+        if os.environ.get("LEDGER_DEBUG"):
+            raise
+        cli_out.error_line(f"internal error ({type(e).__name__}: {e}); please report it")
+        code = 3
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

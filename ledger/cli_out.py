@@ -1,0 +1,93 @@
+"""Output for the CLI (SPEC 7): one JSON object on stdout with ``--json``; otherwise tables and
+colour for people (``rich``, colour only on a terminal), progress on stderr, errors as one line on
+stderr. The only place the CLI writes to the terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+STATUS_STYLE = {"passed": "green", "failed": "bold red", "skipped": "yellow"}
+VERDICT_STYLE = {"verified": "bold green", "partial": "bold yellow", "failed": "bold red"}
+
+
+def emit_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=1, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def error_line(message: str) -> None:
+    text = " ".join(str(message).split())
+    sys.stderr.write(f"ledger: error: {text}\n")
+    sys.stderr.flush()
+
+
+def plain(text: str) -> None:
+    out.print(text, markup=False)
+
+
+def report_table(report: Any, recorded: Sequence[Any] = ()) -> None:
+    tools = {c.id: (c.tool, c.version) for c in recorded}
+    table = Table(title=f"bundle {report.bundle_digest}", title_justify="left")
+    table.add_column("check")
+    table.add_column("status")
+    table.add_column("tool")
+    table.add_column("detail", overflow="fold")
+    for c in report.checks:
+        tool, version = (c.tool, c.version) if c.tool else tools.get(c.id, ("", ""))
+        table.add_row(
+            c.id,
+            f"[{STATUS_STYLE[c.status]}]{c.status}[/]",
+            f"{tool} {version}".strip(),
+            c.detail,
+            )
+    out.print(table)
+    out.print(f"verdict: [{VERDICT_STYLE[report.verdict]}]{report.verdict}[/]")
+
+
+def rows_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    table = Table(title=title, title_justify="left")
+    for c in columns:
+        table.add_column(c, overflow="fold")
+    for r in rows:
+        table.add_row(*[str(x) for x in r])
+    out.print(table)
+
+
+@contextmanager
+def progress(description: str, total: int | None, enabled: bool = True) -> Iterator[Any]:
+    """A progress bar on stderr (only on a terminal and when enabled)."""
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not (enabled and err.is_terminal),
+    )
+    with bar:
+        task = bar.add_task(description, total=total)
+
+        class _P:
+            def advance(self, n: int = 1) -> None:
+                bar.advance(task, n)
+
+            def update(self, completed: int, text: str | None = None) -> None:
+                if text is not None:
+                    bar.update(task, completed=completed, description=f"{description} {text}")
+                else:
+                    bar.update(task, completed=completed)
+
+        yield _P()

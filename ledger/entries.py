@@ -1,0 +1,192 @@
+"""Log entries (SPEC 4, 5): their canonical bytes, signatures, and the node-key registry.
+
+An entry is one leaf: canonical JSON (RFC 8785) of an object whose ``type`` is ``bundle``,
+``key-registration`` or ``key-revocation``. Every entry carries the ``origin`` of its log and the
+``prev_size`` / ``prev_root`` of the tree just before it, so it is chained to the history its
+signer saw, and an Ed25519 ``signature`` over the canonical bytes of the entry without that field:
+
+* ``bundle``: signed by a registered, unrevoked node key (``signer`` = its key id);
+* ``key-registration``: signed by the log key; carries the node's public key and its
+  proof-of-possession ``pop`` (the node key's signature over ``POP_CONTEXT || name || 0x0a ||
+  public key``);
+* ``key-revocation``: signed by the log key.
+
+Node key id = the first 8 bytes of SHA-256(public key), 16 hex digits at the edges.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import nacl.exceptions
+import nacl.signing
+
+from ledger.canonical import canonical_json, loads_canonical
+from ledger.encoding import b64_decode, b64_encode, hex_decode
+from ledger.errors import BadInput, SignatureError, VerificationFailed
+
+MAX_ENTRY_BYTES = 65535
+POP_CONTEXT = b"kernel-ledger key-registration v1\n"
+ENTRY_TYPES = ("bundle", "key-registration", "key-revocation")
+_HEX16 = re.compile(r"[0-9a-f]{16}")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z")
+
+_REQUIRED: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "bundle": {
+        "bundle_digest": str,
+        "manifest": str,
+        "kernel": dict,
+        "obligations": list,
+        "checks": list,
+        "signer": str,
+    },
+    "key-registration": {"key_id": str, "name": str, "public_key": str, "pop": str},
+    "key-revocation": {"key_id": str, "reason": str},
+}
+_COMMON: dict[str, type | tuple[type, ...]] = {
+    "type": str,
+    "origin": str,
+    "time": str,
+    "prev_size": int,
+    "prev_root": str,
+    "signature": str,
+}
+
+
+def node_key_id(public: bytes) -> bytes:
+    return hashlib.sha256(public).digest()[:8]
+
+
+def pop_message(name: str, public: bytes) -> bytes:
+    return POP_CONTEXT + name.encode("utf-8") + b"\n" + public
+
+
+def signing_bytes(entry: Mapping[str, Any]) -> bytes:
+    """The exact bytes a signature covers: canonical JSON of the entry without ``signature``."""
+    return canonical_json({k: v for k, v in entry.items() if k != "signature"})
+
+
+def sign_entry(fields: Mapping[str, Any], key: nacl.signing.SigningKey) -> bytes:
+    """Sign ``fields`` (no ``signature`` key) and return the entry bytes, checked for size."""
+    body = dict(fields)
+    sig = key.sign(canonical_json(body)).signature
+    body["signature"] = b64_encode(sig)
+    data = canonical_json(body)
+    if len(data) > MAX_ENTRY_BYTES:
+        raise BadInput(f"entry is {len(data)} bytes, over the {MAX_ENTRY_BYTES}-byte entry limit")
+    return data
+
+
+def verify_signature(entry: Mapping[str, Any], public: bytes) -> None:
+    sig = b64_decode(str(entry["signature"]), 64, "entry signature")
+    try:
+        nacl.signing.VerifyKey(public).verify(signing_bytes(entry), sig)
+    except nacl.exceptions.BadSignatureError as e:
+        raise SignatureError("entry signature does not verify") from e
+
+
+def decode_entry(data: bytes) -> dict[str, Any]:
+    """Parse untrusted entry bytes: canonical JSON within the size limit and the entry shape."""
+    if len(data) > MAX_ENTRY_BYTES:
+        raise BadInput(f"entry is larger than {MAX_ENTRY_BYTES} bytes")
+    obj = loads_canonical(data, max_bytes=MAX_ENTRY_BYTES)
+    if not isinstance(obj, dict):
+        raise BadInput("entry is not a JSON object")
+    etype = obj.get("type")
+    if etype not in ENTRY_TYPES:
+        raise BadInput(f"unknown entry type {etype!r}")
+    for field, want in {**_COMMON, **_REQUIRED[etype]}.items():
+        if field not in obj:
+            raise BadInput(f"{etype} entry lacks {field!r}")
+        if not isinstance(obj[field], want) or isinstance(obj[field], bool):
+            raise BadInput(f"{etype} entry field {field!r} has the wrong type")
+    if obj["prev_size"] < 0:
+        raise BadInput("entry prev_size is negative")
+    hex_decode(obj["prev_root"], 32, "entry prev_root")
+    b64_decode(obj["signature"], 64, "entry signature")
+    if _TIME.fullmatch(obj["time"]) is None:
+        raise BadInput("entry time is not RFC 3339 UTC (YYYY-MM-DDTHH:MM:SSZ)")
+    if etype == "bundle":
+        if _HEX64.fullmatch(obj["bundle_digest"]) is None:
+            raise BadInput("bundle entry digest is not 64 lowercase hex")
+        if _HEX16.fullmatch(obj["signer"]) is None:
+            raise BadInput("bundle entry signer is not a 16-hex key id")
+    else:
+        if _HEX16.fullmatch(obj["key_id"]) is None:
+            raise BadInput("key entry key_id is not a 16-hex key id")
+    if etype == "key-registration":
+        pub = b64_decode(obj["public_key"], 32, "registered public key")
+        if node_key_id(pub).hex() != obj["key_id"]:
+            raise BadInput("registered key_id does not match the public key")
+        b64_decode(obj["pop"], 64, "proof of possession")
+    return obj
+
+
+@dataclass(frozen=True)
+class NodeKey:
+    key_id: bytes
+    name: str
+    public: bytes
+    registered_at: int
+    revoked_at: int | None = None
+    revoke_reason: str = ""
+
+
+class Registry:
+    """Node keys as the log's own history defines them, replayed entry by entry.
+
+    ``apply`` checks each entry's signature against the log key (registrations, revocations) or
+    the registered node key (bundles) and the chaining rules, then records key events.
+    """
+
+    def __init__(self, log_public: bytes, origin: str) -> None:
+        self.log_public = log_public
+        self.origin = origin
+        self.keys: dict[bytes, NodeKey] = {}
+
+    def check_signer(self, key_id: bytes, index: int) -> NodeKey:
+        """The node key allowed to sign entry ``index``; raise when it may not."""
+        key = self.keys.get(key_id)
+        if key is None or key.registered_at >= index:
+            raise VerificationFailed(f"signer {key_id.hex()} was not registered before entry {index}")
+        if key.revoked_at is not None and key.revoked_at < index:
+            raise VerificationFailed(
+                f"signer {key_id.hex()} was revoked at entry {key.revoked_at} ({key.revoke_reason})"
+            )
+        return key
+
+    def apply(self, index: int, data: bytes) -> dict[str, Any]:
+        entry = decode_entry(data)
+        if entry["origin"] != self.origin:
+            raise VerificationFailed(f"entry {index} names origin {entry['origin']!r}")
+        etype = entry["type"]
+        if etype == "bundle":
+            key = self.check_signer(bytes.fromhex(entry["signer"]), index)
+            verify_signature(entry, key.public)
+            return entry
+        verify_signature(entry, self.log_public)
+        kid = bytes.fromhex(entry["key_id"])
+        if etype == "key-registration":
+            if kid in self.keys:
+                raise VerificationFailed(f"entry {index} registers key {kid.hex()} a second time")
+            pub = b64_decode(entry["public_key"], 32)
+            try:
+                nacl.signing.VerifyKey(pub).verify(
+                    pop_message(entry["name"], pub), b64_decode(entry["pop"], 64)
+                )
+            except nacl.exceptions.BadSignatureError as e:
+                raise SignatureError(f"entry {index}: proof of possession does not verify") from e
+            self.keys[kid] = NodeKey(kid, entry["name"], pub, index)
+        else:
+            old = self.keys.get(kid)
+            if old is None or old.revoked_at is not None:
+                raise VerificationFailed(f"entry {index} revokes unknown or revoked key {kid.hex()}")
+            self.keys[kid] = NodeKey(
+                kid, old.name, old.public, old.registered_at, index, entry["reason"]
+            )
+        return entry

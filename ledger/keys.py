@@ -1,0 +1,193 @@
+"""Key files (SPEC 5): the log key and node keys, secrets at rest.
+
+* Log key: ``LEDGER_HOME/log.key`` holds Go's ``PRIVATE+KEY+<origin>+<id>+<base64>`` note signer
+  string (mode 0600); ``log.vkey`` holds the verifier key string ``ledger vkey`` prints.
+* Node keys: ``LEDGER_HOME/keys/<NAME>.key`` (mode 0600) is JSON with the 32-byte Ed25519 seed, in
+  the clear or, with a passphrase, sealed with XSalsa20-Poly1305 (``nacl.secret.SecretBox``) under a
+  key derived by Argon2id (``nacl.pwhash.argon2id``, moderate limits); ``<NAME>.pub`` holds the name,
+  public key and proof-of-possession signature that ``ledger keys register`` appends to the log.
+
+Files are written atomically (temporary file, fsync, rename) and never overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nacl.exceptions
+import nacl.pwhash
+import nacl.secret
+import nacl.signing
+import nacl.utils
+
+from ledger.encoding import b64_decode, b64_encode
+from ledger.entries import node_key_id, pop_message
+from ledger.errors import KeyFileError
+
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+MAX_KEY_FILE = 4096
+KIND_SECRET = "kernel-ledger/node-secret-key/v1"
+KIND_PUBLIC = "kernel-ledger/node-public-key/v1"
+
+
+def write_atomic(path: Path, data: bytes, mode: int = 0o644, exclusive: bool = True) -> None:
+    """Write ``data`` to ``path`` via a temporary file, fsync and rename."""
+    if exclusive and path.exists():
+        raise KeyFileError(f"{path} exists already; refusing to overwrite it")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def check_name(name: str) -> str:
+    if NAME_RE.fullmatch(name) is None:
+        raise KeyFileError(
+            f"bad key name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting alphanumeric"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class NodePublic:
+    name: str
+    public: bytes
+    pop: bytes
+
+    @property
+    def key_id(self) -> bytes:
+        return node_key_id(self.public)
+
+    def to_bytes(self) -> bytes:
+        obj = {
+            "kind": KIND_PUBLIC,
+            "name": self.name,
+            "public_key": b64_encode(self.public),
+            "pop": b64_encode(self.pop),
+        }
+        return (json.dumps(obj, indent=1, sort_keys=True) + "\n").encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, where: str = "public key file") -> NodePublic:
+        obj = _load_json(data, where)
+        if obj.get("kind") != KIND_PUBLIC:
+            raise KeyFileError(f"{where} is not a kernel-ledger node public key")
+        try:
+            name = check_name(str(obj["name"]))
+            pub = b64_decode(str(obj["public_key"]), 32, "public key")
+            pop = b64_decode(str(obj["pop"]), 64, "proof of possession")
+        except KeyError as e:
+            raise KeyFileError(f"{where} lacks {e}") from e
+        try:
+            nacl.signing.VerifyKey(pub).verify(pop_message(name, pub), pop)
+        except nacl.exceptions.BadSignatureError as e:
+            raise KeyFileError(f"{where}: proof of possession does not verify") from e
+        return cls(name, pub, pop)
+
+
+def _load_json(data: bytes, where: str) -> dict[str, Any]:
+    if len(data) > MAX_KEY_FILE:
+        raise KeyFileError(f"{where} is larger than {MAX_KEY_FILE} bytes")
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise KeyFileError(f"{where} is not a JSON key file") from e
+    if not isinstance(obj, dict):
+        raise KeyFileError(f"{where} is not a JSON key file")
+    return obj
+
+
+def _kdf(passphrase: bytes, salt: bytes) -> bytes:
+    return bytes(
+        nacl.pwhash.argon2id.kdf(
+            nacl.secret.SecretBox.KEY_SIZE,
+            passphrase,
+            salt,
+            opslimit=nacl.pwhash.argon2id.OPSLIMIT_MODERATE,
+            memlimit=nacl.pwhash.argon2id.MEMLIMIT_MODERATE,
+        )
+    )
+
+
+def read_passphrase(path: Path) -> bytes:
+    try:
+        data = path.read_bytes()[: 1 << 12]
+    except OSError as e:
+        raise KeyFileError(f"cannot read passphrase file {path}: {e.strerror}") from e
+    data = data.rstrip(b"\r\n")
+    if not data:
+        raise KeyFileError(f"passphrase file {path} is empty")
+    return data
+
+
+def new_node_key(keydir: Path, name: str, passphrase: bytes | None = None) -> NodePublic:
+    """Create ``<name>.key`` (0600) and ``<name>.pub`` in ``keydir``."""
+    check_name(name)
+    keydir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    sk = nacl.signing.SigningKey.generate()
+    seed = bytes(sk)
+    pub = bytes(sk.verify_key)
+    secret: dict[str, Any] = {"kind": KIND_SECRET, "name": name, "public_key": b64_encode(pub)}
+    if passphrase is None:
+        secret["seed"] = b64_encode(seed)
+    else:
+        salt = nacl.utils.random(nacl.pwhash.argon2id.SALTBYTES)
+        box = nacl.secret.SecretBox(_kdf(passphrase, salt))
+        secret["encrypted"] = {
+            "kdf": "argon2id-moderate",
+            "salt": b64_encode(salt),
+            "box": b64_encode(bytes(box.encrypt(seed))),
+        }
+    pop = sk.sign(pop_message(name, pub)).signature
+    public = NodePublic(name, pub, pop)
+    write_atomic(keydir / f"{name}.key", (json.dumps(secret, indent=1) + "\n").encode(), 0o600)
+    write_atomic(keydir / f"{name}.pub", public.to_bytes(), 0o644)
+    return public
+
+
+def load_node_secret(
+    keydir: Path, name: str, passphrase: bytes | None = None
+) -> tuple[nacl.signing.SigningKey, NodePublic]:
+    check_name(name)
+    path = keydir / f"{name}.key"
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as e:
+        raise KeyFileError(f"no node key named {name!r} (looked for {path})") from e
+    obj = _load_json(data, str(path))
+    if obj.get("kind") != KIND_SECRET:
+        raise KeyFileError(f"{path} is not a kernel-ledger node secret key")
+    if "seed" in obj:
+        seed = b64_decode(str(obj["seed"]), 32, "key seed")
+    else:
+        enc = obj.get("encrypted")
+        if not isinstance(enc, dict):
+            raise KeyFileError(f"{path} holds neither a seed nor an encrypted seed")
+        if passphrase is None:
+            raise KeyFileError(f"node key {name!r} is encrypted: give --passphrase-file")
+        box = nacl.secret.SecretBox(_kdf(passphrase, b64_decode(str(enc["salt"]), 16, "salt")))
+        try:
+            seed = bytes(box.decrypt(b64_decode(str(enc["box"]), what="sealed seed")))
+        except nacl.exceptions.CryptoError as e:
+            raise KeyFileError(f"wrong passphrase for node key {name!r}") from e
+    sk = nacl.signing.SigningKey(seed)
+    pub_path = keydir / f"{name}.pub"
+    public = NodePublic.from_bytes(pub_path.read_bytes(), str(pub_path))
+    if bytes(sk.verify_key) != public.public:
+        raise KeyFileError(f"{path} and {pub_path} hold different keys")
+    return sk, public

@@ -1,0 +1,273 @@
+"""The log's write side (SPEC 4, 5, 6): init, key registration and revocation, sealing, checkpoints.
+
+Every write is one ``Store.writer()`` transaction that (1) reads the size and root the new entry
+will be chained to, (2) checks the rules (signer registered and unrevoked, no duplicate), (3) signs
+and appends the entry, and (4) signs and stores a new checkpoint of the grown tree. A crash at any
+moment leaves either the whole step or none of it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nacl.signing
+
+from ledger import merkle
+from ledger.bundle import Bundle
+from ledger.encoding import b64_encode
+from ledger.entries import node_key_id, sign_entry
+from ledger.errors import BadInput, KeyFileError, LedgerStateError, VerificationFailed
+from ledger.keys import NodePublic, write_atomic
+from ledger.note import (
+    Checkpoint,
+    NoteSigner,
+    NoteVerifier,
+    format_checkpoint,
+    format_skey,
+    format_vkey,
+    parse_skey,
+    parse_vkey,
+    sign_note,
+)
+from ledger.store import Store, Writer
+
+LOG_KEY = "log.key"
+LOG_VKEY = "log.vkey"
+KEYDIR = "keys"
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def check_origin(origin: str) -> str:
+    if not origin or len(origin) > 200 or any(c.isspace() or c == "+" for c in origin):
+        raise BadInput(
+            f"bad origin {origin!r}: use a schema-less URL-like name with no spaces or '+', "
+            "e.g. example.com/kernels"
+        )
+    return origin
+
+
+@dataclass(frozen=True)
+class Sealed:
+    index: int
+    leaf_hash: bytes
+    entry: bytes
+
+
+class Log:
+    """A ledger opened for reading and, when its log key is present, writing."""
+
+    def __init__(self, store: Store, signer: NoteSigner | None, verifier: NoteVerifier) -> None:
+        self.store = store
+        self.signer = signer
+        self.verifier = verifier
+
+    @property
+    def home(self) -> Path:
+        return self.store.home
+
+    @property
+    def origin(self) -> str:
+        return self.store.origin
+
+    @property
+    def keydir(self) -> Path:
+        return self.store.home / KEYDIR
+
+    # -- life cycle ----------------------------------------------------------------------------
+
+    @classmethod
+    def init(cls, home: Path, origin: str) -> Log:
+        check_origin(origin)
+        if (home / "ledger.db").exists() or (home / LOG_KEY).exists():
+            raise LedgerStateError(f"{home} holds a ledger already")
+        seed = bytes(nacl.signing.SigningKey.generate())
+        home.mkdir(parents=True, exist_ok=True)
+        write_atomic(home / LOG_KEY, (format_skey(origin, seed) + "\n").encode(), 0o600)
+        signer = parse_skey(format_skey(origin, seed))
+        vkey = format_vkey(origin, signer.public)
+        write_atomic(home / LOG_VKEY, (vkey + "\n").encode(), 0o644)
+        store = Store.create(home, origin)
+        store.set_meta("vkey", vkey)
+        log = cls(store, signer, parse_vkey(vkey))
+        with store.writer() as w:
+            log._checkpoint(w)
+        return log
+
+    @classmethod
+    def open(cls, home: Path) -> Log:
+        store = Store.open(home)
+        vkey = store.meta("vkey")
+        if vkey is None:
+            raise LedgerStateError(f"{home}: ledger has no verifier key recorded")
+        signer = None
+        keyfile = home / LOG_KEY
+        if keyfile.exists():
+            try:
+                signer = parse_skey(keyfile.read_text("utf-8").strip())
+            except (OSError, UnicodeDecodeError) as e:
+                raise KeyFileError(f"cannot read log key {keyfile}") from e
+        verifier = parse_vkey(vkey)
+        if signer is not None and signer.public != verifier.public:
+            raise KeyFileError(f"{keyfile} does not match the ledger's verifier key")
+        return cls(store, signer, verifier)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def _require_signer(self) -> NoteSigner:
+        if self.signer is None:
+            raise LedgerStateError(
+                f"{self.home} has no log key ({LOG_KEY}): this ledger is a mirror and is read-only"
+            )
+        return self.signer
+
+    def _log_signing_key(self) -> nacl.signing.SigningKey:
+        return nacl.signing.SigningKey(self._require_signer().seed)
+
+    def _checkpoint(self, w: Writer) -> bytes:
+        text = format_checkpoint(Checkpoint(self.origin, w.size, w.root(), ()))
+        note = sign_note(text, [self._require_signer()])
+        w.put_checkpoint(note, w.size)
+        return note
+
+    def _chain(self, w: Writer) -> dict[str, Any]:
+        return {
+            "origin": self.origin,
+            "time": utc_now(),
+            "prev_size": w.size,
+            "prev_root": w.root().hex(),
+        }
+
+    # -- keys ----------------------------------------------------------------------------------
+
+    def register(self, public: NodePublic) -> Sealed:
+        key = self._log_signing_key()
+        with self.store.writer() as w:
+            if self.store.key_row(public.key_id) is not None:
+                raise BadInput(f"node key {public.key_id.hex()} is registered already")
+            fields = {
+                "type": "key-registration",
+                **self._chain(w),
+                "key_id": public.key_id.hex(),
+                "name": public.name,
+                "public_key": b64_encode(public.public),
+                "pop": b64_encode(public.pop),
+            }
+            entry = sign_entry(fields, key)
+            idx = w.append(entry, "key-registration")
+            self._checkpoint(w)
+        return Sealed(idx, merkle.leaf_hash(entry), entry)
+
+    def revoke(self, key_id: bytes, reason: str) -> Sealed:
+        if not reason.strip() or len(reason) > 500:
+            raise BadInput("give a --reason of 1 to 500 characters")
+        key = self._log_signing_key()
+        with self.store.writer() as w:
+            row = self.store.key_row(key_id)
+            if row is None:
+                raise BadInput(f"no registered node key {key_id.hex()}")
+            if row[4] is not None:
+                raise BadInput(f"node key {key_id.hex()} was revoked already at entry {row[4]}")
+            fields = {
+                "type": "key-revocation",
+                **self._chain(w),
+                "key_id": key_id.hex(),
+                "reason": reason,
+            }
+            entry = sign_entry(fields, key)
+            idx = w.append(entry, "key-revocation")
+            self._checkpoint(w)
+        return Sealed(idx, merkle.leaf_hash(entry), entry)
+
+    def check_may_seal(self, key_id: bytes) -> None:
+        row = self.store.key_row(key_id)
+        if row is None:
+            raise BadInput(
+                f"node key {key_id.hex()} is not registered in this ledger "
+                "(run `ledger keys register NAME`)"
+            )
+        if row[4] is not None:
+            raise BadInput(f"node key {key_id.hex()} was revoked at entry {row[4]}: {row[5]}")
+
+    # -- sealing -------------------------------------------------------------------------------
+
+    def seal(
+        self,
+        bundle: Bundle,
+        fields: Mapping[str, Any],
+        node: nacl.signing.SigningKey,
+    ) -> Sealed:
+        """Append a ``bundle`` entry for ``bundle`` with the extra ``fields`` (kernel, obligations,
+        checks), signed by the node key; store every file as a blob."""
+        kid = node_key_id(bytes(node.verify_key))
+        with self.store.writer() as w:
+            self.check_may_seal(kid)
+            for idx in self.store.indices_for_digest(bundle.digest):
+                if self._signer_of(idx) == kid.hex():
+                    raise BadInput(
+                        f"bundle {bundle.digest.hex()} was sealed by this key already "
+                        f"(entry {idx})"
+                    )
+            entry = sign_entry(self._bundle_fields(w, bundle, fields, kid), node)
+            for f in bundle.files:
+                w.put_blob(f.digest, f.data)
+            idx = w.append(entry, "bundle", bundle.digest)
+            self._checkpoint(w)
+        return Sealed(idx, merkle.leaf_hash(entry), entry)
+
+    def seal_many(
+        self,
+        items: Iterable[tuple[Bundle, Mapping[str, Any]]],
+        node: nacl.signing.SigningKey,
+    ) -> list[Sealed]:
+        """Append many bundle entries in one transaction and one checkpoint (batch import)."""
+        kid = node_key_id(bytes(node.verify_key))
+        out: list[Sealed] = []
+        with self.store.writer() as w:
+            self.check_may_seal(kid)
+            for bundle, fields in items:
+                entry = sign_entry(self._bundle_fields(w, bundle, fields, kid), node)
+                for f in bundle.files:
+                    w.put_blob(f.digest, f.data)
+                idx = w.append(entry, "bundle", bundle.digest)
+                out.append(Sealed(idx, merkle.leaf_hash(entry), entry))
+            self._checkpoint(w)
+        return out
+
+    def _bundle_fields(
+        self, w: Writer, bundle: Bundle, fields: Mapping[str, Any], kid: bytes
+    ) -> dict[str, Any]:
+        return {
+            "type": "bundle",
+            **self._chain(w),
+            "bundle_digest": bundle.digest.hex(),
+            "manifest": bundle.manifest.decode("utf-8"),
+            "kernel": dict(fields.get("kernel", {})),
+            "obligations": list(fields.get("obligations", [])),
+            "checks": list(fields.get("checks", [])),
+            "signer": kid.hex(),
+        }
+
+    def _signer_of(self, idx: int) -> str:
+        from ledger.entries import decode_entry
+
+        return str(decode_entry(self.store.entry(idx)).get("signer", ""))
+
+    # -- reading helpers -----------------------------------------------------------------------
+
+    def bundle_files(self, manifest_rows: Sequence[tuple[str, bytes]]) -> dict[str, bytes]:
+        """Rebuild a sealed bundle's files from the content-addressed blobs."""
+        out: dict[str, bytes] = {}
+        for rel, digest in manifest_rows:
+            data = self.store.blob(digest)
+            if data is None:
+                raise VerificationFailed(f"blob {digest.hex()} ({rel}) is missing from the ledger")
+            out[rel] = data
+        return out

@@ -1,0 +1,108 @@
+"""Offline receipts (SPEC 7 ``seal`` / ``verify --receipt``): everything needed to check one sealed
+entry with nothing but the log's verifier key.
+
+A receipt is a JSON object (written as ``ledger-receipt.json`` into the bundle directory, which the
+manifest leaves out):
+
+    {"format": "kernel-ledger-receipt/v1", "origin": ..., "index": N,
+     "entry": base64, "inclusion": [base64, ...], "checkpoint": "<signed note text>",
+     "tlog_proof": "<C2SP tlog-proof text>",
+     "signer": {"index": R, "entry": base64, "inclusion": [base64, ...]}}
+
+``inclusion`` proves the entry in the tree of the checkpoint; ``signer`` carries the node key's
+``key-registration`` entry and its inclusion proof in the same tree, so the signer's registration is
+checked offline too. ``tlog_proof`` repeats the entry's proof in the C2SP tlog-proof@v1 text form
+(``c2sp.org/tlog-proof@v1``, ``index``, proof hashes, blank line, checkpoint) for other clients.
+Receipts are untrusted input: parsed with limits, every hash and signature re-checked.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.encoding import b64_decode, b64_encode
+from ledger.errors import BadInput
+
+FORMAT = "kernel-ledger-receipt/v1"
+FILE_NAME = "ledger-receipt.json"
+MAX_RECEIPT_BYTES = 1 << 20
+MAX_PROOF = 64
+
+
+@dataclass(frozen=True)
+class Included:
+    index: int
+    entry: bytes
+    inclusion: tuple[bytes, ...]
+
+
+@dataclass(frozen=True)
+class Receipt:
+    origin: str
+    item: Included
+    checkpoint: bytes
+    signer: Included | None
+
+    def to_json(self) -> dict[str, Any]:
+        obj: dict[str, Any] = {
+            "format": FORMAT,
+            "origin": self.origin,
+            "index": self.item.index,
+            "entry": b64_encode(self.item.entry),
+            "inclusion": [b64_encode(h) for h in self.item.inclusion],
+            "checkpoint": self.checkpoint.decode("utf-8"),
+            "tlog_proof": tlog_proof(self.item.index, self.item.inclusion, self.checkpoint),
+        }
+        if self.signer is not None:
+            obj["signer"] = {
+                "index": self.signer.index,
+                "entry": b64_encode(self.signer.entry),
+                "inclusion": [b64_encode(h) for h in self.signer.inclusion],
+            }
+        return obj
+
+    def to_bytes(self) -> bytes:
+        return (json.dumps(self.to_json(), indent=1) + "\n").encode("utf-8")
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Receipt:
+        if len(data) > MAX_RECEIPT_BYTES:
+            raise BadInput(f"receipt is larger than {MAX_RECEIPT_BYTES} bytes")
+        try:
+            obj = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise BadInput("receipt is not JSON") from e
+        if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+            raise BadInput(f"not a receipt (format is not {FORMAT!r})")
+        try:
+            item = _included(obj)
+            signer = _included(obj["signer"]) if "signer" in obj else None
+            checkpoint = str(obj["checkpoint"]).encode("utf-8")
+            origin = str(obj["origin"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise BadInput(f"receipt is malformed ({e})") from e
+        return cls(origin, item, checkpoint, signer)
+
+
+def _included(obj: Any) -> Included:
+    if not isinstance(obj, dict):
+        raise BadInput("receipt item is not an object")
+    index = obj["index"]
+    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        raise BadInput("receipt index is not a non-negative integer")
+    proof = obj["inclusion"]
+    if not isinstance(proof, list) or len(proof) > MAX_PROOF:
+        raise BadInput("receipt inclusion proof is not a list of at most 64 hashes")
+    return Included(
+        index,
+        b64_decode(str(obj["entry"]), what="receipt entry"),
+        tuple(b64_decode(str(h), 32, "proof hash") for h in proof),
+    )
+
+
+def tlog_proof(index: int, proof: tuple[bytes, ...], checkpoint: bytes) -> str:
+    lines = ["c2sp.org/tlog-proof@v1", f"index {index}"]
+    lines += [b64_encode(h) for h in proof]
+    return "\n".join(lines) + "\n\n" + checkpoint.decode("utf-8")

@@ -1,0 +1,402 @@
+"""The ledger's SQLite store (SPEC 4): entries, the Merkle tree, blobs, checkpoints, key index.
+
+One database file, ``LEDGER_HOME/ledger.db``, in WAL mode with ``synchronous=FULL``. Tables are
+STRICT; migrations are numbered and recorded in the same transaction that applies them. Triggers
+refuse UPDATE and DELETE on every table that holds history, so the database itself is append-only;
+``ledger audit`` recomputes everything and catches a change even when the triggers are bypassed.
+
+* ``entries(idx, leaf_hash, data, type, bundle_digest)``: the exact entry bytes of each leaf.
+* ``hashes(level, n, hash)``: every complete-subtree hash (``ledger.merkle`` addressing), so roots
+  and proofs cost O(log n) point reads.
+* ``blobs(digest, data)``: bundle files, content-addressed by BLAKE3.
+* ``checkpoints(id, size, note)``: every signed checkpoint the log issued (or a mirror verified).
+* ``keys`` / ``revocations``: an index of the key entries, rebuilt and compared by ``audit``.
+
+Writers take ``BEGIN IMMEDIATE`` (``Store.writer()``), so several processes may append at once and
+the indices stay contiguous: each writer reads the size and the right edge of the tree inside its
+own transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from ledger import merkle
+from ledger.errors import BadInput, LedgerStateError, TamperDetected, UnknownHash
+from ledger.note import Checkpoint, parse_checkpoint
+
+DB_NAME = "ledger.db"
+BUSY_TIMEOUT_MS = 60_000
+_APPEND_ONLY = ("entries", "hashes", "blobs", "checkpoints", "keys", "revocations")
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: the initial schema
+    """
+    CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
+    CREATE TABLE entries(
+        idx INTEGER PRIMARY KEY, leaf_hash BLOB NOT NULL, data BLOB NOT NULL,
+        type TEXT NOT NULL, bundle_digest BLOB) STRICT;
+    CREATE INDEX entries_leaf ON entries(leaf_hash);
+    CREATE INDEX entries_digest ON entries(bundle_digest) WHERE bundle_digest IS NOT NULL;
+    CREATE TABLE hashes(level INTEGER NOT NULL, n INTEGER NOT NULL, hash BLOB NOT NULL,
+        PRIMARY KEY(level, n)) STRICT, WITHOUT ROWID;
+    CREATE TABLE blobs(digest BLOB PRIMARY KEY, data BLOB NOT NULL) STRICT, WITHOUT ROWID;
+    CREATE TABLE checkpoints(id INTEGER PRIMARY KEY, size INTEGER NOT NULL, note BLOB NOT NULL)
+        STRICT;
+    CREATE TABLE keys(key_id BLOB PRIMARY KEY, name TEXT NOT NULL, public_key BLOB NOT NULL,
+        registered_idx INTEGER NOT NULL) STRICT, WITHOUT ROWID;
+    CREATE TABLE revocations(key_id BLOB PRIMARY KEY, revoked_idx INTEGER NOT NULL,
+        reason TEXT NOT NULL) STRICT, WITHOUT ROWID;
+    """
+    + "".join(
+        f"""
+    CREATE TRIGGER {t}_no_update BEFORE UPDATE ON {t}
+        BEGIN SELECT RAISE(ABORT, 'ledger table {t} is append-only'); END;
+    CREATE TRIGGER {t}_no_delete BEFORE DELETE ON {t}
+        BEGIN SELECT RAISE(ABORT, 'ledger table {t} is append-only'); END;
+    """
+        for t in _APPEND_ONLY
+    ),
+)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+class Store:
+    """A ledger database. Readers see committed state; writers use ``writer()``."""
+
+    def __init__(self, conn: sqlite3.Connection, home: Path) -> None:
+        self.conn = conn
+        self.home = home
+        origin = self.meta("origin")
+        if origin is None:
+            raise LedgerStateError(f"{home}: ledger database has no origin (not initialised)")
+        self.origin = origin
+
+    # -- opening -------------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, home: Path, origin: str) -> Store:
+        home.mkdir(parents=True, exist_ok=True)
+        path = home / DB_NAME
+        if path.exists():
+            raise LedgerStateError(f"{home} holds a ledger already")
+        conn = _connect(path)
+        migrate(conn)
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO meta VALUES('origin', ?)", (origin,))
+        conn.execute("COMMIT")
+        return cls(conn, home)
+
+    @classmethod
+    def open(cls, home: Path) -> Store:
+        path = home / DB_NAME
+        if not path.is_file():
+            raise LedgerStateError(
+                f"no ledger at {home} (run `ledger init --origin ORIGIN`, or set LEDGER_HOME)"
+            )
+        try:
+            conn = _connect(path)
+            migrate(conn)
+        except sqlite3.DatabaseError as e:
+            raise LedgerStateError(f"{path}: not a usable ledger database ({e})") from e
+        return cls(conn, home)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- meta ----------------------------------------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.writer():
+            self.conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (key, value))
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def size(self) -> int:
+        row = self.conn.execute("SELECT max(idx) FROM entries").fetchone()
+        return 0 if row[0] is None else int(row[0]) + 1
+
+    def entry(self, index: int) -> bytes:
+        row = self.conn.execute("SELECT data FROM entries WHERE idx=?", (index,)).fetchone()
+        if row is None:
+            raise UnknownHash(f"no entry {index} (the log has {self.size()} entries)")
+        return bytes(row[0])
+
+    def leaf_hash(self, index: int) -> bytes:
+        row = self.conn.execute("SELECT leaf_hash FROM entries WHERE idx=?", (index,)).fetchone()
+        if row is None:
+            raise UnknownHash(f"no entry {index}")
+        return bytes(row[0])
+
+    def entries(self, start: int, end: int) -> Iterator[bytes]:
+        cur = self.conn.execute(
+            "SELECT data FROM entries WHERE idx>=? AND idx<? ORDER BY idx", (start, end)
+        )
+        for (data,) in cur:
+            yield bytes(data)
+
+    def rows(self, start: int = 0) -> Iterator[tuple[int, bytes, bytes]]:
+        """(index, leaf hash, entry bytes) in index order, streamed."""
+        cur = self.conn.execute(
+            "SELECT idx, leaf_hash, data FROM entries WHERE idx>=? ORDER BY idx", (start,)
+        )
+        for idx, lh, data in cur:
+            yield int(idx), bytes(lh), bytes(data)
+
+    def stored_hash(self, level: int, n: int) -> bytes:
+        row = self.conn.execute(
+            "SELECT hash FROM hashes WHERE level=? AND n=?", (level, n)
+        ).fetchone()
+        if row is None:
+            raise TamperDetected(f"stored hash ({level}, {n}) is missing from the database")
+        return bytes(row[0])
+
+    def root(self, size: int | None = None) -> bytes:
+        return merkle.tree_root(self.size() if size is None else size, self.stored_hash)
+
+    def inclusion_proof(self, index: int, size: int) -> list[bytes]:
+        return merkle.inclusion_proof(index, size, self.stored_hash)
+
+    def consistency_proof(self, old: int, new: int) -> list[bytes]:
+        return merkle.consistency_proof(old, new, self.stored_hash)
+
+    def checkpoint(self) -> bytes:
+        row = self.conn.execute(
+            "SELECT note FROM checkpoints ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        if row is None:
+            raise LedgerStateError("the ledger has no checkpoint yet")
+        return bytes(row[0])
+
+    def checkpoints(self) -> Iterator[tuple[int, bytes]]:
+        for size, note in self.conn.execute("SELECT size, note FROM checkpoints ORDER BY id"):
+            yield int(size), bytes(note)
+
+    def blob(self, digest: bytes) -> bytes | None:
+        row = self.conn.execute("SELECT data FROM blobs WHERE digest=?", (digest,)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def blobs(self) -> Iterator[tuple[bytes, bytes]]:
+        for d, data in self.conn.execute("SELECT digest, data FROM blobs"):
+            yield bytes(d), bytes(data)
+
+    def indices_for_digest(self, digest: bytes) -> list[int]:
+        return [
+            int(r[0])
+            for r in self.conn.execute(
+                "SELECT idx FROM entries WHERE bundle_digest=? ORDER BY idx", (digest,)
+            )
+        ]
+
+    def resolve(self, text: str) -> int:
+        """Index of the entry a user names: a decimal index, or a bundle digest or leaf hash in
+        full or as a unique prefix of at least 8 hex digits (SPEC 7)."""
+        t = text.strip().lower()
+        size = self.size()
+        if t.isdigit() and len(t) < 8:
+            i = int(t)
+            if i >= size:
+                raise UnknownHash(f"no entry {i} (the log has {size} entries)")
+            return i
+        if len(t) < 8 or len(t) > 64 or any(c not in "0123456789abcdef" for c in t):
+            raise UnknownHash(
+                f"{text!r} is neither an index nor a hex hash prefix of 8 to 64 digits"
+            )
+        lo = bytes.fromhex((t + "0" * 64)[:64])
+        hi = bytes.fromhex((t + "f" * 64)[:64])
+        found = {
+            int(r[0])
+            for r in self.conn.execute(
+                "SELECT idx FROM entries WHERE leaf_hash BETWEEN ? AND ? "
+                "UNION SELECT idx FROM entries WHERE bundle_digest BETWEEN ? AND ? LIMIT 11",
+                (lo, hi, lo, hi),
+            )
+        }
+        if not found:
+            raise UnknownHash(f"no bundle digest or leaf hash starts with {t}")
+        if len(found) > 1:
+            shown = ", ".join(str(i) for i in sorted(found)[:10])
+            raise UnknownHash(
+                f"{t} is ambiguous: it matches entries {shown}; give more digits or an index"
+            )
+        return found.pop()
+
+    def key_rows(self) -> list[tuple[bytes, str, bytes, int, int | None, str]]:
+        """(key id, name, public key, registered index, revoked index, reason) per node key."""
+        rows = self.conn.execute(
+            "SELECT k.key_id, k.name, k.public_key, k.registered_idx, r.revoked_idx, "
+            "coalesce(r.reason, '') FROM keys k LEFT JOIN revocations r USING(key_id) "
+            "ORDER BY k.registered_idx"
+        ).fetchall()
+        return [
+            (bytes(a), str(b), bytes(c), int(d), None if e is None else int(e), str(f))
+            for a, b, c, d, e, f in rows
+        ]
+
+    def key_row(self, key_id: bytes) -> tuple[bytes, str, bytes, int, int | None, str] | None:
+        for row in self.key_rows():
+            if row[0] == key_id:
+                return row
+        return None
+
+    # -- writing -------------------------------------------------------------------------------
+
+    @contextmanager
+    def writer(self) -> Iterator[Writer]:
+        """One write transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``); rolls back on error."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield Writer(self)
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+
+    def append_entries(self, entries: Sequence[bytes], blobs: Mapping[bytes, bytes]) -> int:
+        """Append exact entry bytes (already verified by the caller) and blobs in one transaction;
+        return the first new index."""
+        with self.writer() as w:
+            first = w.size
+            for d, data in blobs.items():
+                w.put_blob(d, data)
+            for e in entries:
+                w.append(e)
+        return first
+
+    def put_checkpoint(self, note: bytes, size: int | None = None) -> None:
+        if size is None:
+            size = checkpoint_of(note).size
+        with self.writer() as w:
+            w.put_checkpoint(note, size)
+
+
+class Writer:
+    """Operations inside one write transaction; the tree's right edge is kept in memory."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.conn = store.conn
+        self.size = store.size()
+        self.frontier = merkle.Frontier.from_store(self.size, store.stored_hash)
+
+    def root(self) -> bytes:
+        return self.frontier.root()
+
+    def append(self, entry: bytes, etype: str | None = None, digest: bytes | None = None) -> int:
+        if etype is None:
+            from ledger.entries import decode_entry
+
+            obj = decode_entry(entry)
+            etype = str(obj["type"])
+            if etype == "bundle":
+                digest = bytes.fromhex(str(obj["bundle_digest"]))
+        idx = self.size
+        if etype in ("key-registration", "key-revocation"):
+            self._index_key_entry(idx, entry)
+        lh = merkle.leaf_hash(entry)
+        self.conn.execute(
+            "INSERT INTO entries VALUES(?, ?, ?, ?, ?)", (idx, lh, entry, etype, digest)
+        )
+        self.conn.executemany(
+            "INSERT INTO hashes VALUES(?, ?, ?)", self.frontier.append(lh)
+        )
+        self.size += 1
+        return idx
+
+    def _index_key_entry(self, idx: int, entry: bytes) -> None:
+        from ledger.encoding import b64_decode
+        from ledger.entries import decode_entry
+
+        obj = decode_entry(entry)
+        kid = bytes.fromhex(str(obj["key_id"]))
+        if obj["type"] == "key-registration":
+            pub = b64_decode(str(obj["public_key"]), 32)
+            self.put_key(kid, str(obj["name"]), pub, idx)
+        else:
+            self.put_revocation(kid, idx, str(obj["reason"]))
+
+    def put_blob(self, digest: bytes, data: bytes) -> None:
+        self.conn.execute("INSERT OR IGNORE INTO blobs VALUES(?, ?)", (digest, data))
+
+    def put_checkpoint(self, note: bytes, size: int) -> None:
+        self.conn.execute("INSERT INTO checkpoints(size, note) VALUES(?, ?)", (size, note))
+
+    def put_key(self, key_id: bytes, name: str, public: bytes, index: int) -> None:
+        self.conn.execute("INSERT INTO keys VALUES(?, ?, ?, ?)", (key_id, name, public, index))
+
+    def put_revocation(self, key_id: bytes, index: int, reason: str) -> None:
+        self.conn.execute("INSERT INTO revocations VALUES(?, ?, ?)", (key_id, index, reason))
+
+
+def note_text(note: bytes) -> bytes:
+    """The signed text of a C2SP note: everything before the blank line that ends it."""
+    cut = note.find(b"\n\n")
+    if cut < 0:
+        raise BadInput("signed note has no blank line before its signatures")
+    return note[: cut + 1]
+
+
+def checkpoint_of(note: bytes) -> Checkpoint:
+    return parse_checkpoint(note_text(note))
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Apply numbered migrations not yet recorded, each in its own transaction."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS migrations(version INTEGER PRIMARY KEY, "
+            "applied TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP) STRICT"
+        )
+        done = {int(r[0]) for r in conn.execute("SELECT version FROM migrations")}
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    for version, sql in enumerate(MIGRATIONS, start=1):
+        if version in done:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            again = conn.execute(
+                "SELECT 1 FROM migrations WHERE version=?", (version,)
+            ).fetchone()
+            if again is None:
+                for stmt in _split_sql(sql):
+                    conn.execute(stmt)
+                conn.execute("INSERT INTO migrations(version) VALUES(?)", (version,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements (triggers contain ';' inside BEGIN ... END)."""
+    out: list[str] = []
+    buf = ""
+    for part in script.split(";"):
+        buf += part
+        if sqlite3.complete_statement(buf + ";"):
+            if buf.strip():
+                out.append(buf.strip())
+            buf = ""
+        else:
+            buf += ";"
+    return out

@@ -1,0 +1,212 @@
+"""Where the log meets the verifier (SPEC 7 ``check``, ``seal``, ``verify``).
+
+``ledger``'s core never imports ``verify``; this module (used only by the CLI) does both:
+
+* ``seal``: read each bundle, refuse an unregistered or revoked key, run every check, refuse the
+  whole batch if any bundle has a failed check (nothing is appended), then append each bundle in
+  its own transaction and write its offline receipt;
+* ``verify``: gather evidence from the store (or a receipt), rebuild the bundle from the stored
+  blobs (or take a directory), run the integrity checks and then every other check, and compare
+  with what was recorded at seal time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nacl.signing
+
+from ledger import merkle
+from ledger.bundle import Bundle, parse_manifest
+from ledger.entries import decode_entry, node_key_id
+from ledger.errors import BadInput, LedgerError, UnknownHash
+from ledger.keys import write_atomic
+from ledger.log import Log, Sealed
+from ledger.note import NoteVerifier
+from ledger.receipt import FILE_NAME, Included, Receipt
+from ledger.store import checkpoint_of
+from verify.context import Options
+from verify.integrity import Evidence, check_evidence
+from verify.report import Check, Report, failed
+from verify.runner import check_bundle, compare_recorded
+
+Progress = Callable[[str], None]
+
+
+def contract_fields(bundle: Bundle, report: Report) -> dict[str, Any]:
+    """What a bundle entry records besides the bundle itself: kernel, obligations, checks."""
+    from verify.contract import load_contract
+
+    kernel: dict[str, str] = {"name": "", "version": ""}
+    obligations: list[dict[str, str]] = []
+    try:
+        contract = load_contract(bundle.file("contract.yaml"))
+    except LedgerError:
+        contract = None
+    if contract is not None:
+        if contract.kernel is not None:
+            kernel = {"name": contract.kernel.name, "version": contract.kernel.version}
+        else:
+            kernel = {"name": contract.name, "version": contract.version}
+        obligations = [
+            {"obligation": c.obligation, "theorem": c.theorem, "property": c.property}
+            for c in contract.claims
+        ]
+    return {
+        "kernel": kernel,
+        "obligations": obligations,
+        "checks": [_record(c) for c in report.checks],
+    }
+
+
+def _record(c: Check) -> dict[str, str]:
+    rec = c.to_record()
+    rec["detail"] = rec["detail"][:400]
+    return rec
+
+
+@dataclass(frozen=True)
+class SealResult:
+    directory: Path
+    sealed: Sealed
+    bundle: Bundle
+    report: Report
+    receipt: Path | None
+
+
+def check_dirs(
+    dirs: Sequence[Path], options: Options, progress: Progress | None = None
+) -> list[tuple[Path, Bundle, Report]]:
+    bundles = [(d, Bundle.from_dir(d)) for d in dirs]  # bad input stops before any check
+    out = []
+    for d, b in bundles:
+        if progress is not None:
+            progress(str(d))
+        out.append((d, b, check_bundle(b, options)))
+    return out
+
+
+def seal_checked(
+    log: Log,
+    checked: Sequence[tuple[Path, Bundle, Report]],
+    node: nacl.signing.SigningKey,
+    write_receipts: bool = True,
+    progress: Progress | None = None,
+) -> list[SealResult]:
+    results: list[SealResult] = []
+    for d, bundle, report in checked:
+        if progress is not None:
+            progress(str(d))
+        sealed = log.seal(bundle, contract_fields(bundle, report), node)
+        receipt_path = None
+        if write_receipts:
+            receipt = make_receipt(log, sealed.index)
+            receipt_path = d / FILE_NAME
+            write_atomic(receipt_path, receipt.to_bytes(), 0o644, exclusive=False)
+        results.append(SealResult(d, sealed, bundle, report, receipt_path))
+    return results
+
+
+def make_receipt(log: Log, index: int) -> Receipt:
+    store = log.store
+    note = store.checkpoint()
+    cp = checkpoint_of(note)
+    entry = store.entry(index)
+    signer = None
+    obj = decode_entry(entry)
+    if obj["type"] == "bundle":
+        row = store.key_row(bytes.fromhex(str(obj["signer"])))
+        if row is not None:
+            signer = Included(row[3], store.entry(row[3]),
+                              tuple(store.inclusion_proof(row[3], cp.size)))
+    return Receipt(
+        log.origin,
+        Included(index, entry, tuple(store.inclusion_proof(index, cp.size))),
+        note,
+        signer,
+    )
+
+
+def evidence_from_store(log: Log, index: int) -> Evidence:
+    store = log.store
+    note = store.checkpoint()
+    cp = checkpoint_of(note)
+    entry = store.entry(index)
+    obj = decode_entry(entry)
+    proof = store.inclusion_proof(index, cp.size) if index < cp.size else []
+    signer = revocation = None
+    if obj["type"] == "bundle":
+        row = store.key_row(bytes.fromhex(str(obj["signer"])))
+        if row is not None and row[3] < cp.size:
+            signer = Included(row[3], store.entry(row[3]),
+                              tuple(store.inclusion_proof(row[3], cp.size)))
+            if row[4] is not None and row[4] < cp.size:
+                revocation = Included(row[4], store.entry(row[4]),
+                                      tuple(store.inclusion_proof(row[4], cp.size)))
+    return Evidence(Included(index, entry, tuple(proof)), note, signer, revocation, True)
+
+
+def verify_evidence(
+    ev: Evidence,
+    vkey: NoteVerifier,
+    files: dict[str, bytes] | None,
+    options: Options,
+    progress: Progress | None = None,
+) -> Report:
+    integrity, entry = check_evidence(ev, vkey, files)
+    digest = str(entry["bundle_digest"]) if entry and entry.get("type") == "bundle" else ""
+    if entry is None or entry["type"] != "bundle":
+        return Report(digest, tuple(integrity))
+    bundle = None
+    if files is not None:
+        try:
+            bundle = Bundle.from_files(files)
+        except LedgerError as e:
+            integrity.append(failed("integrity.manifest", f"bundle cannot be rebuilt: {e}"))
+    if bundle is None or any(c.status == "failed" for c in integrity):
+        return Report(digest, tuple(integrity))
+    report = check_bundle(bundle, options, integrity=integrity, progress=progress)
+    recorded = [Check.from_record(r) for r in entry.get("checks", []) if isinstance(r, dict)]
+    return compare_recorded(report, recorded)
+
+
+def files_from_store(log: Log, entry_bytes: bytes) -> dict[str, bytes] | None:
+    obj = decode_entry(entry_bytes)
+    if obj["type"] != "bundle":
+        return None
+    rows = parse_manifest(str(obj["manifest"]).encode("utf-8"))
+    out: dict[str, bytes] = {}
+    for rel, digest in rows:
+        data = log.store.blob(digest)
+        if data is None:
+            return None
+        out[rel] = data
+    return out
+
+
+def match_receipt(receipt: Receipt, text: str) -> None:
+    """The user's <hash> must name the receipt's entry (bundle digest or leaf hash prefix)."""
+    t = text.strip().lower()
+    obj = decode_entry(receipt.item.entry)
+    names = [merkle.leaf_hash(receipt.item.entry).hex(), str(obj.get("bundle_digest", ""))]
+    if t.isdigit() and int(t) == receipt.item.index:
+        return
+    if len(t) < 8 or not any(n.startswith(t) for n in names if n):
+        raise UnknownHash(f"{text!r} does not name the receipt's entry {receipt.item.index}")
+
+
+def node_signing_key(log: Log, sk: nacl.signing.SigningKey) -> bytes:
+    kid = node_key_id(bytes(sk.verify_key))
+    log.check_may_seal(kid)
+    return kid
+
+
+def read_bundle_dir(path: Path) -> dict[str, bytes]:
+    from ledger.bundle import read_dir
+
+    if not path.exists():
+        raise BadInput(f"{path}: no such bundle directory")
+    return read_dir(path)

@@ -1,0 +1,182 @@
+"""The integrity checks of SPEC 8: manifest, signature, signer, inclusion, checkpoint.
+
+Input is evidence, not a database: the entry bytes, its inclusion proof, a signed checkpoint, the
+signer's ``key-registration`` entry with its own inclusion proof, and (online) any revocation of that
+key. The same code checks a live ledger (``ledger verify <hash>``) and an offline receipt. The log's
+verifier key is trusted configuration passed in by the caller, never taken from the evidence.
+
+Steps:
+1. ``integrity.checkpoint``: the note verifies under the trusted log key and names its origin;
+2. ``integrity.inclusion``: the entry's leaf hash and proof lead to the checkpoint's root;
+3. ``integrity.manifest``: the files hash to the entry's manifest, the manifest to its digest;
+4. ``integrity.signer``: the signer's registration is a log-signed entry included in the same
+   tree before this entry, and the key has not been revoked;
+5. ``integrity.signature``: the entry's node signature verifies under the registered key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import nacl.exceptions
+import nacl.signing
+
+from ledger.bundle import blake3_digest, make_manifest, parse_manifest
+from ledger.encoding import b64_decode
+from ledger.entries import decode_entry, pop_message, verify_signature
+from ledger.errors import LedgerError
+from ledger.merkle import leaf_hash, verify_inclusion
+from ledger.note import Checkpoint, NoteVerifier, open_note, parse_checkpoint
+from ledger.receipt import Included
+from verify.report import Check, failed, passed
+
+
+@dataclass(frozen=True)
+class Evidence:
+    item: Included
+    checkpoint: bytes
+    signer: Included | None
+    revocation: Included | None = None
+    revocations_known: bool = True  # False offline: later revocations cannot be seen
+
+
+def _note_text(note: bytes) -> bytes:
+    cut = note.find(b"\n\n")
+    return note if cut < 0 else note[: cut + 1]
+
+
+def check_checkpoint(note: bytes, vkey: NoteVerifier) -> tuple[Check, Checkpoint | None]:
+    try:
+        opened = open_note(note, [vkey])
+        cp = parse_checkpoint(opened.text)
+    except LedgerError as e:
+        return failed("integrity.checkpoint", f"checkpoint rejected: {e}"), None
+    if cp.origin != vkey.name:
+        return failed(
+            "integrity.checkpoint", f"checkpoint origin {cp.origin!r} is not {vkey.name!r}"
+        ), None
+    return passed(
+        "integrity.checkpoint",
+        f"checkpoint of size {cp.size} signed by {vkey.name}+{vkey.key_id.hex()}",
+    ), cp
+
+
+def _included(it: Included, cp: Checkpoint) -> None:
+    verify_inclusion(leaf_hash(it.entry), it.index, cp.size, list(it.inclusion), cp.root)
+
+
+def check_evidence(
+    ev: Evidence, vkey: NoteVerifier, files: Mapping[str, bytes] | None
+) -> tuple[list[Check], dict[str, Any] | None]:
+    """Run the five integrity checks; return them and the decoded entry (None if undecodable)."""
+    checks: list[Check] = []
+    cp_check, cp = check_checkpoint(ev.checkpoint, vkey)
+    checks.append(cp_check)
+    try:
+        entry = decode_entry(ev.item.entry)
+    except LedgerError as e:
+        checks.append(failed("integrity.manifest", f"entry {ev.item.index} is malformed: {e}"))
+        return checks, None
+
+    if cp is None:
+        checks.append(failed("integrity.inclusion", "no trusted checkpoint to prove against"))
+    else:
+        try:
+            _included(ev.item, cp)
+            checks.append(
+                passed(
+                    "integrity.inclusion",
+                    f"entry {ev.item.index} is in the tree of size {cp.size} "
+                    f"({len(ev.item.inclusion)}-hash proof)",
+                )
+            )
+        except LedgerError as e:
+            checks.append(failed("integrity.inclusion", f"entry {ev.item.index}: {e}"))
+
+    if entry["type"] != "bundle":
+        return checks, entry
+    checks.append(_check_manifest(entry, files))
+    signer_check, public = _check_signer(ev, entry, vkey, cp)
+    checks.append(signer_check)
+    if public is None:
+        checks.append(failed("integrity.signature", "no registered key to check the signature"))
+    else:
+        try:
+            verify_signature(entry, public)
+            checks.append(
+                passed("integrity.signature", f"Ed25519 signature by node key {entry['signer']}")
+            )
+        except LedgerError as e:
+            checks.append(failed("integrity.signature", str(e)))
+    return checks, entry
+
+
+def _check_manifest(entry: Mapping[str, Any], files: Mapping[str, bytes] | None) -> Check:
+    manifest = str(entry["manifest"]).encode("utf-8")
+    try:
+        rows = parse_manifest(manifest)
+    except LedgerError as e:
+        return failed("integrity.manifest", f"recorded manifest is invalid: {e}")
+    if blake3_digest(manifest).hex() != entry["bundle_digest"]:
+        return failed("integrity.manifest", "recorded manifest does not hash to the bundle digest")
+    if files is None:
+        return failed("integrity.manifest", "no bundle files to check")
+    want = dict(rows)
+    for rel in sorted(set(want) | set(files)):
+        if rel not in files:
+            return failed("integrity.manifest", f"{rel}: listed in the manifest but missing")
+        if rel not in want:
+            return failed("integrity.manifest", f"{rel}: not listed in the sealed manifest")
+        if blake3_digest(files[rel]) != want[rel]:
+            return failed("integrity.manifest", f"{rel}: BLAKE3 does not match the manifest")
+    if make_manifest((p, blake3_digest(d)) for p, d in files.items()) != manifest:
+        return failed("integrity.manifest", "files do not reproduce the manifest byte for byte")
+    return passed(
+        "integrity.manifest",
+        f"{len(rows)} files hash to the manifest; manifest hashes to {entry['bundle_digest']}",
+    )
+
+
+def _check_signer(
+    ev: Evidence, entry: Mapping[str, Any], vkey: NoteVerifier, cp: Checkpoint | None
+) -> tuple[Check, bytes | None]:
+    sid = str(entry["signer"])
+    if ev.signer is None:
+        return failed("integrity.signer", f"no registration found for signer {sid}"), None
+    try:
+        reg = decode_entry(ev.signer.entry)
+        if reg["type"] != "key-registration" or reg["key_id"] != sid:
+            raise ValueError(f"entry {ev.signer.index} is not the registration of {sid}")
+        verify_signature(reg, vkey.public)
+        pub = b64_decode(str(reg["public_key"]), 32)
+        nacl.signing.VerifyKey(pub).verify(
+            pop_message(str(reg["name"]), pub), b64_decode(str(reg["pop"]), 64)
+        )
+        if ev.signer.index >= ev.item.index:
+            raise ValueError(
+                f"signer registered at entry {ev.signer.index}, not before entry {ev.item.index}"
+            )
+        if cp is None:
+            raise ValueError("no trusted checkpoint to prove the registration against")
+        _included(ev.signer, cp)
+    except (LedgerError, ValueError, nacl.exceptions.BadSignatureError) as e:
+        return failed("integrity.signer", str(e)), None
+    detail = f"node key {sid} ({reg['name']}) registered at entry {ev.signer.index}"
+    if ev.revocation is not None:
+        try:
+            rev = decode_entry(ev.revocation.entry)
+            verify_signature(rev, vkey.public)
+            if rev["type"] == "key-revocation" and rev["key_id"] == sid:
+                return failed(
+                    "integrity.signer",
+                    f"{detail}, revoked at entry {ev.revocation.index}: {rev['reason']}",
+                ), pub
+        except LedgerError as e:
+            return failed("integrity.signer", f"revocation evidence is invalid: {e}"), pub
+    if ev.revocations_known:
+        detail += "; not revoked"
+    else:
+        detail += "; revocations after the receipt's checkpoint cannot be seen offline"
+    return passed("integrity.signer", detail), pub
