@@ -1,0 +1,418 @@
+"""The static scan behind ``lean.scan`` (SPEC 8): escapes, declarations, fully qualified names.
+
+For each ``.lean`` file of a bundle:
+
+1. decode and lex it (``verify.lean.lexer``); a lexing error or a limit is a ``Problem``;
+2. walk the tokens: ``import`` only at the start of the file (recorded); then every code token is
+   checked against the rules below, so a word inside a comment, a string, a character literal, a
+   name literal (```sorry``) or an escaped identifier («sorry») never counts, and neither does an
+   identifier that merely contains one (``sorry_free``);
+3. record the fully qualified name of every declaration, following ``namespace``/``section``/
+   ``end`` (one scope per name component, so ``end A.B`` closes ``namespace A.B``), ``mutual``
+   blocks, ``_root_.`` and ``private``;
+4. a file with any problem taints every declaration in it, and in every bundle file that imports
+   it (directly or not): those names are ``rejected``.
+
+The rules form an allow-list where the syntax allows one:
+
+- commands: a line that starts (column 1, outside brackets) with a word must start with an allowed
+  command, modifier or continuation word (``COL0_WORDS``); ``#`` commands other than ``#check``
+  and ``#print`` are refused (``#eval`` runs code, ``#exit`` hides the rest of the file);
+- attributes (``@[...]`` and ``attribute [...]``): only the names in ``ALLOWED_ATTRS``;
+- ``set_option`` (also ``set_option ... in`` inside proofs): only ``ALLOWED_OPTIONS`` and the
+  ``linter.``, ``trace.``, ``pp.`` families;
+
+and everywhere in code, the words of ``REJECT_WORDS`` (Lean keywords: ``sorry``, ``admit``,
+``axiom`` after whatever modifiers, ``macro``, ``elab``, ``run_cmd`` ...) and any identifier naming
+one of ``REJECT_CONSTANTS`` (``sorryAx``, ``Lean.ofReduceBool`` ..., also escaped or qualified),
+plus ``decide +native`` / ``native := true``.
+
+Private declarations are recorded under their plain qualified name (Lean mangles them, and they
+cannot be named from another file, so ``lean.kernel`` cannot print their axioms; ``run`` refuses a
+contract that names one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from verify.lean.lexer import LeanLexError, Token, decode, lex, name_parts
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    line: int
+    col: int
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}: {self.what}"
+
+
+@dataclass(frozen=True)
+class LeanScan:
+    theorems: frozenset[str]  # theorem and lemma names
+    declarations: frozenset[str]  # every declared name (theorems too, defs, instances, types)
+    problems: tuple[Problem, ...]
+    rejected: frozenset[str]  # names declared in a file with a problem, or importing one
+    bytes_scanned: int
+
+
+@dataclass(frozen=True)
+class FileScan:
+    """What the scan learnt about one file (used by ``lean.kernel`` and the tests)."""
+
+    path: str
+    module: str  # ``A/B.lean`` -> ``A.B``
+    imports: tuple[str, ...]
+    theorems: tuple[str, ...]
+    declarations: tuple[str, ...]
+    private: frozenset[str]
+    problems: tuple[Problem, ...]
+    tokens: int
+
+
+_RUNS = "(runs code)"
+_SYNTAX = "(defines syntax, macros or elaborators)"
+REJECT_WORDS: dict[str, str] = {
+    "sorry": "sorry",
+    "admit": "admit",
+    "stop": "stop (admits the rest of the proof)",
+    "axiom": "axiom declaration",
+    "opaque": "opaque declaration",
+    "unsafe": "unsafe",
+    "partial": "partial",
+    "prelude": "prelude",
+    "native_decide": "native_decide",
+    "bv_decide": "bv_decide (trusts native evaluation)",
+    "implemented_by": "implemented_by",
+    "extern": "extern",
+    "export": "export",
+    "apply?": "apply? (proof search placeholder)",
+    "exact?": "exact? (proof search placeholder)",
+    "run_cmd": f"run_cmd {_RUNS}",
+    "run_elab": f"run_elab {_RUNS}",
+    "run_meta": f"run_meta {_RUNS}",
+    "initialize": f"initialize {_RUNS}",
+    "builtin_initialize": f"builtin_initialize {_RUNS}",
+    "register_option": f"register_option {_RUNS}",
+    "register_builtin_option": f"register_builtin_option {_RUNS}",
+    "elab": f"elab {_SYNTAX}",
+    "elab_rules": f"elab_rules {_SYNTAX}",
+    "macro": f"macro {_SYNTAX}",
+    "macro_rules": f"macro_rules {_SYNTAX}",
+    "syntax": f"syntax {_SYNTAX}",
+    "notation": f"notation {_SYNTAX}",
+    "infix": f"infix {_SYNTAX}",
+    "infixl": f"infixl {_SYNTAX}",
+    "infixr": f"infixr {_SYNTAX}",
+    "prefix": f"prefix {_SYNTAX}",
+    "postfix": f"postfix {_SYNTAX}",
+    "declare_syntax_cat": f"declare_syntax_cat {_SYNTAX}",
+    "binder_predicate": f"binder_predicate {_SYNTAX}",
+    "simproc": f"simproc {_SYNTAX}",
+    "dsimproc": f"dsimproc {_SYNTAX}",
+    "unif_hint": f"unif_hint {_SYNTAX}",
+}
+# Constants whose use is an escape, by last name component (``Lean.ofReduceBool``, «sorryAx»).
+REJECT_CONSTANTS = frozenset(
+    {"sorryAx", "ofReduceBool", "ofReduceNat", "reduceBool", "reduceNat", "trustCompiler"}
+)
+ALLOWED_HASH = frozenset({"#check", "#print"})
+ALLOWED_ATTRS = frozenset(
+    {
+        "simp", "inline", "noinline", "always_inline", "macro_inline", "reducible",
+        "irreducible", "semireducible", "instance", "specialize", "ext", "refl", "symm",
+        "trans", "congr", "norm_cast", "push_cast", "elab_as_elim", "match_pattern",
+        "inherit_doc", "deprecated", "default_instance", "induction_eliminator",
+        "cases_eliminator", "grind", "simps", "nolint", "local", "scoped",
+    }
+)  # fmt: skip
+ALLOWED_OPTIONS = frozenset(
+    {
+        "maxHeartbeats", "maxRecDepth", "autoImplicit", "relaxedAutoImplicit",
+        "synthInstance.maxHeartbeats", "synthInstance.maxSize", "maxSynthPendingDepth",
+        "diagnostics", "diagnostics.threshold", "exponentiation.threshold", "profiler",
+        "profiler.threshold",
+    }
+)  # fmt: skip
+ALLOWED_OPTION_PREFIXES = ("linter.", "trace.", "pp.")
+DECL_HEADS = frozenset(
+    {"theorem", "lemma", "def", "abbrev", "instance", "structure", "inductive", "class"}
+)
+MODIFIERS = frozenset({"private", "protected", "noncomputable", "nonrec", "scoped", "local"})
+COMMANDS = DECL_HEADS | {
+    "import", "namespace", "section", "end", "open", "variable", "universe", "example",
+    "mutual", "set_option", "attribute", "deriving", "omit", "include",
+}  # fmt: skip
+# Words that may begin a line at column 1: commands, modifiers, and continuations of a command.
+COL0_WORDS = COMMANDS | MODIFIERS | {
+    "where", "termination_by", "decreasing_by", "with", "in", "by", "at", "_", "then", "else",
+    "do", "from", "using", "calc", "show", "fun", "have", "let", "match", "if", "extends",
+}  # fmt: skip
+_OPEN = frozenset({"(", "[", "{", "⟨", "⦃", "⟦", "@[", "#[", "‹"})
+_CLOSE = frozenset({")", "]", "}", "⟩", "⦄", "⟧", "›"})
+
+
+def module_name(path: str) -> str:
+    return path[: -len(".lean")].replace("/", ".") if path.endswith(".lean") else path
+
+
+def _parts(text: str) -> list[str]:
+    return name_parts(text) if "«" in text else text.split(".")
+
+
+class _Walker:
+    """One pass over the tokens of one file."""
+
+    def __init__(self, path: str, toks: list[Token]) -> None:
+        self.path = path
+        self.toks = toks
+        self.problems: list[Problem] = []
+        self.imports: list[str] = []
+        self.theorems: list[str] = []
+        self.decls: list[str] = []
+        self.private: set[str] = set()
+        self.scopes: list[tuple[str, str | None]] = []  # (namespace|section|mutual, component)
+
+    def problem(self, t: Token, what: str) -> None:
+        last = self.problems[-1] if self.problems else None
+        if last is not None and (last.line, last.col) == (t.line, t.col):
+            return  # one problem per place: the first rule that saw it
+        self.problems.append(Problem(self.path, t.line, t.col, what))
+
+    def tok(self, k: int) -> Token | None:
+        return self.toks[k] if 0 <= k < len(self.toks) else None
+
+    def walk(self) -> None:
+        toks = self.toks
+        k = 0
+        # 1. the header: imports only
+        while k < len(toks) and toks[k].kind == "ident" and toks[k].text == "import":
+            nxt = self.tok(k + 1)
+            if nxt is None or nxt.kind != "ident":
+                self.problem(toks[k], "import without a module name")
+                k += 1
+                continue
+            self.imports.append(".".join(_parts(nxt.text)))
+            k += 2
+        # 2. the commands
+        depth = 0
+        private = False
+        while k < len(toks):
+            t = toks[k]
+            kind, text = t.kind, t.text
+            if kind == "symbol":
+                if text in _OPEN:
+                    depth += 1
+                    if text == "@[":
+                        self.attributes(k)
+                elif text in _CLOSE:
+                    depth = max(0, depth - 1)
+            elif kind == "command":
+                if text not in ALLOWED_HASH:
+                    self.problem(t, f"{text} (command not allowed)" if text != "#exit" else text)
+            elif kind == "ident":
+                if text in REJECT_WORDS:
+                    self.problem(t, REJECT_WORDS[text])
+                else:
+                    parts = _parts(text)
+                    if parts[-1] in REJECT_CONSTANTS:
+                        self.problem(t, f"use of {text}")
+                if text == "native":
+                    prev, nxt = self.tok(k - 1), self.tok(k + 1)
+                    if (prev is not None and prev.text == "+") or (
+                        nxt is not None and nxt.text == ":="
+                    ):
+                        self.problem(t, "native evaluation (decide +native)")
+                elif text == "import":
+                    self.problem(t, "import after the start of the file")
+                elif text == "set_option":
+                    self.option(k)
+                elif text == "attribute":
+                    nxt = self.tok(k + 1)
+                    if nxt is not None and nxt.text == "[":
+                        self.attributes(k + 1)
+                if depth == 0:
+                    if t.col == 1 and text not in COL0_WORDS:
+                        self.problem(t, f"unknown command `{text}` (not in the allow-list)")
+                    if text == "private":
+                        private = True
+                    elif text in DECL_HEADS:
+                        self.declaration(k, private)
+                        private = False
+                    elif text in ("namespace", "section", "end", "mutual"):
+                        self.scope(k)
+            k += 1
+
+    def option(self, k: int) -> None:
+        nxt = self.tok(k + 1)
+        if nxt is None or nxt.kind != "ident":
+            self.problem(self.toks[k], "set_option without an option name")
+            return
+        name = nxt.text
+        if name not in ALLOWED_OPTIONS and not name.startswith(ALLOWED_OPTION_PREFIXES):
+            self.problem(nxt, f"set_option {name} (option not allowed)")
+
+    def attributes(self, k: int) -> None:
+        """Check the attribute names of the bracket group opened at token ``k``."""
+        d = 0
+        start = True
+        for t in self.toks[k + 1 :]:
+            if t.kind == "symbol" and t.text in _OPEN:
+                d += 1
+            elif t.kind == "symbol" and t.text in _CLOSE:
+                if d == 0:
+                    return
+                d -= 1
+            elif d == 0 and t.text == ",":
+                start = True
+                continue
+            if not start:
+                continue
+            if t.text in ("local", "scoped", "-"):
+                continue
+            start = False
+            if t.kind != "ident" or t.text not in ALLOWED_ATTRS:
+                self.problem(t, f"attribute {t.text} (not in the allow-list)")
+
+    def qualify(self, text: str) -> str:
+        parts = _parts(text)
+        if parts[0] == "_root_":
+            return ".".join(parts[1:])
+        ns = [c for kind, c in self.scopes if kind == "namespace" and c]
+        return ".".join(ns + parts)
+
+    def declaration(self, k: int, private: bool) -> None:
+        head = self.toks[k].text
+        prev = self.tok(k - 1)
+        if head == "instance" and prev is not None and prev.text == "deriving":
+            return
+        j = k + 1
+        nxt = self.tok(j)
+        if head == "class" and nxt is not None and nxt.text in ("inductive", "abbrev"):
+            return
+        if head == "instance" and nxt is not None and nxt.text == "(":
+            after = self.tok(j + 1)
+            if after is not None and after.text == "priority":
+                j = self._skip_group(j)
+                nxt = self.tok(j)
+        if nxt is None or nxt.kind != "ident" or nxt.text in COMMANDS:
+            return  # anonymous instance, or not Lean; compilation reports the latter
+        name = self.qualify(nxt.text)
+        if not name:
+            return
+        self.decls.append(name)
+        if head in ("theorem", "lemma"):
+            self.theorems.append(name)
+        if private:
+            self.private.add(name)
+
+    def _skip_group(self, j: int) -> int:
+        d = 0
+        while j < len(self.toks):
+            t = self.toks[j]
+            if t.kind == "symbol" and t.text in _OPEN:
+                d += 1
+            elif t.kind == "symbol" and t.text in _CLOSE:
+                d -= 1
+                if d == 0:
+                    return j + 1
+            j += 1
+        return j
+
+    def scope(self, k: int) -> None:
+        t = self.toks[k]
+        nxt = self.tok(k + 1)
+        named = (
+            nxt is not None
+            and nxt.kind == "ident"
+            and nxt.line == t.line
+            and nxt.text not in COMMANDS
+            and nxt.text not in MODIFIERS
+        )
+        parts = _parts(nxt.text) if named and nxt is not None else []
+        if t.text == "mutual":
+            self.scopes.append(("mutual", None))
+        elif t.text == "namespace":
+            if not parts:
+                self.problem(t, "namespace without a name")
+            self.scopes.extend(("namespace", p) for p in parts)
+        elif t.text == "section":
+            if parts:
+                self.scopes.extend(("section", p) for p in parts)
+            else:
+                self.scopes.append(("section", None))
+        else:  # end
+            want: list[str | None] = list(parts) if parts else [None]
+            for p in reversed(want):
+                top = self.scopes.pop() if self.scopes else None
+                if top is None or top[1] != p:
+                    label = ".".join(parts) if parts else "(no name)"
+                    self.problem(t, f"`end {label}` does not close the open namespace/section")
+                    return
+
+
+def scan_file(path: str, data: bytes) -> FileScan:
+    """Scan one ``.lean`` file; never raises for the content of the file."""
+    module = module_name(path)
+    try:
+        toks = lex(decode(data))
+    except LeanLexError as e:
+        prob = Problem(path, e.line, e.col, e.what)
+        return FileScan(path, module, (), (), (), frozenset(), (prob,), 0)
+    w = _Walker(path, toks)
+    w.walk()
+    return FileScan(
+        path,
+        module,
+        tuple(w.imports),
+        tuple(w.theorems),
+        tuple(w.decls),
+        frozenset(w.private),
+        tuple(w.problems),
+        len(toks),
+    )
+
+
+def _importers_closure(scans: list[FileScan], bad: set[str]) -> set[str]:
+    """Paths of the files in ``bad`` and of every file importing one of them, transitively."""
+    by_module = {s.module: s.path for s in scans}
+
+    def resolve(mod: str) -> str | None:
+        if mod in by_module:
+            return by_module[mod]
+        for m, p in by_module.items():
+            if m.endswith("." + mod):
+                return p
+        return None
+
+    deps = {s.path: {r for r in map(resolve, s.imports) if r is not None} for s in scans}
+    tainted = set(bad)
+    changed = True
+    while changed:
+        changed = False
+        for p, ds in deps.items():
+            if p not in tainted and ds & tainted:
+                tainted.add(p)
+                changed = True
+    return tainted
+
+
+def scan_details(files: Mapping[str, bytes]) -> tuple[LeanScan, list[FileScan]]:
+    """``scan_sources`` and the per-file scans, in path order."""
+    scans = [scan_file(p, files[p]) for p in sorted(files) if p.endswith(".lean")]
+    bad = _importers_closure(scans, {s.path for s in scans if s.problems})
+    problems = sorted((p for s in scans for p in s.problems), key=lambda p: (p.path, p.line, p.col))
+    theorems = frozenset(n for s in scans for n in s.theorems)
+    decls = frozenset(n for s in scans for n in s.declarations)
+    rejected = frozenset(n for s in scans if s.path in bad for n in s.declarations)
+    total = sum(len(files[s.path]) for s in scans)
+    return LeanScan(theorems, decls, tuple(problems), rejected, total), scans
+
+
+def scan_sources(files: Mapping[str, bytes]) -> LeanScan:
+    """Scan every ``.lean`` file of a bundle (path -> bytes); other paths are ignored."""
+    return scan_details(files)[0]
