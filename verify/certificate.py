@@ -73,11 +73,9 @@ def lean_facts(ctx: Context) -> LeanFacts | str:
     except LedgerError as e:
         return f"the Lean scan could not run: {e}"
     theorems = frozenset(str(t) for t in scan.theorems)
-    rejected_raw = scan.rejected
-    if isinstance(rejected_raw, Mapping):
-        rejected = {str(k): str(v) for k, v in rejected_raw.items()}
-    else:
-        rejected = {str(k): "rejected by the scan" for k in rejected_raw}
+    problems = [str(p) for p in getattr(scan, "problems", ())]
+    why = f"rejected by the scan ({problems[0]})" if problems else "rejected by the scan"
+    rejected = {str(name): why for name in scan.rejected}
     return LeanFacts(theorems, rejected)
 
 

@@ -1,0 +1,180 @@
+"""The ``certificate`` check: claims backed by theorem (static scan + Lean kernel) and evidence.
+
+Built on the real vector_add bundle and its contract; the earlier checks' results are set by
+hand (they are what the certificate reads), and contracts are varied with ``dataclasses.replace``
+so that one claim loses exactly one leg. The Lean scan is the real ``verify.lean.scan_sources``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from ledger.bundle import Bundle
+from verify import certificate
+from verify.context import Context
+from verify.contract import load_contract
+from verify.model import Claim, Contract
+from verify.report import Check, failed, passed, skipped
+
+ROOT = Path(__file__).resolve().parent.parent
+VADD = ROOT / "bundles" / "vector_add"
+TESTS = ("FALSIFY-VADD-001", "FALSIFY-VADD-002")
+
+
+def evidence(**override: str) -> list[Check]:
+    """Every earlier check passed, except those given as id=status (underscores for dots)."""
+    ids = ["lean.scan", "lean.kernel", "ptx.assemble", *(f"falsify.{t}" for t in TESTS)]
+    out = []
+    for cid in ids:
+        status = override.get(cid.replace(".", "_").replace("-", "_"), "passed")
+        if status == "absent":
+            continue
+        make = {"passed": passed, "failed": failed, "skipped": skipped}[status]
+        out.append(make(cid, f"{cid} {status} (reason here)"))
+    return out
+
+
+def context(
+    results: list[Check], contract: Contract | None = None, lean: bytes | None = None
+) -> Context:
+    files = {f.path: f.data for f in Bundle.from_dir(VADD).files}
+    if lean is not None:
+        files["vector_add.lean"] = lean
+    bundle = Bundle.from_files(files)
+    ctx = Context(bundle)
+    ctx.contract = contract or load_contract(bundle.file("contract.yaml"))
+    ctx.results = results
+    return ctx
+
+
+def run(ctx: Context) -> Check:
+    [check] = certificate.run(ctx)
+    assert check.id == "certificate"
+    return check
+
+
+def with_claims(*claims: Claim) -> Contract:
+    base = load_contract(Bundle.from_dir(VADD).file("contract.yaml"))
+    return dataclasses.replace(base, claims=claims)
+
+
+def test_all_backed_passes_with_the_evidence_per_obligation() -> None:
+    check = run(context(evidence()))
+    assert check.status == "passed", check.detail
+    assert check.detail == (
+        "4 obligations backed by theorem and evidence: "
+        "PO1 ok (VectorAdd.index_injective; falsify.FALSIFY-VADD-001; falsify.FALSIFY-VADD-002); "
+        "PO2 ok (VectorAdd.guard_in_bounds; falsify.FALSIFY-VADD-001; falsify.FALSIFY-VADD-002); "
+        "PO5 ok (VectorAdd.resources_fit; ptx.assemble); "
+        "PO8 ok (VectorAdd.work_bounded; falsify.FALSIFY-VADD-001; falsify.FALSIFY-VADD-002); "
+        "not claimed: PO3, PO4, PO6, PO7"
+    )
+
+
+def test_lean_kernel_skipped_makes_it_partial() -> None:
+    check = run(context(evidence(lean_kernel="skipped")))
+    assert check.status == "skipped"
+    assert check.detail.startswith("partial: lean.kernel skipped (lean.kernel skipped (reason")
+    assert "PO1 partial (VectorAdd.index_injective: lean.kernel skipped" in check.detail
+
+
+def test_lean_kernel_absent_is_partial_and_failed_is_failed() -> None:
+    assert run(context(evidence(lean_kernel="absent"))).detail.startswith(
+        "partial: lean.kernel did not run"
+    )
+    check = run(context(evidence(lean_kernel="failed")))
+    assert check.status == "failed"
+    assert check.detail.startswith("PO1, PO2, PO5, PO8 not backed: PO1 FAILED")
+
+
+def test_no_claims_fails() -> None:
+    check = run(context(evidence(), with_claims()))
+    assert (check.status, check.detail) == ("failed", "no proof obligations claimed")
+
+
+def test_no_contract_fails() -> None:
+    ctx = context(evidence())
+    ctx.contract = None
+    assert run(ctx).status == "failed"
+
+
+def test_theorem_missing_from_the_lean_files_fails() -> None:
+    claim = Claim("PO1", "VectorAdd.no_such_theorem", "coverage")
+    check = run(context(evidence(), with_claims(claim)))
+    assert check.status == "failed"
+    assert check.detail == (
+        "PO1 not backed: PO1 FAILED (VectorAdd.no_such_theorem: VectorAdd.no_such_theorem not "
+        "found in the bundle's Lean files); not claimed: PO2, PO3, PO4, PO5, PO6, PO7, PO8"
+    )
+
+
+def test_theorem_the_scan_rejects_fails() -> None:
+    lean = Bundle.from_dir(VADD).file("vector_add.lean")
+    lean += (
+        b"\nnamespace VectorAdd\ntheorem cheat (n : Nat) : n = n + 1 := by sorry\nend VectorAdd\n"
+    )
+    claim = Claim("PO1", "VectorAdd.cheat", "coverage")
+    check = run(context(evidence(), with_claims(claim), lean=lean))
+    assert check.status == "failed"
+    assert "PO1 FAILED (VectorAdd.cheat: VectorAdd.cheat rejected by the scan" in check.detail
+
+
+def test_lean_scan_failed_or_skipped() -> None:
+    check = run(context(evidence(lean_scan="failed")))
+    assert check.status == "failed" and "lean.scan failed (lean.scan failed" in check.detail
+    check = run(context(evidence(lean_scan="skipped")))
+    assert check.status == "skipped" and check.detail.startswith("partial: lean.scan skipped")
+
+
+def test_property_no_test_lists_fails() -> None:
+    claim = Claim("PO7", "VectorAdd.index_injective", "race_free")
+    check = run(context(evidence(), with_claims(claim)))
+    assert check.status == "failed"
+    assert (
+        "PO7 FAILED (VectorAdd.index_injective: no executable falsification test lists "
+        "race_free)" in check.detail
+    )
+
+
+def test_falsify_failed_contradicts_the_claim() -> None:
+    check = run(context(evidence(falsify_FALSIFY_VADD_002="failed")))
+    assert check.status == "failed"
+    assert check.detail.startswith("PO1, PO2, PO8 not backed:")
+    assert "PO1 FAILED (VectorAdd.index_injective: falsify.FALSIFY-VADD-002 failed)" in check.detail
+    assert "PO5 ok (VectorAdd.resources_fit; ptx.assemble)" in check.detail
+
+
+def test_one_falsify_passed_other_skipped_backs_it() -> None:
+    check = run(context(evidence(falsify_FALSIFY_VADD_002="skipped")))
+    assert check.status == "passed"
+    assert "PO1 ok (VectorAdd.index_injective; falsify.FALSIFY-VADD-001)" in check.detail
+
+
+def test_all_falsify_skipped_is_partial_and_absent_is_failed() -> None:
+    check = run(
+        context(evidence(falsify_FALSIFY_VADD_001="skipped", falsify_FALSIFY_VADD_002="skipped"))
+    )
+    assert check.status == "skipped"
+    assert "falsify.FALSIFY-VADD-001, falsify.FALSIFY-VADD-002 skipped" in check.detail
+    check = run(
+        context(evidence(falsify_FALSIFY_VADD_001="absent", falsify_FALSIFY_VADD_002="absent"))
+    )
+    assert check.status == "failed"
+    assert "falsify checks for coverage did not run" in check.detail
+
+
+def test_resources_backed_by_ptx_assemble() -> None:
+    check = run(context(evidence(ptx_assemble="skipped")))
+    assert check.status == "skipped" and "PO5 partial" in check.detail
+    check = run(context(evidence(ptx_assemble="failed")))
+    assert check.status == "failed" and check.detail.startswith("PO5 not backed:")
+
+
+def test_unknown_obligation_or_property_fails() -> None:
+    check = run(context(evidence(), with_claims(Claim("PO9", "VectorAdd.index_injective", "x"))))
+    assert check.status == "failed"
+    assert (
+        "PO9 FAILED (VectorAdd.index_injective: unknown obligation 'PO9'; unknown property "
+        "'x')" in check.detail
+    )
