@@ -139,8 +139,11 @@ def audit(
         res.add(None, f"checkpoint of size {next_cp[0]} is beyond the log ({res.size} entries)")
     rows = conn.execute("SELECT count(*) FROM hashes").fetchone()[0]
     if rows != expected_hash_rows(res.size):
-        res.add(None, f"hashes table holds {rows} rows, a tree of {res.size} needs "
-                f"{expected_hash_rows(res.size)}")
+        res.add(
+            None,
+            f"hashes table holds {rows} rows, a tree of {res.size} needs "
+            f"{expected_hash_rows(res.size)}",
+        )
     _check_blobs(store, res)
     _check_key_index(store, registry, res)
     return res

@@ -184,9 +184,9 @@ def _walk(root: Path, prefix: str, depth: int, found: dict[str, int]) -> None:
     here = root / prefix if prefix else root
     try:
         with os.scandir(os.fsencode(here)) as it:
-            entries = sorted(it, key=lambda e: e.name)
-    except OSError as e:
-        raise BundleError(f"{here}: cannot list directory ({e.strerror})") from e
+            entries = sorted(it, key=lambda d: d.name)
+    except OSError as err:
+        raise BundleError(f"{here}: cannot list directory ({err.strerror})") from err
     for e in entries:
         try:
             name = e.name.decode("utf-8")

@@ -29,8 +29,9 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     add_completion=False,
 )
-keys_app = typer.Typer(help="Node keys: create, register, revoke, list (SPEC 5).",
-                       no_args_is_help=True)
+keys_app = typer.Typer(
+    help="Node keys: create, register, revoke, list (SPEC 5).", no_args_is_help=True
+)
 proof_app = typer.Typer(help="Inclusion and consistency proofs (SPEC 6).", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
 app.add_typer(proof_app, name="proof")
@@ -91,8 +92,9 @@ def init(
 
     log = Log.init(home_dir(home), origin)
     if json_out:
-        cli_out.emit_json({"home": str(log.home), "origin": log.origin,
-                           "vkey": log.store.meta("vkey")})
+        cli_out.emit_json(
+            {"home": str(log.home), "origin": log.origin, "vkey": log.store.meta("vkey")}
+        )
     else:
         cli_out.plain(f"created ledger {log.origin} in {log.home}")
         cli_out.plain(f"verifier key: {log.store.meta('vkey')}")
@@ -135,13 +137,19 @@ def keys_new(
     pw = read_passphrase(passphrase_file) if passphrase_file else None
     pub = new_node_key(keydir, name, pw)
     if json_out:
-        cli_out.emit_json({"name": name, "key_id": pub.key_id.hex(),
-                           "public_file": str(keydir / f"{name}.pub"),
-                           "encrypted": pw is not None})
+        cli_out.emit_json(
+            {
+                "name": name,
+                "key_id": pub.key_id.hex(),
+                "public_file": str(keydir / f"{name}.pub"),
+                "encrypted": pw is not None,
+            }
+        )
     else:
         cli_out.plain(f"node key {name}: id {pub.key_id.hex()}")
-        cli_out.plain(f"secret: {keydir / (name + '.key')} (mode 0600)"
-                      + (", encrypted" if pw else ""))
+        cli_out.plain(
+            f"secret: {keydir / (name + '.key')} (mode 0600)" + (", encrypted" if pw else "")
+        )
         cli_out.plain(f"public: {keydir / (name + '.pub')}")
 
 
@@ -167,8 +175,14 @@ def keys_register(
     pub = NodePublic.from_bytes(data, str(path))
     sealed = log.register(pub)
     if json_out:
-        cli_out.emit_json({"index": sealed.index, "key_id": pub.key_id.hex(), "name": pub.name,
-                           "leaf_hash": sealed.leaf_hash.hex()})
+        cli_out.emit_json(
+            {
+                "index": sealed.index,
+                "key_id": pub.key_id.hex(),
+                "name": pub.name,
+                "leaf_hash": sealed.leaf_hash.hex(),
+            }
+        )
     else:
         cli_out.plain(f"registered {pub.name} ({pub.key_id.hex()}) at entry {sealed.index}")
 
@@ -202,18 +216,34 @@ def keys_list(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     log = _open_log(home)
     rows = log.store.key_rows()
     items = [
-        {"key_id": k.hex(), "name": n, "public_key": b64_encode(p), "registered_index": r,
-         "revoked_index": v, "reason": why, "status": "revoked" if v is not None else "active"}
+        {
+            "key_id": k.hex(),
+            "name": n,
+            "public_key": b64_encode(p),
+            "registered_index": r,
+            "revoked_index": v,
+            "reason": why,
+            "status": "revoked" if v is not None else "active",
+        }
         for k, n, p, r, v, why in rows
     ]
     if json_out:
         cli_out.emit_json({"keys": items})
     else:
         cli_out.rows_table(
-            "node keys", ["key id", "name", "status", "registered", "revoked", "reason"],
-            [[i["key_id"], i["name"], i["status"], i["registered_index"],
-              "" if i["revoked_index"] is None else i["revoked_index"], i["reason"]]
-             for i in items],
+            "node keys",
+            ["key id", "name", "status", "registered", "revoked", "reason"],
+            [
+                [
+                    i["key_id"],
+                    i["name"],
+                    i["status"],
+                    i["registered_index"],
+                    "" if i["revoked_index"] is None else i["revoked_index"],
+                    i["reason"],
+                ]
+                for i in items
+            ],
         )
 
 
@@ -254,11 +284,15 @@ def check(
 @handled
 def seal(
     directories: Annotated[list[Path], typer.Argument(help="Bundle directories to seal.")],
-    key: Annotated[str | None, typer.Option("--key", help="Node key NAME (default: the only one).")] = None,
+    key: Annotated[
+        str | None, typer.Option("--key", help="Node key NAME (default: the only one).")
+    ] = None,
     passphrase_file: Annotated[
         Path | None, typer.Option("--passphrase-file", help="Passphrase of an encrypted key.")
     ] = None,
-    no_receipt: Annotated[bool, typer.Option("--no-receipt", help="Do not write receipts.")] = False,
+    no_receipt: Annotated[
+        bool, typer.Option("--no-receipt", help="Do not write receipts.")
+    ] = False,
     home: HomeOpt = None,
     json_out: JsonOpt = False,
     seed: SeedOpt = None,
@@ -274,6 +308,7 @@ def seal(
     sk, _pub = load_node_secret(log.keydir, name, pw)
     wiring.node_signing_key(log, sk)
     with cli_out.progress("checking", len(directories), enabled=not json_out) as bar:
+
         def step(s: str) -> None:
             bar.update(0, s)
 
@@ -281,29 +316,45 @@ def seal(
         for d in directories:
             checked.extend(wiring.check_dirs([d], _options(seed, no_gpu), progress=step))
             bar.advance()
-    bad = [(d, r) for d, _, r in checked if r.verdict == "failed"]
+    bad = [(d, rep) for d, _, rep in checked if rep.verdict == "failed"]
     if bad:
-        for d, r in bad:
-            first = next((c for c in r.checks if c.status == "failed"), None)
+        for d, rep in bad:
+            first = next((c for c in rep.checks if c.status == "failed"), None)
             why = f"{first.id}: {first.detail}" if first else "no checks ran"
             cli_out.error_line(f"{d}: refused, a check failed ({why})")
         if json_out:
-            cli_out.emit_json({"entries": [], "refused": [
-                {"directory": str(d), "report": r.to_json()} for d, r in bad]})
+            cli_out.emit_json(
+                {
+                    "entries": [],
+                    "refused": [{"directory": str(d), "report": rep.to_json()} for d, rep in bad],
+                }
+            )
         raise typer.Exit(1)
     with cli_out.progress("sealing", len(checked), enabled=not json_out) as bar:
-        results = wiring.seal_checked(log, checked, sk, write_receipts=not no_receipt,
-                                      progress=lambda s: bar.advance())
+        results = wiring.seal_checked(
+            log, checked, sk, write_receipts=not no_receipt, progress=lambda s: bar.advance()
+        )
     if json_out:
-        cli_out.emit_json({"entries": [
-            {"index": r.sealed.index, "bundle_digest": r.bundle.digest.hex(),
-             "leaf_hash": r.sealed.leaf_hash.hex(), "report": r.report.to_json()}
-            for r in results]})
+        cli_out.emit_json(
+            {
+                "entries": [
+                    {
+                        "index": r.sealed.index,
+                        "bundle_digest": r.bundle.digest.hex(),
+                        "leaf_hash": r.sealed.leaf_hash.hex(),
+                        "report": r.report.to_json(),
+                    }
+                    for r in results
+                ]
+            }
+        )
     else:
         for r in results:
-            cli_out.plain(f"sealed {r.directory}: index {r.sealed.index}  "
-                          f"bundle {r.bundle.digest.hex()}  leaf {r.sealed.leaf_hash.hex()}  "
-                          f"verdict {r.report.verdict}")
+            cli_out.plain(
+                f"sealed {r.directory}: index {r.sealed.index}  "
+                f"bundle {r.bundle.digest.hex()}  leaf {r.sealed.leaf_hash.hex()}  "
+                f"verdict {r.report.verdict}"
+            )
             if r.receipt is not None:
                 cli_out.plain(f"  receipt: {r.receipt}")
 
@@ -312,8 +363,12 @@ def _only_key(keydir: Path) -> str:
     names = sorted(p.stem for p in keydir.glob("*.key")) if keydir.is_dir() else []
     if len(names) != 1:
         raise BadInput(
-            "give --key NAME" + (f" (keys: {', '.join(names)})" if names else
-                                 "; no node keys yet (run `ledger keys new NAME`)")
+            "give --key NAME"
+            + (
+                f" (keys: {', '.join(names)})"
+                if names
+                else "; no node keys yet (run `ledger keys new NAME`)"
+            )
         )
     return names[0]
 
@@ -322,15 +377,29 @@ def _only_key(keydir: Path) -> str:
 @handled
 def verify(
     hash: Annotated[str, typer.Argument(help="Bundle digest, leaf hash (>= 8 hex) or index.")],
-    bundle: Annotated[Path | None, typer.Option("--bundle", help="Check this directory "
-                                                 "instead of the stored files.")] = None,
-    receipt: Annotated[Path | None, typer.Option("--receipt", help="Work offline from this "
-                                                  "receipt and the log's verifier key.")] = None,
-    vkey_opt: Annotated[str | None, typer.Option("--vkey", help="Trusted log verifier key "
-                                                 "(default: the ledger's own).")] = None,
-    require: Annotated[str | None, typer.Option("--require", help="Comma-separated check ids "
-                                                "that must run (e.g. lean.kernel,falsify.*); "
-                                                "exit 3 when one is skipped.")] = None,
+    bundle: Annotated[
+        Path | None,
+        typer.Option("--bundle", help="Check this directory instead of the stored files."),
+    ] = None,
+    receipt: Annotated[
+        Path | None,
+        typer.Option(
+            "--receipt", help="Work offline from this receipt and the log's verifier key."
+        ),
+    ] = None,
+    vkey_opt: Annotated[
+        str | None,
+        typer.Option("--vkey", help="Trusted log verifier key (default: the ledger's own)."),
+    ] = None,
+    require: Annotated[
+        str | None,
+        typer.Option(
+            "--require",
+            help="Comma-separated check ids "
+            "that must run (e.g. lean.kernel,falsify.*); "
+            "exit 3 when one is skipped.",
+        ),
+    ] = None,
     home: HomeOpt = None,
     json_out: JsonOpt = False,
     seed: SeedOpt = None,
@@ -340,6 +409,7 @@ def verify(
     from ledger import wiring
     from ledger.note import parse_vkey
     from ledger.receipt import Receipt
+    from verify.integrity import Evidence
 
     options = _options(seed, no_gpu)
     required = [r.strip() for r in (require or "").split(",") if r.strip()]
@@ -354,7 +424,7 @@ def verify(
         vk = parse_vkey(vkey_opt) if vkey_opt else _home_vkey(home)
         if files is None:
             files = wiring.read_bundle_dir(receipt.parent)
-        ev = wiring.Evidence(rec.item, rec.checkpoint, rec.signer, None, False)
+        ev = Evidence(rec.item, rec.checkpoint, rec.signer, None, False)
     else:
         log = _open_log(home)
         index = log.store.resolve(hash)
@@ -403,8 +473,7 @@ def _entry_json(store: Any, index: int) -> dict[str, Any]:
     from ledger.entries import decode_entry
 
     data = store.entry(index)
-    return {"index": index, "leaf_hash": store.leaf_hash(index).hex(),
-            "entry": decode_entry(data)}
+    return {"index": index, "leaf_hash": store.leaf_hash(index).hex(), "entry": decode_entry(data)}
 
 
 @app.command()
@@ -439,8 +508,9 @@ def show(
 @app.command("log")
 @handled
 def log_cmd(
-    start: Annotated[int | None, typer.Option("--start", help="First index (default: the "
-                                              "last --limit entries).")] = None,
+    start: Annotated[
+        int | None, typer.Option("--start", help="First index (default: the last --limit entries).")
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", help="At most this many entries.")] = 50,
     home: HomeOpt = None,
     json_out: JsonOpt = False,
@@ -457,19 +527,37 @@ def log_cmd(
         if i >= first + limit:
             break
         e = decode_entry(data)
-        items.append({"index": i, "leaf_hash": lh.hex(), "type": e["type"], "time": e["time"],
-                      "bundle_digest": e.get("bundle_digest"),
-                      "kernel": e.get("kernel", {}).get("name") if e["type"] == "bundle"
-                      else e.get("name", e.get("key_id")),
-                      "signer": e.get("signer")})
+        items.append(
+            {
+                "index": i,
+                "leaf_hash": lh.hex(),
+                "type": e["type"],
+                "time": e["time"],
+                "bundle_digest": e.get("bundle_digest"),
+                "kernel": e.get("kernel", {}).get("name")
+                if e["type"] == "bundle"
+                else e.get("name", e.get("key_id")),
+                "signer": e.get("signer"),
+            }
+        )
     if json_out:
         cli_out.emit_json({"size": size, "entries": items})
     else:
-        cli_out.rows_table(f"{log.origin}: {size} entries", ["index", "time", "type",
-                           "kernel / key", "bundle digest", "leaf hash"],
-                           [[i["index"], i["time"], i["type"], i["kernel"] or "",
-                             (i["bundle_digest"] or "")[:16], i["leaf_hash"][:16]]
-                            for i in items])
+        cli_out.rows_table(
+            f"{log.origin}: {size} entries",
+            ["index", "time", "type", "kernel / key", "bundle digest", "leaf hash"],
+            [
+                [
+                    i["index"],
+                    i["time"],
+                    i["type"],
+                    i["kernel"] or "",
+                    (i["bundle_digest"] or "")[:16],
+                    i["leaf_hash"][:16],
+                ]
+                for i in items
+            ],
+        )
 
 
 @app.command()
@@ -483,21 +571,34 @@ def audit(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     with cli_out.progress("auditing", size, enabled=not json_out) as bar:
         res = run_audit(log.store, log.verifier, progress=lambda n: bar.update(n))
     if json_out:
-        cli_out.emit_json({"ok": res.ok, "size": res.size, "root": res.root.hex(),
-                           "first_bad_index": res.first_bad_index,
-                           "checked": {"entries": res.entries, "signatures": res.signatures,
-                                       "hashes": res.hashes, "checkpoints": res.checkpoints,
-                                       "blobs": res.blobs},
-                           "problems": [{"index": i, "message": m} for i, m in res.problems]})
+        cli_out.emit_json(
+            {
+                "ok": res.ok,
+                "size": res.size,
+                "root": res.root.hex(),
+                "first_bad_index": res.first_bad_index,
+                "checked": {
+                    "entries": res.entries,
+                    "signatures": res.signatures,
+                    "hashes": res.hashes,
+                    "checkpoints": res.checkpoints,
+                    "blobs": res.blobs,
+                },
+                "problems": [{"index": i, "message": m} for i, m in res.problems],
+            }
+        )
     elif res.ok:
-        cli_out.plain(f"audit passed: {res.entries} entries, {res.signatures} signatures, "
-                      f"{res.hashes} tree hashes, {res.checkpoints} checkpoints, "
-                      f"{res.blobs} blobs; root {res.root.hex()}")
+        cli_out.plain(
+            f"audit passed: {res.entries} entries, {res.signatures} signatures, "
+            f"{res.hashes} tree hashes, {res.checkpoints} checkpoints, "
+            f"{res.blobs} blobs; root {res.root.hex()}"
+        )
     else:
-        for i, m in res.problems[:20]:
+        for _i, m in res.problems[:20]:
             cli_out.error_line(m)
-        cli_out.error_line(f"audit failed: first bad index {res.first_bad_index}"
-                           f" ({len(res.problems)} problems)")
+        cli_out.error_line(
+            f"audit failed: first bad index {res.first_bad_index} ({len(res.problems)} problems)"
+        )
     if not res.ok:
         raise typer.Exit(1)
 
@@ -509,7 +610,9 @@ def audit(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
 @handled
 def proof_inclusion(
     hash: Annotated[str, typer.Argument(help="Bundle digest, leaf hash or index.")],
-    size: Annotated[int | None, typer.Option("--size", help="Tree size (default: current).")] = None,
+    size: Annotated[
+        int | None, typer.Option("--size", help="Tree size (default: current).")
+    ] = None,
     home: HomeOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -522,8 +625,12 @@ def proof_inclusion(
     if not index < n <= log.store.size():
         raise BadInput(f"--size must be in {index + 1}..{log.store.size()}")
     proof = log.store.inclusion_proof(index, n)
-    obj = {"index": index, "tree_size": n, "leaf_hash": b64_encode(log.store.leaf_hash(index)),
-           "hashes": [b64_encode(h) for h in proof]}
+    obj = {
+        "index": index,
+        "tree_size": n,
+        "leaf_hash": b64_encode(log.store.leaf_hash(index)),
+        "hashes": [b64_encode(h) for h in proof],
+    }
     if json_out:
         cli_out.emit_json(obj)
     else:
@@ -547,18 +654,20 @@ def proof_consistency(
     if not 0 <= old <= new <= log.store.size():
         raise BadInput(f"need 0 <= OLD <= NEW <= {log.store.size()}")
     proof = log.store.consistency_proof(old, new)
-    obj = {"old_size": old, "new_size": new, "hashes": [b64_encode(h) for h in proof]}
+    hashes = [b64_encode(h) for h in proof]
     if json_out:
-        cli_out.emit_json(obj)
+        cli_out.emit_json({"old_size": old, "new_size": new, "hashes": hashes})
     else:
         cli_out.plain(f"consistency of {old} -> {new}:")
-        for h in obj["hashes"]:
+        for h in hashes:
             cli_out.plain(f"  {h}")
 
 
 def _register_network_commands() -> None:
+    import importlib
+
     try:
-        from ledger import cli_net
+        cli_net = importlib.import_module("ledger.cli_net")
     except ImportError:
         return
     cli_net.register(app)
@@ -588,12 +697,13 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         cli_out.error_line("aborted")
         code = 130
-    except click_error as e:
-        ctx = getattr(e, "ctx", None)
-        if type(e).__name__ == "NoArgsIsHelpError" and ctx is not None:
+    except click_error as err:
+        ctx = getattr(err, "ctx", None)
+        if type(err).__name__ == "NoArgsIsHelpError" and ctx is not None:
             sys.stdout.write(ctx.get_help() + "\n")
         else:
-            msg = getattr(e, "format_message", lambda: str(e))()
+            fmt = getattr(err, "format_message", None)
+            msg = fmt() if callable(fmt) else str(err)
             cli_out.error_line(f"{msg} (see `ledger --help`)")
         code = 2
     except LedgerError as e:

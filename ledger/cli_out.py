@@ -51,7 +51,7 @@ def report_table(report: Any, recorded: Sequence[Any] = ()) -> None:
             f"[{STATUS_STYLE[c.status]}]{c.status}[/]",
             f"{tool} {version}".strip(),
             c.detail,
-            )
+        )
     out.print(table)
     out.print(f"verdict: [{VERDICT_STYLE[report.verdict]}]{report.verdict}[/]")
 

@@ -153,7 +153,9 @@ class Registry:
         """The node key allowed to sign entry ``index``; raise when it may not."""
         key = self.keys.get(key_id)
         if key is None or key.registered_at >= index:
-            raise VerificationFailed(f"signer {key_id.hex()} was not registered before entry {index}")
+            raise VerificationFailed(
+                f"signer {key_id.hex()} was not registered before entry {index}"
+            )
         if key.revoked_at is not None and key.revoked_at < index:
             raise VerificationFailed(
                 f"signer {key_id.hex()} was revoked at entry {key.revoked_at} ({key.revoke_reason})"
@@ -185,7 +187,9 @@ class Registry:
         else:
             old = self.keys.get(kid)
             if old is None or old.revoked_at is not None:
-                raise VerificationFailed(f"entry {index} revokes unknown or revoked key {kid.hex()}")
+                raise VerificationFailed(
+                    f"entry {index} revokes unknown or revoked key {kid.hex()}"
+                )
             self.keys[kid] = NodeKey(
                 kid, old.name, old.public, old.registered_at, index, entry["reason"]
             )

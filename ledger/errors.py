@@ -11,8 +11,8 @@
     │   ├── ProofError               an inclusion or consistency proof does not verify
     │   ├── SignatureError           a signature, signed note or key id does not verify
     │   ├── TamperDetected           stored bytes no longer match their hashes or chain
-    │   └── RewriteDetected          a remote log is not consistent with a checkpoint already verified
-    └── CannotCheck         exit 3   a required check could not run; a database or mirror unreachable
+    │   └── RewriteDetected          a remote log contradicts a checkpoint already verified
+    └── CannotCheck         exit 3   a required check could not run; database/mirror unreachable
 
 Every error carries a message a user can act on. Foreign exceptions are wrapped with
 ``raise X(...) from e`` at the boundary where they occur; the CLI maps this tree to exit codes in

@@ -2,10 +2,11 @@
 
 * Log key: ``LEDGER_HOME/log.key`` holds Go's ``PRIVATE+KEY+<origin>+<id>+<base64>`` note signer
   string (mode 0600); ``log.vkey`` holds the verifier key string ``ledger vkey`` prints.
-* Node keys: ``LEDGER_HOME/keys/<NAME>.key`` (mode 0600) is JSON with the 32-byte Ed25519 seed, in
-  the clear or, with a passphrase, sealed with XSalsa20-Poly1305 (``nacl.secret.SecretBox``) under a
-  key derived by Argon2id (``nacl.pwhash.argon2id``, moderate limits); ``<NAME>.pub`` holds the name,
-  public key and proof-of-possession signature that ``ledger keys register`` appends to the log.
+* Node keys: ``LEDGER_HOME/keys/<NAME>.key`` (mode 0600) is JSON with the 32-byte Ed25519
+  seed, in the clear or, with a passphrase, sealed with XSalsa20-Poly1305
+  (``nacl.secret.SecretBox``) under a key derived by Argon2id (``nacl.pwhash.argon2id``,
+  moderate limits); ``<NAME>.pub`` holds the name, public key and proof-of-possession
+  signature that ``ledger keys register`` appends to the log.
 
 Files are written atomically (temporary file, fsync, rename) and never overwritten.
 """
@@ -58,7 +59,8 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o644, exclusive: bool = T
 def check_name(name: str) -> str:
     if NAME_RE.fullmatch(name) is None:
         raise KeyFileError(
-            f"bad key name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting alphanumeric"
+            f"bad key name {name!r}: use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
         )
     return name
 

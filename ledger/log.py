@@ -212,8 +212,7 @@ class Log:
             for idx in self.store.indices_for_digest(bundle.digest):
                 if self._signer_of(idx) == kid.hex():
                     raise BadInput(
-                        f"bundle {bundle.digest.hex()} was sealed by this key already "
-                        f"(entry {idx})"
+                        f"bundle {bundle.digest.hex()} was sealed by this key already (entry {idx})"
                     )
             entry = sign_entry(self._bundle_fields(w, bundle, fields, kid), node)
             for f in bundle.files:

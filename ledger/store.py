@@ -176,9 +176,7 @@ class Store:
         return merkle.consistency_proof(old, new, self.stored_hash)
 
     def checkpoint(self) -> bytes:
-        row = self.conn.execute(
-            "SELECT note FROM checkpoints ORDER BY id DESC LIMIT 1"
-        ).fetchone()
+        row = self.conn.execute("SELECT note FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()
         if row is None:
             raise LedgerStateError("the ledger has no checkpoint yet")
         return bytes(row[0])
@@ -313,9 +311,7 @@ class Writer:
         self.conn.execute(
             "INSERT INTO entries VALUES(?, ?, ?, ?, ?)", (idx, lh, entry, etype, digest)
         )
-        self.conn.executemany(
-            "INSERT INTO hashes VALUES(?, ?, ?)", self.frontier.append(lh)
-        )
+        self.conn.executemany("INSERT INTO hashes VALUES(?, ?, ?)", self.frontier.append(lh))
         self.size += 1
         return idx
 
@@ -374,9 +370,7 @@ def migrate(conn: sqlite3.Connection) -> None:
             continue
         conn.execute("BEGIN IMMEDIATE")
         try:
-            again = conn.execute(
-                "SELECT 1 FROM migrations WHERE version=?", (version,)
-            ).fetchone()
+            again = conn.execute("SELECT 1 FROM migrations WHERE version=?", (version,)).fetchone()
             if again is None:
                 for stmt in _split_sql(sql):
                     conn.execute(stmt)

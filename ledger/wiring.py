@@ -120,8 +120,9 @@ def make_receipt(log: Log, index: int) -> Receipt:
     if obj["type"] == "bundle":
         row = store.key_row(bytes.fromhex(str(obj["signer"])))
         if row is not None:
-            signer = Included(row[3], store.entry(row[3]),
-                              tuple(store.inclusion_proof(row[3], cp.size)))
+            signer = Included(
+                row[3], store.entry(row[3]), tuple(store.inclusion_proof(row[3], cp.size))
+            )
     return Receipt(
         log.origin,
         Included(index, entry, tuple(store.inclusion_proof(index, cp.size))),
@@ -141,11 +142,13 @@ def evidence_from_store(log: Log, index: int) -> Evidence:
     if obj["type"] == "bundle":
         row = store.key_row(bytes.fromhex(str(obj["signer"])))
         if row is not None and row[3] < cp.size:
-            signer = Included(row[3], store.entry(row[3]),
-                              tuple(store.inclusion_proof(row[3], cp.size)))
+            signer = Included(
+                row[3], store.entry(row[3]), tuple(store.inclusion_proof(row[3], cp.size))
+            )
             if row[4] is not None and row[4] < cp.size:
-                revocation = Included(row[4], store.entry(row[4]),
-                                      tuple(store.inclusion_proof(row[4], cp.size)))
+                revocation = Included(
+                    row[4], store.entry(row[4]), tuple(store.inclusion_proof(row[4], cp.size))
+                )
     return Evidence(Included(index, entry, tuple(proof)), note, signer, revocation, True)
 
 

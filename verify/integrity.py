@@ -1,9 +1,10 @@
 """The integrity checks of SPEC 8: manifest, signature, signer, inclusion, checkpoint.
 
-Input is evidence, not a database: the entry bytes, its inclusion proof, a signed checkpoint, the
-signer's ``key-registration`` entry with its own inclusion proof, and (online) any revocation of that
-key. The same code checks a live ledger (``ledger verify <hash>``) and an offline receipt. The log's
-verifier key is trusted configuration passed in by the caller, never taken from the evidence.
+Input is evidence, not a database: the entry bytes, its inclusion proof, a signed checkpoint,
+the signer's ``key-registration`` entry with its own inclusion proof, and (online) any
+revocation of that key. The same code checks a live ledger (``ledger verify <hash>``) and an
+offline receipt. The log's verifier key is trusted configuration passed in by the caller, never
+taken from the evidence.
 
 Steps:
 1. ``integrity.checkpoint``: the note verifies under the trusted log key and names its origin;

@@ -74,15 +74,14 @@ def compare_recorded(report: Report, recorded: Sequence[Check]) -> Report:
         old = before.get(c.id)
         if old is not None and old.status != c.status:
             tool = f" with {old.tool} {old.version}".rstrip() if old.tool else ""
-            c = Check(c.id, c.status, f"{c.detail} [at seal time: {old.status}{tool}]",
-                      c.tool, c.version)
+            c = Check(
+                c.id, c.status, f"{c.detail} [at seal time: {old.status}{tool}]", c.tool, c.version
+            )
         out.append(c)
     seen = {c.id for c in report.checks}
     for old in recorded:
         if old.id not in seen and not old.id.startswith("integrity."):
-            out.append(
-                failed(old.id, f"recorded at seal time ({old.status}) but not re-run now")
-            )
+            out.append(failed(old.id, f"recorded at seal time ({old.status}) but not re-run now"))
     return Report(report.bundle_digest, tuple(out))
 
 
