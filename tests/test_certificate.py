@@ -76,7 +76,13 @@ def test_lean_kernel_skipped_makes_it_partial() -> None:
     check = run(context(evidence(lean_kernel="skipped")))
     assert check.status == "skipped"
     assert check.detail.startswith("partial: lean.kernel skipped (lean.kernel skipped (reason")
-    assert "PO1 partial (VectorAdd.index_injective: lean.kernel skipped" in check.detail
+    assert (
+        "PO1 partial (VectorAdd.index_injective; falsify.FALSIFY-VADD-001; "
+        "falsify.FALSIFY-VADD-002; missing lean.kernel)" in check.detail
+    )
+    assert (
+        "PO5 partial (VectorAdd.resources_fit; ptx.assemble; missing lean.kernel)" in check.detail
+    )
 
 
 def test_lean_kernel_absent_is_partial_and_failed_is_failed() -> None:
@@ -117,7 +123,11 @@ def test_theorem_the_scan_rejects_fails() -> None:
     claim = Claim("PO1", "VectorAdd.cheat", "coverage")
     check = run(context(evidence(), with_claims(claim), lean=lean))
     assert check.status == "failed"
-    assert "PO1 FAILED (VectorAdd.cheat: VectorAdd.cheat rejected by the scan" in check.detail
+    assert (
+        "PO1 FAILED (VectorAdd.cheat: VectorAdd.cheat rejected by the scan (vector_add.lean:"
+        in check.detail
+    )
+    assert check.detail.split("(vector_add.lean:")[1].split(")")[0].endswith(": sorry")
 
 
 def test_lean_scan_failed_or_skipped() -> None:

@@ -40,7 +40,7 @@ class Legs:
     """What backs one claim: evidence names, and reasons for what is missing or failed."""
 
     evidence: list[str] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
+    missing: list[tuple[str, str]] = field(default_factory=list)  # (check id, reason)
     failures: list[str] = field(default_factory=list)
 
     @property
@@ -86,24 +86,22 @@ def _theorem_legs(ctx: Context, claim: Claim, facts: LeanFacts | str, legs: Legs
     elif scan.status == "failed":
         legs.failures.append(f"lean.scan failed ({_short(scan.detail)})")
     elif scan.status == "skipped":
-        legs.missing.append(f"lean.scan skipped ({_short(scan.detail)})")
+        legs.missing.append(("lean.scan", f"lean.scan skipped ({_short(scan.detail)})"))
     elif isinstance(facts, str):
-        legs.missing.append(facts)
+        legs.missing.append(("lean.scan", facts))
     elif claim.theorem in facts.rejected:
-        legs.failures.append(
-            f"{claim.theorem} rejected by the scan: {facts.rejected[claim.theorem]}"
-        )
+        legs.failures.append(f"{claim.theorem} {facts.rejected[claim.theorem]}")
     elif claim.theorem not in facts.theorems:
         legs.failures.append(f"{claim.theorem} not found in the bundle's Lean files")
     else:
         legs.evidence.insert(0, claim.theorem)
     kernel = ctx.result("lean.kernel")
     if kernel is None:
-        legs.missing.append("lean.kernel did not run")
+        legs.missing.append(("lean.kernel", "lean.kernel did not run"))
     elif kernel.status == "failed":
         legs.failures.append(f"lean.kernel failed ({_short(kernel.detail)})")
     elif kernel.status == "skipped":
-        legs.missing.append(f"lean.kernel skipped ({_short(kernel.detail)})")
+        legs.missing.append(("lean.kernel", f"lean.kernel skipped ({_short(kernel.detail)})"))
     else:
         legs.evidence.append("lean.kernel")
 
@@ -116,7 +114,7 @@ def _property_legs(ctx: Context, contract: Contract, claim: Claim, legs: Legs) -
         elif asm.status == "failed":
             legs.failures.append(f"ptx.assemble failed ({_short(asm.detail)})")
         elif asm.status == "skipped":
-            legs.missing.append(f"ptx.assemble skipped ({_short(asm.detail)})")
+            legs.missing.append(("ptx.assemble", f"ptx.assemble skipped ({_short(asm.detail)})"))
         else:
             legs.evidence.append("ptx.assemble")
         return
@@ -133,7 +131,7 @@ def _property_legs(ctx: Context, contract: Contract, claim: Claim, legs: Legs) -
     elif good:
         legs.evidence.extend(good)
     elif skip:
-        legs.missing.append(f"{', '.join(skip)} skipped")
+        legs.missing.append((", ".join(skip), f"{', '.join(skip)} skipped"))
     else:
         legs.failures.append(f"falsify checks for {claim.property} did not run")
 
@@ -154,12 +152,13 @@ def judge_claim(ctx: Context, contract: Contract, claim: Claim, facts: LeanFacts
 
 
 def _line(claim: Claim, legs: Legs) -> str:
-    if legs.state == "ok":
-        shown = [e for e in legs.evidence if e != "lean.kernel"]
-        return f"{claim.obligation} ok ({'; '.join(shown)})"
-    reasons = legs.failures if legs.failures else legs.missing
-    label = "FAILED" if legs.failures else "partial"
-    return f"{claim.obligation} {label} ({claim.theorem or '?'}: {'; '.join(reasons)})"
+    if legs.failures:
+        return f"{claim.obligation} FAILED ({claim.theorem or '?'}: {'; '.join(legs.failures)})"
+    shown = [claim.theorem] + [e for e in legs.evidence if e not in (claim.theorem, "lean.kernel")]
+    if legs.missing:
+        shown.append("missing " + ", ".join(label for label, _ in legs.missing))
+        return f"{claim.obligation} partial ({'; '.join(shown)})"
+    return f"{claim.obligation} ok ({'; '.join(shown)})"
 
 
 def run(ctx: Context) -> list[Check]:
@@ -180,6 +179,6 @@ def run(ctx: Context) -> list[Check]:
         bad = sorted({c.obligation for c, legs in judged if legs.state == "failed"})
         return [failed(CHECK_ID, f"{', '.join(bad)} not backed: {body}")]
     if any(legs.state == "partial" for _, legs in judged):
-        missing = sorted({m for _, legs in judged for m in legs.missing})
+        missing = sorted({why for _, legs in judged for _, why in legs.missing})
         return [skipped(CHECK_ID, f"partial: {'; '.join(missing)} - {body}")]
     return [passed(CHECK_ID, f"{len(judged)} obligations backed by theorem and evidence: {body}")]
