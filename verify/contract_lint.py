@@ -220,15 +220,21 @@ def _lean_exists(c: Contract, files: Files) -> list[str]:
         raise _Skip("verify.lean has no scan_sources yet")
     sources = {p: d for p, d in files.items() if p.endswith(".lean")}
     scan = scan_sources(sources)
-    theorems, rejected = scan.theorems, scan.rejected
-    out = []
+    declared: frozenset[str] = scan.declarations
+    where: dict[str, list[str]] = {}
     for r in c.lean_refs:
-        if r.theorem in rejected:
-            why = rejected[r.theorem] if isinstance(rejected, Mapping) else "rejected"
-            out.append(f"{r.theorem} ({r.where}, status {r.status}) is rejected by lean.scan: "
-                       f"{why}")
-        elif r.theorem not in theorems:
-            out.append(f"{r.theorem} ({r.where}) is not in the bundle's Lean files")
+        where.setdefault(r.theorem, []).append(r.where)
+    out = []
+    for thm, places in where.items():
+        named = f"{thm} ({', '.join(places)})"
+        if thm in scan.rejected:
+            out.append(f"{named} is rejected by lean.scan")
+        elif thm not in scan.theorems:
+            out.append(f"{named} is not a theorem" if thm in declared
+                       else f"{named} is not in the bundle's Lean files")
+    problems = scan.problems
+    if problems and any(t in scan.rejected for t in where):
+        out.append(f"first lean.scan problem: {problems[0]}")
     return out
 
 
