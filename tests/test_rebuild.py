@@ -1,0 +1,208 @@
+"""rebuild.ptx (verify/rebuild.py): the argv policy, and real nvcc rebuilds in a scratch copy.
+
+The sealed PTX is produced in the test by the nvcc installed on the machine, so the
+equal-rebuild case does not depend on the committed fixture's compiler version.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import verify.rebuild as rebuild
+from ledger.bundle import Bundle
+from ledger.errors import BadInput
+from verify.context import Context
+from verify.model import Contract, Kernel, Param
+from verify.rebuild import check_build, first_difference
+from verify.report import Check
+from verify.tools import find_tool
+
+FIX = Path(__file__).parent / "fixtures" / "ptx"
+NVCC = find_tool("nvcc", cuda=True)
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="no nvcc on this machine")
+BUILD = ("nvcc", "-arch=sm_86", "-ptx", "-o", "vector_add.ptx", "vector_add.cu")
+KERNEL = Kernel(
+    name="vector_add", version="1.0.0", entry="vector_add", ptx="vector_add.ptx",
+    source="vector_add.cu", build=BUILD,
+    params=(Param("a", "ptr", "f32"), Param("b", "ptr", "f32"), Param("c", "ptr", "f32"),
+            Param("n", "scalar", "u32")),
+)
+CONTRACT_YAML = b"""metadata: {version: "1.0.0", description: "f32 vector add"}
+equations: {vector_add: {formula: "c_i = a_i + b_i"}}
+kernel:
+  name: vector_add
+  version: "1.0.0"
+  entry: vector_add
+  ptx: vector_add.ptx
+  source: vector_add.cu
+  build: [nvcc, -arch=sm_86, -ptx, -o, vector_add.ptx, vector_add.cu]
+"""
+
+
+@pytest.fixture(scope="module")
+def sealed(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """PTX of the fixture source, built by the machine's nvcc in another directory."""
+    if NVCC is None:
+        pytest.skip("no nvcc on this machine")
+    d = tmp_path_factory.mktemp("seal")
+    (d / "vector_add.cu").write_bytes((FIX / "vector_add.cu").read_bytes())
+    subprocess.run([NVCC, *BUILD[1:]], cwd=d, check=True, capture_output=True)
+    return (d / "vector_add.ptx").read_bytes()
+
+
+def check(ptx: bytes, kernel: Kernel | None, source: bytes | None = None,
+          loaded: bool = True) -> Check:
+    files = {
+        "contract.yaml": CONTRACT_YAML,
+        "Proof.lean": b"theorem t : True := trivial\n",
+        "spec.fut": b"entry f (x: i32) = x\n",
+        "vector_add.ptx": ptx,
+        "vector_add.cu": (FIX / "vector_add.cu").read_bytes() if source is None else source,
+    }
+    ctx = Context(Bundle.from_files(files))
+    if loaded:
+        ctx.contract = Contract("vector_add", "1.0.0", "f32 vector add", kernel)
+    try:
+        [c] = rebuild.run(ctx)
+    finally:
+        ctx.close()
+    assert c.id == "rebuild.ptx"
+    return c
+
+
+@needs_nvcc
+def test_rebuild_equal(sealed: bytes) -> None:
+    c = check(sealed, KERNEL)
+    assert c.status == "passed", c.detail
+    assert f"equals the sealed PTX ({len(sealed)} bytes)" in c.detail
+    assert c.tool == "nvcc" and "release" in c.version
+
+
+@needs_nvcc
+def test_rebuild_different_source(sealed: bytes) -> None:
+    src = (FIX / "vector_add.cu").read_bytes().replace(b"a[i] + b[i]", b"a[i] - b[i]")
+    c = check(sealed, KERNEL, source=src)
+    assert c.status == "failed"
+    assert "rebuilt vector_add.ptx differs from the sealed one" in c.detail
+    assert "first difference at line" in c.detail and "sub.f32" in c.detail
+
+
+@needs_nvcc
+def test_rebuild_different_compiler_comment(sealed: bytes) -> None:
+    older = sealed.replace(b"release 13.", b"release 11.", 1)
+    assert older != sealed
+    c = check(older, KERNEL)
+    assert c.status == "failed"
+    assert "the sealed PTX was written by a different nvcc" in c.detail
+
+
+@needs_nvcc
+def test_rebuild_with_flags_and_include(sealed: bytes) -> None:
+    src = b'#include "inc/scale.h"\n' + (FIX / "vector_add.cu").read_bytes()
+    k = dataclasses.replace(KERNEL, build=(
+        "nvcc", "-arch=sm_86", "-O3", "-DSCALE=2", "-Iinc", "--std=c++17", "-ptx",
+        "--output-file", "vector_add.ptx", "vector_add.cu"))
+    files = {"contract.yaml": CONTRACT_YAML, "Proof.lean": b"x\n", "spec.fut": b"x\n",
+             "vector_add.cu": src, "inc/scale.h": b"#define HALF 0.5f\n"}
+    # Seal with the same command in a directory of our own, then check the rebuild.
+    ctx = Context(Bundle.from_files({**files, "vector_add.ptx": sealed}))
+    d = ctx.scratch()
+    assert NVCC is not None
+    subprocess.run([NVCC, *k.build[1:]], cwd=d, check=True, capture_output=True)
+    fresh = (d / "vector_add.ptx").read_bytes()
+    ctx.close()
+    ctx = Context(Bundle.from_files({**files, "vector_add.ptx": fresh}))
+    ctx.contract = Contract("v", "1", "d", k)
+    try:
+        [c] = rebuild.run(ctx)
+    finally:
+        ctx.close()
+    assert c.status == "passed", c.detail
+
+
+@needs_nvcc
+def test_rebuild_compile_error() -> None:
+    c = check(b"x", KERNEL, source=b"this is not CUDA\n")
+    assert c.status == "failed"
+    assert "exit 1" in c.detail and "no PTX written" in c.detail and "error" in c.detail
+
+
+def test_rebuild_refused_build_fails() -> None:
+    k = dataclasses.replace(KERNEL, build=("/usr/bin/nvcc", *BUILD[1:]))
+    if NVCC is None:
+        pytest.skip("no nvcc: the argv is only judged when a rebuild could run")
+    c = check(b"x", k)
+    assert c.status == "failed"
+    assert "refused build command: kernel.build must start with 'nvcc'" in c.detail
+
+
+def test_rebuild_skips() -> None:
+    c = check(b"x", dataclasses.replace(KERNEL, source="", build=()))
+    assert c.status == "skipped" and "no .cu source and build command" in c.detail
+    c = check(b"x", None, loaded=False)
+    assert c.status == "skipped" and "contract not loaded" in c.detail
+    c = check(b"x", None)
+    assert c.status == "skipped" and "no kernel section" in c.detail
+
+
+def test_rebuild_skipped_without_nvcc(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rebuild, "find_tool", lambda name, cuda=False: None)  # no toolkit
+    c = check(b"x", KERNEL)
+    assert c.status == "skipped" and "no nvcc" in c.detail
+
+
+def test_rebuild_missing_source_fails() -> None:
+    k = dataclasses.replace(KERNEL, source="kernel.cu")
+    c = check(b"x", k)
+    assert c.status == "failed" and "kernel.source 'kernel.cu' is not in the bundle" in c.detail
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("/usr/local/cuda/bin/nvcc", "-ptx", "-o", "k.ptx", "k.cu"), "must start with 'nvcc'"),
+        (("gcc", "-o", "k.ptx", "k.cu"), "must start with 'nvcc'"),
+        ((), "must start with 'nvcc'"),
+        (("nvcc", "-ccbin", "evil", "-ptx", "-o", "k.ptx", "k.cu"), "'-ccbin': nvcc option not"),
+        (("nvcc", "-Xcompiler", "-fplugin=p.so", "-ptx", "-o", "k.ptx", "k.cu"), "'-Xcompiler'"),
+        (("nvcc", "--options-file", "opts", "-ptx", "-o", "k.ptx", "k.cu"), "--options-file"),
+        (("nvcc", "--run", "-ptx", "-o", "k.ptx", "k.cu"), "'--run': nvcc option not"),
+        (("nvcc", "-odir=/tmp", "-ptx", "-o", "k.ptx", "k.cu"), "'-odir=/tmp'"),
+        (("nvcc", "-ptx", "-o", "other.ptx", "k.cu"), "writes 'other.ptx', not the kernel's"),
+        (("nvcc", "-ptx", "k.cu"), "writes None"),
+        (("nvcc", "-ptx", "k.cu", "-o"), "ends with -o"),
+        (("nvcc", "-o", "k.ptx", "k.cu"), "does not ask for PTX"),
+        (("nvcc", "-ptx", "-o", "k.ptx", "other.cu"), "does not compile the kernel's source"),
+        (("nvcc", "-ptx", "-o", "k.ptx", "k.cu", "/etc/passwd"), "'/etc/passwd': not a plain"),
+        (("nvcc", "-ptx", "-o", "k.ptx", "k.cu", "../k.cu"), "'../k.cu': not a plain"),
+        (("nvcc", "-ptx", "-o", "k.ptx", "k.cu", "$(id)"), "not a plain value"),
+        (("nvcc", "-ptx", "-o", "k.ptx", "k.cu", "-I/usr/include"), "bad value"),
+        (("nvcc", "-ptx", "-o", "k.ptx", "k.cu", "-DX=$(id)"), "bad value"),
+        (("nvcc", "-ptx", "-o", "k.ptx", "k.cu", "-arch=sm_86;id"), "value is not plain"),
+        (("nvcc", "-ptx", "-o", "k.ptx", "k.cu", "-lineinfo"), "embeds absolute paths"),
+        (("nvcc", "-ptx", "-o", "k.ptx", "k.cu", "-G"), "embeds absolute paths"),
+        (("nvcc", "-ptx", "-o", "k.ptx", "k.cu", "--a b"), "not a plain flag"),
+    ],
+)
+def test_check_build_refuses(argv: tuple[str, ...], message: str) -> None:
+    with pytest.raises(BadInput) as e:
+        check_build(argv, "k.ptx", "k.cu")
+    assert message in str(e.value), str(e.value)
+
+
+def test_check_build_accepts() -> None:
+    argv = ("nvcc", "-arch", "sm_86", "--gpu-architecture=sm_86", "-O3", "-DN=256", "-D", "M",
+            "-UNDEBUG", "-Iinc/sub", "-I", "inc", "-std=c++17", "--use_fast_math",
+            "-maxrregcount=64", "-ptx", "--output-file=k.ptx", "src/k.cu")
+    assert check_build(argv, "k.ptx", "src/k.cu") == list(argv[1:])
+
+
+def test_first_difference() -> None:
+    assert first_difference(b"a\nb\nc\n", b"a\nx\nc\n") == \
+        "first difference at line 2: sealed 'b', rebuilt 'x'"
+    assert first_difference(b"a", b"a\n") == \
+        "one is a prefix of the other: sealed 1 bytes, rebuilt 2"

@@ -1,0 +1,165 @@
+"""The ``rebuild.ptx`` check (SPEC 8 check ids; docs/external-tools.md "nvcc").
+
+With ``kernel.source`` and ``kernel.build`` in the contract and nvcc available:
+
+1. check the argv: the first item is exactly ``nvcc`` (which nvcc runs is decided by trusted
+   settings, ``find_tool("nvcc", cuda=True)``, never by the contract); every other item is a flag
+   from ``ALLOWED_FLAGS`` (with a plain value) or a plain value / bundle-relative path; ``-ptx`` is
+   given, the output (``-o``) is exactly ``kernel.ptx`` and the source is named. Flags that run or
+   load other programs (``-ccbin``, ``-Xcompiler``, ``--options-file``, ``--run`` ...) are refused
+   because they are not on the list; flags that embed absolute paths (``-lineinfo``, ``-G``)
+   are refused because the output could never match byte for byte;
+2. in a scratch copy of the bundle, delete the sealed PTX and run nvcc with a timeout;
+3. compare the output with the sealed PTX byte for byte; on a mismatch the detail shows the
+   first differing line (and says when it is the compiler-version comment nvcc writes).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ledger.bundle import check_path
+from ledger.errors import BadInput, BundleError
+from verify.context import Context
+from verify.ptx import tool_release
+from verify.report import Check, failed, passed, skipped
+from verify.tools import find_tool, run_tool
+
+# nvcc options that only steer PTX generation (names without leading dashes).
+ALLOWED_FLAGS = frozenset({
+    "ptx", "o", "output-file", "arch", "gpu-architecture", "code", "gpu-code", "std",
+    "maxrregcount", "I", "include-path", "D", "define-macro", "U", "undefine-macro", "x",
+    "default-stream", "diag-suppress", "O0", "O1", "O2", "O3", "optimize", "ftz", "prec-div",
+    "prec-sqrt", "fmad", "rdc", "relocatable-device-code", "extra-device-vectorization",
+    "restrict", "use_fast_math", "use-fast-math", "expt-relaxed-constexpr", "extended-lambda",
+    "expt-extended-lambda", "w", "disable-warnings", "src-in-ptx", "m64", "machine", "dopt",
+    "Wno-deprecated-gpu-targets", "Werror",
+})
+_PATH_EMBEDDING = frozenset({"lineinfo", "generate-line-info", "G", "device-debug", "g", "debug"})
+_FLAG = re.compile(r"(--?)([A-Za-z][\w\-]*)(?:=(.*))?")
+_JOINED = re.compile(r"-([DUI])(.+)")
+_VALUE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.,+=/\-]*")
+
+
+def _value_ok(v: str) -> bool:
+    """A plain value (``sm_86``, ``c++17``, ``N=256``) or a bundle-relative path."""
+    if not _VALUE.fullmatch(v):
+        return False
+    if "/" in v:
+        try:
+            check_path(v)
+        except BundleError:
+            return False
+    return True
+
+
+def check_build(build: Sequence[str], ptx: str, source: str) -> list[str]:
+    """The argv to run after ``nvcc``; ``BadInput`` naming the first refused item."""
+    if not build or build[0] != "nvcc":
+        raise BadInput("kernel.build must start with 'nvcc'")
+    out: str | None = None
+    want_output = False
+    has_ptx = False
+    for i, item in enumerate(build[1:], start=1):
+        if want_output:
+            out, want_output = item, False
+            continue
+        if not item.startswith("-"):
+            if not _value_ok(item):
+                raise BadInput(f"kernel.build[{i}] {item[:60]!r}: not a plain value or a "
+                               "bundle-relative path")
+            continue
+        if jm := _JOINED.fullmatch(item):  # -DNAME=1, -UNAME, -Iinclude/dir
+            if not _value_ok(jm.group(2)):
+                raise BadInput(f"kernel.build[{i}] {item[:60]!r}: bad value")
+            continue
+        m = _FLAG.fullmatch(item)
+        if m is None:
+            raise BadInput(f"kernel.build[{i}] {item[:60]!r}: not a plain flag")
+        name, value = m.group(2), m.group(3)
+        if name in _PATH_EMBEDDING:
+            raise BadInput(f"kernel.build[{i}] {item!r}: embeds absolute paths in the PTX, so "
+                           "the rebuild can never match byte for byte")
+        if name not in ALLOWED_FLAGS:
+            raise BadInput(f"kernel.build[{i}] {item[:60]!r}: nvcc option not allowed in a "
+                           "rebuild (allowed: see docs/external-tools.md)")
+        if value is not None and not _value_ok(value):
+            raise BadInput(f"kernel.build[{i}] {item[:60]!r}: value is not plain")
+        if name == "ptx":
+            has_ptx = True
+        if name in ("o", "output-file"):
+            if value is None:
+                want_output = True
+            else:
+                out = value
+    if want_output:
+        raise BadInput("kernel.build ends with -o and no output path")
+    if not has_ptx:
+        raise BadInput("kernel.build does not ask for PTX (-ptx)")
+    if out != ptx:
+        raise BadInput(f"kernel.build writes {out!r}, not the kernel's PTX {ptx!r}")
+    if source not in build[1:]:
+        raise BadInput(f"kernel.build does not compile the kernel's source {source!r}")
+    return list(build[1:])
+
+
+def first_difference(sealed: bytes, rebuilt: bytes) -> str:
+    """Where two PTX texts first differ, as one line of detail."""
+    a, b = sealed.split(b"\n"), rebuilt.split(b"\n")
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            xs = x.decode("utf-8", "replace").strip()[:120]
+            ys = y.decode("utf-8", "replace").strip()[:120]
+            hint = ""
+            if b"compilation tools" in x or b"Compiler Build ID" in x:
+                hint = " (the sealed PTX was written by a different nvcc)"
+            return f"first difference at line {i + 1}: sealed {xs!r}, rebuilt {ys!r}{hint}"
+    return f"one is a prefix of the other: sealed {len(sealed)} bytes, rebuilt {len(rebuilt)}"
+
+
+def rebuild_check(ctx: Context) -> Check:
+    k = ctx.contract.kernel if ctx.contract is not None else None
+    if k is None:
+        why = "contract not loaded" if ctx.contract is None else "contract has no kernel section"
+        return skipped("rebuild.ptx", f"{why}: no build to run", tool="nvcc")
+    if not k.source or not k.build:
+        return skipped("rebuild.ptx", "the contract gives no .cu source and build command",
+                       tool="nvcc")
+    present = {f.path for f in ctx.bundle.files}
+    for role, path in (("source", k.source), ("ptx", k.ptx)):
+        if path not in present:
+            return failed("rebuild.ptx", f"kernel.{role} {path!r} is not in the bundle",
+                          tool="nvcc")
+    nvcc = find_tool("nvcc", cuda=True)
+    if nvcc is None:
+        return skipped("rebuild.ptx", "no nvcc on PATH or in the CUDA locations", tool="nvcc")
+    version = tool_release(nvcc)
+    try:
+        args = check_build(k.build, k.ptx, k.source)
+    except BadInput as e:
+        return failed("rebuild.ptx", f"refused build command: {e}", "nvcc", version)
+    scratch = ctx.scratch()
+    target = scratch / k.ptx
+    target.unlink()
+    res = run_tool([nvcc, *args], cwd=scratch, timeout=ctx.options.timeout)
+    cmd = " ".join(k.build)
+    if res.timed_out:
+        return failed("rebuild.ptx", f"{cmd}: timed out after {ctx.options.timeout:g} s",
+                      "nvcc", version)
+    if not res.ok or not target.is_file():
+        err = (res.stderr + res.stdout).strip()[-400:]
+        return failed("rebuild.ptx", f"{cmd}: exit {res.returncode}, no PTX written: {err}",
+                      "nvcc", version)
+    rebuilt = target.read_bytes()
+    sealed = ctx.bundle.file(k.ptx)
+    if rebuilt != sealed:
+        return failed("rebuild.ptx", f"{cmd}: rebuilt {k.ptx} differs from the sealed one; "
+                      f"{first_difference(sealed, rebuilt)}", "nvcc", version)
+    return passed("rebuild.ptx", f"{cmd}: rebuilt {k.ptx} equals the sealed PTX "
+                  f"({len(sealed)} bytes)", "nvcc", version)
+
+
+def run(ctx: Context) -> list[Check]:
+    """``[rebuild.ptx]``."""
+    return [rebuild_check(ctx)]
