@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Set up everything the project needs on a fresh machine (idempotent).
+#   scripts/setup.sh          the main job: a venv with the package and its dependencies
+#   scripts/setup.sh --test   also the test tools: pytest, hypothesis, ruff, mypy, pymerkle, and the
+#                             system packages the tests use as independent clients (b3sum, Go with
+#                             golang.org/x/mod, headless Chromium)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+want_test=0
+[ "${1:-}" = "--test" ] && want_test=1
+
+PY=${PYTHON:-}
+if [ -z "$PY" ]; then
+  for cand in python3.11 python3; do
+    if command -v "$cand" >/dev/null 2>&1; then PY=$cand; break; fi
+  done
+fi
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $PY" >&2
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
+if [ $want_test = 1 ]; then
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+else
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e .
+fi
+
+# ptxas: the CUDA toolkit when present, else the nvidia-cuda-nvcc wheel (SPEC 8 ptx.assemble).
+if ! command -v ptxas >/dev/null 2>&1 && ! ls /usr/local/cuda*/bin/ptxas >/dev/null 2>&1; then
+  echo "setup: no CUDA toolkit; installing ptxas from the nvidia-cuda-nvcc wheel" >&2
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[cuda]' || \
+    echo "setup: could not install nvidia-cuda-nvcc; ptx.assemble will report skipped" >&2
+fi
+
+if [ $want_test = 1 ]; then
+  pkgs=()
+  command -v b3sum >/dev/null 2>&1 || pkgs+=(b3sum)
+  command -v go >/dev/null 2>&1 || pkgs+=(golang-go)
+  [ -d /usr/share/gocode/src/golang.org/x/mod/sumdb ] || pkgs+=(golang-golang-x-mod-dev)
+  command -v chromium >/dev/null 2>&1 || pkgs+=(chromium)
+  if [ ${#pkgs[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "setup: installing ${pkgs[*]} (Debian packages)" >&2
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update -qq >/dev/null
+      apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+    else
+      echo "setup: not root or no apt-get: tests needing ${pkgs[*]} will say skipped" >&2
+    fi
+  fi
+fi
+echo "setup: ready (.venv)" >&2

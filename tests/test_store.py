@@ -1,0 +1,140 @@
+"""The SQLite store and the log's write side: contiguous indices, roots and proofs from stored
+hashes agree with the reference tree, triggers refuse rewrites, hash resolution (SPEC 4, 7)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ledger import merkle
+from ledger.entries import decode_entry
+from ledger.errors import BadInput, LedgerStateError, UnknownHash
+from ledger.log import Log
+from ledger.note import open_note, parse_checkpoint
+from ledger.store import Store, note_text
+from tests.helpers.ledgers import add_node, new_ledger, seal_fake
+
+
+@pytest.fixture()
+def log(tmp_path: Path) -> Log:
+    return new_ledger(tmp_path / "home")
+
+
+def test_init_writes_empty_signed_checkpoint(log: Log) -> None:
+    note = log.store.checkpoint()
+    cp = parse_checkpoint(open_note(note, [log.verifier]).text)
+    assert (cp.origin, cp.size, cp.root) == ("test.example/log", 0, merkle.EMPTY_ROOT)
+    assert (log.home / "log.key").stat().st_mode & 0o777 == 0o600
+
+
+def test_init_twice_refused(log: Log) -> None:
+    with pytest.raises(LedgerStateError):
+        Log.init(log.home, "other")
+
+
+def test_open_missing_ledger(tmp_path: Path) -> None:
+    with pytest.raises(LedgerStateError, match="no ledger"):
+        Store.open(tmp_path / "nothing")
+
+
+def test_appends_are_chained_and_proofs_verify(log: Log, tmp_path: Path) -> None:
+    sk = add_node(log)
+    for i in range(13):
+        assert seal_fake(log, sk, tmp_path / "b", str(i)) == i + 1
+    size = log.store.size()
+    assert size == 14
+    leaves = [merkle.leaf_hash(e) for e in log.store.entries(0, size)]
+    root = merkle.root_from_leaf_hashes(leaves)
+    assert log.store.root() == root
+    # every entry names the tree it was appended to
+    for i, data in enumerate(log.store.entries(0, size)):
+        e = decode_entry(data)
+        assert e["prev_size"] == i
+        assert e["prev_root"] == merkle.root_from_leaf_hashes(leaves[:i]).hex()
+    for n in (1, 5, 8, 14):
+        r = log.store.root(n)
+        assert r == merkle.root_from_leaf_hashes(leaves[:n])
+        for i in range(n):
+            merkle.verify_inclusion(leaves[i], i, n, log.store.inclusion_proof(i, n), r)
+        for m in range(n + 1):
+            merkle.verify_consistency(m, n, log.store.root(m), r, log.store.consistency_proof(m, n))
+    cp = parse_checkpoint(note_text(log.store.checkpoint()))
+    assert (cp.size, cp.root) == (14, root)
+
+
+def test_triggers_refuse_update_and_delete(log: Log, tmp_path: Path) -> None:
+    sk = add_node(log)
+    seal_fake(log, sk, tmp_path, "x")
+    log.revoke(log.store.key_rows()[0][0], "retired")
+    conn = sqlite3.connect(log.home / "ledger.db")
+    for sql in (
+        "UPDATE entries SET data = x'00' WHERE idx = 0",
+        "DELETE FROM entries WHERE idx = 1",
+        "UPDATE hashes SET hash = x'00'",
+        "DELETE FROM blobs",
+        "DELETE FROM checkpoints",
+        "UPDATE keys SET name = 'mallory'",
+        "DELETE FROM revocations",
+    ):
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            conn.execute(sql)
+    conn.close()
+
+
+def test_migrations_are_recorded(log: Log) -> None:
+    versions = [r[0] for r in log.store.conn.execute("SELECT version FROM migrations")]
+    assert versions == [1]
+    tables = {r[0] for r in log.store.conn.execute("SELECT name FROM sqlite_master")}
+    assert {"entries", "hashes", "blobs", "checkpoints", "keys", "revocations"} <= tables
+
+
+def test_resolve(log: Log, tmp_path: Path) -> None:
+    sk = add_node(log)
+    idx = seal_fake(log, sk, tmp_path, "r")
+    e = decode_entry(log.store.entry(idx))
+    lh = log.store.leaf_hash(idx).hex()
+    assert log.store.resolve(str(idx)) == idx
+    assert log.store.resolve(e["bundle_digest"]) == idx
+    assert log.store.resolve(e["bundle_digest"][:8]) == idx
+    assert log.store.resolve(lh[:9].upper()) == idx
+    with pytest.raises(UnknownHash, match="no entry"):
+        log.store.resolve("99")
+    with pytest.raises(UnknownHash, match="8 to 64"):
+        log.store.resolve("abc")
+    with pytest.raises(UnknownHash, match="starts with"):
+        log.store.resolve("0" * 64 if not lh.startswith("0" * 8) else "f" * 64)
+
+
+def test_ambiguous_digest_names_both_entries(log: Log, tmp_path: Path) -> None:
+    """The same bundle vouched for by two nodes: its digest names two entries, so it is
+    ambiguous; the leaf hashes still name each one."""
+    a = add_node(log, "a")
+    b = add_node(log, "b")
+    i = seal_fake(log, a, tmp_path / "1", "same")
+    j = seal_fake(log, b, tmp_path / "2", "same")
+    digest = decode_entry(log.store.entry(i))["bundle_digest"]
+    with pytest.raises(UnknownHash, match=f"ambiguous: it matches entries {i}, {j}"):
+        log.store.resolve(digest)
+    assert log.store.resolve(log.store.leaf_hash(j).hex()[:12]) == j
+
+
+def test_register_revoke_and_refuse(log: Log, tmp_path: Path) -> None:
+    sk = add_node(log, "n1")
+    kid = log.store.key_rows()[0][0]
+    seal_fake(log, sk, tmp_path, "before")
+    log.revoke(kid, "compromised")
+    size = log.store.size()
+    with pytest.raises(BadInput, match="revoked"):
+        seal_fake(log, sk, tmp_path, "after")
+    assert log.store.size() == size
+    with pytest.raises(BadInput, match="revoked already"):
+        log.revoke(kid, "again")
+
+
+def test_same_bundle_same_signer_refused(log: Log, tmp_path: Path) -> None:
+    sk = add_node(log)
+    seal_fake(log, sk, tmp_path, "dup")
+    with pytest.raises(BadInput, match="sealed by this key already"):
+        seal_fake(log, sk, tmp_path, "dup")
