@@ -148,7 +148,9 @@ def rebuild_check(ctx: Context) -> Check:
         return failed("rebuild.ptx", f"{cmd}: timed out after {ctx.options.timeout:g} s",
                       "nvcc", version)
     if not res.ok or not target.is_file():
-        err = (res.stderr + res.stdout).strip()[-400:]
+        # Only the diagnostic lines, not nvcc's echo of the offending source text.
+        msgs = [ln.strip() for ln in (res.stderr + res.stdout).splitlines() if "error" in ln]
+        err = " / ".join(msgs)[:400] or "no diagnostics"
         return failed("rebuild.ptx", f"{cmd}: exit {res.returncode}, no PTX written: {err}",
                       "nvcc", version)
     rebuilt = target.read_bytes()
