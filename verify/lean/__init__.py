@@ -4,6 +4,7 @@
 ``run`` is the check group that returns both checks (``verify.lean.kernel``).
 """
 
+from verify.lean.kernel import run
 from verify.lean.scan import LeanScan, Problem, scan_sources
 
-__all__ = ["LeanScan", "Problem", "scan_sources"]
+__all__ = ["LeanScan", "Problem", "run", "scan_sources"]
