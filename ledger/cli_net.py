@@ -1,0 +1,267 @@
+"""Network commands of the ``ledger`` CLI (SPEC 7, 9): serve, export-tiles, mirror, witness, submit.
+
+``register(app)`` adds them to the main typer app (``ledger.cli`` calls it). Commands stay thin:
+the work is in ``ledger.server``, ``ledger.mirror``, ``ledger.witness`` and ``ledger.submit``;
+errors are the project's error tree, mapped to exit codes by ``ledger.cli.handled``.
+"""
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+WITNESS_HOME = "~/.local/share/kernel-ledger-witness"
+
+WitnessDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--dir",
+        help=f"Witness directory (default: $LEDGER_WITNESS_HOME, else {WITNESS_HOME}).",
+        show_default=False,
+    ),
+]
+
+
+def witness_dir(d: Path | None) -> Path:
+    if d is not None:
+        return d
+    env = os.environ.get("LEDGER_WITNESS_HOME")
+    return Path(env) if env else Path(WITNESS_HOME).expanduser()
+
+
+def register(app: typer.Typer) -> None:
+    from ledger import cli_out
+    from ledger.cli import HomeOpt, JsonOpt, handled, home_dir
+
+    @app.command()
+    @handled
+    def serve(
+        host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+        port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8080,
+        accept_submissions: Annotated[
+            bool,
+            typer.Option(
+                "--accept-submissions",
+                help="Accept POST /api/v1/submit (shared sealing; needs the log key).",
+            ),
+        ] = False,
+        access_log: Annotated[bool, typer.Option("--access-log", help="Log each request.")] = False,
+        home: HomeOpt = None,
+    ) -> None:
+        """Serve the ledger over HTTP: checkpoint, tiles, JSON API and HTML pages (SPEC 9)."""
+        from ledger.server import serve as run
+
+        if not 0 < port < 65536:
+            from ledger.errors import BadInput
+
+            raise BadInput(f"--port must be 1..65535, got {port}")
+        sys.stderr.write(f"ledger: serving {home_dir(home)} on http://{host}:{port}/\n")
+        run(home_dir(home), host, port, accept_submissions, access_log)
+
+    @app.command("export-tiles")
+    @handled
+    def export_tiles(
+        dest: Annotated[Path, typer.Argument(help="Directory to write checkpoint and tiles into.")],
+        home: HomeOpt = None,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """Write the checkpoint and every tile as static files (C2SP tlog-tiles layout)."""
+        from ledger.server import export_tiles as run
+
+        size, written = run(home_dir(home), dest)
+        if json_out:
+            cli_out.emit_json({"directory": str(dest), "tree_size": size, "files": written})
+        else:
+            cli_out.plain(f"exported tree of size {size} to {dest} ({written} files written)")
+
+    @app.command()
+    @handled
+    def mirror(
+        url: Annotated[str, typer.Argument(help="Base URL of the ledger to follow.")],
+        vkey: Annotated[str, typer.Option("--vkey", help="The log's verifier key (or a file).")],
+        follow: Annotated[bool, typer.Option("--follow", help="Keep polling.")] = False,
+        witness: Annotated[
+            list[str] | None,
+            typer.Option("--witness", help="Require a cosignature by this witness key (or file)."),
+        ] = None,
+        interval: Annotated[
+            float, typer.Option("--interval", help="Seconds between polls with --follow.")
+        ] = 30.0,
+        rounds: Annotated[
+            int | None, typer.Option("--rounds", help="With --follow, stop after N polls.")
+        ] = None,
+        home: HomeOpt = None,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """Follow a remote ledger: verify its checkpoint, consistency, entries and blobs, and keep
+        a verified copy in LEDGER_HOME (exit 1 and evidence on a rewrite)."""
+        from ledger.errors import BadInput
+        from ledger.mirror import Mirror, Remote, SyncResult
+        from ledger.mirror import follow as follow_loop
+        from ledger.submit import read_vkey
+        from ledger.witness import parse_cosigner_vkey
+
+        if interval <= 0:
+            raise BadInput("--interval must be positive")
+        pinned = read_vkey(vkey)
+        witnesses = [parse_cosigner_vkey(read_vkey(w).vkey) for w in witness or []]
+        remote = Remote(url)
+
+        def show(r: SyncResult) -> None:
+            if json_out:
+                line = r.to_json()
+                sys.stdout.write(
+                    (json.dumps(line) if follow else json.dumps(line, indent=1)) + "\n"
+                )
+                sys.stdout.flush()
+            else:
+                cli_out.plain(
+                    f"mirrored {r.origin}: size {r.old_size} -> {r.new_size} "
+                    f"({r.entries} entries, {r.blobs} blobs, {r.requests} requests, "
+                    f"{r.seconds:.2f} s)"
+                )
+
+        def warn(e: Exception, delay: float) -> None:
+            cli_out.error_line(f"{e} (retrying in {delay:.0f} s)")
+
+        try:
+            with cli_out.progress("mirroring", None, enabled=not json_out) as bar:
+                m = Mirror(
+                    home_dir(home),
+                    remote,
+                    pinned.vkey,
+                    witnesses,
+                    progress=lambda done, total: bar.update(done, f"{done}/{total}"),
+                )
+                if follow:
+                    follow_loop(m, interval, show, warn, rounds=rounds)
+                else:
+                    show(m.sync())
+        finally:
+            remote.close()
+
+    @app.command()
+    @handled
+    def submit(
+        directory: Annotated[Path, typer.Argument(help="Bundle directory to seal remotely.")],
+        server: Annotated[str, typer.Option("--server", help="Base URL of the log server.")],
+        key: Annotated[str, typer.Option("--key", help="Node key NAME in LEDGER_HOME/keys.")],
+        vkey: Annotated[
+            str, typer.Option("--vkey", help="The log's verifier key (or a file) to check with.")
+        ],
+        passphrase_file: Annotated[
+            Path | None, typer.Option("--passphrase-file", help="Passphrase of an encrypted key.")
+        ] = None,
+        home: HomeOpt = None,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """Check a bundle locally, sign it with a node key registered in a remote log, and submit
+        it (shared sealing); re-sign when the log moved on."""
+        from ledger import wiring
+        from ledger.keys import load_node_secret, read_passphrase
+        from ledger.submit import read_vkey, submit_bundle
+        from verify.context import Options
+
+        pinned = read_vkey(vkey)
+        pw = read_passphrase(passphrase_file) if passphrase_file else None
+        sk, _pub = load_node_secret(home_dir(home) / "keys", key, pw)
+        [(_d, bundle, report)] = wiring.check_dirs([directory], Options())
+        if report.verdict == "failed":
+            first = next((c for c in report.checks if c.status == "failed"), None)
+            why = f"{first.id}: {first.detail}" if first else "no checks ran"
+            cli_out.error_line(f"{directory}: refused, a check failed ({why})")
+            if json_out:
+                cli_out.emit_json({"refused": str(directory), "report": report.to_json()})
+            raise typer.Exit(1)
+        done = submit_bundle(
+            server, bundle, wiring.contract_fields(bundle, report), sk, pinned
+        )
+        if json_out:
+            cli_out.emit_json(
+                {
+                    "index": done.index,
+                    "bundle_digest": bundle.digest.hex(),
+                    "leaf_hash": done.leaf_hash.hex(),
+                    "attempts": done.attempts,
+                    "checkpoint": done.checkpoint.decode("utf-8"),
+                    "report": report.to_json(),
+                }
+            )
+        else:
+            cli_out.plain(
+                f"submitted {directory}: index {done.index}  bundle {bundle.digest.hex()}  "
+                f"leaf {done.leaf_hash.hex()}  verdict {report.verdict}"
+            )
+
+    witness_app = typer.Typer(
+        help="A checkpoint witness (C2SP tlog-witness) and asking one to cosign.",
+        no_args_is_help=True,
+    )
+    app.add_typer(witness_app, name="witness")
+
+    @witness_app.command("init")
+    @handled
+    def witness_init(
+        name: Annotated[str, typer.Option("--name", help="Witness name, e.g. witness.example")],
+        wdir: WitnessDir = None,
+    ) -> None:
+        """Create a witness key in the witness directory and print its verifier key."""
+        from ledger.witness import Witness
+
+        w = Witness.init(witness_dir(wdir), name)
+        cli_out.plain(w.vkey)
+
+    @witness_app.command("vkey")
+    @handled
+    def witness_vkey(wdir: WitnessDir = None) -> None:
+        """Print the witness's cosignature verifier key."""
+        from ledger.witness import Witness
+
+        cli_out.plain(Witness(witness_dir(wdir)).vkey)
+
+    @witness_app.command("add-log")
+    @handled
+    def witness_add_log(
+        vkey: Annotated[str, typer.Argument(help="The log's verifier key (or a file).")],
+        wdir: WitnessDir = None,
+    ) -> None:
+        """Trust a log: the witness will cosign checkpoints signed by this key."""
+        from ledger.submit import read_vkey
+        from ledger.witness import Witness
+
+        origin = Witness(witness_dir(wdir)).add_log(read_vkey(vkey).vkey)
+        cli_out.plain(f"witnessing {origin}")
+
+    @witness_app.command("serve")
+    @handled
+    def witness_serve(
+        host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+        port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8081,
+        wdir: WitnessDir = None,
+    ) -> None:
+        """Serve POST /add-checkpoint (C2SP tlog-witness)."""
+        import uvicorn
+
+        from ledger.witness import make_witness_app
+
+        app_ = make_witness_app(witness_dir(wdir))
+        sys.stderr.write(f"ledger: witness on http://{host}:{port}/\n")
+        uvicorn.run(app_, host=host, port=port, log_level="warning", server_header=False)
+
+    @witness_app.command("add-checkpoint")
+    @handled
+    def witness_add_checkpoint(
+        url: Annotated[str, typer.Argument(help="Base URL of the witness.")],
+        vkey: Annotated[str, typer.Option("--vkey", help="The witness's cosignature key.")],
+        home: HomeOpt = None,
+    ) -> None:
+        """Send this log's latest checkpoint to a witness and keep its cosignature, which
+        `ledger serve` then publishes with GET /checkpoint."""
+        from ledger.submit import read_vkey
+        from ledger.witness import request_cosignature
+
+        note = request_cosignature(home_dir(home), url, read_vkey(vkey).vkey)
+        sys.stdout.write(note.decode("utf-8"))

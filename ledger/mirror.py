@@ -1,0 +1,458 @@
+"""Follow a remote ledger and detect any rewrite (SPEC 9, ``ledger mirror``).
+
+One ``sync`` does, in order:
+
+1. fetch ``/checkpoint`` (size-capped) and open it with the pinned verifier key (a bad signature is
+   ``SignatureError``); with ``witnesses``, require a valid cosignature from each of them;
+2. compare it with what the local mirror already verified: its latest checkpoint, the checkpoint
+   an interrupted sync was working towards (``mirror.pending``) and the entries already stored.
+   A remote tree that is smaller, or whose consistency proof (computed from the remote hash tiles,
+   then verified against both signed roots) fails, is a rewrite: both signed notes are written to
+   ``LEDGER_HOME/evidence/`` and ``RewriteDetected`` names the files;
+3. fetch the entry tiles of the new range in batches; for each entry check its chaining
+   (``prev_size`` / ``prev_root``), its signatures and its signer's registration (``Registry``), and
+   for bundle entries that the manifest hashes to the digest; recompute the tree: a batch ending
+   before the signed size must be proved a prefix of the signed tree by a consistency proof from
+   the remote hash tiles; the last batch must give exactly the signed root;
+4. fetch every blob the new bundle entries name (batched) and check its BLAKE3 digest;
+5. append the batch (entries, blobs, key index) in one transaction, and store the checkpoint note
+   only after the last batch. An interrupted sync resumes from what the store holds.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import struct
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ledger import merkle
+from ledger.bundle import blake3_digest, parse_manifest
+from ledger.entries import Registry, decode_entry
+from ledger.errors import (
+    BadInput,
+    CannotCheck,
+    LedgerError,
+    LedgerStateError,
+    ProofError,
+    RewriteDetected,
+    TamperDetected,
+    VerificationFailed,
+)
+from ledger.keys import write_atomic
+from ledger.note import Checkpoint, NoteVerifier, open_note, parse_checkpoint
+from ledger.store import Store, note_text
+from ledger.tiles import TILE_WIDTH, entries_tile_path, parse_entry_bundle, tile_path
+
+MAX_CHECKPOINT_BYTES = 1 << 20
+MAX_ENTRY_TILE_BYTES = TILE_WIDTH * (2 + 65535)
+MAX_BLOB_ANSWER_BYTES = 80 << 20
+BATCH_TILES = 16  # entry tiles verified and appended per transaction
+BLOBS_PER_REQUEST = 64
+PENDING_META = "mirror.pending"
+URL_META = "mirror.url"
+VKEY_META = "vkey"
+EVIDENCE_DIR = "evidence"
+
+
+class Remote:
+    """The remote ledger's HTTP interface, with timeouts and capped answers."""
+
+    def __init__(self, url: str, client: httpx.Client | None = None, timeout: float = 30.0) -> None:
+        if not url.startswith(("http://", "https://")):
+            raise BadInput(f"mirror URL must start with http:// or https://, got {url!r}")
+        self.url = url.rstrip("/")
+        self.client = client or httpx.Client(
+            timeout=httpx.Timeout(timeout, connect=10.0),
+            limits=httpx.Limits(max_connections=8),
+            follow_redirects=False,
+        )
+        self.requests = 0
+
+    def close(self) -> None:
+        self.client.close()
+
+    def get(
+        self, path: str, limit: int, params: Sequence[tuple[str, str]] | None = None
+    ) -> tuple[bytes, httpx.Headers]:
+        """GET ``path`` and return the body, refusing one over ``limit`` bytes; 404 is
+        ``CannotCheck`` too (the remote cannot serve what its checkpoint promises)."""
+        url = f"{self.url}/{path.lstrip('/')}"
+        self.requests += 1
+        try:
+            with self.client.stream("GET", url, params=list(params or [])) as r:
+                if r.status_code != 200:
+                    raise CannotCheck(f"{url}: the mirror answered HTTP {r.status_code}")
+                length = r.headers.get("content-length")
+                if length is not None and length.isdigit() and int(length) > limit:
+                    raise CannotCheck(f"{url}: answer of {length} bytes is over {limit}")
+                buf = bytearray()
+                for chunk in r.iter_bytes():
+                    buf += chunk
+                    if len(buf) > limit:
+                        raise CannotCheck(f"{url}: answer is over the {limit}-byte limit")
+                return bytes(buf), r.headers
+        except httpx.HTTPError as e:
+            raise CannotCheck(f"cannot reach the mirror at {url}: {e}") from e
+
+    def checkpoint(self) -> bytes:
+        return self.get("checkpoint", MAX_CHECKPOINT_BYTES)[0]
+
+    def blobs(self, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        """Fetch blobs by digest (batched), each checked against its BLAKE3 digest."""
+        out: dict[bytes, bytes] = {}
+        todo = list(digests)
+        while todo:
+            ask = todo[:BLOBS_PER_REQUEST]
+            body, headers = self.get(
+                "api/v1/blobs", MAX_BLOB_ANSWER_BYTES, [("d", d.hex()) for d in ask]
+            )
+            count = headers.get("x-blob-count", "")
+            if not count.isdigit() or not 1 <= int(count) <= len(ask):
+                raise CannotCheck("the mirror's blob answer has no valid X-Blob-Count")
+            pos = 0
+            for digest in ask[: int(count)]:
+                if pos + 4 > len(body):
+                    raise VerificationFailed("the mirror's blob answer is truncated")
+                (n,) = struct.unpack_from(">I", body, pos)
+                data = body[pos + 4 : pos + 4 + n]
+                if len(data) != n:
+                    raise VerificationFailed("the mirror's blob answer is truncated")
+                if blake3_digest(data) != digest:
+                    raise TamperDetected(f"blob {digest.hex()} from the mirror has another hash")
+                out[digest] = data
+                pos += 4 + n
+            if pos != len(body):
+                raise VerificationFailed("the mirror's blob answer has trailing bytes")
+            todo = todo[int(count) :]
+        return out
+
+
+class TileHashes:
+    """``GetStored`` over the remote hash tiles of the tree of ``size`` (fetched lazily, cached).
+
+    The hashes are untrusted until a proof built from them verifies against a signed root.
+    """
+
+    def __init__(self, remote: Remote, size: int) -> None:
+        self.remote = remote
+        self.size = size
+        self._tiles: dict[str, bytes] = {}
+        self._hashes: dict[tuple[int, int], bytes] = {}
+
+    def get(self, level: int, n: int) -> bytes:
+        got = self._hashes.get((level, n))
+        if got is not None:
+            return got
+        tlevel, r = divmod(level, 8)
+        start, count = n << r, 1 << r
+        avail = self.size >> (8 * tlevel)
+        if start + count > avail:
+            raise ProofError(f"hash ({level}, {n}) is outside the tree of size {self.size}")
+        t, offset = divmod(start, TILE_WIDTH)
+        width = min(TILE_WIDTH, avail - t * TILE_WIDTH)
+        path = tile_path(tlevel, t, width)
+        data = self._tiles.get(path)
+        if data is None:
+            data = self.remote.get(path, TILE_WIDTH * merkle.HASH_SIZE)[0]
+            if len(data) != width * merkle.HASH_SIZE:
+                raise ProofError(f"remote {path} has {len(data)} bytes, not {width * 32}")
+            self._tiles[path] = data
+        row = [data[i * 32 : i * 32 + 32] for i in range(offset, offset + count)]
+        while len(row) > 1:
+            row = [merkle.node_hash(row[i], row[i + 1]) for i in range(0, len(row), 2)]
+        self._hashes[(level, n)] = row[0]
+        return row[0]
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    origin: str
+    old_size: int
+    new_size: int
+    entries: int
+    blobs: int
+    requests: int
+    seconds: float
+    checkpoint: bytes
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "origin": self.origin,
+            "old_size": self.old_size,
+            "new_size": self.new_size,
+            "entries": self.entries,
+            "blobs": self.blobs,
+            "requests": self.requests,
+            "seconds": round(self.seconds, 3),
+            "checkpoint": self.checkpoint.decode("utf-8"),
+        }
+
+
+@dataclass
+class Mirror:
+    """A local mirror of one remote log; keep the object between polls (``--follow``)."""
+
+    home: Path
+    remote: Remote
+    vkey_text: str
+    witnesses: Sequence[NoteVerifier] = ()
+    progress: Callable[[int, int], None] | None = None
+    vkey: NoteVerifier = field(init=False)
+    _registry: Registry | None = field(default=None, init=False)
+    _registry_size: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        from ledger.note import parse_vkey
+
+        self.vkey = parse_vkey(self.vkey_text)
+
+    # -- steps 1 and 2 ---------------------------------------------------------------------------
+
+    def fetch_checkpoint(self) -> tuple[bytes, Checkpoint]:
+        note = self.remote.checkpoint()
+        opened = open_note(note, [self.vkey])
+        cp = parse_checkpoint(opened.text)
+        if cp.origin != self.vkey.name:
+            raise VerificationFailed(
+                f"checkpoint origin {cp.origin!r} is not the pinned key's name {self.vkey.name!r}"
+            )
+        if self.witnesses:
+            from ledger.witness import require_cosignatures
+
+            require_cosignatures(note, opened.text, self.witnesses)
+        return note, cp
+
+    def open_store(self, origin: str) -> Store:
+        try:
+            store = Store.open(self.home)
+        except LedgerStateError:
+            if (self.home / "ledger.db").exists():
+                raise
+            store = Store.create(self.home, origin)
+            store.set_meta(VKEY_META, self.vkey_text)
+            store.set_meta(URL_META, self.remote.url)
+            return store
+        if store.origin != origin:
+            store.close()
+            raise BadInput(f"{self.home} mirrors {store.origin!r}, not {origin!r}")
+        known = store.meta(VKEY_META)
+        if known is not None and known != self.vkey_text:
+            store.close()
+            raise BadInput(f"{self.home} follows the key {known}, not {self.vkey_text}")
+        if known is None:
+            store.set_meta(VKEY_META, self.vkey_text)
+        return store
+
+    def evidence(self, store: Store, kept: bytes, remote: bytes, why: str) -> RewriteDetected:
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        folder = self.home / EVIDENCE_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        a = folder / f"{stamp}-verified.checkpoint"
+        b = folder / f"{stamp}-remote.checkpoint"
+        write_atomic(a, kept, 0o644)
+        write_atomic(b, remote, 0o644)
+        return RewriteDetected(
+            f"the remote log was rewritten: {why}; both signed checkpoints are kept in {a} and {b}"
+        )
+
+    def check_consistent(
+        self, store: Store, kept: bytes, note: bytes, cp: Checkpoint, hashes: TileHashes
+    ) -> None:
+        old = parse_checkpoint(note_text(kept))
+        if old.size > cp.size:
+            raise self.evidence(store, kept, note, f"its tree shrank from {old.size} to {cp.size}")
+        if old.size == cp.size:
+            if old.root != cp.root:
+                raise self.evidence(store, kept, note, f"two roots for size {cp.size}")
+            return
+        if old.size == 0:
+            return
+        try:
+            proof = merkle.consistency_proof(old.size, cp.size, hashes.get)
+            merkle.verify_consistency(old.size, cp.size, old.root, cp.root, proof)
+        except ProofError as e:
+            raise self.evidence(
+                store, kept, note, f"no consistency from size {old.size} to {cp.size} ({e})"
+            ) from e
+
+    # -- the sync --------------------------------------------------------------------------------
+
+    def sync(self) -> SyncResult:
+        t0 = time.perf_counter()
+        requests0 = self.remote.requests
+        note, cp = self.fetch_checkpoint()
+        store = self.open_store(cp.origin)
+        try:
+            return self._sync(store, note, cp, t0, requests0)
+        finally:
+            store.close()
+
+    def _sync(
+        self, store: Store, note: bytes, cp: Checkpoint, t0: float, requests0: int
+    ) -> SyncResult:
+        hashes = TileHashes(self.remote, cp.size)
+        verified: bytes | None
+        try:
+            verified = store.checkpoint()
+        except LedgerStateError:
+            verified = None
+        if verified is not None:
+            self.check_consistent(store, verified, note, cp, hashes)
+        pending = store.meta(PENDING_META)
+        if pending:
+            self.check_consistent(store, pending.encode("utf-8"), note, cp, hashes)
+        local = store.size()
+        start_size = local
+        if local > cp.size:
+            raise self.evidence(
+                store, pending.encode() if pending else b"", note, "it holds fewer entries"
+            )
+        if 0 < local < cp.size:
+            proof = merkle.consistency_proof(local, cp.size, hashes.get)
+            merkle.verify_consistency(local, cp.size, store.root(local), cp.root, proof)
+        elif local == cp.size and store.root(local) != cp.root:
+            raise self.evidence(store, verified or b"", note, "the stored entries differ")
+        registry = self.registry(store, local)
+        blobs_fetched = 0
+        if local < cp.size:
+            store.set_meta(PENDING_META, note.decode("utf-8"))
+            frontier = merkle.Frontier.from_store(local, store.stored_hash)
+            while local < cp.size:
+                end = min(cp.size, (local // TILE_WIDTH + BATCH_TILES) * TILE_WIDTH)
+                blobs_fetched += self._batch(store, registry, frontier, local, end, cp, hashes)
+                local = end
+                self._registry_size = local
+                if self.progress is not None:
+                    self.progress(local, cp.size)
+        if verified != note:
+            store.put_checkpoint(note, cp.size)
+        if pending:
+            store.set_meta(PENDING_META, "")
+        return SyncResult(
+            cp.origin,
+            start_size,
+            cp.size,
+            cp.size - start_size,
+            blobs_fetched,
+            self.remote.requests - requests0,
+            time.perf_counter() - t0,
+            note,
+        )
+
+    def registry(self, store: Store, size: int) -> Registry:
+        """The node-key registry after the first ``size`` local entries (kept between polls)."""
+        if self._registry is None or self._registry_size > size:
+            self._registry = Registry(self.vkey.public, self.vkey.name)
+            self._registry_size = 0
+        if self._registry_size < size:
+            for i, _, data in store.rows(self._registry_size):
+                if i >= size:
+                    break
+                self._registry.apply(i, data)
+            self._registry_size = size
+        return self._registry
+
+    def _entries(self, start: int, end: int, size: int) -> Iterator[tuple[int, bytes]]:
+        for t in range(start // TILE_WIDTH, (end + TILE_WIDTH - 1) // TILE_WIDTH):
+            width = min(TILE_WIDTH, size - t * TILE_WIDTH)
+            path = entries_tile_path(t, width)
+            items = parse_entry_bundle(self.remote.get(path, MAX_ENTRY_TILE_BYTES)[0])
+            if len(items) != width:
+                raise ProofError(f"remote {path} holds {len(items)} entries, not {width}")
+            for k, data in enumerate(items):
+                i = t * TILE_WIDTH + k
+                if start <= i < end:
+                    yield i, data
+
+    def _batch(
+        self,
+        store: Store,
+        registry: Registry,
+        frontier: merkle.Frontier,
+        start: int,
+        end: int,
+        cp: Checkpoint,
+        hashes: TileHashes,
+    ) -> int:
+        rows: list[tuple[int, bytes, dict[str, Any]]] = []
+        wanted: dict[bytes, None] = {}
+        for i, data in self._entries(start, end, cp.size):
+            entry = check_entry(registry, frontier, i, data)
+            rows.append((i, data, entry))
+            if entry["type"] == "bundle":
+                for _, digest in parse_manifest(entry["manifest"].encode("utf-8")):
+                    if digest not in wanted and store.blob(digest) is None:
+                        wanted[digest] = None
+        root = frontier.root()
+        if end < cp.size:
+            proof = merkle.consistency_proof(end, cp.size, hashes.get)
+            merkle.verify_consistency(end, cp.size, root, cp.root, proof)
+        elif root != cp.root:
+            raise ProofError(
+                f"the remote entries give root {root.hex()}, not the signed root {cp.root.hex()}"
+            )
+        blobs = self.remote.blobs(list(wanted))
+        with store.writer() as w:
+            for digest, blob in blobs.items():
+                w.put_blob(digest, blob)
+            for _i, data, entry in rows:
+                etype = entry["type"]
+                bdigest = bytes.fromhex(entry["bundle_digest"]) if etype == "bundle" else None
+                w.append(data, etype, bdigest)  # also indexes key entries
+            if w.size != end or w.root() != root:
+                raise TamperDetected("the local store changed while the mirror was appending")
+        return len(blobs)
+
+
+def check_entry(
+    registry: Registry, frontier: merkle.Frontier, index: int, data: bytes
+) -> dict[str, Any]:
+    """Verify one remote entry at ``index`` and add its leaf to ``frontier``."""
+    try:
+        entry = decode_entry(data)
+    except BadInput as e:
+        raise VerificationFailed(f"remote entry {index} is malformed: {e}") from e
+    if entry["prev_size"] != index or entry["prev_root"] != frontier.root().hex():
+        raise TamperDetected(
+            f"remote entry {index} is not chained to the tree before it "
+            f"(prev_size {entry['prev_size']})"
+        )
+    registry.apply(index, data)
+    if entry["type"] == "bundle":
+        manifest = entry["manifest"].encode("utf-8")
+        if blake3_digest(manifest).hex() != entry["bundle_digest"]:
+            raise TamperDetected(f"remote entry {index}: the manifest does not hash to the digest")
+    frontier.append(merkle.leaf_hash(data))
+    return entry
+
+
+def follow(
+    mirror: Mirror,
+    interval: float,
+    report: Callable[[SyncResult], None],
+    on_error: Callable[[LedgerError, float], None],
+    max_interval: float = 300.0,
+    rounds: int | None = None,
+) -> None:
+    """Sync forever (or ``rounds`` times): every ``interval`` seconds while the remote answers,
+    backing off exponentially up to ``max_interval`` while it cannot be reached. Verification
+    failures end the loop by raising."""
+    delay = interval
+    done = 0
+    while rounds is None or done < rounds:
+        done += 1
+        try:
+            report(mirror.sync())
+            delay = interval
+        except CannotCheck as e:
+            delay = min(max_interval, max(delay, interval) * 2)
+            on_error(e, delay)
+        if rounds is not None and done >= rounds:
+            break
+        time.sleep(delay)

@@ -1,0 +1,613 @@
+"""The public mirror over HTTP (SPEC 9; SPEC 6 for the tiles and the proof JSON).
+
+``make_app(home)`` builds a Starlette ASGI app over the ledger at ``home``; ``serve`` runs it under
+uvicorn. Everything served is read from the store and bounded:
+
+* ``GET /checkpoint``: the latest signed checkpoint note, with the witness cosignatures the log has
+  collected for that very checkpoint (``ledger.witness``);
+* ``GET /tile/<L>/<N>[.p/<W>]`` and ``GET /tile/entries/<N>[.p/<W>]``: C2SP tlog-tiles for the tree
+  of the latest checkpoint; full tiles are immutable and cached forever, partial tiles briefly, and
+  a tile beyond that tree is 404;
+* ``GET /api/v1/...``: entries, hash lookup, inclusion and consistency proofs (SPEC 6 JSON), bundle
+  files and blobs by BLAKE3 digest (never by a file-system path), and the OpenAPI description;
+* the HTML pages of ``ledger.web.pages``; ``POST /api/v1/submit`` (``ledger.submit``) only with
+  ``accept_submissions``.
+
+Hostile input gets a 4xx answer: ``BadInput`` -> 400, ``UnknownHash`` and anything outside the tree
+-> 404. A last-resort handler logs and answers 500 (the tests assert it never fires).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import struct
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ledger import merkle
+from ledger.bundle import parse_manifest
+from ledger.canonical import loads_canonical
+from ledger.encoding import b64_encode, hex_decode
+from ledger.errors import BadInput, CannotCheck, LedgerError, UnknownHash, VerificationFailed
+from ledger.note import Checkpoint, parse_checkpoint
+from ledger.store import Store
+from ledger.tiles import TILE_WIDTH, entry_bundle, hash_tile, parse_tile_path, tile_path
+
+log = logging.getLogger("ledger.server")
+
+FULL_TILE_CACHE = "public, max-age=31536000, immutable"
+PARTIAL_TILE_CACHE = "public, max-age=5"
+CHECKPOINT_CACHE = "no-cache"
+MAX_BATCH_BLOBS = 64  # digests per GET /api/v1/blobs?d=...
+MAX_BATCH_BYTES = 32 << 20  # a batch answer stops after this many bytes (X-Blob-Count says where)
+MAX_PARAM_DIGITS = 19  # decimal query parameters: below 2**63
+TILE_CACHE_BYTES = 64 << 20
+COSIGNED_META = "witness.cosigned_note"  # the checkpoint note with witness cosignature lines
+
+_OPENAPI = Path(__file__).parent / "templates" / "openapi.json"
+_SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (
+        b"content-security-policy",
+        b"default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+    ),
+]
+
+
+def checkpoint_text(note: bytes) -> bytes:
+    """The text of a signed note (up to and including the line before the blank line)."""
+    cut = note.find(b"\n\n")
+    if cut < 0:
+        raise BadInput("checkpoint note has no signature block")
+    return note[: cut + 1]
+
+
+@dataclass(frozen=True)
+class View:
+    """The tree a request is answered from: the latest checkpoint the store holds."""
+
+    note: bytes
+    checkpoint: Checkpoint
+
+    @property
+    def size(self) -> int:
+        return self.checkpoint.size
+
+
+class Served:
+    """Per-app state: the store (opened in the event loop's thread) and a small tile cache."""
+
+    def __init__(self, home: Path, accept_submissions: bool = False) -> None:
+        self.home = home
+        self.accept_submissions = accept_submissions
+        self._store: Store | None = None
+        self._view: View | None = None
+        self._tiles: OrderedDict[str, bytes] = OrderedDict()
+        self._tile_bytes = 0
+        self.extra: dict[str, Any] = {}  # submission state (rate limits, registry)
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = Store.open(self.home)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def view(self) -> View:
+        try:
+            note = self.store.checkpoint()
+        except LedgerError as e:
+            raise HTTPException(404, f"this ledger has no checkpoint yet ({e})") from e
+        if self._view is None or self._view.note != note:
+            self._view = View(note, parse_checkpoint(checkpoint_text(note)))
+        return self._view
+
+    def cached_tile(self, key: str, make: Callable[[], bytes]) -> bytes:
+        hit = self._tiles.get(key)
+        if hit is not None:
+            self._tiles.move_to_end(key)
+            return hit
+        data = make()
+        self._tiles[key] = data
+        self._tile_bytes += len(data)
+        while self._tile_bytes > TILE_CACHE_BYTES and self._tiles:
+            _, old = self._tiles.popitem(last=False)
+            self._tile_bytes -= len(old)
+        return data
+
+
+def served(request: Request) -> Served:
+    state: Served = request.app.state.served
+    return state
+
+
+def int_param(request: Request, name: str, default: int | None = None) -> int:
+    """A non-negative decimal query parameter; BadInput when absent (without default) or bad."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        if default is None:
+            raise BadInput(f"query parameter {name!r} is required")
+        return default
+    if not raw.isascii() or not raw.isdigit() or len(raw) > MAX_PARAM_DIGITS:
+        raise BadInput(f"query parameter {name!r} must be a non-negative decimal integer")
+    return int(raw)
+
+
+def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    body = json.dumps(obj, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    return Response(body, status, headers=headers, media_type="application/json")
+
+
+def tree_index(view: View, index: int) -> int:
+    if index >= view.size:
+        raise HTTPException(404, f"no entry {index}: the tree has {view.size} entries")
+    return index
+
+
+# --- checkpoint and tiles --------------------------------------------------------------------
+
+
+def published_note(store: Store, note: bytes) -> bytes:
+    """``note`` with the witness cosignatures collected for it, when the store holds some."""
+    cosigned = store.meta(COSIGNED_META)
+    if cosigned is not None:
+        data = cosigned.encode("utf-8")
+        if data.startswith(note.rstrip(b"\n") + b"\n") or checkpoint_text(data) == checkpoint_text(
+            note
+        ):
+            return data
+    return note
+
+
+async def get_checkpoint(request: Request) -> Response:
+    s = served(request)
+    view = s.view()
+    body = published_note(s.store, view.note)
+    return Response(
+        body,
+        media_type="text/plain; charset=utf-8",
+        headers={"Cache-Control": CHECKPOINT_CACHE},
+    )
+
+
+def tile_bytes(s: Served, view: View, path: str) -> tuple[bytes, bool]:
+    """The tile at ``path`` (``tile/...``) of the view's tree and whether it is a full tile."""
+    kind, level, n, width = parse_tile_path(path)
+    avail = view.size if kind == "entries" else view.size >> (8 * level)
+    start = n * TILE_WIDTH
+    if start + width > avail:
+        raise HTTPException(404, f"{path}: beyond the tree of size {view.size}")
+    full = width == TILE_WIDTH
+    if kind == "entries":
+
+        def make() -> bytes:
+            return entry_bundle(list(s.store.entries(start, start + width)))
+
+    else:
+
+        def make() -> bytes:
+            return hash_tile(level, n, width, s.store.stored_hash)
+
+    if full:
+        return s.cached_tile(path, make), True
+    return make(), False
+
+
+async def get_tile(request: Request) -> Response:
+    s = served(request)
+    path = "tile/" + request.path_params["rest"]
+    data, full = tile_bytes(s, s.view(), path)
+    return Response(
+        data,
+        media_type="application/octet-stream",
+        headers={"Cache-Control": FULL_TILE_CACHE if full else PARTIAL_TILE_CACHE},
+    )
+
+
+# --- JSON API ---------------------------------------------------------------------------------
+
+
+def entry_json(store: Store, index: int) -> dict[str, Any]:
+    data = store.entry(index)
+    try:
+        parsed: Any = loads_canonical(data)
+    except BadInput:
+        parsed = None
+    return {
+        "index": index,
+        "leaf_hash": merkle.leaf_hash(data).hex(),
+        "entry": parsed,
+        "entry_b64": b64_encode(data),
+    }
+
+
+async def api_entry(request: Request) -> Response:
+    s = served(request)
+    index = tree_index(s.view(), request.path_params["index"])
+    return json_response(entry_json(s.store, index))
+
+
+def resolve(s: Served, view: View, text: str) -> int:
+    if len(text) > 64 or not text.isascii() or not text.isalnum():
+        raise BadInput("a hash is a bundle digest or leaf hash (hex, >= 8 digits) or an index")
+    index = s.store.resolve(text)
+    if index >= view.size:
+        raise UnknownHash(f"{text}: not in the tree of the latest checkpoint")
+    return index
+
+
+async def api_lookup(request: Request) -> Response:
+    s = served(request)
+    view = s.view()
+    index = resolve(s, view, request.path_params["hash"])
+    out = entry_json(s.store, index)
+    digest = out["entry"].get("bundle_digest") if isinstance(out["entry"], dict) else None
+    return json_response(
+        {"index": index, "leaf_hash": out["leaf_hash"], "bundle_digest": digest}
+    )
+
+
+def inclusion_json(store: Store, index: int, size: int) -> dict[str, Any]:
+    leaf = merkle.leaf_hash(store.entry(index))
+    return {
+        "index": index,
+        "tree_size": size,
+        "leaf_hash": b64_encode(leaf),
+        "hashes": [b64_encode(h) for h in store.inclusion_proof(index, size)],
+    }
+
+
+async def api_inclusion(request: Request) -> Response:
+    s = served(request)
+    view = s.view()
+    size = int_param(request, "size", view.size)
+    index = int_param(request, "index")
+    if size > view.size:
+        raise HTTPException(404, f"size {size} is beyond the tree of size {view.size}")
+    if index >= size:
+        raise BadInput(f"index {index} is not below size {size}")
+    return json_response(inclusion_json(s.store, index, size))
+
+
+async def api_consistency(request: Request) -> Response:
+    s = served(request)
+    view = s.view()
+    new = int_param(request, "new", view.size)
+    old = int_param(request, "old")
+    if new > view.size:
+        raise HTTPException(404, f"size {new} is beyond the tree of size {view.size}")
+    if old > new:
+        raise BadInput(f"old size {old} is larger than new size {new}")
+    hashes = s.store.consistency_proof(old, new) if 0 < old < new else []
+    return json_response(
+        {"old_size": old, "new_size": new, "hashes": [b64_encode(h) for h in hashes]}
+    )
+
+
+def blob_response(data: bytes, digest: bytes) -> Response:
+    try:
+        data.decode("utf-8")
+        media = "text/plain; charset=utf-8"
+    except UnicodeDecodeError:
+        media = "application/octet-stream"
+    return Response(
+        data,
+        media_type=media,
+        headers={
+            "Cache-Control": FULL_TILE_CACHE,
+            "X-Content-BLAKE3": digest.hex(),
+            "Content-Security-Policy": "sandbox",
+        },
+    )
+
+
+async def api_bundle_file(request: Request) -> Response:
+    s = served(request)
+    index = tree_index(s.view(), request.path_params["index"])
+    path = request.path_params["path"]
+    entry = loads_canonical(s.store.entry(index))
+    if not isinstance(entry, dict) or entry.get("type") != "bundle":
+        raise HTTPException(404, f"entry {index} is not a bundle entry")
+    for rel, digest in parse_manifest(str(entry["manifest"]).encode("utf-8")):
+        if rel == path:
+            data = s.store.blob(digest)
+            if data is None:
+                raise HTTPException(404, f"{path}: file content is not stored here")
+            return blob_response(data, digest)
+    raise HTTPException(404, f"entry {index} has no file {path[:200]!r}")
+
+
+async def api_blob(request: Request) -> Response:
+    s = served(request)
+    digest = hex_decode(request.path_params["digest"], 32, "blob digest")
+    data = s.store.blob(digest)
+    if data is None:
+        raise HTTPException(404, f"no blob {digest.hex()}")
+    return blob_response(data, digest)
+
+
+async def api_blobs(request: Request) -> Response:
+    """Several blobs in one answer: each as a 4-byte big-endian length then the bytes.
+
+    ``X-Blob-Count`` says how many of the requested digests the body holds (it stops early past
+    ``MAX_BATCH_BYTES``); the client asks again for the rest.
+    """
+    s = served(request)
+    wanted = request.query_params.getlist("d")
+    if not wanted or len(wanted) > MAX_BATCH_BLOBS:
+        raise BadInput(f"give 1 to {MAX_BATCH_BLOBS} digests as d=<hex>")
+    digests = [hex_decode(d, 32, "blob digest") for d in wanted]
+    parts: list[bytes] = []
+    total = 0
+    for digest in digests:
+        if parts and total > MAX_BATCH_BYTES:
+            break
+        data = s.store.blob(digest)
+        if data is None:
+            raise HTTPException(404, f"no blob {digest.hex()}")
+        parts.append(struct.pack(">I", len(data)) + data)
+        total += len(data)
+    return Response(
+        b"".join(parts),
+        media_type="application/octet-stream",
+        headers={"X-Blob-Count": str(len(parts)), "Cache-Control": FULL_TILE_CACHE},
+    )
+
+
+async def api_openapi(request: Request) -> Response:
+    return Response(_OPENAPI.read_bytes(), media_type="application/json")
+
+
+# --- the app ------------------------------------------------------------------------------------
+
+
+class SecurityHeaders:
+    """Pure ASGI middleware adding the same defensive headers to every response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                have = {k for k, _ in message.get("headers", [])}
+                extra = [(k, v) for k, v in _SECURITY_HEADERS if k not in have]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _error(request: Request, status: int, message: str) -> Response:
+    wants_html = "html" in request.headers.get("accept", "")
+    if request.url.path.startswith(("/api/", "/tile/", "/checkpoint")) or not wants_html:
+        return json_response({"error": message}, status)
+    from ledger.web.pages import error_page
+
+    return error_page(status, message)
+
+
+async def on_ledger_error(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, UnknownHash):
+        return _error(request, 404, str(exc))
+    if isinstance(exc, BadInput):
+        return _error(request, 400, str(exc))
+    if isinstance(exc, VerificationFailed):
+        return _error(request, 422, str(exc))
+    if isinstance(exc, CannotCheck):
+        return _error(request, 503, str(exc))
+    return _error(request, 400, str(exc))
+
+
+async def on_http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    headers = dict(exc.headers) if exc.headers else None
+    resp = _error(request, exc.status_code, str(exc.detail))
+    if headers:
+        resp.headers.update(headers)
+    return resp
+
+
+async def on_crash(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return json_response({"error": "internal error"}, 500)
+
+
+def routes(accept_submissions: bool) -> list[BaseRoute]:
+    from ledger.web import pages
+
+    out: list[BaseRoute] = [
+        Route("/checkpoint", get_checkpoint, methods=["GET"]),
+        Route("/tile/{rest:path}", get_tile, methods=["GET"]),
+        Route("/api/v1/entries/{index:int}", api_entry, methods=["GET"]),
+        Route("/api/v1/lookup/{hash}", api_lookup, methods=["GET"]),
+        Route("/api/v1/proof/inclusion", api_inclusion, methods=["GET"]),
+        Route("/api/v1/proof/consistency", api_consistency, methods=["GET"]),
+        Route("/api/v1/bundles/{index:int}/files/{path:path}", api_bundle_file, methods=["GET"]),
+        Route("/api/v1/blobs/{digest}", api_blob, methods=["GET"]),
+        Route("/api/v1/blobs", api_blobs, methods=["GET"]),
+        Route("/api/v1/openapi.json", api_openapi, methods=["GET"]),
+        Route("/", pages.home, methods=["GET"]),
+        Route("/entry/{index:int}", pages.entry, methods=["GET"]),
+        Route("/search", pages.search, methods=["GET"]),
+    ]
+    if accept_submissions:
+        from ledger.submit import submit_endpoint
+
+        out.append(Route("/api/v1/submit", submit_endpoint, methods=["POST"]))
+    return out
+
+
+def make_app(home: Path, accept_submissions: bool = False) -> Starlette:
+    """The mirror's ASGI app over the ledger at ``home`` (opened when the app starts)."""
+    state = Served(home, accept_submissions)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        state.store  # noqa: B018  (open now, in the event loop's thread; fail early)
+        try:
+            yield
+        finally:
+            state.close()
+
+    app = Starlette(
+        routes=routes(accept_submissions),
+        middleware=[Middleware(SecurityHeaders)],
+        exception_handlers={
+            HTTPException: on_http_error,
+            LedgerError: on_ledger_error,
+            Exception: on_crash,
+        },
+        lifespan=lifespan,
+    )
+    app.state.served = state
+    return app
+
+
+def serve(
+    home: Path,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    accept_submissions: bool = False,
+    access_log: bool = False,
+) -> None:
+    """Run the mirror under uvicorn until interrupted."""
+    import uvicorn
+
+    try:
+        Store.open(home).close()
+    except LedgerError:
+        raise
+    uvicorn.run(
+        make_app(home, accept_submissions),
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=access_log,
+        server_header=False,
+    )
+
+
+class BackgroundServer:
+    """Run an ASGI app under uvicorn on a free loopback port in a daemon thread.
+
+    ``with BackgroundServer(make_app(home)) as srv: httpx.get(srv.url + "/checkpoint")`` - used by
+    the tests and the benchmarks, so both exercise the real server and a real socket.
+    """
+
+    def __init__(self, app: ASGIApp, host: str = "127.0.0.1") -> None:
+        self.app = app
+        self.host = host
+        self.url = ""
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> BackgroundServer:
+        import uvicorn
+
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, 0))
+        port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.app,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            server_header=False,
+            backlog=4096,
+            timeout_keep_alive=30,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise CannotCheck("the background server did not start")
+            time.sleep(0.01)
+        self.url = f"http://{self.host}:{port}"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(30)
+
+
+# --- static export ------------------------------------------------------------------------------
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def export_tiles(home: Path, dest: Path) -> tuple[int, int]:
+    """Write the latest checkpoint and every tile of its tree under ``dest`` as static files.
+
+    Each file is written atomically (temporary file, fsync, rename); full tiles already present
+    are left alone (they never change); the checkpoint is written last, so a reader never sees a
+    checkpoint whose tiles are missing. Returns (tree size, files written).
+    """
+    s = Served(home)
+    store = s.store
+    try:
+        note = published_note(store, store.checkpoint())
+        view = View(note, parse_checkpoint(checkpoint_text(note)))
+        written = 0
+        for path in _tile_paths(view.size):
+            target = dest / path
+            if ".p/" not in path and target.exists():
+                continue
+            data, _ = tile_bytes(s, view, path)
+            _write_atomic(target, data)
+            written += 1
+        _write_atomic(dest / "checkpoint", note)
+        return view.size, written + 1
+    finally:
+        s.close()
+
+
+def _tile_paths(size: int) -> Iterator[str]:
+    from ledger.tiles import entries_tile_path, tiles_for_size
+
+    for level, n, width in tiles_for_size(size):
+        yield tile_path(level, n, width)
+        if level == 0:
+            yield entries_tile_path(n, width)

@@ -1,0 +1,1 @@
+"""HTML pages of the public mirror (SPEC 9, "HTML pages for people"); the app is ledger.server."""

@@ -1,0 +1,238 @@
+"""HTML pages of the public mirror (SPEC 9, "HTML pages for people").
+
+``/`` lists recent entries with a search box, ``/entry/{index}`` shows one entry (its bundle files,
+the checks recorded at seal time, the proof obligations, the inclusion proof and the checkpoint it
+is proved against) and ``/search?q=`` resolves an index, bundle digest or leaf hash. Every value
+taken from the ledger is escaped with ``html.escape``; the pages need no JavaScript, and the
+server's Content-Security-Policy forbids scripts anyway.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+from urllib.parse import quote
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from ledger import merkle
+from ledger.bundle import parse_manifest
+from ledger.canonical import loads_canonical
+from ledger.encoding import b64_encode
+from ledger.errors import BadInput, UnknownHash
+
+PAGE_ENTRIES = 25
+MAX_QUERY = 200
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:70em;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .5em;
+text-align:left;vertical-align:top}code,pre{font-family:ui-monospace,monospace;font-size:.9em}
+pre{background:#f6f6f6;padding:.5em;overflow-x:auto}.passed{color:#060}.failed{color:#a00}
+.skipped{color:#850}header a{text-decoration:none;color:inherit}
+"""
+
+
+def esc(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def page(title: str, body: str, status: int = 200) -> HTMLResponse:
+    doc = (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>{esc(title)}</title><style>{_STYLE}</style></head><body>"
+        "<header><h1><a href=\"/\">kernel ledger</a></h1>"
+        "<form action=\"/search\" method=\"get\"><input name=\"q\" size=\"70\" "
+        "placeholder=\"index, bundle digest or leaf hash (8+ hex digits)\">"
+        " <button type=\"submit\">Search</button></form></header>"
+        f"<main>{body}</main></body></html>\n"
+    )
+    return HTMLResponse(doc, status)
+
+
+def error_page(status: int, message: str) -> HTMLResponse:
+    return page(f"{status}", f"<h2>{status}</h2><p>{esc(message)}</p>", status)
+
+
+def _table(rows: Iterable[Sequence[str]], head: Sequence[str] | None = None) -> str:
+    out = ["<table>"]
+    if head:
+        out.append("<tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>")
+    for row in rows:
+        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _summary(entry: Any) -> str:
+    if not isinstance(entry, dict):
+        return "(unreadable entry)"
+    etype = entry.get("type")
+    if etype == "bundle":
+        kernel = entry.get("kernel")
+        if isinstance(kernel, dict):
+            return f"{kernel.get('name', '?')} {kernel.get('version', '')}".strip()
+        return "bundle"
+    if etype in ("key-registration", "key-revocation"):
+        return f"{etype} {entry.get('name', entry.get('key_id', ''))}"
+    return str(etype)
+
+
+def _parse(data: bytes) -> Any:
+    try:
+        return loads_canonical(data)
+    except BadInput:
+        return None
+
+
+async def home(request: Request) -> Response:
+    from ledger.server import int_param, served
+
+    s = served(request)
+    view = s.view()
+    end = min(int_param(request, "before", view.size), view.size)
+    start = max(0, end - PAGE_ENTRIES)
+    rows = []
+    for i in range(end - 1, start - 1, -1):
+        data = s.store.entry(i)
+        entry = _parse(data)
+        digest = entry.get("bundle_digest", "") if isinstance(entry, dict) else ""
+        time = entry.get("time", "") if isinstance(entry, dict) else ""
+        rows.append(
+            (
+                f'<a href="/entry/{i}">{i}</a>',
+                esc(entry.get("type", "") if isinstance(entry, dict) else ""),
+                esc(_summary(entry)),
+                f"<code>{esc(str(digest)[:16])}</code>",
+                esc(time),
+            )
+        )
+    body = (
+        f"<p>Origin <code>{esc(view.checkpoint.origin)}</code>, {view.size} entries, root "
+        f"<code>{esc(b64_encode(view.checkpoint.root))}</code>. "
+        '<a href="/checkpoint">checkpoint</a> · <a href="/api/v1/openapi.json">API</a></p>'
+        "<h2>Recent entries</h2>"
+        + _table(rows, ("index", "type", "what", "bundle digest", "time"))
+    )
+    if start > 0:
+        body += f'<p><a href="/?before={start}">older entries</a></p>'
+    return page("kernel ledger", body)
+
+
+async def search(request: Request) -> Response:
+    from ledger.server import resolve, served
+
+    s = served(request)
+    q = request.query_params.get("q", "").strip()
+    if not q or len(q) > MAX_QUERY:
+        raise BadInput("give an index, a bundle digest or a leaf hash (at least 8 hex digits)")
+    try:
+        index = resolve(s, s.view(), q.lower())
+    except UnknownHash as e:
+        return error_page(404, str(e))
+    return RedirectResponse(f"/entry/{index}", status_code=303)
+
+
+def _checks(entry: dict[str, Any]) -> str:
+    checks = entry.get("checks")
+    if not isinstance(checks, list) or not checks:
+        return "<p>No checks recorded.</p>"
+    rows = []
+    for c in checks:
+        if not isinstance(c, dict):
+            continue
+        status = str(c.get("status", ""))
+        rows.append(
+            (
+                f"<code>{esc(c.get('id', ''))}</code>",
+                f'<span class="{esc(status)}">{esc(status)}</span>',
+                esc(" ".join(str(c.get(k, "")) for k in ("tool", "version")).strip()),
+                esc(c.get("detail", "")),
+            )
+        )
+    return _table(rows, ("check", "status", "tool", "detail"))
+
+
+def _files(index: int, entry: dict[str, Any]) -> str:
+    try:
+        rows = parse_manifest(str(entry.get("manifest", "")).encode("utf-8"))
+    except BadInput as e:
+        return f"<p>Manifest unreadable: {esc(e)}</p>"
+    return _table(
+        (
+            (
+                f'<a href="/api/v1/bundles/{index}/files/{quote(rel)}"><code>{esc(rel)}</code></a>',
+                f"<code>{esc(digest.hex())}</code>",
+            )
+            for rel, digest in rows
+        ),
+        ("file", "BLAKE3"),
+    )
+
+
+def _fields(entry: dict[str, Any]) -> str:
+    skip = {"manifest", "checks", "obligations", "kernel"}
+    rows = []
+    for k in sorted(entry):
+        if k in skip:
+            continue
+        v = entry[k]
+        text = v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+        rows.append((esc(k), f"<code>{esc(text)}</code>"))
+    return _table(rows)
+
+
+async def entry(request: Request) -> Response:
+    from ledger.server import published_note, served, tree_index
+
+    s = served(request)
+    view = s.view()
+    index = tree_index(view, request.path_params["index"])
+    data = s.store.entry(index)
+    obj = _parse(data)
+    leaf = merkle.leaf_hash(data)
+    proof = s.store.inclusion_proof(index, view.size)
+    parts = [
+        f"<h2>Entry {index}: {esc(_summary(obj))}</h2>",
+        _table(
+            [
+                ("leaf hash", f"<code>{esc(leaf.hex())}</code>"),
+                ("JSON", f'<a href="/api/v1/entries/{index}">/api/v1/entries/{index}</a>'),
+            ]
+        ),
+    ]
+    if isinstance(obj, dict):
+        parts.append("<h3>Fields</h3>" + _fields(obj))
+        if obj.get("type") == "bundle":
+            kernel = obj.get("kernel")
+            if isinstance(kernel, dict) and kernel:
+                parts.append(
+                    "<h3>Kernel</h3>"
+                    + _table((esc(k), esc(kernel[k])) for k in sorted(kernel))
+                )
+            parts.append("<h3>Bundle files</h3>" + _files(index, obj))
+            parts.append("<h3>Checks recorded at seal time</h3>" + _checks(obj))
+            obligations = obj.get("obligations")
+            parts.append(
+                "<h3>Certificate: proof obligations</h3><pre>"
+                + esc(json.dumps(obligations, indent=2, sort_keys=True))
+                + "</pre>"
+            )
+    else:
+        parts.append("<p>This entry is not canonical JSON.</p>")
+    parts.append(
+        f"<h3>Inclusion proof in the tree of size {view.size}</h3>"
+        + _table(
+            [(str(i), f"<code>{esc(b64_encode(h))}</code>") for i, h in enumerate(proof)],
+            ("#", "hash (base64, sibling first)"),
+        )
+        + f"<p>Root <code>{esc(b64_encode(view.checkpoint.root))}</code></p>"
+    )
+    note = published_note(s.store, view.note)
+    parts.append(
+        "<h3>Checkpoint</h3><pre>" + esc(note.decode("utf-8", "replace")) + "</pre>"
+    )
+    return page(f"entry {index}", "".join(parts))

@@ -1,0 +1,348 @@
+"""A checkpoint witness and the log side that asks it to cosign (SPEC 9; C2SP tlog-witness and
+tlog-cosignature/v1 through ``ledger.note.cosign`` / ``verify_cosignature``).
+
+Witness side (``Witness``, ``make_witness_app``): a directory holding ``witness.key`` (mode 0600),
+``witness.vkey`` (the cosignature/v1 verifier key, alg 0x04), ``logs.json`` (origin -> the log's
+verifier key) and ``checkpoints/`` (the latest checkpoint cosigned per log).
+``POST /add-checkpoint`` takes ``old <size>\\n``, the consistency proof (one base64 hash per
+line), an empty line and the log's signed checkpoint note, and:
+
+1. parses it with limits (400 when malformed);
+2. finds the log by origin (404 when unknown) and verifies the log's signature (403);
+3. compares ``old`` with the size it last cosigned (409 with the ``text/x.tlog.size`` body holding
+   its size when they differ; 409 too for another root at the same size; 400 when the checkpoint is
+   smaller than ``old``);
+4. verifies the consistency proof from its last root to the new one (422);
+5. stores the checkpoint (atomically) and answers its cosignature line.
+
+Log side (``request_cosignature``): send the log's latest checkpoint and a consistency proof from
+the size the witness last saw (learning it from a 409), check the returned cosignature against the
+witness's verifier key, and store the note with the cosignatures collected so far in the store's
+meta (``ledger.server.COSIGNED_META``), which ``GET /checkpoint`` then serves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx
+import nacl.signing
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ledger import merkle
+from ledger.encoding import b64_decode, b64_encode
+from ledger.errors import (
+    BadInput,
+    CannotCheck,
+    KeyFileError,
+    LedgerStateError,
+    ProofError,
+    SignatureError,
+)
+from ledger.keys import write_atomic
+from ledger.note import (
+    ALG_COSIGNATURE_V1,
+    NoteVerifier,
+    cosign,
+    format_skey,
+    format_vkey,
+    open_note,
+    parse_checkpoint,
+    parse_skey,
+    parse_vkey,
+)
+from ledger.store import Store, checkpoint_of, note_text
+
+KEY_FILE = "witness.key"
+VKEY_FILE = "witness.vkey"
+LOGS_FILE = "logs.json"
+CHECKPOINTS = "checkpoints"
+MAX_BODY = (1 << 20) + 64 * 64 + 64
+MAX_PROOF_LINES = 64
+SIZE_MEDIA = "text/x.tlog.size"
+
+
+class WitnessReject(Exception):
+    """An add-checkpoint request the witness refuses: an HTTP status and a message."""
+
+    def __init__(self, status: int, message: str, body: bytes | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body if body is not None else (message + "\n").encode("utf-8")
+
+
+def cosigner_vkey(name: str, public: bytes) -> str:
+    return format_vkey(name, public, ALG_COSIGNATURE_V1)
+
+
+def parse_cosigner_vkey(text: str) -> NoteVerifier:
+    v = parse_vkey(text.strip())
+    if v.alg != ALG_COSIGNATURE_V1:
+        raise BadInput(f"{v.name}: a witness key must be a cosignature/v1 key (alg 0x04)")
+    return v
+
+
+class Witness:
+    """A witness's state directory (see the module docstring)."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        try:
+            self.signer = parse_skey((home / KEY_FILE).read_text("utf-8").strip())
+        except OSError as e:
+            raise LedgerStateError(
+                f"no witness at {home} (run `ledger witness init --name NAME`)"
+            ) from e
+        self.vkey = cosigner_vkey(self.signer.name, self.signer.public)
+        self.logs: dict[str, str] = self._read_logs()
+
+    @classmethod
+    def init(cls, home: Path, name: str) -> Witness:
+        if (home / KEY_FILE).exists():
+            raise LedgerStateError(f"{home} holds a witness already")
+        home.mkdir(parents=True, exist_ok=True)
+        seed = bytes(nacl.signing.SigningKey.generate())
+        write_atomic(home / KEY_FILE, (format_skey(name, seed) + "\n").encode(), 0o600)
+        w = cls.__new__(cls)
+        w.home = home
+        w.signer = parse_skey(format_skey(name, seed))
+        w.vkey = cosigner_vkey(name, w.signer.public)
+        write_atomic(home / VKEY_FILE, (w.vkey + "\n").encode(), 0o644)
+        w.logs = {}
+        w._write_logs()
+        return w
+
+    def _read_logs(self) -> dict[str, str]:
+        path = self.home / LOGS_FILE
+        if not path.exists():
+            return {}
+        try:
+            data = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError) as e:
+            raise KeyFileError(f"{path}: unreadable witness log list") from e
+        logs = data.get("logs") if isinstance(data, dict) else None
+        if not isinstance(logs, dict):
+            raise KeyFileError(f"{path}: expected {{\"logs\": {{origin: vkey}}}}")
+        return {str(k): str(v) for k, v in logs.items()}
+
+    def _write_logs(self) -> None:
+        data = json.dumps({"logs": self.logs}, indent=2, sort_keys=True) + "\n"
+        write_atomic(self.home / LOGS_FILE, data.encode(), 0o644, exclusive=False)
+
+    def add_log(self, vkey_text: str) -> str:
+        v = parse_vkey(vkey_text.strip())
+        if v.alg != 0x01:
+            raise BadInput("a log's verifier key is an Ed25519 note key (alg 0x01)")
+        self.logs[v.name] = v.vkey
+        self._write_logs()
+        return v.name
+
+    def _state_path(self, origin: str) -> Path:
+        return self.home / CHECKPOINTS / (hashlib.sha256(origin.encode()).hexdigest()[:32])
+
+    def latest(self, origin: str) -> bytes | None:
+        path = self._state_path(origin)
+        return path.read_bytes() if path.exists() else None
+
+    def add_checkpoint(self, body: bytes, now: int | None = None) -> bytes:
+        """Handle one add-checkpoint request body; return the cosignature line(s)."""
+        old, proof, note = parse_request(body)
+        try:
+            cp = parse_checkpoint(note_text(note))
+        except BadInput as e:
+            raise WitnessReject(400, f"malformed checkpoint: {e}") from e
+        vkey = self.logs.get(cp.origin)
+        if vkey is None:
+            raise WitnessReject(404, f"unknown log origin {cp.origin!r}")
+        try:
+            opened = open_note(note, [parse_vkey(vkey)])
+        except SignatureError as e:
+            raise WitnessReject(403, f"checkpoint signature: {e}") from e
+        except BadInput as e:
+            raise WitnessReject(400, f"malformed note: {e}") from e
+        latest = self.latest(cp.origin)
+        have = checkpoint_of(latest) if latest is not None else None
+        have_size = have.size if have is not None else 0
+        if old != have_size:
+            raise WitnessReject(409, f"witness holds size {have_size}", f"{have_size}\n".encode())
+        if cp.size < old:
+            raise WitnessReject(400, f"checkpoint size {cp.size} is below old size {old}")
+        if have is not None:
+            if cp.size == have.size:
+                if cp.root != have.root:
+                    raise WitnessReject(409, f"another root for size {cp.size}: not cosigned")
+            else:
+                try:
+                    merkle.verify_consistency(have.size, cp.size, have.root, cp.root, proof)
+                except ProofError as e:
+                    raise WitnessReject(422, f"consistency proof: {e}") from e
+        path = self._state_path(cp.origin)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, note, 0o644, exclusive=False)
+        return cosign(opened.text, self.signer, int(time.time()) if now is None else now)
+
+
+def parse_request(body: bytes) -> tuple[int, list[bytes], bytes]:
+    """``old <size>\\n`` + proof lines + ``\\n`` + note -> (old, proof hashes, note)."""
+    if len(body) > MAX_BODY:
+        raise WitnessReject(413, f"request over {MAX_BODY} bytes")
+    head, sep, note = body.partition(b"\n\n")
+    if not sep:
+        raise WitnessReject(400, "request needs 'old <size>', proof lines, a blank line, a note")
+    lines = head.split(b"\n")
+    first = lines[0]
+    if not first.startswith(b"old ") or not first[4:].isdigit() or len(first) > 24:
+        raise WitnessReject(400, "first line must be 'old <decimal size>'")
+    if first[4:] != b"0" and first[4:5] == b"0":
+        raise WitnessReject(400, "old size has a leading zero")
+    if len(lines) - 1 > MAX_PROOF_LINES:
+        raise WitnessReject(400, f"more than {MAX_PROOF_LINES} proof lines")
+    try:
+        proof = [b64_decode(line.decode("ascii"), 32, "proof hash") for line in lines[1:]]
+    except (BadInput, UnicodeDecodeError) as e:
+        raise WitnessReject(400, f"bad proof line: {e}") from e
+    return int(first[4:]), proof, note
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    length = request.headers.get("content-length")
+    if length is not None and (not length.isdigit() or int(length) > limit):
+        raise WitnessReject(413, f"request over {limit} bytes")
+    buf = bytearray()
+    async for chunk in request.stream():
+        buf += chunk
+        if len(buf) > limit:
+            raise WitnessReject(413, f"request over {limit} bytes")
+    return bytes(buf)
+
+
+def make_witness_app(home: Path) -> Starlette:
+    """The witness's HTTP app: ``POST /add-checkpoint`` and ``GET /`` (its verifier key)."""
+    witness = Witness(home)
+
+    async def add_checkpoint(request: Request) -> Response:
+        try:
+            body = await _read_body(request, MAX_BODY)
+            line = witness.add_checkpoint(body)
+        except WitnessReject as e:
+            media = SIZE_MEDIA if e.status == 409 and e.body[:1].isdigit() else "text/plain"
+            return Response(e.body, e.status, media_type=media)
+        return Response(line, 200, media_type="text/plain; charset=utf-8")
+
+    async def info(request: Request) -> Response:
+        return Response((witness.vkey + "\n").encode(), media_type="text/plain; charset=utf-8")
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+
+    return Starlette(
+        routes=[
+            Route("/add-checkpoint", add_checkpoint, methods=["POST"]),
+            Route("/", info, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+    )
+
+
+# --- log side ---------------------------------------------------------------------------------
+
+
+def _size_meta(url: str) -> str:
+    return f"witness.size {url}"
+
+
+def require_cosignatures(note: bytes, text: bytes, witnesses: Sequence[NoteVerifier]) -> None:
+    """SignatureError unless each witness key has a valid cosignature line on ``note``."""
+    for w in witnesses:
+        if w.alg != ALG_COSIGNATURE_V1:
+            raise BadInput(f"--witness {w.name}: not a cosignature/v1 key")
+        try:
+            open_note(note, [w])
+        except SignatureError as e:
+            raise SignatureError(
+                f"witness {w.name}: no valid cosignature on the checkpoint ({e})"
+            ) from e
+
+
+def merge_cosigned(store: Store, note: bytes, lines: bytes) -> bytes:
+    """Store ``note`` with the cosignature ``lines`` added to those already kept for it."""
+    from ledger.server import COSIGNED_META
+
+    kept = store.meta(COSIGNED_META)
+    base = note
+    if kept:
+        data = kept.encode("utf-8")
+        if note_text(data) == note_text(note):
+            base = data
+    have = set(base.splitlines(keepends=True))
+    extra = b"".join(ln for ln in lines.splitlines(keepends=True) if ln not in have)
+    merged = base + extra
+    store.set_meta(COSIGNED_META, merged.decode("utf-8"))
+    return merged
+
+
+def request_cosignature(
+    home: Path,
+    url: str,
+    witness_vkey: str,
+    client: httpx.Client | None = None,
+) -> bytes:
+    """Ask the witness at ``url`` to cosign the log's latest checkpoint; return the cosigned note
+    (also stored for ``GET /checkpoint``)."""
+    wv = parse_cosigner_vkey(witness_vkey)
+    own = client is None
+    http = client or httpx.Client(timeout=httpx.Timeout(30.0, connect=10.0))
+    store = Store.open(home)
+    try:
+        note = store.checkpoint()
+        cp = checkpoint_of(note)
+        old = int(store.meta(_size_meta(url)) or "0")
+        for _ in range(3):
+            if old > cp.size:
+                raise BadInput(f"the witness holds size {old}, larger than this log's {cp.size}")
+            proof = store.consistency_proof(old, cp.size) if 0 < old < cp.size else []
+            body = (
+                f"old {old}\n".encode()
+                + b"".join(b64_encode(h).encode() + b"\n" for h in proof)
+                + b"\n"
+                + note
+            )
+            try:
+                r = http.post(url.rstrip("/") + "/add-checkpoint", content=body)
+            except httpx.HTTPError as e:
+                raise CannotCheck(f"cannot reach the witness at {url}: {e}") from e
+            if r.status_code == 409 and r.headers.get("content-type", "").startswith(SIZE_MEDIA):
+                text = r.content.strip()
+                if not text.isdigit() or len(text) > 20:
+                    raise CannotCheck("the witness's 409 answer holds no size")
+                old = int(text)
+                continue
+            if r.status_code != 200:
+                raise CannotCheck(
+                    f"the witness refused the checkpoint: HTTP {r.status_code} "
+                    f"{r.text.strip()[:200]}"
+                )
+            lines = r.content
+            if len(lines) > 4096 or not lines.endswith(b"\n"):
+                raise SignatureError("the witness's answer is not cosignature lines")
+            try:
+                open_note(note + lines, [wv])
+            except BadInput as e:
+                raise SignatureError(f"the witness answered malformed cosignatures: {e}") from e
+            store.set_meta(_size_meta(url), str(cp.size))
+            return merge_cosigned(store, note, lines)
+        raise CannotCheck("the witness kept answering 409 (its size keeps changing)")
+    finally:
+        store.close()
+        if own:
+            http.close()
+
