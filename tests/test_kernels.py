@@ -75,6 +75,10 @@ def lean_theorems(text: str) -> set[str]:
     return names
 
 
+def test_all_six_kernels_are_built() -> None:
+    assert BUILT == KERNELS
+
+
 @pytest.mark.parametrize("name", BUILT)
 def test_bundle_loads_and_is_small(name: str) -> None:
     b = Bundle.from_dir(BUNDLES / name)
