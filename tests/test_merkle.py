@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ledger import merkle
 from ledger.errors import BadInput, ProofError
@@ -299,3 +301,112 @@ def test_frontier_emits_stored_hashes_level_zero_first() -> None:
     h23 = merkle.node_hash(hs[2], hs[3])
     assert f.append(hs[3]) == [(0, 3, hs[3]), (1, 1, h23), (2, 0, merkle.node_hash(h01, h23))]
     assert f.size == 4
+
+
+# --- properties -----------------------------------------------------------------------------
+
+_ENTRIES = [b"entry-%d" % i for i in range(1100)]
+_HASHES = [merkle.leaf_hash(e) for e in _ENTRIES]
+_BIG = Store(_ENTRIES)
+
+
+@st.composite
+def _size_and_index(draw: st.DrawFn) -> tuple[int, int]:
+    size = draw(st.integers(min_value=1, max_value=len(_ENTRIES)))
+    return size, draw(st.integers(min_value=0, max_value=size - 1))
+
+
+@st.composite
+def _old_new(draw: st.DrawFn) -> tuple[int, int]:
+    new = draw(st.integers(min_value=1, max_value=len(_ENTRIES)))
+    return draw(st.integers(min_value=1, max_value=new)), new
+
+
+@settings(max_examples=200)
+@given(_size_and_index())
+def test_inclusion_proofs_verify_against_reference_root(si: tuple[int, int]) -> None:
+    size, index = si
+    root = merkle.root_from_leaf_hashes(_HASHES[:size])
+    assert merkle.tree_root(size, _BIG.get) == root
+    proof = merkle.inclusion_proof(index, size, _BIG.get)
+    merkle.verify_inclusion(_HASHES[index], index, size, proof, root)
+    if size > 1:
+        other = (index + 1) % size
+        with pytest.raises(ProofError):
+            merkle.verify_inclusion(_HASHES[other], index, size, proof, root)
+
+
+@settings(max_examples=200)
+@given(_old_new())
+def test_consistency_proofs_verify_against_reference_roots(on: tuple[int, int]) -> None:
+    old, new = on
+    r1 = merkle.root_from_leaf_hashes(_HASHES[:old])
+    r2 = merkle.root_from_leaf_hashes(_HASHES[:new])
+    proof = merkle.consistency_proof(old, new, _BIG.get)
+    merkle.verify_consistency(old, new, r1, r2, proof)
+    if old < new:
+        with pytest.raises(ProofError):
+            merkle.verify_consistency(old, new, r2, r2, proof)
+
+
+@settings(max_examples=300)
+@given(_size_and_index(), st.data())
+def test_any_flipped_byte_in_leaf_or_proof_is_rejected(
+    si: tuple[int, int], data: st.DataObject
+) -> None:
+    size, index = si
+    root = merkle.root_from_leaf_hashes(_HASHES[:size])
+    proof = merkle.inclusion_proof(index, size, _BIG.get)
+    parts = [_HASHES[index], *proof]
+    which = data.draw(st.integers(min_value=0, max_value=len(parts) - 1))
+    pos = data.draw(st.integers(min_value=0, max_value=31))
+    bit = data.draw(st.integers(min_value=1, max_value=255))
+    flipped = bytearray(parts[which])
+    flipped[pos] ^= bit
+    parts[which] = bytes(flipped)
+    with pytest.raises(ProofError):
+        merkle.verify_inclusion(parts[0], index, size, parts[1:], root)
+
+
+@settings(max_examples=200)
+@given(_old_new(), st.data())
+def test_any_flipped_byte_in_consistency_proof_is_rejected(
+    on: tuple[int, int], data: st.DataObject
+) -> None:
+    old, new = on
+    proof = merkle.consistency_proof(old, new, _BIG.get)
+    if not proof:
+        return
+    r1 = merkle.root_from_leaf_hashes(_HASHES[:old])
+    r2 = merkle.root_from_leaf_hashes(_HASHES[:new])
+    which = data.draw(st.integers(min_value=0, max_value=len(proof) - 1))
+    pos = data.draw(st.integers(min_value=0, max_value=31))
+    flipped = bytearray(proof[which])
+    flipped[pos] ^= data.draw(st.integers(min_value=1, max_value=255))
+    bad = [*proof[:which], bytes(flipped), *proof[which + 1 :]]
+    with pytest.raises(ProofError):
+        merkle.verify_consistency(old, new, r1, r2, bad)
+
+
+@settings(max_examples=100)
+@given(st.integers(min_value=0, max_value=300), st.integers(min_value=0, max_value=300))
+def test_frontier_appends_exactly_the_stored_hashes(start: int, more: int) -> None:
+    size = start + more
+    produced: dict[tuple[int, int], bytes] = {}
+    f = merkle.Frontier.from_store(start, _BIG.get)
+    assert f.size == start and f.root() == merkle.root_from_leaf_hashes(_HASHES[:start])
+    for i in range(start, size):
+        out = f.append(_HASHES[i])
+        assert [lv for lv, _, _ in out] == list(range(len(out)))  # level 0 first
+        for level, n, h in out:
+            assert (level, n) not in produced
+            produced[(level, n)] = h
+    # Exactly the complete subtrees that end in [start, size).
+    want = {
+        (level, n): merkle.root_from_leaf_hashes(_HASHES[n << level : (n + 1) << level])
+        for level in range(12)
+        for n in range(size >> level)
+        if ((n + 1) << level) > start
+    }
+    assert produced == want
+    assert f.size == size and f.root() == merkle.root_from_leaf_hashes(_HASHES[:size])

@@ -14,6 +14,8 @@ import hashlib
 
 import nacl.signing
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ledger import note
 from ledger.errors import BadInput, SignatureError
@@ -279,3 +281,41 @@ def test_cosignature_v1() -> None:
         note.verify_cosignature(text, sig, witness.verifier)  # alg 0x01 key
     with pytest.raises(SignatureError):
         note.open_note(signed + line.replace(b"witness.example", b"witness.exampl"), [wv])
+
+
+# --- properties -----------------------------------------------------------------------------
+
+_LOG = note.NoteSigner("example.com/log", b"", bytes(range(100, 132)))
+_WITNESS = note.NoteSigner("witness.example", b"", bytes(range(200, 232)))
+_WV = note.parse_vkey(note.format_vkey(_WITNESS.name, _WITNESS.public, note.ALG_COSIGNATURE_V1))
+_CP = note.format_checkpoint(note.Checkpoint(_LOG.name, 1234, ROOT, ("ext",)))
+_SIGNED = note.sign_note(_CP, [_LOG]) + note.cosign(_CP, _WITNESS, 1_700_000_000)
+
+
+@settings(max_examples=400)
+@given(st.data())
+def test_any_flipped_byte_of_a_signed_checkpoint_is_rejected(data: st.DataObject) -> None:
+    assert len(note.open_note(_SIGNED, [_LOG.verifier, _WV]).verified) == 2
+    pos = data.draw(st.integers(min_value=0, max_value=len(_SIGNED) - 1))
+    bit = data.draw(st.integers(min_value=1, max_value=255))
+    bad = bytearray(_SIGNED)
+    bad[pos] ^= bit
+    # A flip in the text, the blank line or a trusted key's own line is caught; a flip in another
+    # key's line may leave the note valid for the trusted key (or make it malformed).
+    log_end = _SIGNED.index(b"\n", len(_CP) + 1) + 1
+    guarded = {0: range(log_end), 1: [*range(len(_CP) + 1), *range(log_end, len(_SIGNED))]}
+    for i, trusted in enumerate(([_LOG.verifier], [_WV])):
+        if pos in guarded[i]:
+            with pytest.raises((BadInput, SignatureError)):
+                note.open_note(bytes(bad), trusted)
+
+
+@settings(max_examples=200)
+@given(st.integers(min_value=0, max_value=63), st.integers(min_value=1, max_value=255))
+def test_any_flipped_signature_byte_is_rejected(pos: int, bit: int) -> None:
+    sig = bytearray(_LOG.sign(_CP))
+    sig[pos] ^= bit
+    assert not _LOG.verifier.verify(_CP, bytes(sig))
+    line = note.NoteSignature(_LOG.name, _LOG.key_id, bytes(sig)).line()
+    with pytest.raises(SignatureError):
+        note.open_note(_CP + b"\n" + line, [_LOG.verifier])
