@@ -193,3 +193,27 @@ def test_poison_findings_name_the_first_unwritten_element() -> None:
     # an element whose expected value IS the poison pattern is not reported
     want = c.data.copy()
     assert falsify.poison_findings(case, {"c": want}) == []
+
+
+def test_make_case_caps_threads_shared_and_scalar_range() -> None:
+    wide = Kernel(**{**KERNEL.__dict__, "launch": Launch(("n", "1", "1"), ("1024", "1", "1"))})
+    with pytest.raises(falsify.TooLarge, match=r"5120000 threads in one launch \(at most 4194304"):
+        falsify.make_case(wide, TEST, {"n": 5000}, np.random.default_rng(0))
+    shared = Kernel(
+        **{**KERNEL.__dict__, "launch": Launch(("1", "1", "1"), ("32", "1", "1"), "n * 1024")}
+    )
+    with pytest.raises(BadInput, match=r"launch.shared_bytes 1024000 is outside \[0, 232448\]"):
+        falsify.make_case(shared, TEST, {"n": 1000}, np.random.default_rng(0))
+    neg = Kernel(
+        **{
+            **KERNEL.__dict__,
+            "params": (*KERNEL.params[:3], Param("n", "scalar", "u32", value="n - 5")),
+        }
+    )
+    with pytest.raises(BadInput, match="param n: value -4 does not fit u32"):
+        falsify.make_case(neg, TEST, {"n": 1}, np.random.default_rng(0))
+
+
+def test_f16_inputs_beyond_range_become_infinities_quietly() -> None:
+    h = falsify.random_values(np.random.default_rng(3), "f16", 100, -1e6, 1e6)
+    assert h.dtype == np.float16 and np.isinf(h).any()

@@ -45,6 +45,8 @@ Dim3 = tuple[int, int, int]
 MAX_LAUNCH_BYTES = 512 << 20  # all buffers of one launch together
 MAX_BLOCK_THREADS = 1024
 MAX_GRID_BLOCKS = 1 << 20  # more blocks than any contract test needs
+MAX_THREADS = 1 << 22  # threads of one launch: the interpreter holds every thread's registers
+MAX_DYNAMIC_SHARED = 227 << 10  # the largest opt-in shared memory per block of any current GPU
 PTX_TYPES = {
     "f16": ".f16",
     "f32": ".f32",
@@ -378,7 +380,8 @@ def random_values(
         if hi < lo:
             hi = lo
         return rng.integers(lo, hi, size=count, endpoint=True).astype(dt)
-    return rng.uniform(low, high, size=count).astype(dt)
+    with np.errstate(over="ignore"):  # a range beyond f16's gives infinities, as the cast says
+        return rng.uniform(low, high, size=count).astype(dt)
 
 
 def make_case(
@@ -393,8 +396,14 @@ def make_case(
     for p in kernel.params:
         if p.kind == "scalar":
             val = _eval(p.value or "0", sizes, f"param {p.name}")
-            is_float = p.dtype in ("f16", "f32", "f64")
-            args.append(ScalarArg(p.name, float(val) if is_float else val, p.dtype))
+            sdt = np_dtype(p.dtype)
+            if np.issubdtype(sdt, np.integer):
+                info = np.iinfo(sdt)
+                if not int(info.min) <= val <= int(info.max):
+                    raise BadInput(f"param {p.name}: value {val} does not fit {p.dtype}")
+                args.append(ScalarArg(p.name, val, p.dtype))
+            else:
+                args.append(ScalarArg(p.name, float(val), p.dtype))
             continue
         dims = [_eval(d, sizes, f"param {p.name} shape[{i}]") for i, d in enumerate(p.shape)]
         if any(d < 0 for d in dims):
@@ -414,8 +423,11 @@ def make_case(
     grid = _dim3(launch.grid, sizes, "launch.grid", MAX_GRID_BLOCKS)
     block = _dim3(launch.block, sizes, "launch.block", MAX_BLOCK_THREADS)
     shared = _eval(launch.shared_bytes or "0", sizes, "launch.shared_bytes")
-    if shared < 0:
-        raise BadInput(f"launch.shared_bytes is negative ({shared})")
+    if not 0 <= shared <= MAX_DYNAMIC_SHARED:
+        raise BadInput(f"launch.shared_bytes {shared} is outside [0, {MAX_DYNAMIC_SHARED}]")
+    threads = math.prod(grid) * math.prod(block)
+    if threads > MAX_THREADS:
+        raise TooLarge(f"{threads} threads in one launch (at most {MAX_THREADS} are run)")
     return Case(dict(sizes), args, grid, block, shared, inputs)
 
 
