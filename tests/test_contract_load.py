@@ -92,6 +92,15 @@ def test_non_utf8_is_refused() -> None:
     assert _err("metadata: {}".encode("utf-16")).startswith("contract: not UTF-8")
 
 
+def test_control_characters_are_refused() -> None:
+    assert _err(b"\x01metadata: {}\n") == (
+        "contract: character U+0001 at offset 0 is not allowed in YAML"
+    )
+    assert _err(b"metadata: {description: \"a\x1bb\"}\n") == (
+        "contract: character U+001B at offset 26 is not allowed in YAML"
+    )
+
+
 def test_nul_is_refused() -> None:
     assert _err(b"metadata: {}\x00\n") == "contract: contains a NUL character"
 

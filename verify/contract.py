@@ -137,6 +137,12 @@ def _where(mark: Any) -> str:
     return f"contract: line {mark.line + 1}, column {mark.column + 1}: "
 
 
+def _reader_error(e: yaml.reader.ReaderError) -> str:
+    return (
+        f"contract: character U+{e.character:04X} at offset {e.position} is not allowed in YAML"
+    )
+
+
 def parse_yaml(data: bytes) -> Any:
     """Parse untrusted contract bytes into plain Python data, or raise ``ContractError``."""
     if not isinstance(data, bytes | bytearray):
@@ -149,7 +155,10 @@ def parse_yaml(data: bytes) -> Any:
         raise ContractError(f"contract: not UTF-8 (bad byte at offset {e.start})") from e
     if "\x00" in text:
         raise ContractError("contract: contains a NUL character")
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)
+    except yaml.reader.ReaderError as e:
+        raise ContractError(_reader_error(e)) from e
     try:
         doc = loader.get_single_node()
         if doc is None:
@@ -159,6 +168,8 @@ def parse_yaml(data: bytes) -> Any:
         mark = e.problem_mark or e.context_mark
         problem = e.problem or e.context or "malformed YAML"
         raise ContractError(f"{_where(mark)}YAML syntax error: {problem}") from e
+    except yaml.reader.ReaderError as e:
+        raise ContractError(_reader_error(e)) from e
     except yaml.YAMLError as e:
         raise ContractError(f"contract: YAML error: {str(e).splitlines()[0]}") from e
     except RecursionError as e:  # defence in depth; compose_node bounds the depth first
