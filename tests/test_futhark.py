@@ -268,3 +268,18 @@ def test_run_nothing_to_interpret(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert c.status == "skipped"
     assert c.detail == "nothing to run: no test case the interpreter runs"
     assert not log.exists()
+
+
+BUNDLES = sorted((Path(__file__).parent.parent / "bundles").glob("*/contract.yaml"))
+
+
+@pytest.mark.parametrize("contract", BUNDLES, ids=lambda p: p.parent.name)
+def test_shipped_bundles_spec(contract: Path) -> None:
+    from verify.contract import load_contract
+
+    ctx = Context(Bundle.from_dir(contract.parent))
+    ctx.contract = load_contract(contract.read_bytes())
+    c = checks(ctx)["futhark.spec"]
+    assert c.status == "passed", c.detail
+    assert ctx.contract.kernel is not None
+    assert f"entries {ctx.contract.kernel.entry} [line" in c.detail

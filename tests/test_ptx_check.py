@@ -364,3 +364,24 @@ def test_assemble_skipped_without_ptxas(monkeypatch: pytest.MonkeyPatch) -> None
     c = run_checks(make_ctx({"vector_add.ptx": fixture("vector_add.ptx")}, VADD))["ptx.assemble"]
     assert c.status == "skipped"
     assert "no ptxas" in c.detail
+
+
+# --- the shipped bundles ---------------------------------------------------------------------
+
+BUNDLES = sorted((Path(__file__).parent.parent / "bundles").glob("*/contract.yaml"))
+
+
+@needs_ptxas
+@pytest.mark.parametrize("contract", BUNDLES, ids=lambda p: p.parent.name)
+def test_shipped_bundles(contract: Path) -> None:
+    from verify.contract import load_contract
+
+    ctx = Context(Bundle.from_dir(contract.parent))
+    ctx.contract = load_contract(contract.read_bytes())
+    k = ctx.contract.kernel
+    assert k is not None
+    c = run_checks(ctx)
+    assert c["ptx.parse"].status == "passed", c["ptx.parse"].detail
+    assert f"contract entry {k.entry} on {k.target}" in c["ptx.parse"].detail
+    assert c["ptx.assemble"].status == "passed", c["ptx.assemble"].detail
+    assert re.search(rf"{k.entry} on {k.target}: \d+ registers", c["ptx.assemble"].detail)

@@ -206,3 +206,28 @@ def test_first_difference() -> None:
         "first difference at line 2: sealed 'b', rebuilt 'x'"
     assert first_difference(b"a", b"a\n") == \
         "one is a prefix of the other: sealed 1 bytes, rebuilt 2"
+
+
+BUNDLES = sorted((Path(__file__).parent.parent / "bundles").glob("*/contract.yaml"))
+
+
+@needs_nvcc
+@pytest.mark.parametrize("contract", BUNDLES, ids=lambda p: p.parent.name)
+def test_shipped_bundles_rebuild(contract: Path) -> None:
+    """Equal when this machine's nvcc is the release that wrote the sealed PTX, else the hint."""
+    from verify.contract import load_contract
+    from verify.ptx import tool_release
+
+    ctx = Context(Bundle.from_dir(contract.parent))
+    ctx.contract = load_contract(contract.read_bytes())
+    k = ctx.contract.kernel
+    assert k is not None and NVCC is not None
+    same_nvcc = tool_release(NVCC).encode() in ctx.bundle.file(k.ptx)
+    try:
+        [c] = rebuild.run(ctx)
+    finally:
+        ctx.close()
+    if same_nvcc:
+        assert c.status == "passed", c.detail
+    else:
+        assert c.status == "failed" and "different nvcc" in c.detail
