@@ -1,0 +1,155 @@
+"""PTX interpreter: run nvcc's PTX on the CPU, vectorised over threads with numpy, and report
+bugs with thread, address and PTX line (SPEC 8 ``falsify.*``, issue 4).
+
+Public API (used by the falsification runner): ``load_module``, ``launch``, ``Buffer``,
+``Scalar``, ``Finding``, ``SimResult``, ``UnsupportedPtx``, ``PtxSyntaxError``. The design is
+described in docs/ptx-interpreter.md.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from verify.ptxsim.errors import Finding, PtxSyntaxError, SimResult, UnsupportedPtx
+from verify.ptxsim.machine import Machine
+from verify.ptxsim.memory import GlobalSpace
+from verify.ptxsim.parser import Module as _Parsed
+from verify.ptxsim.parser import parse
+from verify.ptxsim.program import Program, build
+
+__all__ = [
+    "Buffer",
+    "Finding",
+    "Module",
+    "PtxSyntaxError",
+    "Scalar",
+    "SimResult",
+    "UnsupportedPtx",
+    "launch",
+    "load_module",
+]
+
+VERSION = "0.1.0"
+ENGINE = f"ptxsim {VERSION}"
+
+
+@dataclass
+class Buffer:
+    data: np.ndarray
+    intent: str  # "in" | "out" | "inout"
+    name: str
+
+
+@dataclass(frozen=True)
+class Scalar:
+    value: int | float
+    ptx_type: str
+
+
+@dataclass
+class Module:
+    """A parsed PTX module; entries are compiled on first launch and cached."""
+
+    parsed: _Parsed
+    programs: dict[str, Program] = field(default_factory=dict)
+
+    @property
+    def entries(self) -> tuple[str, ...]:
+        return tuple(self.parsed.entries)
+
+    def program(self, entry: str) -> Program:
+        if entry not in self.programs:
+            if entry not in self.parsed.entries:
+                raise PtxSyntaxError(f"no .entry named {entry!r} in the PTX module (entries: "
+                                     f"{', '.join(self.parsed.entries) or 'none'})")
+            self.programs[entry] = build(self.parsed, self.parsed.entries[entry])
+        return self.programs[entry]
+
+
+def load_module(ptx: bytes | str) -> Module:
+    """Parse PTX text once; the module can be launched many times."""
+    if isinstance(ptx, bytes):
+        try:
+            ptx = ptx.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise PtxSyntaxError("PTX is not UTF-8 text") from e
+    return Module(parse(ptx))
+
+
+_PACK = {".u8": "<B", ".s8": "<b", ".u16": "<H", ".s16": "<h", ".u32": "<I", ".s32": "<i",
+         ".u64": "<Q", ".s64": "<q", ".b8": "<B", ".b16": "<H", ".b32": "<I", ".b64": "<Q",
+         ".f32": "<f", ".f64": "<d", ".pred": "<B"}
+
+
+def _param_bytes(prog: Program, args: Sequence[Buffer | Scalar], gs: GlobalSpace) -> bytes:
+    params = prog.entry.params
+    if len(args) != len(params):
+        raise PtxSyntaxError(f"kernel {prog.entry.name} takes {len(params)} parameters, "
+                             f"{len(args)} given")
+    out = bytearray(prog.param_size)
+    bi = 0
+    for p, off, a in zip(params, prog.param_offsets, args, strict=True):
+        if isinstance(a, Buffer):
+            if p.size != 8:
+                raise PtxSyntaxError(f"parameter {p.name} ({p.ptx_type}) cannot take buffer "
+                                     f"{a.name!r}: a pointer needs a 64-bit parameter")
+            raw = struct.pack("<Q", gs.bufs[bi].base)
+            bi += 1
+        else:
+            fmt = _PACK.get(a.ptx_type)
+            if fmt is None or struct.calcsize(fmt) != p.size:
+                raise PtxSyntaxError(f"parameter {p.name} is {p.ptx_type} ({p.size} bytes); "
+                                     f"scalar of type {a.ptx_type} does not fit")
+            try:
+                raw = struct.pack(fmt, a.value)
+            except struct.error as e:
+                raise PtxSyntaxError(f"parameter {p.name}: {a.value!r} is not a valid "
+                                     f"{a.ptx_type}") from e
+        out[off: off + len(raw)] = raw
+    return bytes(out)
+
+
+def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[int, int, int],
+           args: Sequence[Buffer | Scalar], dynamic_shared: int = 0, step_limit: int = 50_000_000,
+           max_findings: int = 20) -> SimResult:
+    """Run one kernel launch; buffers are modified in place; returns the findings."""
+    prog = module.program(entry)
+    if any(x < 1 for x in (*grid, *block)) or block[0] * block[1] * block[2] > 1024:
+        raise PtxSyntaxError(f"invalid launch shape grid={grid} block={block}")
+    bufs = []
+    for a in args:
+        if isinstance(a, Buffer):
+            if a.intent not in ("in", "out", "inout"):
+                raise PtxSyntaxError(f"buffer {a.name!r}: intent must be in, out or inout")
+            if a.data.ndim != 1 or not a.data.flags.c_contiguous:
+                raise PtxSyntaxError(f"buffer {a.name!r} must be a 1-D contiguous array")
+            bufs.append((a.name, a.intent, a.data))
+    gs = GlobalSpace(bufs)
+    params = _param_bytes(prog, args, gs)
+    m = Machine(prog, grid, block, gs, params, dynamic_shared, step_limit, max_findings)
+    m.run()
+    if not m.stopped:
+        _unwritten(m, gs)
+    return SimResult(tuple(m.findings), m.thread_instr, m.warp_instr, ENGINE)
+
+
+def _unwritten(m: Machine, gs: GlobalSpace) -> None:
+    from verify.ptxsim.machine import StopRun
+
+    m.line = 0
+    for b in gs.bufs:
+        if b.intent != "out" or b.writer is None or b.atomic is None:
+            continue
+        never = (b.writer < 0) & ~b.atomic
+        if never.any():
+            first = int(np.flatnonzero(never)[0])
+            try:
+                m.report("unwritten", f"{int(never.sum())} of {never.size} elements of output "
+                         f"buffer '{b.name}' were never written (first: element {first})",
+                         None, b.base + first * b.itemsize, key=("unwritten", b.name))
+            except StopRun:
+                return

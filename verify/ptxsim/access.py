@@ -1,0 +1,178 @@
+"""Loads and stores of raw bits in every state space, with the checks of SPEC 8 issue 4:
+``out_of_bounds`` (global, shared, local), ``misaligned``, shared-memory races and
+uninitialised reads, and per-element write tracking of "out"/"inout" buffers.
+
+Addresses arrive as uint64 arrays (one per active thread, in the order of ``t``). A faulting
+thread's load yields 0 and its store is dropped, so the run goes on and can find more.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from verify.ptxsim.memory import LOCAL_GENERIC, SHARED_GENERIC, UINT, WINDOW
+
+if TYPE_CHECKING:
+    from verify.ptxsim.machine import Machine
+
+
+def _check_align(m: Machine, addr: np.ndarray, align: int, t: np.ndarray, what: str) -> np.ndarray:
+    if align <= 1:
+        return np.ones(addr.shape, bool)
+    ok = (addr % np.uint64(align)) == 0
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        m.report("misaligned", f"{what} of {align} bytes at address {int(addr[i]):#x} by thread "
+                 f"{{T{int(t[i])}}} at PTX line {m.line} is not {align}-byte aligned",
+                 int(t[i]), int(addr[i]))
+    return np.asarray(ok)
+
+
+def _global(m: Machine, addr: np.ndarray, w: int, t: np.ndarray, align: int,
+            store: Any = None, atomic: bool = False) -> np.ndarray | None:
+    what = "store" if store is not None else "load"
+    ok = _check_align(m, addr, align, t, f"global {what}")
+    k, off = m.g.split(addr, w)
+    bad = (k < 0) & ok
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        m.report("out_of_bounds", f"global {what} of {w} bytes at address {int(addr[i]):#x} "
+                 f"({m.g.describe(int(addr[i]))}) by thread {{T{int(t[i])}}} at PTX line "
+                 f"{m.line}", int(t[i]), int(addr[i]))
+    k = np.where(ok, k, -1)
+    out = np.zeros(addr.shape, UINT[w]) if store is None else None
+    if k.size == 0:
+        return out
+    kmin, kmax = int(k.min()), int(k.max())
+    ks = [kmin] if kmin == kmax else [int(x) for x in np.unique(k)]
+    for kk in ks:
+        if kk < 0:
+            continue
+        b = m.g.bufs[kk]
+        sel = slice(None) if kmin == kmax else (k == kk)
+        o = off[sel]
+        if (o % w == 0).all():
+            view = b.u8[: b.size - b.size % w].view(UINT[w])
+            if store is None:
+                assert out is not None
+                out[sel] = view[o // w]
+            else:
+                sv = np.broadcast_to(np.asarray(store), addr.shape)[sel]
+                view[o // w] = sv
+        else:  # aligned to the access but not to the element size: go byte by byte
+            byts = o[:, None] + np.arange(w)[None, :]
+            if store is None:
+                assert out is not None
+                out[sel] = b.u8[byts].copy().view(UINT[w]).reshape(-1)
+            else:
+                sv = np.ascontiguousarray(np.broadcast_to(np.asarray(store), addr.shape)[sel])
+                b.u8[byts] = sv.view(np.uint8).reshape(-1, w)
+        if store is not None:
+            m.g.note_writes(b, o, w, t[sel], atomic, m.report, m.line)
+    return out
+
+
+def _shared(m: Machine, saddr: np.ndarray, w: int, t: np.ndarray, align: int,
+            store: Any = None, atomic: bool = False, track: bool = True) -> np.ndarray | None:
+    sh = m.shared
+    what = "store" if store is not None else "load"
+    size = m.shared_size
+    ok = _check_align(m, saddr, align, t, f"shared {what}")
+    inb = saddr + np.uint64(w) <= np.uint64(size)
+    bad = ~inb & ok
+    if bad.any() or sh is None:
+        i = int(np.flatnonzero(bad)[0]) if bad.any() else 0
+        m.report("out_of_bounds", f"shared {what} of {w} bytes at shared address "
+                 f"{int(saddr[i]):#x} by thread {{T{int(t[i])}}} at PTX line {m.line}: the block "
+                 f"has {size} bytes of shared memory", int(t[i]), int(saddr[i]))
+    good = ok & inb
+    out = np.zeros(saddr.shape, UINT[w]) if store is None else None
+    if sh is None:
+        return out
+    if not good.all():
+        saddr, t2 = saddr[good], t[good]
+        sv = None if store is None else np.broadcast_to(np.asarray(store), good.shape)[good]
+        r = _shared(m, saddr, w, t2, align, sv, atomic, track)
+        if out is not None and r is not None:
+            out[good] = r
+        return out
+    flat = m.block_of[t] * sh.stride + saddr.astype(np.int64)
+    if store is None:
+        if track:
+            sh.track_read(flat, w, t, m.line, m.report)
+        if w in (1, 2, 4, 8, 16) and (flat % w == 0).all() and w <= 8:
+            res: np.ndarray = sh.data.view(UINT[w])[flat // w]
+            return res
+        byts = flat[:, None] + np.arange(w)[None, :]
+        return np.ascontiguousarray(sh.data[byts]).view(UINT[w]).reshape(-1)
+    if track:
+        sh.track_write(flat, w, t, m.line, m.report) if not atomic else _mark(sh, flat, w)
+    sv = np.broadcast_to(np.asarray(store).astype(UINT[w]), saddr.shape)
+    if (flat % w == 0).all():
+        sh.data.view(UINT[w])[flat // w] = sv
+    else:
+        sh.data[flat[:, None] + np.arange(w)[None, :]] = np.ascontiguousarray(sv).view(
+            np.uint8).reshape(-1, w)
+    return None
+
+
+def _mark(sh: Any, flat: np.ndarray, w: int) -> None:
+    sh.ever[(flat[:, None] + np.arange(w)[None, :]).ravel()] = True
+
+
+def _local(m: Machine, laddr: np.ndarray, w: int, t: np.ndarray, align: int,
+           store: Any = None) -> np.ndarray | None:
+    size = m.local_size
+    what = "store" if store is not None else "load"
+    ok = _check_align(m, laddr, align, t, f"local {what}")
+    inb = (laddr + np.uint64(w) <= np.uint64(size)) & ok
+    if not inb.all():
+        i = int(np.flatnonzero(~inb & ok)[0]) if (~inb & ok).any() else 0
+        if (~inb & ok).any():
+            m.report("out_of_bounds", f"local {what} of {w} bytes at local address "
+                     f"{int(laddr[i]):#x} by thread {{T{int(t[i])}}} at PTX line {m.line}: the "
+                     f"thread has {size} bytes of local memory", int(t[i]), int(laddr[i]))
+    out = np.zeros(laddr.shape, UINT[w]) if store is None else None
+    if m.local is None or not inb.any():
+        return out
+    flat = t[inb] * size + laddr[inb].astype(np.int64)
+    byts = flat[:, None] + np.arange(w)[None, :]
+    if store is None:
+        assert out is not None
+        out[inb] = np.ascontiguousarray(m.local[byts]).view(UINT[w]).reshape(-1)
+        return out
+    sv = np.ascontiguousarray(np.broadcast_to(np.asarray(store).astype(UINT[w]),
+                                              laddr.shape)[inb])
+    m.local[byts] = sv.view(np.uint8).reshape(-1, w)
+    return None
+
+
+def access(m: Machine, space: str, addr: Any, w: int, t: np.ndarray, align: int,
+           store: Any = None, atomic: bool = False, track: bool = True) -> np.ndarray | None:
+    """Load (store is None) or store ``w`` bytes per thread in ``space``."""
+    addr = np.broadcast_to(np.asarray(addr, np.uint64), t.shape)
+    if space == "global":
+        return _global(m, addr, w, t, align, store, atomic)
+    if space == "shared":
+        return _shared(m, addr, w, t, align, store, atomic, track)
+    if space == "local":
+        return _local(m, addr, w, t, align, store)
+    # generic: split by window
+    sh = (addr >= np.uint64(SHARED_GENERIC)) & (addr < np.uint64(SHARED_GENERIC + WINDOW))
+    lo = (addr >= np.uint64(LOCAL_GENERIC)) & (addr < np.uint64(LOCAL_GENERIC + WINDOW))
+    gl = ~(sh | lo)
+    if gl.all():
+        return _global(m, addr, w, t, align, store, atomic)
+    out = np.zeros(addr.shape, UINT[w]) if store is None else None
+    sv = None if store is None else np.broadcast_to(np.asarray(store), addr.shape)
+    for sel, sp, base in ((gl, "global", 0), (sh, "shared", SHARED_GENERIC),
+                          (lo, "local", LOCAL_GENERIC)):
+        if not sel.any():
+            continue
+        a = addr[sel] - np.uint64(base)
+        r = access(m, sp, a, w, t[sel], align, None if sv is None else sv[sel], atomic, track)
+        if out is not None and r is not None:
+            out[sel] = r
+    return out

@@ -1,0 +1,49 @@
+"""Errors and result types of the PTX interpreter (SPEC 8 ``falsify.*``, issue 4).
+
+``UnsupportedPtx`` is a ``CannotCheck`` (exit 3): the interpreter met an instruction or a form it
+does not model, so it stops instead of guessing. ``PtxSyntaxError`` is ``BadInput`` (exit 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ledger.errors import BadInput, CannotCheck
+
+FINDING_KINDS = (
+    "out_of_bounds",
+    "race",
+    "divergent_barrier",
+    "partial_barrier",
+    "uninitialised_read",
+    "unwritten",
+    "double_write",
+    "step_limit",
+    "misaligned",
+)
+
+
+class UnsupportedPtx(CannotCheck):
+    """An instruction (or operand form) outside the modelled subset; the message names it and its line."""
+
+
+class PtxSyntaxError(BadInput):
+    """The PTX text cannot be parsed."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    message: str
+    line: int | None
+    block: tuple[int, int, int] | None
+    thread: tuple[int, int, int] | None
+    address: int | None
+
+
+@dataclass(frozen=True)
+class SimResult:
+    findings: tuple[Finding, ...]
+    thread_instructions: int
+    warp_instructions: int
+    engine: str

@@ -1,0 +1,319 @@
+"""The SIMT machine of one launch: threads, registers, scheduling, barriers, findings
+(SPEC 8 ``falsify.*``, issue 4 "Execution model").
+
+Scheduling: every thread of the grid has a PC; threads at the same PC form a group and run one
+instruction together as one numpy vector (all blocks of the grid in lock-step). The group with
+the lowest PC runs next ("min-PC" reconvergence): after a divergent branch the side with the
+lower PC runs first and the other waits, and the two sides merge again at the first PC both
+reach, which for the structured code nvcc emits is the immediate post-dominator of the branch.
+Loops work the same way: threads that leave a loop wait at its exit (a higher PC) until the
+others leave too. A warp's active mask at an instruction is the set of its threads in the group.
+
+Barriers: a group reaching ``bar.sync`` waits. When no group can run, each block whose non-exited
+threads all wait at the same barrier is released and its shared-memory race interval cleared.
+If a barrier cannot release (some non-exited threads of the block wait elsewhere or can never
+come), that is ``partial_barrier``; the block is then released anyway so the run never deadlocks.
+A barrier reached by part of a warp while other non-exited lanes are elsewhere is
+``divergent_barrier``. Blocks are independent between barriers, so running them in lock-step is
+one legal schedule; races are judged per barrier interval, not by this schedule's order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from verify.ptxsim.errors import Finding
+from verify.ptxsim.memory import GlobalSpace, SharedSpace
+from verify.ptxsim.program import CInstr, Program
+
+NORMAL, BRANCH, EXIT, BARRIER = 0, 1, 2, 3
+
+
+class StopRun(Exception):
+    """Internal: the launch stops (step limit or enough findings)."""
+
+
+class RegFile(dict[str, np.ndarray]):
+    def __init__(self, types: dict[str, Any], n: int) -> None:
+        super().__init__()
+        self.types = types
+        self.n = n
+
+    def __missing__(self, key: str) -> np.ndarray:
+        dt = self.types.get(key, np.uint32)
+        a = np.zeros(self.n, dt)
+        self[key] = a
+        return a
+
+
+@dataclass
+class CpAsync:
+    dst: np.ndarray  # flat shared byte index of the first byte
+    data: np.ndarray  # (n, width) uint8, read at issue time (zero-filled past src-size)
+    threads: np.ndarray
+    group: np.ndarray
+    line: int
+
+
+class Machine:
+    def __init__(self, prog: Program, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 gspace: GlobalSpace, params: bytes, dynamic_shared: int, step_limit: int,
+                 max_findings: int) -> None:
+        self.prog = prog
+        self.grid, self.block = grid, block
+        self.nthreads_block = block[0] * block[1] * block[2]
+        self.pb = (self.nthreads_block + 31) // 32 * 32
+        self.nblk = grid[0] * grid[1] * grid[2]
+        self.T = self.nblk * self.pb
+        self.W = self.T // 32
+        self.g = gspace
+        self.params = params
+        self.step_limit = step_limit
+        self.max_findings = max_findings
+        self.R = RegFile(prog.store_types, self.T)
+        t = np.arange(self.T, dtype=np.int64)
+        local = t % self.pb
+        self.block_of = t // self.pb
+        self.exited = local >= self.nthreads_block
+        self.live_block = np.full(self.nblk, self.nthreads_block, np.int64)
+        self.live_warp = np.bincount((t >> 5)[~self.exited], minlength=self.W).astype(np.int64)
+        bx, by, _ = block
+        gx, gy, _ = grid
+        blk = self.block_of
+        u32 = np.uint32
+        self.special: dict[str, Any] = {
+            "%tid.x": (local % bx).astype(u32), "%tid.y": ((local // bx) % by).astype(u32),
+            "%tid.z": (local // (bx * by)).astype(u32),
+            "%ctaid.x": (blk % gx).astype(u32), "%ctaid.y": ((blk // gx) % gy).astype(u32),
+            "%ctaid.z": (blk // (gx * gy)).astype(u32),
+            "%ntid.x": u32(block[0]), "%ntid.y": u32(block[1]), "%ntid.z": u32(block[2]),
+            "%nctaid.x": u32(grid[0]), "%nctaid.y": u32(grid[1]), "%nctaid.z": u32(grid[2]),
+            "%laneid": (local % 32).astype(u32), "%warpid": (local // 32).astype(u32),
+            "%nwarpid": u32(self.pb // 32), "%warpsize": u32(32),
+            "%lanemask_eq": (u32(1) << (local % 32).astype(u32)),
+        }
+        self.shared_size = prog.static_shared + dynamic_shared
+        self.shared = SharedSpace(self.nblk, self.shared_size, self.W) \
+            if self.shared_size else None
+        self.local_size = max(prog.local_size, 0)
+        self.local = np.zeros(self.T * self.local_size, np.uint8) if self.local_size else None
+        self.findings: list[Finding] = []
+        self.keys: set[tuple[object, ...]] = set()
+        self.thread_instr = 0
+        self.warp_instr = 0
+        self.line = 0
+        self.cp_pending: list[CpAsync] = []
+        self.cp_committed = np.zeros(self.T, np.int32)
+        self.groups: dict[int, np.ndarray | None] = {}
+        self.waiting: dict[int, np.ndarray] = {}
+        self.stopped = False
+
+    # ---- threads and findings -------------------------------------------------------------
+
+    def ids(self, t: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        b, loc = divmod(int(t), self.pb)
+        bx, by, _ = self.block
+        gx, gy, _ = self.grid
+        return ((b % gx, (b // gx) % gy, b // (gx * gy)),
+                (loc % bx, (loc // bx) % by, loc // (bx * by)))
+
+    def tname(self, t: int) -> str:
+        b, th = self.ids(t)
+        return f"(block {b}, thread {th})"
+
+    def _fmt(self, msg: str) -> str:
+        msg = re.sub(r"\{T(-?\d+)\}", lambda m: self.tname(int(m.group(1))), msg)
+        stride = self.shared.stride if self.shared else 1
+
+        def sh(m: re.Match[str]) -> str:
+            b, off = divmod(int(m.group(1)), stride)
+            return f"at shared offset {off} of block {self.ids(b * self.pb)[0]}"
+        return re.sub(r"\{S(\d+)\}", sh, msg)
+
+    def report(self, kind: str, message: str, thread: int | None, address: int | None,
+               key: object = None) -> None:
+        k = (kind, self.line if key is None else key)
+        if k in self.keys:
+            return
+        self.keys.add(k)
+        block, th = self.ids(thread) if thread is not None else (None, None)
+        line = self.line or None
+        text = f"{kind}: {self._fmt(message)}"
+        self.findings.append(Finding(kind, text, line, block, th, address))
+        if len(self.findings) >= self.max_findings:
+            self.stopped = True
+            raise StopRun
+
+    # ---- groups ---------------------------------------------------------------------------
+
+    def all_idx(self, idx: np.ndarray | None) -> np.ndarray:
+        return np.arange(self.T, dtype=np.int64) if idx is None else idx
+
+    def goto(self, pc: int, idx: np.ndarray | None) -> None:
+        if idx is not None and idx.size == 0:
+            return
+        old = self.groups.get(pc, False)
+        if old is False:
+            self.groups[pc] = idx
+            return
+        if old is None or idx is None:
+            self.groups[pc] = None
+            return
+        assert isinstance(old, np.ndarray)
+        merged = np.sort(np.concatenate([old, idx]), kind="stable")
+        self.groups[pc] = None if merged.size == self.T else merged
+
+    def where(self, t: int) -> str:
+        for pc, idx in list(self.groups.items()) + list(self.waiting.items()):
+            if idx is None or (np.searchsorted(idx, t) < idx.size
+                               and idx[np.searchsorted(idx, t)] == t):
+                return f"PTX line {self.prog.code[pc].line}"
+        return "an unknown place"
+
+    def exit_threads(self, idx: np.ndarray | None) -> None:
+        a = self.all_idx(idx)
+        self.exited[a] = True
+        self.live_block -= np.bincount(self.block_of[a], minlength=self.nblk)
+        self.live_warp -= np.bincount(a >> 5, minlength=self.W)
+
+    # ---- barriers -------------------------------------------------------------------------
+
+    def arrive(self, pc: int, idx: np.ndarray | None) -> None:
+        a = self.all_idx(idx)
+        cnt = np.bincount(a >> 5, minlength=self.W)
+        bad = np.flatnonzero((cnt > 0) & (cnt != self.live_warp))
+        if bad.size:
+            w = int(bad[0])
+            lanes = np.arange(w * 32, w * 32 + 32)
+            here = np.isin(lanes, a)
+            missing = lanes[~here & ~self.exited[lanes]]
+            first = int(a[np.searchsorted(a, w * 32)])
+            other = int(missing[0]) if missing.size else first
+            self.report("divergent_barrier",
+                        f"barrier at PTX line {self.line} reached by thread {{T{first}}} while "
+                        f"{missing.size} non-exited thread(s) of its warp, e.g. {{T{other}}}, are "
+                        f"at {self.where(other)} (divergent warp)", first, None)
+        old = self.waiting.get(pc)
+        self.waiting[pc] = a if old is None else np.sort(np.concatenate([old, a]),
+                                                         kind="stable")
+
+    def release(self) -> None:
+        released = False
+        expect_all = self.live_block
+        for pc in sorted(self.waiting):
+            a = self.waiting[pc]
+            cnt = np.bincount(self.block_of[a], minlength=self.nblk)
+            expect = self.prog.code[pc].bar_count
+            exp = expect_all if expect is None else np.minimum(expect_all, expect)
+            full = (cnt > 0) & (cnt >= exp)
+            if full.any():
+                sel = full[self.block_of[a]]
+                self._release(pc, a[sel], np.flatnonzero(full))
+                rest = a[~sel]
+                if rest.size:
+                    self.waiting[pc] = rest
+                else:
+                    del self.waiting[pc]
+                released = True
+        if released:
+            return
+        notes = []
+        for pc in sorted(self.waiting):
+            a = self.waiting[pc]
+            b = int(self.block_of[a[0]])
+            inb = a[self.block_of[a] == b]
+            others = np.flatnonzero((self.block_of == b) & ~self.exited)
+            others = others[~np.isin(others, inb)]
+            other = int(others[0]) if others.size else int(inb[0])
+            notes.append((pc, inb, others.size, other, self.where(other)))
+        pending = self.waiting
+        self.waiting = {}
+        for pc, inb, n_other, other, where in notes:
+            self.line = self.prog.code[pc].line
+            try:
+                self.report("partial_barrier",
+                            f"barrier at PTX line {self.line}: {inb.size} thread(s) of block "
+                            f"{self.ids(int(inb[0]))[0]} wait there (e.g. {{T{int(inb[0])}}}) but "
+                            f"{n_other} other non-exited thread(s), e.g. {{T{other}}}, wait at "
+                            f"{where} instead", int(inb[0]), None, key=("pb", pc))
+            finally:
+                for p2, a in pending.items():
+                    self._release(p2, a, np.unique(self.block_of[a]))
+                pending = {}
+
+    def _release(self, pc: int, a: np.ndarray, blocks: np.ndarray) -> None:
+        if self.shared is not None:
+            self.shared.reset_interval(blocks)
+        self.goto(pc + 1, None if a.size == self.T else a)
+
+    # ---- run ------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        code = self.prog.code
+        first = np.flatnonzero(~self.exited)
+        self.groups = {0: None if first.size == self.T else first}
+        try:
+            with np.errstate(all="ignore"):
+                self._loop(code)
+        except StopRun:
+            return
+
+    def _loop(self, code: Sequence[CInstr]) -> None:
+        groups = self.groups
+        while True:
+            if not groups:
+                if self.waiting:
+                    self.release()
+                    continue
+                return
+            pc = min(groups)
+            idx = groups.pop(pc)
+            ci = code[pc]
+            self.line = ci.line
+            if idx is None:
+                n, nw = self.T, self.W
+            else:
+                n = idx.size
+                w = idx >> 5
+                nw = 1 + int(np.count_nonzero(w[1:] != w[:-1]))
+            self.thread_instr += n
+            self.warp_instr += nw
+            if self.warp_instr > self.step_limit:
+                self.stopped = True
+                t0 = 0 if idx is None else int(idx[0])
+                self.report("step_limit", f"stopped after {self.step_limit} warp-instructions at "
+                            f"PTX line {ci.line} with {n} thread(s) there, e.g. {{T{t0}}} "
+                            f"(a loop that never ends?)", t0, None)
+                raise StopRun
+            sub = idx
+            rest: np.ndarray | None = None
+            if ci.guard is not None:
+                gv = np.asarray(ci.guard(self, idx))
+                if gv.ndim == 0:
+                    gv = np.full(n, bool(gv))
+                if not gv.all():
+                    base = self.all_idx(idx)
+                    sub, rest = base[gv], base[~gv]
+            if ci.kind == NORMAL:
+                if sub is None or sub.size:
+                    ci.fn(self, sub)
+                self.goto(pc + 1, idx)
+            elif ci.kind == BRANCH:
+                if rest is not None:
+                    self.goto(pc + 1, rest)
+                self.goto(ci.target, sub)
+            elif ci.kind == EXIT:
+                if rest is not None:
+                    self.goto(pc + 1, rest)
+                if sub is None or sub.size:
+                    self.exit_threads(sub)
+            else:  # BARRIER
+                if rest is not None:
+                    self.goto(pc + 1, rest)
+                if sub is None or sub.size:
+                    self.arrive(pc, sub)

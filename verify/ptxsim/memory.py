@@ -1,0 +1,215 @@
+"""Simulated memory of one launch: global buffers, per-block shared memory, per-thread local memory
+(SPEC 8 ``falsify.*``, issue 4 "Execution model").
+
+Global: each ``Buffer`` gets a distinct base address (256-aligned) with a guard gap at least as
+large as the buffer after it, so an access outside every buffer is ``out_of_bounds`` with the
+nearest buffer named. "out" / "inout" buffers keep the writing thread of every element
+(``unwritten`` / ``double_write``).
+
+Shared: one byte array per block. Every byte keeps its last writer and up to two readers (thread,
+PTX line, warp-sync epoch) for the current barrier interval, and whether it was ever written:
+a write and another thread's access to the same byte in one interval is a ``race`` unless both
+threads are in one warp separated by ``bar.warp.sync``; a read of a byte never written is an
+``uninitialised_read``. Atomics are not tracked as racing. ``bar.sync`` clears the interval.
+
+Addresses: shared and local variables have addresses in their own windows starting at 0; the
+generic address of one is ``SHARED_GENERIC + addr`` / ``LOCAL_GENERIC + addr``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+GLOBAL_BASE = 0x1_0000_0000
+SHARED_GENERIC = 0x7E00_0000_0000
+LOCAL_GENERIC = 0x7F00_0000_0000
+WINDOW = 1 << 32
+
+UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+Report = Callable[[str, str, int, int | None], None]  # kind, message, thread, address
+
+
+@dataclass
+class GlobalBuffer:
+    name: str
+    intent: str
+    base: int
+    size: int
+    u8: np.ndarray
+    itemsize: int
+    writer: np.ndarray | None  # int64 per element, -1 = never written by a plain store
+    atomic: np.ndarray | None  # bool per element written by an atomic
+
+
+class GlobalSpace:
+    def __init__(self, buffers: list[tuple[str, str, np.ndarray]]) -> None:
+        self.bufs: list[GlobalBuffer] = []
+        addr = GLOBAL_BASE
+        for name, intent, data in buffers:
+            u8 = data.view(np.uint8)
+            size = u8.size
+            tracked = intent in ("out", "inout")
+            n = size // max(data.itemsize, 1)
+            self.bufs.append(GlobalBuffer(
+                name, intent, addr, size, u8, data.itemsize,
+                np.full(n, -1, np.int64) if tracked else None,
+                np.zeros(n, bool) if tracked else None))
+            gap = max(1 << 16, (size + 255) // 256 * 256)
+            addr += (size + 255) // 256 * 256 + gap
+        self.bases = np.array([b.base for b in self.bufs], np.uint64)
+        self.ends = np.array([b.base + b.size for b in self.bufs], np.uint64)
+
+    def describe(self, addr: int) -> str:
+        best = ""
+        dist = None
+        for b in self.bufs:
+            if addr < b.base:
+                d, txt = b.base - addr, f"{b.base - addr} bytes before buffer '{b.name}'"
+            elif addr >= b.base + b.size:
+                d = addr - (b.base + b.size)
+                txt = (f"byte offset {addr - b.base} of buffer '{b.name}' ({b.size} bytes, "
+                       f"{d} bytes past its end)")
+            else:
+                d, txt = 0, f"byte offset {addr - b.base} of buffer '{b.name}' ({b.size} bytes)"
+            if dist is None or d < dist:
+                dist, best = d, txt
+        return best if dist is not None and dist < (1 << 20) else "no buffer near it"
+
+    def split(self, addr: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """Buffer index per address (-1 when the access is not inside one buffer) and offsets."""
+        if len(self.bufs) == 0:
+            return np.full(addr.shape, -1, np.int64), np.zeros(addr.shape, np.int64)
+        k = np.searchsorted(self.bases, addr, side="right").astype(np.int64) - 1
+        kc = np.maximum(k, 0)
+        ok = (k >= 0) & (addr + np.uint64(width) <= self.ends[kc]) & (addr >= self.bases[kc])
+        off = (addr - self.bases[kc]).astype(np.int64)
+        return np.where(ok, k, -1), off
+
+    def note_writes(self, b: GlobalBuffer, off: np.ndarray, width: int, threads: np.ndarray,
+                    atomic: bool, report: Report, line: int) -> None:
+        if b.writer is None or b.atomic is None:
+            return
+        isz = b.itemsize
+        per = max(1, (width + isz - 1) // isz)
+        e = (off[:, None] // isz + np.arange(per)[None, :]).ravel()
+        t = np.repeat(threads, per)
+        if atomic:
+            b.atomic[e] = True
+            return
+        prev = b.writer[e]
+        bad = np.flatnonzero((prev >= 0) & (prev != t))
+        if bad.size:
+            i = bad[0]
+            report("double_write", f"element {e[i]} of buffer '{b.name}' written by thread "
+                   f"{{T{prev[i]}}} and again by thread {{T{t[i]}}} (PTX line {line})",
+                   int(t[i]), b.base + int(e[i]) * isz)
+        if e.size > 1:
+            order = np.argsort(e, kind="stable")
+            es, ts = e[order], t[order]
+            dup = np.flatnonzero((es[1:] == es[:-1]) & (ts[1:] != ts[:-1]))
+            if dup.size:
+                i = dup[0]
+                report("double_write", f"element {es[i]} of buffer '{b.name}' written by threads "
+                       f"{{T{ts[i]}}} and {{T{ts[i + 1]}}} in one store (PTX line {line})",
+                       int(ts[i + 1]), b.base + int(es[i]) * isz)
+        b.writer[e] = t
+
+
+class SharedSpace:
+    """Shared memory of every block, with race and initialisation tracking per byte."""
+
+    def __init__(self, nblocks: int, size: int, nwarps: int) -> None:
+        self.size = size
+        self.stride = max(16, (size + 15) // 16 * 16)
+        n = nblocks * self.stride
+        self.nblocks = nblocks
+        self.data = np.zeros(n, np.uint8)
+        self.lastw = np.full(n, -1, np.int32)
+        self.lastw_line = np.zeros(n, np.int32)
+        self.lastw_ep = np.zeros(n, np.int32)
+        self.ra = np.full(n, -1, np.int32)
+        self.ra_line = np.zeros(n, np.int32)
+        self.ra_ep = np.zeros(n, np.int32)
+        self.rb = np.full(n, -1, np.int32)
+        self.rb_line = np.zeros(n, np.int32)
+        self.rb_ep = np.zeros(n, np.int32)
+        self.ever = np.zeros(n, bool)
+        self.warp_epoch = np.zeros(nwarps, np.int32)
+
+    def reset_interval(self, blocks: np.ndarray) -> None:
+        for arr in (self.lastw, self.ra, self.rb):
+            arr.reshape(self.nblocks, self.stride)[blocks] = -1
+
+    def _conflict(self, other: np.ndarray, ep: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Another thread's access, not ordered with this one by bar.warp.sync."""
+        w = other >> 5
+        return (other >= 0) & (other != t) & ((w != (t >> 5)) | (ep == self.warp_epoch[w]))
+
+    def track_read(self, flat: np.ndarray, width: int, t: np.ndarray, line: int,
+                   report: Report) -> None:
+        b = (flat[:, None] + np.arange(width)[None, :]).ravel()
+        tt = np.repeat(t.astype(np.int32), width)
+        lw = self.lastw[b]
+        bad = np.flatnonzero(self._conflict(lw, self.lastw_ep[b], tt))
+        if bad.size:
+            i = bad[0]
+            report("race", f"shared byte {{S{b[i]}}} read by thread {{T{tt[i]}}} at PTX line "
+                   f"{line} and written by thread {{T{lw[i]}}} at PTX line "
+                   f"{self.lastw_line[b[i]]} in the same barrier interval",
+                   int(tt[i]), int(b[i]))
+        un = np.flatnonzero(~self.ever[b])
+        if un.size:
+            i = un[0]
+            report("uninitialised_read", f"shared byte {{S{b[i]}}} read by thread {{T{tt[i]}}} "
+                   f"at PTX line {line} was never written in this launch", int(tt[i]), int(b[i]))
+        ep = self.warp_epoch[tt >> 5]
+        empty = self.ra[b] < 0
+        if empty.any():
+            e = np.flatnonzero(empty)
+            self.ra[b[e]] = tt[e]
+            self.ra_line[b[e]] = line
+            self.ra_ep[b[e]] = ep[e]
+        ra = self.ra[b]
+        second = (ra != tt) & (self.rb[b] < 0)
+        if second.any():
+            e = np.flatnonzero(second)
+            self.rb[b[e]] = tt[e]
+            self.rb_line[b[e]] = line
+            self.rb_ep[b[e]] = ep[e]
+        same_ra = (ra == tt)
+        if same_ra.any():  # refresh the epoch of a repeated reader
+            e = np.flatnonzero(same_ra)
+            self.ra_ep[b[e]] = ep[e]
+
+    def track_write(self, flat: np.ndarray, width: int, t: np.ndarray, line: int,
+                    report: Report) -> None:
+        b = (flat[:, None] + np.arange(width)[None, :]).ravel()
+        tt = np.repeat(t.astype(np.int32), width)
+        for who, wline, wep, verb in ((self.lastw, self.lastw_line, self.lastw_ep, "written"),
+                                      (self.ra, self.ra_line, self.ra_ep, "read"),
+                                      (self.rb, self.rb_line, self.rb_ep, "read")):
+            other = who[b]
+            bad = np.flatnonzero(self._conflict(other, wep[b], tt))
+            if bad.size:
+                i = bad[0]
+                report("race", f"shared byte {{S{b[i]}}} written by thread {{T{tt[i]}}} at PTX "
+                       f"line {line} and {verb} by thread {{T{other[i]}}} at PTX line "
+                       f"{wline[b[i]]} in the same barrier interval", int(tt[i]), int(b[i]))
+                break
+        if b.size > width:
+            order = np.argsort(b, kind="stable")
+            bs, ts = b[order], tt[order]
+            dup = np.flatnonzero((bs[1:] == bs[:-1]) & (ts[1:] != ts[:-1]))
+            if dup.size:
+                i = dup[0]
+                report("race", f"shared byte {{S{bs[i]}}} written by threads {{T{ts[i]}}} and "
+                       f"{{T{ts[i + 1]}}} in one instruction at PTX line {line}",
+                       int(ts[i + 1]), int(bs[i]))
+        self.lastw[b] = tt
+        self.lastw_line[b] = line
+        self.lastw_ep[b] = self.warp_epoch[tt >> 5]
+        self.ever[b] = True

@@ -1,0 +1,94 @@
+"""Instruction dispatch: opcode root to the module that models it (SPEC 8, issue 4).
+
+Control flow (bra, ret, exit, bar.sync / barrier.sync) becomes a ``CInstr`` kind the machine
+handles; ``membar`` / ``fence`` are no-ops because the interpreter runs one sequentially
+consistent memory (noted in docs/ptx-interpreter.md). Anything else not listed stops the launch
+with ``UnsupportedPtx``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from verify.ptxsim import ops_alu, ops_cvt, ops_float, ops_mem, ops_warp
+from verify.ptxsim.ops_alu import ptype
+from verify.ptxsim.parser import Imm, Sym
+from verify.ptxsim.program import CInstr, Ctx, Fn
+from verify.ptxsim.values import Idx, is_float, unsupported
+
+if TYPE_CHECKING:
+    from verify.ptxsim.machine import Machine
+
+NORMAL, BRANCH, EXIT, BARRIER = 0, 1, 2, 3
+
+FLOAT_ROOTS = {"rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "fma"}
+ARITH_ROOTS = {"add", "sub", "mul", "mad", "div", "rem", "min", "max", "abs", "neg", "and", "or",
+               "xor", "not", "cnot", "shl", "shr", "mul24"}
+
+
+def _noop(m: Machine, idx: Idx) -> None:
+    return None
+
+
+def _arith(ctx: Ctx) -> Fn:
+    t = ptype(ctx.ins.parts)
+    if is_float(t) or t in (".f16x2",):
+        return ops_float.float_op(ctx)
+    return ops_alu.int_arith(ctx)
+
+
+BUILDERS: dict[str, Callable[[Ctx], Fn]] = {
+    **{r: _arith for r in ARITH_ROOTS},
+    **{r: ops_float.float_op for r in FLOAT_ROOTS},
+    "setp": ops_alu.setp, "set": ops_alu.set_, "selp": ops_alu.selp, "mov": ops_alu.mov,
+    "popc": ops_alu.bits_ops, "clz": ops_alu.bits_ops, "brev": ops_alu.bits_ops,
+    "bfe": ops_alu.bits_ops, "bfi": ops_alu.bits_ops, "prmt": ops_alu.bits_ops,
+    "lop3": ops_alu.bits_ops,
+    "cvt": ops_cvt.cvt,
+    "ld": ops_mem.ld, "ldu": ops_mem.ld, "st": ops_mem.st, "cvta": ops_mem.cvta,
+    "atom": ops_mem.atom, "red": ops_mem.atom, "cp": ops_mem.cp_async,
+    "shfl": ops_warp.shfl, "vote": ops_warp.vote, "ldmatrix": ops_warp.ldmatrix,
+    "mma": ops_warp.mma,
+}
+
+
+def compile_instr(ctx: Ctx) -> CInstr:
+    ins = ctx.ins
+    parts = ins.parts
+    root = parts[0]
+    guard = ctx.get(ins.guard, ".pred") if ins.guard is not None else None
+    if root == "bra":
+        if len(ins.operands) != 1 or not isinstance(ins.operands[0], Sym):
+            raise unsupported(ins, "indirect branch")
+        return CInstr(ins.line, ins, BRANCH, _noop, guard, target=-2)
+    if root in ("ret", "exit"):
+        return CInstr(ins.line, ins, EXIT, _noop, guard)
+    if root in ("bar", "barrier") and (len(parts) == 1 or parts[1] in ("sync", "aligned")
+                                       or parts[1:] == ["cta", "sync"]):
+        if any(p in ("arrive", "red") for p in parts):
+            raise unsupported(ins)
+        ops = ins.operands
+        count = None
+        if ops and not isinstance(ops[0], Imm):
+            raise unsupported(ins, "barrier id in a register")
+        if len(ops) > 1:
+            if not isinstance(ops[1], Imm):
+                raise unsupported(ins, "barrier thread count in a register")
+            count = int(ops[1].text, 0)
+        return CInstr(ins.line, ins, BARRIER, _noop, guard, bar_count=count)
+    if root in ("bar", "barrier") and len(parts) > 1 and parts[1] == "warp":
+        return CInstr(ins.line, ins, NORMAL, ops_warp.warp_sync(ctx), guard)
+    if root in ("membar", "fence"):
+        if any(p.startswith("proxy") for p in parts):
+            raise unsupported(ins)
+        return CInstr(ins.line, ins, NORMAL, _noop, guard)
+    if root == "cp" and (len(parts) < 2 or parts[1] != "async" or len(parts) < 3):
+        raise unsupported(ins)
+    if root == "cp":
+        ctx = Ctx(ctx.prog, type(ins)(ins.line, ".".join(parts[1:]).replace("async", "cp", 1),
+                                      ins.guard, ins.operands))
+    b = BUILDERS.get(root)
+    if b is None:
+        raise unsupported(ins)
+    return CInstr(ins.line, ins, NORMAL, b(ctx), guard)

@@ -1,0 +1,205 @@
+"""Floating-point instructions (SPEC 8, issue 4 "Semantics to support").
+
+add sub mul fma mad div rcp sqrt rsqrt ex2 lg2 sin cos tanh min max abs neg on .f32/.f64, and
+add/sub/mul/fma/min/max/neg/abs on .f16 and .f16x2.
+
+Exactness: .f32 add/sub/mul/div/sqrt/rcp with ``.rn`` are numpy's IEEE float32 operations,
+correctly rounded. ``fma.rn.f32`` is exact: the product is exact in float64, the sum is computed
+with TwoSum, and a float64 result lying exactly half-way between two float32 values is nudged
+toward the true sum before the single rounding to float32. The approximate instructions
+(``.approx``, ``.full``, ex2/lg2/sin/cos/tanh/rsqrt) are modelled by the correctly rounded float32
+value of the exact function (computed in float64); the hardware differs by a few ulp, which the
+contract tolerances cover. ``.ftz`` flushes subnormal inputs and results to signed zero; ``.sat``
+clamps to [0, 1] with NaN to 0. Rounding modes other than .rn on these operations are refused.
+f16 arithmetic is done in float64 (exact for add/sub/mul) and rounded once to float16.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from verify.ptxsim.ops_alu import ptype
+from verify.ptxsim.program import Ctx, Fn
+from verify.ptxsim.values import Idx, unsupported
+
+if TYPE_CHECKING:
+    from verify.ptxsim.machine import Machine
+
+F32_TINY = np.float32(np.finfo(np.float32).tiny)
+
+
+def flush(x: Any) -> Any:
+    x = np.asarray(x)
+    return np.where(np.abs(x) < F32_TINY, np.copysign(np.float32(0), x), x).astype(np.float32)
+
+
+def fma32(a: Any, b: Any, c: Any) -> Any:
+    """Correctly rounded float32 a*b+c."""
+    p = np.asarray(a, np.float64) * np.asarray(b, np.float64)  # exact
+    c64 = np.asarray(c, np.float64)
+    s = p + c64
+    bb = s - p
+    e = (p - (s - bb)) + (c64 - bb)  # TwoSum: s + e == p + c exactly
+    r = s.astype(np.float32)
+    r64 = r.astype(np.float64)
+    toward = np.where(s > r64, np.float32(np.inf), np.float32(-np.inf))
+    other = np.nextafter(r, toward).astype(np.float64)
+    mid = (r64 + other) * 0.5
+    tie = (s == mid) & (e != 0) & np.isfinite(s) & (s != r64)
+    if np.any(tie):
+        s = np.where(tie, np.nextafter(s, s + e), s)
+        r = s.astype(np.float32)
+    return r
+
+
+def _rn_only(ctx: Ctx) -> None:
+    for p in ctx.ins.parts:
+        if p in ("rz", "rm", "rp"):
+            raise unsupported(ctx.ins, "rounding mode ." + p)
+
+
+def _wrap(parts: list[str], t: str, f: Callable[..., Any]) -> Callable[..., Any]:
+    ftz = "ftz" in parts and t == ".f32"
+    sat = "sat" in parts
+    out = np.float32 if t == ".f32" else np.float64
+
+    def g(*xs: Any) -> Any:
+        if ftz:
+            xs = tuple(flush(x) for x in xs)
+        r = np.asarray(f(*xs)).astype(out)
+        if ftz:
+            r = flush(r)
+        if sat:
+            r = np.where(np.isnan(r), out(0), np.clip(r, 0, 1)).astype(out)
+        return r
+    return g
+
+
+def _approx(f: Callable[[Any], Any], t: str) -> Callable[[Any], Any]:
+    out = np.float32 if t == ".f32" else np.float64
+    return lambda x: np.asarray(f(np.asarray(x, np.float64))).astype(out)
+
+
+def _h(f: Callable[..., Any]) -> Callable[..., Any]:
+    """A float16 operation computed in float64 and rounded once."""
+    return lambda *xs: np.asarray(f(*(np.asarray(x).astype(np.float64) for x in xs))).astype(
+        np.float16)
+
+
+def _h2(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The same operation on both halves of .f16x2 values (uint32 bits)."""
+    hf = _h(f)
+
+    def g(*xs: Any) -> Any:
+        lo = [(np.asarray(x).astype(np.uint32) & np.uint32(0xFFFF)).astype(np.uint16).view(
+            np.float16) for x in xs]
+        hi = [(np.asarray(x).astype(np.uint32) >> np.uint32(16)).astype(np.uint16).view(
+            np.float16) for x in xs]
+        rl = np.asarray(hf(*lo)).view(np.uint16).astype(np.uint32)
+        rh = np.asarray(hf(*hi)).view(np.uint16).astype(np.uint32)
+        return rl | (rh << np.uint32(16))
+    return g
+
+
+def float_op(ctx: Ctx) -> Fn:
+    ins = ctx.ins
+    parts = ins.parts
+    op, t = parts[0], ptype(parts)
+    ops = ins.operands
+    n_in = len(ops) - 1
+    f: Callable[..., Any]
+    if t in (".f16", ".f16x2"):
+        if "ftz" in parts or "sat" in parts:
+            raise unsupported(ins, "f16 .ftz/.sat")
+        _rn_only(ctx)
+        base: dict[str, Callable[..., Any]] = {
+            "add": np.add, "sub": np.subtract, "mul": np.multiply,
+            "fma": lambda a, b, c: a * b + c, "min": np.fmin, "max": np.fmax,
+            "neg": np.negative, "abs": np.abs,
+        }
+        if op not in base:
+            raise unsupported(ins)
+        f = _h(base[op]) if t == ".f16" else _h2(base[op])
+    elif t in (".f32", ".f64"):
+        f = _f32_64(ctx, op, t, parts)
+    else:
+        raise unsupported(ins)
+    d = ctx.set(ops[0], t)
+    getters = [ctx.get(o, t) for o in ops[1:]]
+    if n_in == 1:
+        g0 = getters[0]
+
+        def f1(m: Machine, idx: Idx) -> None:
+            d(m, idx, f(g0(m, idx)))
+        return f1
+    if n_in == 2:
+        g0, g1 = getters
+
+        def f2(m: Machine, idx: Idx) -> None:
+            d(m, idx, f(g0(m, idx), g1(m, idx)))
+        return f2
+    if n_in == 3:
+        g0, g1, g2 = getters
+
+        def f3(m: Machine, idx: Idx) -> None:
+            d(m, idx, f(g0(m, idx), g1(m, idx), g2(m, idx)))
+        return f3
+    raise unsupported(ins)
+
+
+def _f32_64(ctx: Ctx, op: str, t: str, parts: list[str]) -> Callable[..., Any]:
+    ins = ctx.ins
+    approx = "approx" in parts or "full" in parts
+    if op in ("add", "sub", "mul", "div", "sqrt", "rcp", "fma", "mad"):
+        _rn_only(ctx)
+    f: Callable[..., Any]
+    if op == "add":
+        f = np.add
+    elif op == "sub":
+        f = np.subtract
+    elif op == "mul":
+        f = np.multiply
+    elif op in ("fma", "mad"):
+        if t == ".f64":
+            raise unsupported(ins, "f64 fma is not modelled exactly")
+        f = fma32
+    elif op == "div":
+        if approx and t == ".f32":
+            f = _approx(lambda a: a, t)
+            return _wrap(parts, t, lambda a, b: (np.asarray(a, np.float64) /
+                                                  np.asarray(b, np.float64)).astype(np.float32))
+        f = np.divide
+    elif op == "rcp":
+        one = np.float32(1) if t == ".f32" else np.float64(1)
+        if approx:
+            f = _approx(lambda x: 1.0 / x, t)
+        else:
+            f = lambda x: one / x  # noqa: E731
+    elif op == "sqrt":
+        f = np.sqrt if not approx else _approx(np.sqrt, t)
+    elif op == "rsqrt":
+        f = _approx(lambda x: 1.0 / np.sqrt(x), t)
+    elif op == "ex2":
+        f = _approx(np.exp2, t)
+    elif op == "lg2":
+        f = _approx(np.log2, t)
+    elif op == "sin":
+        f = _approx(np.sin, t)
+    elif op == "cos":
+        f = _approx(np.cos, t)
+    elif op == "tanh":
+        f = _approx(np.tanh, t)
+    elif op == "min":
+        f = np.fmin
+    elif op == "max":
+        f = np.fmax
+    elif op == "abs":
+        f = np.abs
+    elif op == "neg":
+        f = np.negative
+    else:
+        raise unsupported(ins)
+    return _wrap(parts, t, f)

@@ -1,0 +1,262 @@
+"""Warp-level instructions: shfl.sync, vote.sync, bar.warp.sync, ldmatrix, mma.sync
+(SPEC 8, issue 4 "Semantics to support").
+
+A warp's participating lanes are the threads of the running group in that warp. ``shfl.sync``
+follows the PTX pseudo-code (``c`` packs the clamp value and segment mask); reading a lane that
+has exited gives that lane's last register value (undefined on hardware); a lane named in
+``membermask`` that has not exited but is not converged here is refused (``UnsupportedPtx``).
+``ldmatrix`` and ``mma.sync`` are ``.aligned``: they need whole warps. Fragment layouts follow
+the PTX ISA "Matrix Fragments for mma.m16n8k8 / m16n8k16" (groupID = laneid >> 2,
+threadID_in_group = laneid % 4). ``mma`` multiplies f16 inputs exactly, sums the products and the
+f32 accumulator in float64 and rounds once to float32 (the hardware's internal order and
+precision are unspecified; contracts allow a tolerance).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from verify.ptxsim.access import access
+from verify.ptxsim.errors import UnsupportedPtx
+from verify.ptxsim.parser import Imm, PredDst, Reg
+from verify.ptxsim.program import Ctx, Fn
+from verify.ptxsim.values import Idx, unsupported
+
+if TYPE_CHECKING:
+    from verify.ptxsim.machine import Machine
+
+
+def _active(m: Machine, tids: np.ndarray) -> np.ndarray:
+    act = np.zeros(m.T, bool)
+    act[tids] = True
+    return act
+
+
+def _check_members(m: Machine, tids: np.ndarray, mask: Any, act: np.ndarray, what: str) -> None:
+    lanes = (tids & 31).astype(np.uint32)
+    base = tids - (tids & 31)
+    maskv = np.broadcast_to(np.asarray(mask).astype(np.uint32), tids.shape)
+    for lane in range(32):
+        inmask = ((maskv >> np.uint32(lane)) & np.uint32(1)).astype(bool)
+        other = base + lane
+        bad = inmask & ~act[other] & ~m.exited[other]
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise UnsupportedPtx(
+                f"{what} at PTX line {m.line}: lane {lane} of the warp of thread "
+                f"{m.tname(int(tids[i]))} is in membermask but not converged here "
+                f"(lane {int(lanes[i])} is); the interpreter does not model that")
+
+
+def shfl(ctx: Ctx) -> Fn:
+    ins = ctx.ins
+    parts = ins.parts
+    if "sync" not in parts or parts[-1] != "b32":
+        raise unsupported(ins)
+    mode = parts[2]
+    if mode not in ("up", "down", "bfly", "idx"):
+        raise unsupported(ins)
+    ops = ins.operands
+    dst = ops[0]
+    pset = None
+    if isinstance(dst, PredDst):
+        pset = ctx.set(dst.pred, ".pred")
+        dst = dst.reg
+    d = ctx.set(dst, ".b32")
+    src_reg = ops[1]
+    if not isinstance(src_reg, Reg):
+        raise unsupported(ins, "shfl of an immediate")
+    a = ctx.get(src_reg, ".b32")
+    b, c, mk = ctx.get(ops[2], ".u32"), ctx.get(ops[3], ".u32"), ctx.get(ops[4], ".u32")
+
+    def fn(m: Machine, idx: Idx) -> None:
+        tids = m.all_idx(idx)
+        act = _active(m, tids)
+        _check_members(m, tids, mk(m, idx), act, "shfl.sync")
+        lane = (tids & 31).astype(np.int64)
+        bv = np.asarray(b(m, idx)).astype(np.int64) & 31
+        cv = np.asarray(c(m, idx)).astype(np.int64)
+        cval, segmask = cv & 31, (cv >> 8) & 31
+        max_lane = (lane & segmask) | (cval & ~segmask)
+        min_lane = lane & segmask
+        if mode == "up":
+            j = lane - bv
+            ok = j >= max_lane
+        elif mode == "down":
+            j = lane + bv
+            ok = j <= max_lane
+        elif mode == "bfly":
+            j = lane ^ bv
+            ok = j <= max_lane
+        else:
+            j = min_lane | (bv & ~segmask)
+            ok = j <= max_lane
+        j = np.where(ok, j, lane)
+        src = tids - lane + j
+        full = m.R[src_reg.name]
+        vals = np.asarray(a(m, None))[src] if full.dtype.itemsize == 4 else \
+            np.asarray(a(m, None))[src]
+        d(m, idx, vals)
+        if pset is not None:
+            pset(m, idx, np.broadcast_to(ok, tids.shape))
+    return fn
+
+
+def vote(ctx: Ctx) -> Fn:
+    ins = ctx.ins
+    parts = ins.parts
+    if "sync" not in parts:
+        raise unsupported(ins)
+    mode = parts[2]
+    ops = ins.operands
+    a = ctx.get(ops[1], ".pred")
+    mk = ctx.get(ops[2], ".u32")
+    if mode == "ballot":
+        d = ctx.set(ops[0], ".b32")
+    elif mode in ("all", "any", "uni"):
+        d = ctx.set(ops[0], ".pred")
+    else:
+        raise unsupported(ins)
+
+    def fn(m: Machine, idx: Idx) -> None:
+        tids = m.all_idx(idx)
+        act = _active(m, tids)
+        mask = mk(m, idx)
+        _check_members(m, tids, mask, act, "vote.sync")
+        lane = (tids & 31).astype(np.uint32)
+        inmask = ((np.broadcast_to(np.asarray(mask).astype(np.uint32), tids.shape) >> lane)
+                  & np.uint32(1)).astype(bool)
+        p = np.broadcast_to(np.asarray(a(m, idx)), tids.shape) & inmask
+        w = tids >> 5
+        uw, inv = np.unique(w, return_inverse=True)
+        if mode == "ballot":
+            weights = p.astype(np.float64) * (2.0 ** lane.astype(np.float64))
+            bal = np.bincount(inv, weights=weights, minlength=uw.size).astype(np.uint64)
+            d(m, idx, bal[inv].astype(np.uint32))
+            return
+        n_in = np.bincount(inv, weights=inmask.astype(np.float64), minlength=uw.size)
+        n_true = np.bincount(inv, weights=p.astype(np.float64), minlength=uw.size)
+        if mode == "all":
+            r = n_true == n_in
+        elif mode == "any":
+            r = n_true > 0
+        else:
+            r = (n_true == 0) | (n_true == n_in)
+        d(m, idx, r[inv])
+    return fn
+
+
+def warp_sync(ctx: Ctx) -> Fn:
+    mk = ctx.get(ctx.ins.operands[0], ".u32")
+
+    def fn(m: Machine, idx: Idx) -> None:
+        tids = m.all_idx(idx)
+        _check_members(m, tids, mk(m, idx), _active(m, tids), "bar.warp.sync")
+        if m.shared is not None:
+            m.shared.warp_epoch[np.unique(tids >> 5)] += 1
+    return fn
+
+
+def _whole_warps(m: Machine, tids: np.ndarray, what: str) -> np.ndarray:
+    if tids.size % 32 or not (tids.reshape(-1, 32) == (tids.reshape(-1, 32)[:, :1]
+                                                      + np.arange(32))).all() or (
+            tids.reshape(-1, 32)[:, 0] % 32).any():
+        raise UnsupportedPtx(f"{what} at PTX line {m.line} executed by a partial warp "
+                             "(.aligned needs all 32 lanes)")
+    return tids.reshape(-1, 32)
+
+
+def ldmatrix(ctx: Ctx) -> Fn:
+    ins = ctx.ins
+    parts = ins.parts
+    if "m8n8" not in parts or "b16" not in parts:
+        raise unsupported(ins)
+    num = 4 if "x4" in parts else 2 if "x2" in parts else 1
+    trans = "trans" in parts
+    space = "shared" if any(p.startswith("shared") for p in parts) else "generic"
+    dsts = ctx.vec_items(ins.operands[0])
+    if len(dsts) != num:
+        raise unsupported(ins, "register count")
+    setters = [ctx.set(r, ".b32") for r in dsts]
+    _, addr = ctx.address(ins.operands[1])
+    lane = np.arange(32)
+    g, t4 = lane // 4, lane % 4
+
+    def fn(m: Machine, idx: Idx) -> None:
+        tids = m.all_idx(idx)
+        tw = _whole_warps(m, tids, "ldmatrix")
+        a = np.broadcast_to(np.asarray(addr(m, idx), np.uint64), tids.shape).reshape(-1, 32)
+        rows_t = tw[:, : 8 * num].ravel()
+        rows_a = a[:, : 8 * num].ravel()
+        lo = access(m, space, rows_a, 8, rows_t, 16)
+        hi = access(m, space, rows_a + np.uint64(8), 8, rows_t, 8)
+        assert lo is not None and hi is not None
+        el = np.stack([lo, hi], axis=1).view(np.uint16).reshape(tw.shape[0], num, 8, 8)
+        for i, s in enumerate(setters):
+            mat = el[:, i]
+            if trans:
+                e0, e1 = mat[:, 2 * t4, g], mat[:, 2 * t4 + 1, g]
+            else:
+                e0, e1 = mat[:, g, 2 * t4], mat[:, g, 2 * t4 + 1]
+            s(m, idx, (e0.astype(np.uint32) | (e1.astype(np.uint32) << np.uint32(16))).ravel())
+    return fn
+
+
+def mma(ctx: Ctx) -> Fn:
+    ins = ctx.ins
+    parts = ins.parts
+    shape = next((p for p in parts if p.startswith("m16n8k")), None)
+    if (shape not in ("m16n8k8", "m16n8k16") or "row" not in parts or "col" not in parts
+            or parts[-4:] != ["f32", "f16", "f16", "f32"]):
+        raise unsupported(ins)
+    k = 8 if shape == "m16n8k8" else 16
+    ops = ins.operands
+    dd, aa, bb, cc = (ctx.vec_items(o) for o in ops)
+    if len(dd) != 4 or len(cc) != 4 or len(aa) != k // 4 or len(bb) != k // 8:
+        raise unsupported(ins, "fragment register count")
+    if any(not isinstance(x, Reg) for x in (*aa, *bb)):
+        raise unsupported(ins, "immediate fragment")
+    dset = [ctx.set(r, ".f32") for r in dd]
+    aget = [ctx.get(r, ".b32") for r in aa]
+    bget = [ctx.get(r, ".b32") for r in bb]
+    cget = [ctx.get(r, ".f32") if not isinstance(r, Imm) else ctx.get(r, ".f32") for r in cc]
+    lane = np.arange(32)
+    g, t4 = lane // 4, lane % 4
+    # element e of register r of lane l sits at (row, col) of the fragment
+    a_pos = []
+    for r in range(k // 4):
+        for e in range(2):
+            i = 2 * r + e
+            row = g + (8 if (i // 2) % 2 else 0)
+            col = t4 * 2 + (i & 1) + (8 if i >= 4 else 0)
+            a_pos.append((r, e, row, col))
+    b_pos = []
+    for r in range(k // 8):
+        for e in range(2):
+            i = 2 * r + e
+            b_pos.append((r, e, t4 * 2 + (i & 1) + (8 if i >= 2 else 0), g))
+    c_pos = [(i, g + (8 if i >= 2 else 0), t4 * 2 + (i & 1)) for i in range(4)]
+
+    def fn(m: Machine, idx: Idx) -> None:
+        tids = m.all_idx(idx)
+        nw = _whole_warps(m, tids, "mma.sync").shape[0]
+        A = np.zeros((nw, 16, k), np.float64)
+        B = np.zeros((nw, k, 8), np.float64)
+        C = np.zeros((nw, 16, 8), np.float64)
+        regs_a = [np.broadcast_to(np.asarray(x(m, idx)), tids.shape).reshape(nw, 32) for x in aget]
+        regs_b = [np.broadcast_to(np.asarray(x(m, idx)), tids.shape).reshape(nw, 32) for x in bget]
+        for r, e, row, col in a_pos:
+            h = ((regs_a[r] >> np.uint32(16 * e)) & np.uint32(0xFFFF)).astype(np.uint16)
+            A[:, row, col] = h.view(np.float16)
+        for r, e, row, col in b_pos:
+            h = ((regs_b[r] >> np.uint32(16 * e)) & np.uint32(0xFFFF)).astype(np.uint16)
+            B[:, row, col] = h.view(np.float16)
+        for i, row, col in c_pos:
+            C[:, row, col] = np.broadcast_to(np.asarray(cget[i](m, idx)), tids.shape).reshape(
+                nw, 32)
+        D = (np.matmul(A, B) + C).astype(np.float32)
+        for i, row, col in c_pos:
+            dset[i](m, idx, D[:, row, col].reshape(-1))
+    return fn

@@ -1,0 +1,392 @@
+"""Parse the PTX text nvcc emits into entries, declarations and instructions (SPEC 8, issue 4).
+
+Steps:
+1. strip comments (``//`` and ``/* */``) keeping line numbers;
+2. split into statements: ``;``-terminated instructions and directives, block braces ``{ }`` and
+   labels ``name:``; braces that follow an opcode are vector operands, not blocks;
+3. collect module-level ``.shared`` (static and ``.extern`` dynamic) variables and ``.entry``
+   functions with their parameters, ``.reg`` / ``.shared`` / ``.local`` declarations, labels and
+   instructions, each instruction with its 1-based PTX line.
+
+Only the syntax; semantics live in the ``ops_*`` modules.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from verify.ptxsim.errors import PtxSyntaxError
+
+
+@dataclass(frozen=True)
+class Reg:
+    name: str
+    neg: bool = False  # "!%p1" as an operand
+
+
+@dataclass(frozen=True)
+class Imm:
+    text: str
+
+
+@dataclass(frozen=True)
+class Sym:
+    name: str
+
+
+@dataclass(frozen=True)
+class Addr:
+    base: Reg | Sym | None
+    offset: int
+
+
+@dataclass(frozen=True)
+class Vec:
+    items: tuple[Reg | Imm, ...]
+
+
+@dataclass(frozen=True)
+class PredDst:
+    """``%r1|%p1``: a destination with a second, predicate destination (shfl.sync)."""
+
+    reg: Reg
+    pred: Reg
+
+
+Operand = Reg | Imm | Sym | Addr | Vec | PredDst
+
+
+@dataclass(frozen=True)
+class Instr:
+    line: int
+    opcode: str
+    guard: Reg | None
+    operands: tuple[Operand, ...]
+
+    @property
+    def parts(self) -> list[str]:
+        return self.opcode.split(".")
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+    space: str  # "shared" | "local" | "global" | "const"
+    size: int  # bytes; 0 for extern (dynamic) shared
+    align: int
+    extern: bool = False
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    ptx_type: str
+    size: int
+    align: int
+
+
+@dataclass
+class Entry:
+    name: str
+    params: list[Param] = field(default_factory=list)
+    regs: dict[str, str] = field(default_factory=dict)  # name -> ptx type
+    reg_ranges: list[tuple[str, str, int]] = field(default_factory=list)  # prefix, type, count
+    vars: list[Var] = field(default_factory=list)
+    instrs: list[Instr] = field(default_factory=list)
+    labels: dict[str, int] = field(default_factory=dict)
+    line: int = 0
+
+    def reg_type(self, name: str) -> str | None:
+        if name in self.regs:
+            return self.regs[name]
+        m = re.fullmatch(r"(%[A-Za-z_$][\w$]*?)(\d+)", name)
+        if m:
+            for prefix, typ, count in self.reg_ranges:
+                if prefix == m.group(1) and int(m.group(2)) < count:
+                    return typ
+        return None
+
+
+@dataclass
+class Module:
+    entries: dict[str, Entry]
+    vars: list[Var]  # module-level variables
+    text: str
+
+
+_TYPES = {
+    ".pred", ".b8", ".b16", ".b32", ".b64", ".u8", ".u16", ".u32", ".u64", ".s8", ".s16", ".s32",
+    ".s64", ".f16", ".f16x2", ".bf16", ".bf16x2", ".f32", ".f64",
+}
+_TYPE_SIZE = {"8": 1, "16": 2, "32": 4, "64": 8, "16x2": 4}
+
+
+def type_size(t: str) -> int:
+    if t == ".pred":
+        return 1
+    m = re.fullmatch(r"\.(?:b|u|s|f|bf)(8|16|32|64|16x2)", t)
+    if not m:
+        raise PtxSyntaxError(f"unknown PTX type {t}")
+    return _TYPE_SIZE[m.group(1)]
+
+
+def _strip_comments(text: str) -> str:
+    def keep_lines(m: re.Match[str]) -> str:
+        return "\n" * m.group(0).count("\n")
+
+    text = re.sub(r"/\*.*?\*/", keep_lines, text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+_LINE_DIRECTIVES = (".version", ".target", ".address_size", ".file", ".loc")
+
+
+def _statements(text: str) -> list[tuple[int, str]]:
+    """Statements with their line: '{', '}', 'label:', or a ';'-terminated statement (no ';')."""
+    out: list[tuple[int, str]] = []
+    buf: list[str] = []
+    start = 1
+    line = 1
+    vec_depth = 0
+    paren = 0
+    for ch in text:
+        if ch == "\n":
+            cur = "".join(buf).strip()
+            if cur.startswith(_LINE_DIRECTIVES):
+                out.append((start, cur))
+                buf = []
+            line += 1
+        if not "".join(buf).strip():
+            start = line
+        cur = "".join(buf).strip() if ch in "{}:" else ""
+        if ch == "{" and vec_depth == 0 and paren == 0 and (not cur or (cur.startswith(".") and "=" not in cur)):
+            if cur:
+                out.append((start, cur))
+            buf = []
+            out.append((line, "{"))
+            continue
+        if ch == "{":
+            vec_depth += 1
+        elif ch == "}" and vec_depth > 0:
+            vec_depth -= 1
+        elif ch == "}":
+            if cur:
+                raise PtxSyntaxError(f"line {line}: '}}' before ';' after {cur!r}")
+            out.append((line, "}"))
+            buf = []
+            continue
+        elif ch == "(":
+            paren += 1
+        elif ch == ")":
+            paren -= 1
+        elif ch == ":" and paren == 0 and vec_depth == 0 and re.fullmatch(r"[$\w.]+", cur):
+            out.append((start, cur + ":"))
+            buf = []
+            continue
+        elif ch == ";" and paren == 0 and vec_depth == 0:
+            stmt = "".join(buf).strip()
+            if stmt:
+                out.append((start, stmt))
+            buf = []
+            continue
+        buf.append(ch)
+    rest = "".join(buf).strip()
+    if rest:
+        raise PtxSyntaxError(f"line {start}: unterminated statement {rest[:60]!r}")
+    return out
+
+
+def _split_commas(s: str) -> list[str]:
+    parts: list[str] = []
+    depth = 0
+    cur: list[str] = []
+    for ch in s:
+        if ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        parts.append("".join(cur).strip())
+    return parts
+
+
+def _int(text: str, line: int) -> int:
+    t = text.strip().rstrip("Uu")
+    try:
+        neg = t.startswith("-")
+        t = t.lstrip("+-")
+        if t.lower().startswith("0x"):
+            v = int(t, 16)
+        elif t.lower().startswith("0b"):
+            v = int(t[2:], 2)
+        elif len(t) > 1 and t.startswith("0"):
+            v = int(t, 8)
+        else:
+            v = int(t)
+        return -v if neg else v
+    except ValueError as e:
+        raise PtxSyntaxError(f"line {line}: bad integer {text!r}") from e
+
+
+_IDENT = r"[A-Za-z_$%][\w$.]*"
+
+
+def _operand(s: str, line: int) -> Operand:
+    s = s.strip()
+    if s.startswith("["):
+        if not s.endswith("]"):
+            raise PtxSyntaxError(f"line {line}: bad address {s!r}")
+        inner = s[1:-1].replace(" ", "")
+        m = re.fullmatch(rf"({_IDENT})?(?:\+?(-?(?:0[xX][0-9a-fA-F]+|\d+)))?", inner)
+        if not m or not (m.group(1) or m.group(2)):
+            raise PtxSyntaxError(f"line {line}: bad address {s!r}")
+        base: Reg | Sym | None = None
+        if m.group(1):
+            base = Reg(m.group(1)) if m.group(1).startswith("%") else Sym(m.group(1))
+        return Addr(base, _int(m.group(2), line) if m.group(2) else 0)
+    if s.startswith("{"):
+        items = _split_commas(s[1:-1])
+        out: list[Reg | Imm] = []
+        for it in items:
+            op = _operand(it, line)
+            if not isinstance(op, Reg | Imm):
+                raise PtxSyntaxError(f"line {line}: bad vector element {it!r}")
+            out.append(op)
+        return Vec(tuple(out))
+    if "|" in s:
+        a, b = s.split("|", 1)
+        ra, rb = _operand(a, line), _operand(b, line)
+        if not isinstance(ra, Reg) or not isinstance(rb, Reg):
+            raise PtxSyntaxError(f"line {line}: bad operand {s!r}")
+        return PredDst(ra, rb)
+    if s.startswith("!%"):
+        return Reg(s[1:], neg=True)
+    if s.startswith("%"):
+        return Reg(s)
+    if s == "_":
+        return Reg("_")
+    if re.fullmatch(r"[-+]?(0[fFdD][0-9a-fA-F]+|0[xX][0-9a-fA-F]+U?|\d+U?|\d*\.\d+([eE][-+]?\d+)?)", s):
+        return Imm(s)
+    if re.fullmatch(_IDENT, s):
+        return Sym(s)
+    raise PtxSyntaxError(f"line {line}: cannot parse operand {s!r}")
+
+
+def _instr(line: int, stmt: str) -> Instr:
+    guard: Reg | None = None
+    m = re.match(r"@(!?)(%\w+)\s+", stmt)
+    if m:
+        guard = Reg(m.group(2), neg=bool(m.group(1)))
+        stmt = stmt[m.end():]
+    parts = stmt.split(None, 1)
+    opcode = parts[0]
+    ops = _split_commas(parts[1]) if len(parts) > 1 else []
+    return Instr(line, opcode, guard, tuple(_operand(o, line) for o in ops))
+
+
+def _var(stmt: str, line: int) -> Var | None:
+    words = stmt.split()
+    space = next((w[1:] for w in words if w in (".shared", ".local", ".global", ".const")), None)
+    if space is None:
+        return None
+    m = re.search(r"(" + _IDENT + r")\s*(\[\s*(\d*)\s*\])?\s*(=.*)?$", stmt, re.S)
+    if not m:
+        raise PtxSyntaxError(f"line {line}: bad variable declaration {stmt!r}")
+    typ = next((w for w in words if w in _TYPES), ".b8")
+    align_m = re.search(r"\.align\s+(\d+)", stmt)
+    count = int(m.group(3)) if m.group(3) else (0 if m.group(2) else 1)
+    return Var(m.group(1), space, count * type_size(typ), int(align_m.group(1)) if align_m else
+               type_size(typ), extern=".extern" in words)
+
+
+def _params(text: str, line: int) -> list[Param]:
+    out = []
+    for p in _split_commas(text):
+        words = p.split()
+        typ = next((w for w in words if w in _TYPES), None)
+        m = re.search(r"(" + _IDENT + r")\s*(\[\s*(\d+)\s*\])?$", p)
+        if typ is None or not m:
+            raise PtxSyntaxError(f"line {line}: bad parameter {p!r}")
+        align_m = re.search(r"\.align\s+(\d+)", p)
+        size = type_size(typ) * (int(m.group(3)) if m.group(3) else 1)
+        out.append(Param(m.group(1), typ, size, int(align_m.group(1)) if align_m else
+                         type_size(typ)))
+    return out
+
+
+def parse(text: str) -> Module:
+    stmts = _statements(_strip_comments(text))
+    entries: dict[str, Entry] = {}
+    mod_vars: list[Var] = []
+    cur: Entry | None = None
+    depth = 0
+    pending: Entry | None = None
+    for line, st in stmts:
+        if st == "{":
+            if depth == 0:
+                if pending is None:
+                    raise PtxSyntaxError(f"line {line}: '{{' outside a function")
+                cur, pending = pending, None
+            depth += 1
+            continue
+        if st == "}":
+            depth -= 1
+            if depth < 0:
+                raise PtxSyntaxError(f"line {line}: unbalanced '}}'")
+            if depth == 0:
+                if cur is not None and not cur.name.startswith(" func "):
+                    entries[cur.name] = cur
+                cur = None
+            continue
+        if depth == 0:
+            m = re.search(r"\.(entry|func)\s+(?:\([^)]*\)\s*)?(" + _IDENT + r")\s*(\((.*)\))?",
+                          st, re.S)
+            if m:
+                kind, name = m.group(1), m.group(2)
+                e = Entry(name if kind == "entry" else " func " + name, line=line)
+                if kind == "entry" and m.group(4) is not None and m.group(4).strip():
+                    e.params = _params(m.group(4), line)
+                pending = e
+                continue
+            if st.startswith((".version", ".target", ".address_size", ".file", ".section")):
+                continue
+            v = _var(st, line)
+            if v is not None:
+                mod_vars.append(v)
+                continue
+            if st.startswith("."):
+                continue
+            raise PtxSyntaxError(f"line {line}: unexpected statement at module level {st[:60]!r}")
+        assert cur is not None
+        if st.endswith(":"):
+            cur.labels[st[:-1]] = len(cur.instrs)
+            continue
+        if st.startswith(".reg"):
+            words = st.replace(",", " ").split()
+            typ = next((w for w in words if w in _TYPES), None)
+            if typ is None:
+                raise PtxSyntaxError(f"line {line}: bad register declaration {st!r}")
+            for w in words[words.index(typ) + 1:]:
+                rm = re.fullmatch(r"(%[\w$]+)<(\d+)>", w)
+                if rm:
+                    cur.reg_ranges.append((rm.group(1), typ, int(rm.group(2))))
+                else:
+                    cur.regs[w] = typ
+            continue
+        if st.startswith((".shared", ".local", ".global", ".const", ".extern")):
+            v = _var(st, line)
+            if v is not None:
+                cur.vars.append(v)
+            continue
+        if st.startswith("."):  # .pragma, .loc, .maxntid and other hints
+            continue
+        cur.instrs.append(_instr(line, st))
+    if depth != 0:
+        raise PtxSyntaxError("unbalanced braces at end of PTX")
+    return Module(entries, mod_vars, text)

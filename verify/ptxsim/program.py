@@ -1,0 +1,194 @@
+"""Compile one parsed ``.entry`` into closures the machine runs (SPEC 8, issue 4).
+
+Steps:
+1. lay out the state spaces: kernel parameters in a byte block, static shared variables (module
+   and entry level) from shared address 0, dynamic ``.extern .shared`` after them, ``.local``
+   variables per thread from local address 0;
+2. give every register its storage dtype from its ``.reg`` declaration;
+3. turn each instruction into a ``CInstr``: a kind (normal, branch, exit, barrier), a guard
+   predicate getter and a closure ``fn(machine, idx)`` built by the ``ops_*`` modules;
+   an instruction nobody models raises ``UnsupportedPtx`` naming it and its line at launch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from verify.ptxsim.errors import UnsupportedPtx
+from verify.ptxsim.parser import Addr, Entry, Imm, Instr, Module, Operand, Reg, Sym, Vec
+from verify.ptxsim.values import (
+    DTYPE,
+    Getter,
+    Idx,
+    Setter,
+    imm_getter,
+    reg_getter,
+    reg_setter,
+    storage_dtype,
+    unsupported,
+)
+
+if TYPE_CHECKING:
+    from verify.ptxsim.machine import Machine
+
+Fn = Callable[["Machine", Idx], None]
+
+SPECIAL = {
+    "%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z", "%ctaid.x", "%ctaid.y",
+    "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z", "%laneid", "%warpid", "%nwarpid",
+    "%warpsize", "%lanemask_eq",
+}
+
+
+@dataclass
+class CInstr:
+    line: int
+    ins: Instr
+    kind: int
+    fn: Fn
+    guard: Getter | None = None
+    target: int = -1
+    bar_count: int | None = None
+
+
+@dataclass
+class Program:
+    entry: Entry
+    code: list[CInstr] = field(default_factory=list)
+    store_types: dict[str, Any] = field(default_factory=dict)
+    symbols: dict[str, tuple[str, int]] = field(default_factory=dict)  # name -> (space, addr)
+    static_shared: int = 0
+    local_size: int = 0
+    param_size: int = 0
+    param_offsets: list[int] = field(default_factory=list)
+
+
+def _align(x: int, a: int) -> int:
+    return (x + a - 1) // a * a
+
+
+class Ctx:
+    """Operand compilation for one instruction of one program."""
+
+    def __init__(self, prog: Program, ins: Instr) -> None:
+        self.prog = prog
+        self.ins = ins
+
+    def store(self, name: str) -> Any:
+        st = self.prog.store_types.get(name)
+        if st is None:
+            raise UnsupportedPtx(f"undeclared register {name} at PTX line {self.ins.line}")
+        return st
+
+    def get(self, op: Operand, t: str) -> Getter:
+        if isinstance(op, Reg):
+            if op.name in SPECIAL:
+                name, dt = op.name, DTYPE[t]
+
+                def sp(m: Machine, idx: Idx) -> Any:
+                    v = m.special[name]
+                    if isinstance(v, np.ndarray):
+                        v = v if idx is None else v[idx]
+                        return v.astype(dt) if v.dtype != dt else v
+                    return dt(v)
+                return sp
+            if op.name.startswith("%") and "." in op.name or op.name in ("%clock", "%clock64"):
+                raise unsupported(self.ins, f"special register {op.name}")
+            return reg_getter(op, t, self.store(op.name))
+        if isinstance(op, Imm):
+            return imm_getter(op, t, self.ins)
+        if isinstance(op, Sym):
+            space, addr = self.symbol(op.name)
+            val = np.array(addr, np.uint64).astype(DTYPE[t])[()]
+            return lambda m, idx: val
+        raise unsupported(self.ins, f"operand {op}")
+
+    def set(self, op: Operand, t: str, copy: bool = False) -> Setter:
+        if not isinstance(op, Reg) or op.name in SPECIAL:
+            raise unsupported(self.ins, f"destination {op}")
+        if op.name == "_":
+            return lambda m, idx, v: None
+        return reg_setter(op, t, self.store(op.name), copy)
+
+    def symbol(self, name: str) -> tuple[str, int]:
+        if name not in self.prog.symbols:
+            raise unsupported(self.ins, f"symbol {name} (only kernel parameters, shared and "
+                              "local variables are modelled)")
+        return self.prog.symbols[name]
+
+    def address(self, op: Operand) -> tuple[str | None, Getter]:
+        """The state space named by a symbol base (or None) and a getter of uint64 addresses."""
+        if not isinstance(op, Addr):
+            raise unsupported(self.ins, f"address operand {op}")
+        off = np.uint64(op.offset & (2**64 - 1))
+        if op.base is None:
+            return None, lambda m, idx: off
+        if isinstance(op.base, Sym):
+            space, addr = self.symbol(op.base.name)
+            val = np.uint64((addr + op.offset) & (2**64 - 1))
+            return space, lambda m, idx: val
+        st = self.store(op.base.name)
+        g = reg_getter(op.base, ".u64" if np.dtype(st).itemsize == 8 else ".u32", st)
+        if np.dtype(st).itemsize == 8:
+            return None, lambda m, idx: g(m, idx) + off
+        return None, lambda m, idx: g(m, idx).astype(np.uint64) + off
+
+    def vec_items(self, op: Operand) -> tuple[Reg | Imm, ...]:
+        if isinstance(op, Vec):
+            return op.items
+        if isinstance(op, Reg | Imm):
+            return (op,)
+        raise unsupported(self.ins, f"operand {op}")
+
+
+def build(module: Module, entry: Entry) -> Program:
+    prog = Program(entry)
+    for prefix, typ, count in entry.reg_ranges:
+        st = storage_dtype(typ)
+        for i in range(count):
+            prog.store_types[f"{prefix}{i}"] = st
+    for name, typ in entry.regs.items():
+        prog.store_types[name] = storage_dtype(typ)
+    off = 0
+    for p in entry.params:
+        off = _align(off, max(p.align, 1))
+        prog.symbols[p.name] = ("param", off)
+        prog.param_offsets.append(off)
+        off += p.size
+    prog.param_size = off
+    shared = 0
+    extern: list[str] = []
+    max_align = 16
+    for v in list(module.vars) + entry.vars:
+        if v.space == "shared":
+            if v.extern or v.size == 0:
+                extern.append(v.name)
+                max_align = max(max_align, v.align)
+                continue
+            shared = _align(shared, v.align)
+            prog.symbols[v.name] = ("shared", shared)
+            shared += v.size
+        elif v.space == "local":
+            prog.local_size = _align(prog.local_size, v.align)
+            prog.symbols[v.name] = ("local", prog.local_size)
+            prog.local_size += v.size
+    shared = _align(shared, max_align)
+    for name in extern:
+        prog.symbols[name] = ("shared", shared)
+    prog.static_shared = shared
+    from verify.ptxsim.ops import compile_instr
+
+    for ins in entry.instrs:
+        prog.code.append(compile_instr(Ctx(prog, ins)))
+    for ci in prog.code:
+        if ci.target == -2:
+            label = ci.ins.operands[-1]
+            assert isinstance(label, Sym)
+            if label.name not in entry.labels:
+                raise unsupported(ci.ins, f"branch to unknown label {label.name}")
+            ci.target = entry.labels[label.name]
+    return prog
