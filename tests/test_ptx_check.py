@@ -113,6 +113,17 @@ def test_parse_target_options_and_32_bit() -> None:
 
 
 H = b".version 9.0\n.target sm_86\n"
+
+
+def test_parse_one_line_blocks_and_prototypes() -> None:
+    src = H + (b".entry a() { ret; }\n.entry b(.param .u32 x) {{ ret; }}\n.func f() { ret; }\n"
+               b".func g();\n.global .b8 d[2] = {1, {2}};\n.section .x { .b8 1 }\n"
+               b".entry c(){}\n.extern .entry proto(.param .u32 y);\n")
+    h = parse_ptx(src)
+    assert [(e.name, e.line, len(e.params)) for e in h.entries] == [("a", 3, 0), ("b", 4, 1),
+                                                                    ("c", 9, 0)]
+
+
 GARBAGE = [
     (b"", r"line 1: not PTX: expected \.version first, found end of file"),
     (b"\x7fELF\x02\x01\x01", r"line 1: not PTX: .*unexpected character '\\x7f'"),

@@ -46,8 +46,20 @@ _TOKEN = re.compile(
     r"|0[xX][0-9A-Fa-f]+U?|\d+(?:\.\d+)?(?:[eE][-+]?\d+)?U?"
     r"|[{}()\[\],;:=<>+\-*/@!|&^~?]"
 )
-# What brace matching must see: strings and comments (skipped whole), braces, semicolons.
-_SCAN = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/|/\*|"|[{};]', re.S)
+# What brace matching must see: braces, semicolons (statements only), strings and comments.
+# Everything else, including one-line brace groups such as vector operands ``{%f1, %f2}``, is
+# consumed by the first (possessive) alternative in as few matches as possible.
+def _scanner(stops: str) -> re.Pattern[str]:
+    return re.compile(
+        rf'(?:[^{{}}"/{stops}]++|\{{[^{{}}"/\n{stops}]*+\}}|/(?![/*]))++'
+        r'|"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/|/\*|"|[{};]',
+        re.S,
+    )
+
+
+_SCAN = _scanner(";")
+_OPEN = re.compile(r'[^{};"/]++|"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/|/\*|"|/|[{};]', re.S)
+_SCAN_BODY = _scanner("")
 _IDENT = re.compile(r"[A-Za-z][\w$]*|[_$%][\w$]+")
 _VERSION = re.compile(r"\d+\.\d+")
 _ARCH = re.compile(r"(?:sm|compute)_\d+[a-z]?")
@@ -159,9 +171,24 @@ class _Scanner:
         self.pos = len(self.text) if end < 0 else end
 
     def skip(self, body: bool) -> None:
-        """Skip to the ``;`` that ends a statement, or (``body``) past the block's ``}``."""
-        start, depth = self.pos, 0
-        for m in _SCAN.finditer(self.text, self.pos):
+        """Skip to the ``;`` that ends a statement, or (``body``) past the block's ``}``.
+
+        With ``body``, a ``;`` before the first ``{`` ends a prototype instead.
+        """
+        start, depth, pos, scan = self.pos, 0, self.pos, _SCAN
+        if body:
+            for m in _OPEN.finditer(self.text, pos):
+                g = m.group()
+                if g == ";":
+                    self.pos = m.end()
+                    return
+                if g == "{":
+                    depth, pos, scan = 1, m.end(), _SCAN_BODY
+                    break
+                self._stray(g, m.start())
+            else:
+                raise self.bad("unexpected end of file before a '{' or ';'", start)
+        for m in scan.finditer(self.text, pos):
             g = m.group()
             if g == "{":
                 depth += 1
@@ -175,11 +202,17 @@ class _Scanner:
             elif g == ";" and depth == 0:
                 self.pos = m.end()
                 return
-            elif g == "/*":
-                raise self.bad("unterminated /* comment", m.start())
-            elif g == '"':
-                raise self.bad("unterminated string", m.start())
+            else:
+                self._stray(g, m.start())
         raise self.bad("unexpected end of file inside a block or statement", start)
+
+    def _stray(self, g: str, at: int) -> None:
+        if g == "}":
+            raise self.bad("unbalanced '}'", at)
+        if g == "/*":
+            raise self.bad("unterminated /* comment", at)
+        if g == '"':
+            raise self.bad("unterminated string", at)
 
 
 def _decode(data: bytes) -> str:
@@ -195,9 +228,10 @@ def _decode(data: bytes) -> str:
         line = data.count(b"\n", 0, e.start) + 1
         raise BadInput(f"PTX line {line}: not UTF-8 text") from e
     if len(text) > MAX_LINE_CHARS:
-        for i, ln in enumerate(text.split("\n")):
-            if len(ln) > MAX_LINE_CHARS:
-                raise BadInput(f"PTX line {i + 1}: longer than {MAX_LINE_CHARS} characters")
+        lengths = [len(ln) for ln in text.split("\n")]
+        if max(lengths) > MAX_LINE_CHARS:
+            i = next(i for i, n in enumerate(lengths) if n > MAX_LINE_CHARS)
+            raise BadInput(f"PTX line {i + 1}: longer than {MAX_LINE_CHARS} characters")
     return text
 
 

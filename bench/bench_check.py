@@ -1,0 +1,114 @@
+"""Benchmarks of the verifier's checks (docs/bench/*.md).
+
+PTX part (docs/bench/ptx.md), each figure beside a peer measured in the same run:
+
+1. ``parse_ptx`` on a large PTX (a shipped kernel's entry repeated under new names, several MB)
+   in MB/s, against a naive full tokenisation of the same text with the parser's own token
+   regex (what a parser that does not skip function bodies would at least pay);
+2. ``ptxas -v`` wall time on fixtures (``run_ptxas``), against ``parse_ptx`` on the same file;
+3. one ``rebuild.ptx`` nvcc run, against the ptxas run of the same kernel.
+
+Run: ``.venv/bin/python bench/bench_check.py ptx [--mb 6] [--repeat 5]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from verify import ptx  # noqa: E402
+from verify.tools import find_tool, run_tool  # noqa: E402
+
+
+def best(fn: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def big_ptx(source: Path, target_bytes: int) -> bytes:
+    """``source``'s header plus its entry repeated under new names up to ``target_bytes``."""
+    text = source.read_text()
+    m = re.search(r"^\.visible \.entry (\w+)\(", text, re.M)
+    assert m, f"{source} has no .visible .entry"
+    head, body, name = text[: m.start()], text[m.start() :], m.group(1)
+    parts = [head]
+    size, i = len(head), 0
+    while size < target_bytes:
+        chunk = body.replace(name, f"{name}_{i}")
+        parts.append(chunk)
+        size += len(chunk)
+        i += 1
+    return "".join(parts).encode()
+
+
+def bench_ptx(mb: float, repeat: int) -> None:
+    src = ROOT / "bundles" / "gemm_mma" / "gemm_mma.ptx"
+    data = big_ptx(src, int(mb * (1 << 20)))
+    header = ptx.parse_ptx(data)
+    t_parse = best(lambda: ptx.parse_ptx(data), repeat)
+
+    def tokenize_all() -> int:
+        text = data.decode()
+        return sum(1 for _ in ptx._TOKEN.finditer(text))
+
+    ntok = tokenize_all()
+    t_tok = best(tokenize_all, repeat)
+    size_mb = len(data) / (1 << 20)
+    print(f"parse_ptx: {size_mb:.2f} MiB, {len(header.entries)} entries: {t_parse * 1e3:.1f} ms "
+          f"= {size_mb / t_parse:.1f} MiB/s")
+    print(f"peer, full tokenisation ({ntok} tokens): {t_tok * 1e3:.1f} ms "
+          f"= {size_mb / t_tok:.1f} MiB/s; parse_ptx is {t_tok / t_parse:.1f}x faster")
+
+    ptxas = ptx.find_ptxas()
+    if ptxas is None:
+        print("ptxas: not found, skipped")
+        return
+    print(f"ptxas: {ptx.tool_release(ptxas)}")
+    fixtures = [ROOT / "tests" / "fixtures" / "ptx" / "vector_add.ptx", src]
+    with tempfile.TemporaryDirectory() as d:
+        for f in fixtures:
+            fdata = f.read_bytes()
+            t_as = best(lambda f=f: ptx.run_ptxas(f, "sm_86", Path(d), True, 120), repeat)
+            t_p = best(lambda fdata=fdata: ptx.parse_ptx(fdata), repeat)
+            print(f"ptxas -arch=sm_86 -v {f.relative_to(ROOT)} ({len(fdata)} B): "
+                  f"{t_as * 1e3:.0f} ms wall; parse_ptx {t_p * 1e3:.2f} ms "
+                  f"({t_as / t_p:.0f}x less)")
+        nvcc = find_tool("nvcc", cuda=True)
+        if nvcc is None:
+            print("nvcc: not found, skipped")
+            return
+        cu = ROOT / "bundles" / "gemm_mma" / "gemm_mma.cu"
+        (Path(d) / "gemm_mma.cu").write_bytes(cu.read_bytes())
+        argv = [nvcc, "-arch=sm_86", "-ptx", "-o", "gemm_mma.ptx", "gemm_mma.cu"]
+        t_nv = best(lambda: run_tool(argv, cwd=Path(d), timeout=120), repeat)
+        t_as = best(lambda: ptx.run_ptxas(src, "sm_86", Path(d), True, 120), repeat)
+        print(f"nvcc -ptx gemm_mma.cu (rebuild.ptx): {t_nv * 1e3:.0f} ms wall; "
+              f"ptxas on its PTX {t_as * 1e3:.0f} ms ({t_nv / t_as:.1f}x)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="what", required=True)
+    p = sub.add_parser("ptx", help="parse_ptx, ptxas and nvcc timings")
+    p.add_argument("--mb", type=float, default=6.0, help="size of the large PTX, MiB")
+    p.add_argument("--repeat", type=int, default=5, help="best of N")
+    args = ap.parse_args()
+    if args.what == "ptx":
+        print(f"python {sys.version.split()[0]}, best of {args.repeat} wall times")
+        bench_ptx(args.mb, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
