@@ -341,7 +341,7 @@ def parse_checkpoint(text: bytes) -> Checkpoint:
 
 
 def _cosigned_message(checkpoint_text: bytes, timestamp: int) -> bytes:
-    if not 0 <= timestamp < 1 << 64:
+    if not 0 <= timestamp < 1 << 63:  # C2SP: MUST NOT exceed 2^63 - 1
         raise BadInput(f"cosignature timestamp {timestamp} is out of range")
     parse_checkpoint(checkpoint_text)
     return _COSIG_HEADER + str(timestamp).encode() + b"\n" + checkpoint_text

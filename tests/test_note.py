@@ -279,6 +279,12 @@ def test_cosignature_v1() -> None:
         note.verify_cosignature(other, sig, wv)
     with pytest.raises(SignatureError):
         note.verify_cosignature(text, sig, witness.verifier)  # alg 0x01 key
+    for bad_time in (-1, 1 << 63):  # C2SP: the timestamp MUST NOT exceed 2^63 - 1
+        with pytest.raises(BadInput):
+            note.cosign(text, witness, bad_time)
+    huge = note.NoteSignature(sig.name, sig.key_id, (1 << 63).to_bytes(8, "big") + raw[12:])
+    with pytest.raises(BadInput):
+        note.verify_cosignature(text, huge, wv)
     with pytest.raises(SignatureError):
         note.open_note(signed + line.replace(b"witness.example", b"witness.exampl"), [wv])
 
