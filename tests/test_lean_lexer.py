@@ -107,6 +107,7 @@ def test_throw_error_strings_interpolate() -> None:
         ("'ab'", "bad character literal", 1, 1),
         ('"\\q"', "bad escape in string", 1, 2),
         ('s!"a {b', "unterminated interpolated string", 1, 3),
+        ('s!"a\\', "unterminated interpolated string", 1, 3),
     ],
 )
 def test_errors_say_where(src: str, what: str, line: int, col: int) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from verify.lean import LeanScan, Problem, scan_sources
+from verify.lean.lexer import lex
 from verify.lean.scan import scan_file
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lean"
@@ -147,3 +148,22 @@ def test_lex_error_is_a_problem_not_an_exception() -> None:
         ("a.lean", "unterminated string"),
         ("b.lean", "not valid UTF-8 (byte 0)"),
     ]
+
+
+def test_sorry_inserted_after_any_code_token_is_caught() -> None:
+    """Exhaustive over the clean fixture: a ``sorry`` after any code token is reported there."""
+    text = (FIXTURES / "clean" / "words.lean").read_text("utf-8")
+    starts = [0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    toks = lex(text)
+    assert len(toks) > 200
+    for t in toks:
+        if t.kind == "istring":
+            continue  # after these, the next text may be a string's literal part
+        off = starts[t.line - 1] + t.col - 1 + len(t.text) + 1
+        mutated = text[: off - 1] + " sorry " + text[off - 1 :]
+        row = mutated.count("\n", 0, off) + 1
+        col = off - (mutated.rfind("\n", 0, off) + 1) + 1
+        scan = scan_sources({"w.lean": mutated.encode()})
+        assert (row, col) in {(p.line, p.col) for p in scan.problems}, (t, scan.problems)

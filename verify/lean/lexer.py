@@ -154,7 +154,7 @@ def lex(text: str) -> list[Token]:
             assert m is not None  # the pattern matches the empty string
             j = m.end()
             _check_escapes(m.group(), i, pos)
-            if j >= n:
+            if j >= n or text[j] not in '"{':  # the end, or a backslash ending the file
                 raise LeanLexError("unterminated interpolated string", *pos.at(interp_start))
             append(Token("istring", text[i : j + 1], *pos.at(i)))
             if text[j] == "{":
@@ -206,7 +206,7 @@ def lex(text: str) -> list[Token]:
         elif kind == "symbol":
             if tok == '"':
                 raise LeanLexError("unterminated string", *pos.at(i))
-            if tok == "'" and j < n and text[j] != "'":
+            if tok == "'" and (j >= n or text[j] != "'"):
                 raise LeanLexError("bad character literal", *pos.at(i))
             if tok == "«":
                 raise LeanLexError("unterminated «identifier»", *pos.at(i))

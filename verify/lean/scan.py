@@ -196,6 +196,8 @@ class _Walker:
                 self.problem(toks[k], "import without a module name")
                 k += 1
                 continue
+            if nxt.text in REJECT_WORDS:
+                self.problem(nxt, REJECT_WORDS[nxt.text])
             self.imports.append(".".join(_parts(nxt.text)))
             k += 2
         # 2. the commands
