@@ -66,10 +66,14 @@ def bench_ptx(mb: float, repeat: int) -> None:
     ntok = tokenize_all()
     t_tok = best(tokenize_all, repeat)
     size_mb = len(data) / (1 << 20)
-    print(f"parse_ptx: {size_mb:.2f} MiB, {len(header.entries)} entries: {t_parse * 1e3:.1f} ms "
-          f"= {size_mb / t_parse:.1f} MiB/s")
-    print(f"peer, full tokenisation ({ntok} tokens): {t_tok * 1e3:.1f} ms "
-          f"= {size_mb / t_tok:.1f} MiB/s; parse_ptx is {t_tok / t_parse:.1f}x faster")
+    print(
+        f"parse_ptx: {size_mb:.2f} MiB, {len(header.entries)} entries: {t_parse * 1e3:.1f} ms "
+        f"= {size_mb / t_parse:.1f} MiB/s"
+    )
+    print(
+        f"peer, full tokenisation ({ntok} tokens): {t_tok * 1e3:.1f} ms "
+        f"= {size_mb / t_tok:.1f} MiB/s; parse_ptx is {t_tok / t_parse:.1f}x faster"
+    )
 
     ptxas = ptx.find_ptxas()
     if ptxas is None:
@@ -82,9 +86,11 @@ def bench_ptx(mb: float, repeat: int) -> None:
             fdata = f.read_bytes()
             t_as = best(lambda f=f: ptx.run_ptxas(f, "sm_86", Path(d), True, 120), repeat)
             t_p = best(lambda fdata=fdata: ptx.parse_ptx(fdata), repeat)
-            print(f"ptxas -arch=sm_86 -v {f.relative_to(ROOT)} ({len(fdata)} B): "
-                  f"{t_as * 1e3:.0f} ms wall; parse_ptx {t_p * 1e3:.2f} ms "
-                  f"({t_as / t_p:.0f}x less)")
+            print(
+                f"ptxas -arch=sm_86 -v {f.relative_to(ROOT)} ({len(fdata)} B): "
+                f"{t_as * 1e3:.0f} ms wall; parse_ptx {t_p * 1e3:.2f} ms "
+                f"({t_as / t_p:.0f}x less)"
+            )
         nvcc = find_tool("nvcc", cuda=True)
         if nvcc is None:
             print("nvcc: not found, skipped")
@@ -94,8 +100,10 @@ def bench_ptx(mb: float, repeat: int) -> None:
         argv = [nvcc, "-arch=sm_86", "-ptx", "-o", "gemm_mma.ptx", "gemm_mma.cu"]
         t_nv = best(lambda: run_tool(argv, cwd=Path(d), timeout=120), repeat)
         t_as = best(lambda: ptx.run_ptxas(src, "sm_86", Path(d), True, 120), repeat)
-        print(f"nvcc -ptx gemm_mma.cu (rebuild.ptx): {t_nv * 1e3:.0f} ms wall; "
-              f"ptxas on its PTX {t_as * 1e3:.0f} ms ({t_nv / t_as:.1f}x)")
+        print(
+            f"nvcc -ptx gemm_mma.cu (rebuild.ptx): {t_nv * 1e3:.0f} ms wall; "
+            f"ptxas on its PTX {t_as * 1e3:.0f} ms ({t_nv / t_as:.1f}x)"
+        )
 
 
 def main() -> None:

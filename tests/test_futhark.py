@@ -26,14 +26,23 @@ from verify.report import Check
 
 FIX = Path(__file__).parent / "fixtures" / "futhark"
 SPEC = (FIX / "vector_add.fut").read_bytes()
-KERNEL = Kernel(name="vector_add", version="1.0.0", entry="vector_add", ptx="k.ptx",
-                futhark="vector_add.fut")
+KERNEL = Kernel(
+    name="vector_add", version="1.0.0", entry="vector_add", ptx="k.ptx", futhark="vector_add.fut"
+)
 
 
-def make_ctx(futs: dict[str, bytes], kernel: Kernel | None = KERNEL, loaded: bool = True,
-             timeout: float = 60.0) -> Context:
-    files = {"contract.yaml": b"metadata: {version: '1'}\n", "Proof.lean": b"x\n",
-             "k.ptx": b".version 9.0\n", **futs}
+def make_ctx(
+    futs: dict[str, bytes],
+    kernel: Kernel | None = KERNEL,
+    loaded: bool = True,
+    timeout: float = 60.0,
+) -> Context:
+    files = {
+        "contract.yaml": b"metadata: {version: '1'}\n",
+        "Proof.lean": b"x\n",
+        "k.ptx": b".version 9.0\n",
+        **futs,
+    }
     ctx = Context(Bundle.from_files(files), Options(timeout=timeout))
     if loaded:
         ctx.contract = Contract("vector_add", "1.0.0", "d", kernel)
@@ -114,7 +123,7 @@ def test_parse_ignores_plain_comments_and_code_comments() -> None:
         (b"-- ==\n-- entry:\n", r"Futhark line 2: 'entry:' needs entry point names"),
         (b"-- ==\n-- entry: a-b\n", r"'entry:' needs entry point names"),
         (b"-- ==\n-- input { 1 } auto\n", r"expected 'output' after 'auto'"),
-        (b"-- ==\n-- \"name input { 1 }\n", r"Futhark line 2: unterminated dataset name"),
+        (b'-- ==\n-- "name input { 1 }\n', r"Futhark line 2: unterminated dataset name"),
         (b"-- ==\n-- { 1 }\n", r"Futhark line 2: unexpected '\{ 1 \}'"),
         (b"\n\n-- \xff\n", r"Futhark line 3: not UTF-8"),
         (b"entry f x = x\x00", r"NUL byte"),
@@ -143,7 +152,7 @@ def test_fuzz_random_bytes_only_bad_input(data: bytes) -> None:
 @given(st.integers(0, len(SPEC) - 1), st.integers(0, len(SPEC)), st.binary(max_size=6))
 def test_fuzz_mutations_only_bad_input(at: int, cut: int, insert: bytes) -> None:
     try:
-        entries, blocks = parse_futhark(SPEC[:at] + insert + SPEC[max(at, cut):])
+        entries, blocks = parse_futhark(SPEC[:at] + insert + SPEC[max(at, cut) :])
     except BadInput:
         return
     assert all(b.cases >= 0 and b.line >= 1 for b in blocks)
@@ -156,9 +165,11 @@ def test_fuzz_mutations_only_bad_input(at: int, cut: int, insert: bytes) -> None
 def test_spec_check_passes() -> None:
     c = checks(make_ctx({"vector_add.fut": SPEC}))["futhark.spec"]
     assert c.status == "passed", c.detail
-    assert c.detail == ("vector_add.fut: entries vector_add [line 12], add_commutes [line 20]; "
-                        "test blocks vector_add: 4 case(s) [line 3], add_commutes: 1 case(s) "
-                        "[line 17]")
+    assert c.detail == (
+        "vector_add.fut: entries vector_add [line 12], add_commutes [line 20]; "
+        "test blocks vector_add: 4 case(s) [line 3], add_commutes: 1 case(s) "
+        "[line 17]"
+    )
 
 
 def test_spec_check_no_entry_point() -> None:
@@ -250,8 +261,10 @@ def test_run_fails_on_exit_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     src = SPEC + b"-- FAIL-ME\n"
     c = checks(make_ctx({"vector_add.fut": src}))["futhark.run"]
     assert c.status == "failed"
-    assert "vector_add.fut: futhark test -i exit 1: vector_add.fut: vector_add: 1 of 4 failed" \
+    assert (
+        "vector_add.fut: futhark test -i exit 1: vector_add.fut: vector_add: 1 of 4 failed"
         in c.detail
+    )
 
 
 def test_run_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -50,8 +50,14 @@ VADD_PARAMS = (
     Param("n", "scalar", "u32", value="n"),
 )
 VADD = Kernel(
-    name="vector_add", version="1.0.0", entry="vector_add", ptx="vector_add.ptx",
-    params=VADD_PARAMS, max_registers=64, max_shared_bytes=0, allow_spills=False,
+    name="vector_add",
+    version="1.0.0",
+    entry="vector_add",
+    ptx="vector_add.ptx",
+    params=VADD_PARAMS,
+    max_registers=64,
+    max_shared_bytes=0,
+    allow_spills=False,
 )
 
 
@@ -60,8 +66,12 @@ def fixture(name: str) -> bytes:
 
 
 def make_ctx(ptx_files: dict[str, bytes], kernel: Kernel | None, loaded: bool = True) -> Context:
-    files = {"contract.yaml": CONTRACT_YAML, "Proof.lean": b"theorem t : True := trivial\n",
-             "spec.fut": b"entry f (x: i32) = x\n", **ptx_files}
+    files = {
+        "contract.yaml": CONTRACT_YAML,
+        "Proof.lean": b"theorem t : True := trivial\n",
+        "spec.fut": b"entry f (x: i32) = x\n",
+        **ptx_files,
+    }
     ctx = Context(Bundle.from_files(files))
     if loaded:
         ctx.contract = Contract("vector_add", "1.0.0", "f32 vector add", kernel)
@@ -94,8 +104,13 @@ def test_parse_features() -> None:
     assert h.version == "8.0"
     assert [e.name for e in h.entries] == ["with_attrs", "second"]  # no .func, no commented one
     out, pair, scale = h.entries[0].params
-    assert (out.type, out.ptr, out.space, out.align, out.array) == (".u64", True, ".global", 16,
-                                                                    None)
+    assert (out.type, out.ptr, out.space, out.align, out.array) == (
+        ".u64",
+        True,
+        ".global",
+        16,
+        None,
+    )
     assert (pair.type, pair.align, pair.array) == (".b8", 8, 16)
     assert (scale.type, scale.ptr) == (".f32", False)
     assert h.entries[1].params == ()
@@ -105,8 +120,10 @@ def test_parse_features() -> None:
 
 
 def test_parse_target_options_and_32_bit() -> None:
-    src = b".version 7.0\n.target sm_75, texmode_independent, debug\n.address_size 32\n" \
-          b".entry k(.param .u32 p)\n{\n ret;\n}\n"
+    src = (
+        b".version 7.0\n.target sm_75, texmode_independent, debug\n.address_size 32\n"
+        b".entry k(.param .u32 p)\n{\n ret;\n}\n"
+    )
     h = parse_ptx(src)
     assert h.target == ("sm_75", "texmode_independent", "debug")
     assert (h.arch, h.address_size) == ("sm_75", 32)
@@ -116,12 +133,17 @@ H = b".version 9.0\n.target sm_86\n"
 
 
 def test_parse_one_line_blocks_and_prototypes() -> None:
-    src = H + (b".entry a() { ret; }\n.entry b(.param .u32 x) {{ ret; }}\n.func f() { ret; }\n"
-               b".func g();\n.global .b8 d[2] = {1, {2}};\n.section .x { .b8 1 }\n"
-               b".entry c(){}\n.extern .entry proto(.param .u32 y);\n")
+    src = H + (
+        b".entry a() { ret; }\n.entry b(.param .u32 x) {{ ret; }}\n.func f() { ret; }\n"
+        b".func g();\n.global .b8 d[2] = {1, {2}};\n.section .x { .b8 1 }\n"
+        b".entry c(){}\n.extern .entry proto(.param .u32 y);\n"
+    )
     h = parse_ptx(src)
-    assert [(e.name, e.line, len(e.params)) for e in h.entries] == [("a", 3, 0), ("b", 4, 1),
-                                                                    ("c", 9, 0)]
+    assert [(e.name, e.line, len(e.params)) for e in h.entries] == [
+        ("a", 3, 0),
+        ("b", 4, 1),
+        ("c", 9, 0),
+    ]
 
 
 GARBAGE = [
@@ -138,15 +160,14 @@ GARBAGE = [
     (H + b".entry k()\n{\n}}\n", r"line 5: unexpected '}'"),
     (H + b".entry k(.param .u64 a\n{\n}\n", r"line 4: expected ','"),
     (H + b".entry k(.reg .u64 a)\n{\n}\n", r"line 3: .*with \.param"),
-    (H + b".entry k(.param .u64 .align 3 a)\n{}\n",
-     r"line 3: \.align 3 is not a power of two"),
+    (H + b".entry k(.param .u64 .align 3 a)\n{}\n", r"line 3: \.align 3 is not a power of two"),
     (H + b".entry k(.param a)\n{}\n", r"line 3: parameter without a type"),
     (H + b".entry k()\n{}\n.entry k()\n{}\n", r"line 5: .*twice"),
     (H + b".entry k()\n.entry j()\n{}\n", r"line 4: entry 'k' has no body"),
     (H + b"mov.u32 %r1, 0;\n", r"line 3: unexpected 'mov\.u32'"),
     (H + b".version 9.0\n", r"line 3: \.version repeated"),
-    (H + b".file 1 \"x\n.entry k()\n{}\n", r"line 3: unexpected character '\"'"),
-    (H + b".global .b8 s = \"oops;\n", r"line 3: unterminated string"),
+    (H + b'.file 1 "x\n.entry k()\n{}\n', r"line 3: unexpected character '\"'"),
+    (H + b'.global .b8 s = "oops;\n', r"line 3: unterminated string"),
     (H + b"\x00", r"line 3: NUL byte"),
     (H + b"// \xff\xfe\n", r"line 3: not UTF-8"),
 ]
@@ -209,7 +230,7 @@ def test_fuzz_random_bytes_only_bad_input(data: bytes) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, len(VALID) - 1), st.integers(0, len(VALID)), st.binary(max_size=8))
 def test_fuzz_mutations_only_bad_input(at: int, cut: int, insert: bytes) -> None:
-    mutated = VALID[:at] + insert + VALID[max(at, cut):]
+    mutated = VALID[:at] + insert + VALID[max(at, cut) :]
     try:
         h = parse_ptx(mutated)
     except BadInput:
@@ -229,8 +250,11 @@ def test_parse_check_passes_and_lists_entries() -> None:
 
 
 def test_parse_check_without_contract() -> None:
-    ctx = make_ctx({"vector_add.ptx": fixture("vector_add.ptx"),
-                    "extra/features.ptx": VALID}, None, loaded=False)
+    ctx = make_ctx(
+        {"vector_add.ptx": fixture("vector_add.ptx"), "extra/features.ptx": VALID},
+        None,
+        loaded=False,
+    )
     c = run_checks(ctx)["ptx.parse"]
     assert c.status == "passed", c.detail
     assert "contract not loaded" in c.detail
@@ -263,13 +287,15 @@ def test_parse_check_target_mismatch() -> None:
 
 def test_parse_check_param_mismatch() -> None:
     wrong_kind = dataclasses.replace(
-        VADD, params=(*VADD_PARAMS[:3], Param("n", "scalar", "f32", value="n")))
+        VADD, params=(*VADD_PARAMS[:3], Param("n", "scalar", "f32", value="n"))
+    )
     c = run_checks(make_ctx({"vector_add.ptx": fixture("vector_add.ptx")}, wrong_kind))
     assert c["ptx.parse"].status == "failed"
     want = "parameter 3 (n): PTX .u32; a f32 scalar needs one of .f32, .b32"
     assert want in c["ptx.parse"].detail
     ptr_as_scalar = dataclasses.replace(
-        VADD, params=(Param("a", "scalar", "u32"), *VADD_PARAMS[1:]))
+        VADD, params=(Param("a", "scalar", "u32"), *VADD_PARAMS[1:])
+    )
     c = run_checks(make_ctx({"vector_add.ptx": fixture("vector_add.ptx")}, ptr_as_scalar))
     assert "parameter 0 (a): PTX .u64; a u32 scalar needs" in c["ptx.parse"].detail
     too_few = dataclasses.replace(VADD, params=VADD_PARAMS[:3])
@@ -305,8 +331,11 @@ def test_param_kinds() -> None:
 def test_assemble_records_registers() -> None:
     c = run_checks(make_ctx({"vector_add.ptx": fixture("vector_add.ptx")}, VADD))["ptx.assemble"]
     assert c.status == "passed", c.detail
-    assert re.search(r"vector_add\.ptx:vector_add on sm_86: \d+ registers, 0 bytes smem, "
-                     r"0 bytes spill stores, 0 bytes spill loads, 0 bytes stack frame", c.detail)
+    assert re.search(
+        r"vector_add\.ptx:vector_add on sm_86: \d+ registers, 0 bytes smem, "
+        r"0 bytes spill stores, 0 bytes spill loads, 0 bytes stack frame",
+        c.detail,
+    )
     assert "budget: max_registers 64, max_shared_bytes 0, spills forbidden" in c.detail
     assert c.tool == "ptxas" and "release" in c.version
 
@@ -321,8 +350,14 @@ def test_assemble_register_budget() -> None:
 
 @needs_ptxas
 def test_assemble_shared_budget() -> None:
-    k = Kernel("rev", "1", "reverse_shared", "vector_add.ptx", max_shared_bytes=512,
-               params=(Param("d", "ptr", "f32"), Param("s", "scalar", "f32")))
+    k = Kernel(
+        "rev",
+        "1",
+        "reverse_shared",
+        "vector_add.ptx",
+        max_shared_bytes=512,
+        params=(Param("d", "ptr", "f32"), Param("s", "scalar", "f32")),
+    )
     files = {"vector_add.ptx": fixture("reverse_shared.ptx")}
     c = run_checks(make_ctx(files, k))["ptx.assemble"]
     assert c.status == "failed"
@@ -334,28 +369,40 @@ def test_assemble_shared_budget() -> None:
 
 @needs_ptxas
 def test_assemble_spills_forbidden_and_allowed() -> None:
-    k = Kernel("spill", "1", "spill", "spill.ptx", max_registers=255, allow_spills=False,
-               params=(Param("a", "ptr", "f32"), Param("o", "ptr", "f32"),
-                       Param("n", "scalar", "s32")))
+    k = Kernel(
+        "spill",
+        "1",
+        "spill",
+        "spill.ptx",
+        max_registers=255,
+        allow_spills=False,
+        params=(Param("a", "ptr", "f32"), Param("o", "ptr", "f32"), Param("n", "scalar", "s32")),
+    )
     files = {"spill.ptx": fixture("spill.ptx")}
     c = run_checks(make_ctx(files, k))
     assert c["ptx.parse"].status == "passed", c["ptx.parse"].detail
     bad = c["ptx.assemble"]
     assert bad.status == "failed"
     assert "Registers are spilled to local memory in function 'spill'" in bad.detail
-    assert re.search(r"spill: spills registers \(\d+ bytes stores, \d+ bytes loads\) and the "
-                     r"contract forbids spills", bad.detail)
+    assert re.search(
+        r"spill: spills registers \(\d+ bytes stores, \d+ bytes loads\) and the "
+        r"contract forbids spills",
+        bad.detail,
+    )
     good = run_checks(make_ctx(files, dataclasses.replace(k, allow_spills=True)))["ptx.assemble"]
     assert good.status == "passed", good.detail
-    m = re.search(r"spill\.ptx:spill on sm_86: 32 registers, 0 bytes smem, (\d+) bytes spill",
-                  good.detail)
+    m = re.search(
+        r"spill\.ptx:spill on sm_86: 32 registers, 0 bytes smem, (\d+) bytes spill", good.detail
+    )
     assert m and int(m.group(1)) > 0
 
 
 @needs_ptxas
 def test_assemble_garbage_fails_with_ptxas_error() -> None:
-    src = b".version 9.0\n.target sm_86\n.address_size 64\n.visible .entry vector_add()\n" \
-          b"{\n bogus.instruction %r1;\n ret;\n}\n"
+    src = (
+        b".version 9.0\n.target sm_86\n.address_size 64\n.visible .entry vector_add()\n"
+        b"{\n bogus.instruction %r1;\n ret;\n}\n"
+    )
     c = run_checks(make_ctx({"vector_add.ptx": src}, VADD))["ptx.assemble"]
     assert c.status == "failed"
     assert "vector_add.ptx: ptxas -arch=sm_86 exit" in c.detail and "error" in c.detail

@@ -26,10 +26,18 @@ NVCC = find_tool("nvcc", cuda=True)
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="no nvcc on this machine")
 BUILD = ("nvcc", "-arch=sm_86", "-ptx", "-o", "vector_add.ptx", "vector_add.cu")
 KERNEL = Kernel(
-    name="vector_add", version="1.0.0", entry="vector_add", ptx="vector_add.ptx",
-    source="vector_add.cu", build=BUILD,
-    params=(Param("a", "ptr", "f32"), Param("b", "ptr", "f32"), Param("c", "ptr", "f32"),
-            Param("n", "scalar", "u32")),
+    name="vector_add",
+    version="1.0.0",
+    entry="vector_add",
+    ptx="vector_add.ptx",
+    source="vector_add.cu",
+    build=BUILD,
+    params=(
+        Param("a", "ptr", "f32"),
+        Param("b", "ptr", "f32"),
+        Param("c", "ptr", "f32"),
+        Param("n", "scalar", "u32"),
+    ),
 )
 CONTRACT_YAML = b"""metadata: {version: "1.0.0", description: "f32 vector add"}
 equations: {vector_add: {formula: "c_i = a_i + b_i"}}
@@ -54,8 +62,9 @@ def sealed(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     return (d / "vector_add.ptx").read_bytes()
 
 
-def check(ptx: bytes, kernel: Kernel | None, source: bytes | None = None,
-          loaded: bool = True) -> Check:
+def check(
+    ptx: bytes, kernel: Kernel | None, source: bytes | None = None, loaded: bool = True
+) -> Check:
     files = {
         "contract.yaml": CONTRACT_YAML,
         "Proof.lean": b"theorem t : True := trivial\n",
@@ -103,11 +112,28 @@ def test_rebuild_different_compiler_comment(sealed: bytes) -> None:
 @needs_nvcc
 def test_rebuild_with_flags_and_include(sealed: bytes) -> None:
     src = b'#include "inc/scale.h"\n' + (FIX / "vector_add.cu").read_bytes()
-    k = dataclasses.replace(KERNEL, build=(
-        "nvcc", "-arch=sm_86", "-O3", "-DSCALE=2", "-Iinc", "--std=c++17", "-ptx",
-        "--output-file", "vector_add.ptx", "vector_add.cu"))
-    files = {"contract.yaml": CONTRACT_YAML, "Proof.lean": b"x\n", "spec.fut": b"x\n",
-             "vector_add.cu": src, "inc/scale.h": b"#define HALF 0.5f\n"}
+    k = dataclasses.replace(
+        KERNEL,
+        build=(
+            "nvcc",
+            "-arch=sm_86",
+            "-O3",
+            "-DSCALE=2",
+            "-Iinc",
+            "--std=c++17",
+            "-ptx",
+            "--output-file",
+            "vector_add.ptx",
+            "vector_add.cu",
+        ),
+    )
+    files = {
+        "contract.yaml": CONTRACT_YAML,
+        "Proof.lean": b"x\n",
+        "spec.fut": b"x\n",
+        "vector_add.cu": src,
+        "inc/scale.h": b"#define HALF 0.5f\n",
+    }
     # Seal with the same command in a directory of our own, then check the rebuild.
     ctx = Context(Bundle.from_files({**files, "vector_add.ptx": sealed}))
     d = ctx.scratch()
@@ -195,17 +221,37 @@ def test_check_build_refuses(argv: tuple[str, ...], message: str) -> None:
 
 
 def test_check_build_accepts() -> None:
-    argv = ("nvcc", "-arch", "sm_86", "--gpu-architecture=sm_86", "-O3", "-DN=256", "-D", "M",
-            "-UNDEBUG", "-Iinc/sub", "-I", "inc", "-std=c++17", "--use_fast_math",
-            "-maxrregcount=64", "-ptx", "--output-file=k.ptx", "src/k.cu")
+    argv = (
+        "nvcc",
+        "-arch",
+        "sm_86",
+        "--gpu-architecture=sm_86",
+        "-O3",
+        "-DN=256",
+        "-D",
+        "M",
+        "-UNDEBUG",
+        "-Iinc/sub",
+        "-I",
+        "inc",
+        "-std=c++17",
+        "--use_fast_math",
+        "-maxrregcount=64",
+        "-ptx",
+        "--output-file=k.ptx",
+        "src/k.cu",
+    )
     assert check_build(argv, "k.ptx", "src/k.cu") == list(argv[1:])
 
 
 def test_first_difference() -> None:
-    assert first_difference(b"a\nb\nc\n", b"a\nx\nc\n") == \
-        "first difference at line 2: sealed 'b', rebuilt 'x'"
-    assert first_difference(b"a", b"a\n") == \
-        "one is a prefix of the other: sealed 1 bytes, rebuilt 2"
+    assert (
+        first_difference(b"a\nb\nc\n", b"a\nx\nc\n")
+        == "first difference at line 2: sealed 'b', rebuilt 'x'"
+    )
+    assert (
+        first_difference(b"a", b"a\n") == "one is a prefix of the other: sealed 1 bytes, rebuilt 2"
+    )
 
 
 BUNDLES = sorted((Path(__file__).parent.parent / "bundles").glob("*/contract.yaml"))

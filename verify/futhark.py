@@ -242,7 +242,7 @@ def _spec_files(ctx: Context) -> tuple[list[str], str]:
     k = ctx.contract.kernel if ctx.contract is not None else None
     if k is not None and k.futhark:
         return [k.futhark], ""
-    note = ("contract not loaded" if ctx.contract is None else "the contract names no spec")
+    note = "contract not loaded" if ctx.contract is None else "the contract names no spec"
     return [f.path for f in ctx.bundle.with_suffix(".fut")], f"{note}: every .fut read"
 
 
@@ -277,11 +277,14 @@ def spec_check(ctx: Context) -> Check:
                 if names and n not in names:
                     problems.append(f"{path}:{g.line}: test block names unknown entry {n!r}")
             if not g.cases:
-                problems.append(f"{path}:{g.line}: test block for {' '.join(g.entries)} has "
-                                "no cases")
+                problems.append(
+                    f"{path}:{g.line}: test block for {' '.join(g.entries)} has no cases"
+                )
         ents = ", ".join(f"{e.name} [line {e.line}]" for e in spec.entries) or "none"
-        tests = ", ".join(f"{' '.join(g.entries)}: {g.cases} case(s) [line {g.line}]"
-                          for g in blocks) or "none"
+        tests = (
+            ", ".join(f"{' '.join(g.entries)}: {g.cases} case(s) [line {g.line}]" for g in blocks)
+            or "none"
+        )
         lines.append(f"{path}: entries {ents}; test blocks {tests}")
     detail = "; ".join(lines)
     if problems:

@@ -46,6 +46,8 @@ _TOKEN = re.compile(
     r"|0[xX][0-9A-Fa-f]+U?|\d+(?:\.\d+)?(?:[eE][-+]?\d+)?U?"
     r"|[{}()\[\],;:=<>+\-*/@!|&^~?]"
 )
+
+
 # What brace matching must see: braces, semicolons (statements only), strings and comments.
 # Everything else, including one-line brace groups such as vector operands ``{%f1, %f2}``, is
 # consumed by the first (possessive) alternative in as few matches as possible.
@@ -65,8 +67,18 @@ _VERSION = re.compile(r"\d+\.\d+")
 _ARCH = re.compile(r"(?:sm|compute)_\d+[a-z]?")
 _TARGET_OPTS = ("texmode_unified", "texmode_independent", "debug", "map_f64_to_f32")
 _LINKAGE = (".visible", ".weak", ".extern", ".common")
-_DECLS = (".global", ".const", ".shared", ".local", ".tex", ".texref", ".samplerref",
-          ".surfref", ".alias", ".pragma")
+_DECLS = (
+    ".global",
+    ".const",
+    ".shared",
+    ".local",
+    ".tex",
+    ".texref",
+    ".samplerref",
+    ".surfref",
+    ".alias",
+    ".pragma",
+)
 _TYPES = frozenset(
     f".{k}{w}" for k in "bsuf" for w in (8, 16, 32, 64) if not (k == "f" and w == 8)
 ) | {".f16x2", ".bf16", ".bf16x2", ".texref", ".samplerref", ".surfref"}
@@ -429,8 +441,9 @@ def parse_ptxas_output(out: str) -> list[PtxasStats]:
             sm = _P_SMEM.search(line)
             stats[current]["smem"] = int(sm.group(1)) if sm else 0
     return [
-        PtxasStats(e, s["regs"], s.get("smem", 0), s.get("stores", 0), s.get("loads", 0),
-                   s.get("stack", 0))
+        PtxasStats(
+            e, s["regs"], s.get("smem", 0), s.get("stores", 0), s.get("loads", 0), s.get("stack", 0)
+        )
         for e in order
         if "regs" in (s := stats[e])
     ]
@@ -467,15 +480,25 @@ _SCALAR_TYPES: dict[str, tuple[str, ...]] = {
     "u64": (".u64", ".s64", ".b64"),
     "s64": (".u64", ".s64", ".b64"),
 }
-_DTYPE_BYTES = {"f16": 2, "f32": 4, "f64": 8, "u8": 1, "s8": 1, "u32": 4, "s32": 4,
-                "u64": 8, "s64": 8}
+_DTYPE_BYTES = {
+    "f16": 2,
+    "f32": 4,
+    "f64": 8,
+    "u8": 1,
+    "s8": 1,
+    "u32": 4,
+    "s32": 4,
+    "u64": 8,
+    "s64": 8,
+}
 
 
 def param_mismatch(pp: PtxParam, cp: Param, address_size: int) -> str:
     """'' when the PTX parameter can carry the contract's parameter, else what it needs."""
     if cp.kind == "ptr":
-        want: tuple[str, ...] = (".u64", ".b64", ".s64") if address_size == 64 else (
-            ".u32", ".b32", ".s32")
+        want: tuple[str, ...] = (
+            (".u64", ".b64", ".s64") if address_size == 64 else (".u32", ".b32", ".s32")
+        )
         if pp.array is None and pp.type in want:
             return ""
         return f"a pointer needs one of {', '.join(want)} (address_size {address_size})"
@@ -526,8 +549,10 @@ def parse_check(ctx: Context) -> Check:
             continue
         headers[f.path] = h
         ents = "; ".join(_fmt_entry(e) for e in h.entries) or "none"
-        lines.append(f"{f.path}: PTX {h.version}, .target {', '.join(h.target)}, "
-                     f".address_size {h.address_size}; entries: {ents}")
+        lines.append(
+            f"{f.path}: PTX {h.version}, .target {', '.join(h.target)}, "
+            f".address_size {h.address_size}; entries: {ents}"
+        )
         if not h.entries:
             problems.append(f"{f.path}: no .entry (only functions or data)")
     if not headers and not problems:
@@ -556,19 +581,29 @@ def _errors(res: ToolResult) -> str:
 def assemble_check(ctx: Context) -> Check:
     ptxas = find_ptxas()
     if ptxas is None:
-        return skipped("ptx.assemble", "no ptxas on PATH or in the CUDA locations "
-                       "(install the CUDA toolkit or kernel-ledger[cuda])", tool="ptxas")
+        return skipped(
+            "ptx.assemble",
+            "no ptxas on PATH or in the CUDA locations "
+            "(install the CUDA toolkit or kernel-ledger[cuda])",
+            tool="ptxas",
+        )
     version = tool_release(ptxas)
     k = ctx.contract.kernel if ctx.contract is not None else None
     notes: list[str] = []
     if k is not None:
         if not any(f.path == k.ptx for f in ctx.bundle.files):
-            return failed("ptx.assemble", f"the contract's kernel.ptx {k.ptx!r} is not in the "
-                          "bundle", "ptxas", version)
+            return failed(
+                "ptx.assemble",
+                f"the contract's kernel.ptx {k.ptx!r} is not in the bundle",
+                "ptxas",
+                version,
+            )
         jobs = [(k.ptx, k.target or DEFAULT_TARGET)]
         max_regs, max_smem, allow = k.max_registers, k.max_shared_bytes, k.allow_spills
-        notes.append(f"budget: max_registers {max_regs}, max_shared_bytes {max_smem}, "
-                     f"spills {'allowed' if allow else 'forbidden'}")
+        notes.append(
+            f"budget: max_registers {max_regs}, max_shared_bytes {max_smem}, "
+            f"spills {'allowed' if allow else 'forbidden'}"
+        )
     else:
         jobs = [(f.path, DEFAULT_TARGET) for f in ctx.bundle.with_suffix(".ptx")]
         max_regs, max_smem, allow = None, None, True
@@ -588,17 +623,22 @@ def assemble_check(ctx: Context) -> Check:
         if not res.ok:
             problems.append(f"{path}: ptxas -arch={arch} exit {res.returncode}: {_errors(res)}")
         for s in stats:
-            lines.append(f"{path}:{s.entry} on {arch}: {s.registers} registers, "
-                         f"{s.shared_bytes} bytes smem, {s.spill_stores} bytes spill stores, "
-                         f"{s.spill_loads} bytes spill loads, {s.stack_frame} bytes stack frame")
+            lines.append(
+                f"{path}:{s.entry} on {arch}: {s.registers} registers, "
+                f"{s.shared_bytes} bytes smem, {s.spill_stores} bytes spill stores, "
+                f"{s.spill_loads} bytes spill loads, {s.stack_frame} bytes stack frame"
+            )
             if not allow and (s.spill_stores or s.spill_loads):
-                problems.append(f"{s.entry}: spills registers ({s.spill_stores} bytes stores, "
-                                f"{s.spill_loads} bytes loads) and the contract forbids spills")
+                problems.append(
+                    f"{s.entry}: spills registers ({s.spill_stores} bytes stores, "
+                    f"{s.spill_loads} bytes loads) and the contract forbids spills"
+                )
             if max_regs is not None and s.registers > max_regs:
                 problems.append(f"{s.entry}: {s.registers} registers > max_registers {max_regs}")
             if max_smem is not None and s.shared_bytes > max_smem:
-                problems.append(f"{s.entry}: {s.shared_bytes} bytes smem > max_shared_bytes "
-                                f"{max_smem}")
+                problems.append(
+                    f"{s.entry}: {s.shared_bytes} bytes smem > max_shared_bytes {max_smem}"
+                )
         if res.ok and k is not None and not any(s.entry == k.entry for s in stats):
             problems.append(f"ptxas printed no statistics for entry {k.entry!r}")
         elif res.ok and not stats:

@@ -27,6 +27,7 @@ from verify.report import Check, failed, passed, skipped
 from verify.tools import find_tool, run_tool
 
 # nvcc options that only steer PTX generation (names without leading dashes).
+# fmt: off
 ALLOWED_FLAGS = frozenset({
     "ptx", "o", "output-file", "arch", "gpu-architecture", "code", "gpu-code", "std",
     "maxrregcount", "I", "include-path", "D", "define-macro", "U", "undefine-macro", "x",
@@ -36,6 +37,7 @@ ALLOWED_FLAGS = frozenset({
     "expt-extended-lambda", "w", "disable-warnings", "src-in-ptx", "m64", "machine", "dopt",
     "Wno-deprecated-gpu-targets", "Werror",
 })
+# fmt: on
 _PATH_EMBEDDING = frozenset({"lineinfo", "generate-line-info", "G", "device-debug", "g", "debug"})
 _FLAG = re.compile(r"(--?)([A-Za-z][\w\-]*)(?:=(.*))?")
 _JOINED = re.compile(r"-([DUI])(.+)")
@@ -67,8 +69,9 @@ def check_build(build: Sequence[str], ptx: str, source: str) -> list[str]:
             continue
         if not item.startswith("-"):
             if not _value_ok(item):
-                raise BadInput(f"kernel.build[{i}] {item[:60]!r}: not a plain value or a "
-                               "bundle-relative path")
+                raise BadInput(
+                    f"kernel.build[{i}] {item[:60]!r}: not a plain value or a bundle-relative path"
+                )
             continue
         if jm := _JOINED.fullmatch(item):  # -DNAME=1, -UNAME, -Iinclude/dir
             if not _value_ok(jm.group(2)):
@@ -79,11 +82,15 @@ def check_build(build: Sequence[str], ptx: str, source: str) -> list[str]:
             raise BadInput(f"kernel.build[{i}] {item[:60]!r}: not a plain flag")
         name, value = m.group(2), m.group(3)
         if name in _PATH_EMBEDDING:
-            raise BadInput(f"kernel.build[{i}] {item!r}: embeds absolute paths in the PTX, so "
-                           "the rebuild can never match byte for byte")
+            raise BadInput(
+                f"kernel.build[{i}] {item!r}: embeds absolute paths in the PTX, so "
+                "the rebuild can never match byte for byte"
+            )
         if name not in ALLOWED_FLAGS:
-            raise BadInput(f"kernel.build[{i}] {item[:60]!r}: nvcc option not allowed in a "
-                           "rebuild (allowed: see docs/external-tools.md)")
+            raise BadInput(
+                f"kernel.build[{i}] {item[:60]!r}: nvcc option not allowed in a "
+                "rebuild (allowed: see docs/external-tools.md)"
+            )
         if value is not None and not _value_ok(value):
             raise BadInput(f"kernel.build[{i}] {item[:60]!r}: value is not plain")
         if name == "ptx":
@@ -124,13 +131,15 @@ def rebuild_check(ctx: Context) -> Check:
         why = "contract not loaded" if ctx.contract is None else "contract has no kernel section"
         return skipped("rebuild.ptx", f"{why}: no build to run", tool="nvcc")
     if not k.source or not k.build:
-        return skipped("rebuild.ptx", "the contract gives no .cu source and build command",
-                       tool="nvcc")
+        return skipped(
+            "rebuild.ptx", "the contract gives no .cu source and build command", tool="nvcc"
+        )
     present = {f.path for f in ctx.bundle.files}
     for role, path in (("source", k.source), ("ptx", k.ptx)):
         if path not in present:
-            return failed("rebuild.ptx", f"kernel.{role} {path!r} is not in the bundle",
-                          tool="nvcc")
+            return failed(
+                "rebuild.ptx", f"kernel.{role} {path!r} is not in the bundle", tool="nvcc"
+            )
     nvcc = find_tool("nvcc", cuda=True)
     if nvcc is None:
         return skipped("rebuild.ptx", "no nvcc on PATH or in the CUDA locations", tool="nvcc")
@@ -145,21 +154,32 @@ def rebuild_check(ctx: Context) -> Check:
     res = run_tool([nvcc, *args], cwd=scratch, timeout=ctx.options.timeout)
     cmd = " ".join(k.build)
     if res.timed_out:
-        return failed("rebuild.ptx", f"{cmd}: timed out after {ctx.options.timeout:g} s",
-                      "nvcc", version)
+        return failed(
+            "rebuild.ptx", f"{cmd}: timed out after {ctx.options.timeout:g} s", "nvcc", version
+        )
     if not res.ok or not target.is_file():
         # Only the diagnostic lines, not nvcc's echo of the offending source text.
         msgs = [ln.strip() for ln in (res.stderr + res.stdout).splitlines() if "error" in ln]
         err = " / ".join(msgs)[:400] or "no diagnostics"
-        return failed("rebuild.ptx", f"{cmd}: exit {res.returncode}, no PTX written: {err}",
-                      "nvcc", version)
+        return failed(
+            "rebuild.ptx", f"{cmd}: exit {res.returncode}, no PTX written: {err}", "nvcc", version
+        )
     rebuilt = target.read_bytes()
     sealed = ctx.bundle.file(k.ptx)
     if rebuilt != sealed:
-        return failed("rebuild.ptx", f"{cmd}: rebuilt {k.ptx} differs from the sealed one; "
-                      f"{first_difference(sealed, rebuilt)}", "nvcc", version)
-    return passed("rebuild.ptx", f"{cmd}: rebuilt {k.ptx} equals the sealed PTX "
-                  f"({len(sealed)} bytes)", "nvcc", version)
+        return failed(
+            "rebuild.ptx",
+            f"{cmd}: rebuilt {k.ptx} differs from the sealed one; "
+            f"{first_difference(sealed, rebuilt)}",
+            "nvcc",
+            version,
+        )
+    return passed(
+        "rebuild.ptx",
+        f"{cmd}: rebuilt {k.ptx} equals the sealed PTX ({len(sealed)} bytes)",
+        "nvcc",
+        version,
+    )
 
 
 def run(ctx: Context) -> list[Check]:
