@@ -14,6 +14,7 @@ Run: ``.venv/bin/python bench/bench_check.py ptx [--mb 6] [--repeat 5]``
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import sys
 import tempfile
@@ -84,8 +85,8 @@ def bench_ptx(mb: float, repeat: int) -> None:
     with tempfile.TemporaryDirectory() as d:
         for f in fixtures:
             fdata = f.read_bytes()
-            t_as = best(lambda f=f: ptx.run_ptxas(f, "sm_86", Path(d), True, 120), repeat)
-            t_p = best(lambda fdata=fdata: ptx.parse_ptx(fdata), repeat)
+            t_as = best(functools.partial(ptx.run_ptxas, f, "sm_86", Path(d), True, 120), repeat)
+            t_p = best(functools.partial(ptx.parse_ptx, fdata), repeat)
             print(
                 f"ptxas -arch=sm_86 -v {f.relative_to(ROOT)} ({len(fdata)} B): "
                 f"{t_as * 1e3:.0f} ms wall; parse_ptx {t_p * 1e3:.2f} ms "
