@@ -19,6 +19,8 @@ own transaction.
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -29,6 +31,7 @@ from ledger.errors import BadInput, LedgerStateError, TamperDetected, UnknownHas
 from ledger.note import Checkpoint, parse_checkpoint
 
 DB_NAME = "ledger.db"
+LOCK_NAME = "write.lock"
 BUSY_TIMEOUT_MS = 60_000
 _APPEND_ONLY = ("entries", "hashes", "blobs", "checkpoints", "keys", "revocations")
 
@@ -256,15 +259,25 @@ class Store:
 
     @contextmanager
     def writer(self) -> Iterator[Writer]:
-        """One write transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``); rolls back on error."""
-        self.conn.execute("BEGIN IMMEDIATE")
+        """One write transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``); rolls back on error.
+
+        Writers of all processes first queue on an exclusive ``flock`` of ``write.lock``: the
+        kernel wakes the next one the moment the lock is released, where SQLite's own busy
+        handler would poll with sleeps of up to 100 ms. The lock is released by the kernel when
+        a process dies, so a killed writer never blocks the others."""
+        fd = os.open(self.home / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            yield Writer(self)
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        else:
-            self.conn.execute("COMMIT")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield Writer(self)
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            else:
+                self.conn.execute("COMMIT")
+        finally:
+            os.close(fd)
 
     def append_entries(self, entries: Sequence[bytes], blobs: Mapping[bytes, bytes]) -> int:
         """Append exact entry bytes (already verified by the caller) and blobs in one transaction;
