@@ -253,7 +253,7 @@ def test_run_passes_with_stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert c.status == "passed", c.detail
     assert c.detail == "vector_add.fut: futhark test -i passed (4 interpreted case(s))"
     assert (c.tool, c.version) == ("futhark", "Futhark 0.25.99 (stand-in)")
-    assert log.read_text() == "test --interpreted --no-terminal vector_add.fut\n"
+    assert log.read_text() == "test --interpreted --no-terminal ./vector_add.fut\n"
 
 
 def test_run_fails_on_exit_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -262,7 +262,7 @@ def test_run_fails_on_exit_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     c = checks(make_ctx({"vector_add.fut": src}))["futhark.run"]
     assert c.status == "failed"
     assert (
-        "vector_add.fut: futhark test -i exit 1: vector_add.fut: vector_add: 1 of 4 failed"
+        "vector_add.fut: futhark test -i exit 1: ./vector_add.fut: vector_add: 1 of 4 failed"
         in c.detail
     )
 

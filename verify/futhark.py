@@ -312,7 +312,7 @@ def run_check(ctx: Context) -> Check:
     results: list[str] = []
     ok = True
     for path in runnable:
-        argv = [futhark, "test", "--interpreted", "--no-terminal", path]
+        argv = [futhark, "test", "--interpreted", "--no-terminal", f"./{path}"]  # never an option
         res = run_tool(argv, cwd=scratch, timeout=ctx.options.timeout)
         tail = (res.stdout + res.stderr).strip()[-400:]
         if res.timed_out:
