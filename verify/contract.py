@@ -621,7 +621,11 @@ def _reject_non_contracts(doc: dict[str, Any]) -> None:
 
 def load_contract(data: bytes) -> Contract:
     """Parse and validate contract bytes into the typed model; raise ``ContractError``."""
-    doc = parse_yaml(data)
+    return contract_from_doc(parse_yaml(data))
+
+
+def contract_from_doc(doc: Any) -> Contract:
+    """Build the typed model from YAML already parsed by ``parse_yaml``."""
     if not isinstance(doc, dict):
         raise ContractError(f"contract: the document must be a mapping, got {_type_name(doc)}")
     _reject_non_contracts(doc)
@@ -698,8 +702,9 @@ def run(ctx: Context) -> list[Check]:
         reason = "bundle has no contract.yaml"
         return [failed("contract.schema", reason), skipped("contract.lint", f"not run: {reason}")]
     try:
-        contract = load_contract(data)
-        problems = contract_lint.schema_errors(parse_yaml(data))
+        doc = parse_yaml(data)
+        contract = contract_from_doc(doc)
+        problems = contract_lint.schema_errors(doc)
     except ContractError as e:
         return [
             failed("contract.schema", str(e)),
