@@ -146,7 +146,10 @@ def served(request: Request) -> Served:
 
 def int_param(request: Request, name: str, default: int | None = None) -> int:
     """A non-negative decimal query parameter; BadInput when absent (without default) or bad."""
-    raw = request.query_params.get(name)
+    values = request.query_params.getlist(name)
+    if len(values) > 1:
+        raise BadInput(f"query parameter {name!r} is given more than once")
+    raw = values[0] if values else None
     if raw is None:
         if default is None:
             raise BadInput(f"query parameter {name!r} is required")
