@@ -24,7 +24,7 @@ FINDING_KINDS = (
 
 
 class UnsupportedPtx(CannotCheck):
-    """An instruction (or operand form) outside the modelled subset; the message names it and its line."""
+    """An instruction (or operand form) outside the modelled subset; names it and its line."""
 
 
 class PtxSyntaxError(BadInput):

@@ -21,7 +21,7 @@ one legal schedule; races are judged per barrier interval, not by this schedule'
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +49,38 @@ class RegFile(dict[str, np.ndarray]):
         a = np.zeros(self.n, dt)
         self[key] = a
         return a
+
+
+class _Specials(dict[str, Any]):
+    """Special registers, computed on first use."""
+
+    def __init__(self, m: Machine, local: np.ndarray) -> None:
+        super().__init__()
+        self.m, self.local = m, local
+        u32 = np.uint32
+        block, grid = m.block, m.grid
+        self.update({
+            "%ntid.x": u32(block[0]), "%ntid.y": u32(block[1]), "%ntid.z": u32(block[2]),
+            "%nctaid.x": u32(grid[0]), "%nctaid.y": u32(grid[1]), "%nctaid.z": u32(grid[2]),
+            "%nwarpid": u32(m.pb // 32), "%warpsize": u32(32),
+        })
+
+    def __missing__(self, key: str) -> Any:
+        m, local = self.m, self.local
+        bx, by, _ = m.block
+        gx, gy, _ = m.grid
+        blk = m.block_of
+        f: Callable[[], Any] = {
+            "%tid.x": lambda: local % bx, "%tid.y": lambda: (local // bx) % by,
+            "%tid.z": lambda: local // (bx * by),
+            "%ctaid.x": lambda: blk % gx, "%ctaid.y": lambda: (blk // gx) % gy,
+            "%ctaid.z": lambda: blk // (gx * gy),
+            "%laneid": lambda: local % 32, "%warpid": lambda: local // 32,
+            "%lanemask_eq": lambda: np.left_shift(1, local % 32),
+        }[key]
+        v = np.asarray(f()).astype(np.uint32)
+        self[key] = v
+        return v
 
 
 @dataclass
@@ -82,21 +114,7 @@ class Machine:
         self.exited = local >= self.nthreads_block
         self.live_block = np.full(self.nblk, self.nthreads_block, np.int64)
         self.live_warp = np.bincount((t >> 5)[~self.exited], minlength=self.W).astype(np.int64)
-        bx, by, _ = block
-        gx, gy, _ = grid
-        blk = self.block_of
-        u32 = np.uint32
-        self.special: dict[str, Any] = {
-            "%tid.x": (local % bx).astype(u32), "%tid.y": ((local // bx) % by).astype(u32),
-            "%tid.z": (local // (bx * by)).astype(u32),
-            "%ctaid.x": (blk % gx).astype(u32), "%ctaid.y": ((blk // gx) % gy).astype(u32),
-            "%ctaid.z": (blk // (gx * gy)).astype(u32),
-            "%ntid.x": u32(block[0]), "%ntid.y": u32(block[1]), "%ntid.z": u32(block[2]),
-            "%nctaid.x": u32(grid[0]), "%nctaid.y": u32(grid[1]), "%nctaid.z": u32(grid[2]),
-            "%laneid": (local % 32).astype(u32), "%warpid": (local // 32).astype(u32),
-            "%nwarpid": u32(self.pb // 32), "%warpsize": u32(32),
-            "%lanemask_eq": (u32(1) << (local % 32).astype(u32)),
-        }
+        self.special = _Specials(self, local)
         self.shared_size = prog.static_shared + dynamic_shared
         self.shared = SharedSpace(self.nblk, self.shared_size, self.W) \
             if self.shared_size else None

@@ -83,6 +83,10 @@ class GlobalSpace:
         """Buffer index per address (-1 when the access is not inside one buffer) and offsets."""
         if len(self.bufs) == 0:
             return np.full(addr.shape, -1, np.int64), np.zeros(addr.shape, np.int64)
+        lo, hi = int(addr.min()), int(addr.max())
+        one = int(np.searchsorted(self.bases, np.uint64(lo), side="right")) - 1
+        if one >= 0 and lo >= self.bufs[one].base and hi + width <= int(self.ends[one]):
+            return np.full(addr.shape, one, np.int64), (addr - self.bases[one]).astype(np.int64)
         k = np.searchsorted(self.bases, addr, side="right").astype(np.int64) - 1
         kc = np.maximum(k, 0)
         ok = (k >= 0) & (addr + np.uint64(width) <= self.ends[kc]) & (addr >= self.bases[kc])
@@ -107,16 +111,14 @@ class GlobalSpace:
             report("double_write", f"element {e[i]} of buffer '{b.name}' written by thread "
                    f"{{T{prev[i]}}} and again by thread {{T{t[i]}}} (PTX line {line})",
                    int(t[i]), b.base + int(e[i]) * isz)
-        if e.size > 1:
-            order = np.argsort(e, kind="stable")
-            es, ts = e[order], t[order]
-            dup = np.flatnonzero((es[1:] == es[:-1]) & (ts[1:] != ts[:-1]))
-            if dup.size:
-                i = dup[0]
-                report("double_write", f"element {es[i]} of buffer '{b.name}' written by threads "
-                       f"{{T{ts[i]}}} and {{T{ts[i + 1]}}} in one store (PTX line {line})",
-                       int(ts[i + 1]), b.base + int(es[i]) * isz)
         b.writer[e] = t
+        back = b.writer[e]
+        dup = np.flatnonzero(back != t)  # another thread of this store wrote the same element
+        if dup.size:
+            i = dup[0]
+            report("double_write", f"element {e[i]} of buffer '{b.name}' written by threads "
+                   f"{{T{t[i]}}} and {{T{back[i]}}} in one store (PTX line {line})",
+                   int(back[i]), b.base + int(e[i]) * isz)
 
 
 class SharedSpace:
@@ -146,8 +148,10 @@ class SharedSpace:
 
     def _conflict(self, other: np.ndarray, ep: np.ndarray, t: np.ndarray) -> np.ndarray:
         """Another thread's access, not ordered with this one by bar.warp.sync."""
-        w = other >> 5
-        return (other >= 0) & (other != t) & ((w != (t >> 5)) | (ep == self.warp_epoch[w]))
+        w = np.maximum(other, 0) >> 5
+        res: np.ndarray = (other >= 0) & (other != t) & (
+            (w != (t >> 5)) | (ep == self.warp_epoch[w]))
+        return res
 
     def track_read(self, flat: np.ndarray, width: int, t: np.ndarray, line: int,
                    report: Report) -> None:

@@ -115,18 +115,19 @@ def int_arith(ctx: Ctx) -> Fn:
     ins = ctx.ins
     parts = ins.parts
     op, t = parts[0], ptype(parts)
-    if not t or is_float(t) or t == ".pred" and op not in ("and", "or", "xor", "not"):
+    if not t or is_float(t) or (t == ".pred" and op not in ("and", "or", "xor", "not")):
         raise unsupported(ins)
     if t in (".f16x2", ".bf16", ".bf16x2"):
         raise unsupported(ins)
     if "sat" in parts and op in ("add", "sub"):
-        wt = np.int64
+        if t != ".s32":
+            raise unsupported(ins)
 
         def sat(x: Any) -> Any:
             return np.clip(x, -(2**31), 2**31 - 1)
         if op == "add":
-            return _bin(ctx, t, t, lambda a, b: sat(np.asarray(a, wt) + b))
-        return _bin(ctx, t, t, lambda a, b: sat(np.asarray(a, wt) - b))
+            return _bin(ctx, t, t, lambda a, b: sat(np.asarray(a, np.int64) + b))
+        return _bin(ctx, t, t, lambda a, b: sat(np.asarray(a, np.int64) - b))
     if op == "add":
         return _bin(ctx, t, t, lambda a, b: a + b)
     if op == "sub":
@@ -190,7 +191,8 @@ def int_arith(ctx: Ctx) -> Fn:
             k = int(b(None, None))  # type: ignore[arg-type]
             if k < bits:
                 kk = DTYPE[t](k)
-                g = (lambda x: x << kk) if op == "shl" else (lambda x: x >> kk)
+                g: Callable[[Any], Any] = (lambda x: x << kk) if op == "shl" else (
+                    lambda x: x >> kk)
 
                 def fk(m: Machine, idx: Idx) -> None:
                     d(m, idx, g(a(m, idx)))
@@ -418,7 +420,7 @@ def bits_ops(ctx: Ctx) -> Fn:
             x = (np.asarray(b(m, idx)).astype(np.uint64) << np.uint64(32)) | np.asarray(
                 a(m, idx)).astype(np.uint64)
             s = np.asarray(c(m, idx)).astype(np.uint64)
-            r = np.uint64(0)
+            r: Any = np.uint64(0)
             for i in range(4):
                 sel = (s >> np.uint64(4 * i)) & np.uint64(0xF)
                 byte = (x >> ((sel & np.uint64(7)) * np.uint64(8))) & np.uint64(0xFF)

@@ -50,7 +50,7 @@ def fma32(a: Any, b: Any, c: Any) -> Any:
     mid = (r64 + other) * 0.5
     tie = (s == mid) & (e != 0) & np.isfinite(s) & (s != r64)
     if np.any(tie):
-        s = np.where(tie, np.nextafter(s, s + e), s)
+        s = np.where(tie, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
         r = s.astype(np.float32)
     return r
 

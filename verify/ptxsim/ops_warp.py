@@ -20,7 +20,7 @@ import numpy as np
 
 from verify.ptxsim.access import access
 from verify.ptxsim.errors import UnsupportedPtx
-from verify.ptxsim.parser import Imm, PredDst, Reg
+from verify.ptxsim.parser import PredDst, Reg
 from verify.ptxsim.program import Ctx, Fn
 from verify.ptxsim.values import Idx, unsupported
 
@@ -95,10 +95,7 @@ def shfl(ctx: Ctx) -> Fn:
             ok = j <= max_lane
         j = np.where(ok, j, lane)
         src = tids - lane + j
-        full = m.R[src_reg.name]
-        vals = np.asarray(a(m, None))[src] if full.dtype.itemsize == 4 else \
-            np.asarray(a(m, None))[src]
-        d(m, idx, vals)
+        d(m, idx, np.asarray(a(m, None))[src])
         if pset is not None:
             pset(m, idx, np.broadcast_to(ok, tids.shape))
     return fn
@@ -221,7 +218,7 @@ def mma(ctx: Ctx) -> Fn:
     dset = [ctx.set(r, ".f32") for r in dd]
     aget = [ctx.get(r, ".b32") for r in aa]
     bget = [ctx.get(r, ".b32") for r in bb]
-    cget = [ctx.get(r, ".f32") if not isinstance(r, Imm) else ctx.get(r, ".f32") for r in cc]
+    cget = [ctx.get(r, ".f32") for r in cc]
     lane = np.arange(32)
     g, t4 = lane // 4, lane % 4
     # element e of register r of lane l sits at (row, col) of the fragment

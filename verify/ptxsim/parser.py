@@ -47,6 +47,13 @@ class Vec:
 
 
 @dataclass(frozen=True)
+class Raw:
+    """An operand form the parser does not know (only in instructions nobody models)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class PredDst:
     """``%r1|%p1``: a destination with a second, predicate destination (shfl.sync)."""
 
@@ -54,7 +61,7 @@ class PredDst:
     pred: Reg
 
 
-Operand = Reg | Imm | Sym | Addr | Vec | PredDst
+Operand = Reg | Imm | Sym | Addr | Vec | PredDst | Raw
 
 
 @dataclass(frozen=True)
@@ -160,7 +167,8 @@ def _statements(text: str) -> list[tuple[int, str]]:
         if not "".join(buf).strip():
             start = line
         cur = "".join(buf).strip() if ch in "{}:" else ""
-        if ch == "{" and vec_depth == 0 and paren == 0 and (not cur or (cur.startswith(".") and "=" not in cur)):
+        block_brace = not cur or (cur.startswith(".") and "=" not in cur)
+        if ch == "{" and vec_depth == 0 and paren == 0 and block_brace:
             if cur:
                 out.append((start, cur))
             buf = []
@@ -236,6 +244,18 @@ def _int(text: str, line: int) -> int:
 
 _IDENT = r"[A-Za-z_$%][\w$.]*"
 
+_NUMBER = r"[-+]?(0[fFdD][0-9a-fA-F]+|0[xX][0-9a-fA-F]+U?|\d+U?|\d*\.\d+([eE][-+]?\d+)?)"
+
+# opcode roots the interpreter models: a malformed operand in one of these is a syntax error;
+# in any other instruction it is kept raw and the instruction is refused as unsupported
+KNOWN_ROOTS = {
+    "add", "sub", "mul", "mad", "div", "rem", "min", "max", "abs", "neg", "and", "or", "xor",
+    "not", "cnot", "shl", "shr", "setp", "set", "selp", "mov", "popc", "clz", "brev", "bfe",
+    "bfi", "prmt", "lop3", "cvt", "cvta", "ld", "ldu", "st", "atom", "red", "cp", "shfl", "vote",
+    "ldmatrix", "mma", "bra", "ret", "exit", "bar", "barrier", "membar", "fence", "fma", "rcp",
+    "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh",
+}
+
 
 def _operand(s: str, line: int) -> Operand:
     s = s.strip()
@@ -265,13 +285,13 @@ def _operand(s: str, line: int) -> Operand:
         if not isinstance(ra, Reg) or not isinstance(rb, Reg):
             raise PtxSyntaxError(f"line {line}: bad operand {s!r}")
         return PredDst(ra, rb)
-    if s.startswith("!%"):
+    if re.fullmatch(r"!%[\w$.]+", s):
         return Reg(s[1:], neg=True)
-    if s.startswith("%"):
+    if re.fullmatch(r"%[\w$.]+", s):
         return Reg(s)
     if s == "_":
         return Reg("_")
-    if re.fullmatch(r"[-+]?(0[fFdD][0-9a-fA-F]+|0[xX][0-9a-fA-F]+U?|\d+U?|\d*\.\d+([eE][-+]?\d+)?)", s):
+    if re.fullmatch(_NUMBER, s):
         return Imm(s)
     if re.fullmatch(_IDENT, s):
         return Sym(s)
@@ -287,7 +307,15 @@ def _instr(line: int, stmt: str) -> Instr:
     parts = stmt.split(None, 1)
     opcode = parts[0]
     ops = _split_commas(parts[1]) if len(parts) > 1 else []
-    return Instr(line, opcode, guard, tuple(_operand(o, line) for o in ops))
+    out: list[Operand] = []
+    for o in ops:
+        try:
+            out.append(_operand(o, line))
+        except PtxSyntaxError:
+            if opcode.split(".")[0] in KNOWN_ROOTS:
+                raise
+            out.append(Raw(o))
+    return Instr(line, opcode, guard, tuple(out))
 
 
 def _var(stmt: str, line: int) -> Var | None:

@@ -96,13 +96,13 @@ class Ctx:
                         return v.astype(dt) if v.dtype != dt else v
                     return dt(v)
                 return sp
-            if op.name.startswith("%") and "." in op.name or op.name in ("%clock", "%clock64"):
+            if (op.name.startswith("%") and "." in op.name) or op.name in ("%clock", "%clock64"):
                 raise unsupported(self.ins, f"special register {op.name}")
             return reg_getter(op, t, self.store(op.name))
         if isinstance(op, Imm):
             return imm_getter(op, t, self.ins)
         if isinstance(op, Sym):
-            space, addr = self.symbol(op.name)
+            _, addr = self.symbol(op.name)
             val = np.array(addr, np.uint64).astype(DTYPE[t])[()]
             return lambda m, idx: val
         raise unsupported(self.ins, f"operand {op}")

@@ -131,9 +131,12 @@ def read_bits(a: np.ndarray, t: str) -> np.ndarray:
         return a.view(dt)
     if a.dtype.itemsize > size:
         return a.astype(UBITS[size]).view(dt)
+    out: np.ndarray
     if is_signed(t):
-        return a.view(SBITS[a.dtype.itemsize]).astype(dt)
-    return a.astype(UBITS[size]).view(dt)
+        out = a.view(SBITS[a.dtype.itemsize]).astype(dt)
+    else:
+        out = a.astype(UBITS[size]).view(dt)
+    return out
 
 
 def reg_getter(reg: Reg, t: str, store: Any) -> Getter:

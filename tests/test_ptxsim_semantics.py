@@ -1,0 +1,212 @@
+"""PTX interpreter: instruction semantics on hand-written PTX, checked against exact references
+(SPEC 8, issue 4): fma rounding, cvt rounding modes and saturation, unordered compares, integer
+corner cases, bit operations, vector and local memory, and the refusal of what is not modelled."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from verify.ptxsim import Buffer, PtxSyntaxError, UnsupportedPtx, launch, load_module
+
+HEAD = """.version 9.0
+.target sm_86
+.address_size 64
+.visible .entry k(.param .u64 pa, .param .u64 pb, .param .u64 pc, .param .u64 pout)
+{
+    .reg .pred %p<4>;
+    .reg .b16 %h<4>;
+    .reg .b32 %r<16>;
+    .reg .f32 %f<8>;
+    .reg .b64 %rd<16>;
+    .reg .f64 %fd<4>;
+    .local .align 16 .b8 depot[32];
+    ld.param.u64 %rd1, [pa];
+    ld.param.u64 %rd2, [pb];
+    ld.param.u64 %rd3, [pc];
+    ld.param.u64 %rd4, [pout];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mad.lo.s32 %r4, %r2, %r3, %r1;
+    mul.wide.u32 %rd5, %r4, 4;
+    add.s64 %rd6, %rd1, %rd5;
+    add.s64 %rd7, %rd2, %rd5;
+    add.s64 %rd8, %rd3, %rd5;
+    add.s64 %rd9, %rd4, %rd5;
+    ld.global.b32 %r5, [%rd6];
+    ld.global.b32 %r6, [%rd7];
+    ld.global.b32 %r7, [%rd8];
+    mov.b32 %f1, %r5;
+    mov.b32 %f2, %r6;
+    mov.b32 %f3, %r7;
+"""
+TAIL = """    st.global.b32 [%rd9], %r8;
+    ret;
+}
+"""
+
+
+def run(body: str, a: np.ndarray, b: np.ndarray | None = None,
+        c: np.ndarray | None = None) -> np.ndarray:
+    n = a.size
+    pad = (-n) % 32
+    bufs = [np.ascontiguousarray(np.concatenate([x.view(np.uint32), np.zeros(pad, np.uint32)]))
+            for x in (a, a if b is None else b, a if c is None else c)]
+    out = np.zeros(n + pad, np.uint32)
+    r = launch(load_module(HEAD + body + TAIL), "k", ((n + pad) // 32, 1, 1), (32, 1, 1),
+               [Buffer(bufs[0], "in", "a"), Buffer(bufs[1], "in", "b"),
+                Buffer(bufs[2], "in", "c"), Buffer(out, "out", "out")])
+    assert r.findings == ()
+    return out[:n]
+
+
+def f32_round(x: Fraction) -> np.float32:
+    """Exact round-to-nearest-even of a rational to float32."""
+    r = np.float32(float(x))
+    cands = [np.nextafter(r, np.float32(-np.inf)), r, np.nextafter(r, np.float32(np.inf))]
+    best = min(cands, key=lambda v: (abs(Fraction(float(v)) - x),
+                                     int(np.array(v).view(np.uint32)) & 1))
+    return np.float32(best)
+
+
+def test_fma_rn_f32_is_correctly_rounded() -> None:
+    rng = np.random.default_rng(20)
+    n = 500
+    a = (rng.standard_normal(n) * 2.0 ** rng.integers(-20, 20, n)).astype(np.float32)
+    b = (rng.standard_normal(n) * 2.0 ** rng.integers(-20, 20, n)).astype(np.float32)
+    c = (rng.standard_normal(n) * 2.0 ** rng.integers(-40, 40, n)).astype(np.float32)
+    # a case where rounding a*b+c first to float64 then to float32 is wrong
+    a[0], b[0], c[0] = np.float32(8 * (1 + 2**-23)), np.float32(8 * (1 - 2**-23)), \
+        np.float32(2**30 + 128)
+    got = run("    fma.rn.f32 %f4, %f1, %f2, %f3;\n    mov.b32 %r8, %f4;\n", a, b, c).view(
+        np.float32)
+    want = np.array([f32_round(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z)))
+                     for x, y, z in zip(a, b, c, strict=True)], np.float32)
+    assert got[0] == np.float32(2**30 + 128)
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("mode", ["rn", "rz", "rm", "rp"])
+def test_cvt_f32_to_f16_modes(mode: str) -> None:
+    rng = np.random.default_rng(21)
+    x = np.concatenate([rng.standard_normal(400).astype(np.float32) * 3,
+                        np.array([70000, -70000, 65504, 1e-7, -1e-7, 0.0], np.float32)])
+    got = run(f"    cvt.{mode}.f16.f32 %h1, %f1;\n    cvt.u32.u16 %r8, %h1;\n", x)
+    got16 = got.astype(np.uint16).view(np.float16)
+    with np.errstate(over="ignore"):
+        check_f16(x, got16, mode)
+
+
+def check_f16(x: np.ndarray, got16: np.ndarray, mode: str) -> None:
+    for xi, gi in zip(x, got16, strict=True):
+        lo = np.float16(xi)
+        cands = {lo, np.nextafter(lo, np.float16(-np.inf)), np.nextafter(lo, np.float16(np.inf))}
+        below = max((v for v in cands if float(v) <= float(xi)), key=float)
+        above = min((v for v in cands if float(v) >= float(xi)), key=float)
+        want = {"rn": np.float16(xi), "rz": below if xi >= 0 else above, "rm": below,
+                "rp": above}[mode]
+        assert float(gi) == float(want), (mode, xi, gi, want)
+
+
+def test_cvt_float_to_int_saturates_and_nan_is_zero() -> None:
+    x = np.array([1.5, 2.5, -1.5, -2.7, 3e9, -3e9, np.nan, np.inf, -np.inf, 0.49999997],
+                 np.float32)
+    rni = run("    cvt.rni.s32.f32 %r8, %f1;\n", x).view(np.int32)
+    assert list(rni) == [2, 2, -2, -3, 2**31 - 1, -(2**31), 0, 2**31 - 1, -(2**31), 0]
+    rzi = run("    cvt.rzi.u32.f32 %r8, %f1;\n", x)
+    assert list(rzi) == [1, 2, 0, 0, 3000000000, 0, 0, 2**32 - 1, 0, 0]
+    rmi = run("    cvt.rmi.s32.f32 %r8, %f1;\n", x[:4]).view(np.int32)
+    assert list(rmi) == [1, 2, -2, -3]
+
+
+def test_setp_unordered_and_ordered_with_nan() -> None:
+    a = np.array([1, np.nan, 2, np.nan], np.float32)
+    b = np.array([1, 1, np.nan, np.nan], np.float32)
+    body = ("    setp.{}.f32 %p1, %f1, %f2;\n    selp.u32 %r8, 1, 0, %p1;\n")
+    assert list(run(body.format("ne"), a, b)) == [0, 0, 0, 0]
+    assert list(run(body.format("neu"), a, b)) == [0, 1, 1, 1]
+    assert list(run(body.format("equ"), a, b)) == [1, 1, 1, 1]
+    assert list(run(body.format("nan"), a, b)) == [0, 1, 1, 1]
+    assert list(run(body.format("num"), a, b)) == [1, 0, 0, 0]
+
+
+def test_integer_corner_cases() -> None:
+    a = np.array([-7, 7, -(2**31), 5, 0x12345678], np.int32)
+    b = np.array([2, -2, -1, 0, 40], np.int32)
+    assert list(run("    div.s32 %r8, %r5, %r6;\n", a, b).view(np.int32)[:3]) == [-3, -3, -(2**31)]
+    assert list(run("    rem.s32 %r8, %r5, %r6;\n", a, b).view(np.int32)[:2]) == [-1, 1]
+    assert list(run("    shl.b32 %r8, %r5, %r6;\n", a, b)[[3, 4]]) == [5, 0]
+    assert list(run("    shr.s32 %r8, %r5, %r6;\n", a, b).view(np.int32)[[0, 4]]) == [-2, 0]
+    hi = run("    mul.hi.u32 %r8, %r5, %r6;\n", a, b)
+    want = [(int(x) * int(y)) >> 32 for x, y in zip(a.view(np.uint32), b.view(np.uint32),
+                                                      strict=True)]
+    assert list(hi) == want
+    hs = run("    mul.hi.s32 %r8, %r5, %r6;\n", a, b).view(np.int32)
+    assert list(hs) == [(int(x) * int(y)) >> 32 for x, y in zip(a, b, strict=True)]
+
+
+def test_bit_operations() -> None:
+    rng = np.random.default_rng(22)
+    a = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    assert list(run("    popc.b32 %r8, %r5;\n", a)) == [bin(int(x)).count("1") for x in a]
+    assert list(run("    clz.b32 %r8, %r5;\n", a >> (a & 31))) == [
+        32 - int(x).bit_length() for x in a >> (a & 31)]
+    assert list(run("    brev.b32 %r8, %r5;\n", a)) == [
+        int(f"{int(x):032b}"[::-1], 2) for x in a]
+    bfe = run("    bfe.u32 %r8, %r5, 4, 8;\n", a)
+    assert list(bfe) == [(int(x) >> 4) & 0xFF for x in a]
+    sbfe = run("    bfe.s32 %r8, %r5, 4, 8;\n", a).view(np.int32)
+    assert list(sbfe) == [((int(x) >> 4) & 0xFF) - (256 if (int(x) >> 11) & 1 else 0) for x in a]
+    bfi = run("    bfi.b32 %r8, %r5, %r6, 8, 12;\n", a, b)
+    assert list(bfi) == [(int(y) & ~(0xFFF << 8)) | ((int(x) & 0xFFF) << 8) for x, y in
+                         zip(a, b, strict=True)]
+    prmt = run("    prmt.b32 %r8, %r5, %r6, 0x7531;\n", a, b)
+    want = []
+    for x, y in zip(a, b, strict=True):
+        by = (int(y) << 32 | int(x)).to_bytes(8, "little")
+        want.append(int.from_bytes(bytes([by[1], by[3], by[5], by[7]]), "little"))
+    assert list(prmt) == want
+    lop = run("    lop3.b32 %r8, %r5, %r6, %r7, 0x96;\n", a, b, a ^ b)
+    assert list(lop) == [0] * 64
+
+
+def test_vector_and_local_memory() -> None:
+    a = np.arange(64, dtype=np.uint32)
+    body = """    mov.u64 %rd10, depot;
+    add.u32 %r9, %r5, 1;
+    st.local.v4.u32 [%rd10], {%r5, %r9, %r5, %r9};
+    ld.local.v2.u32 {%r10, %r11}, [%rd10+8];
+    cvta.local.u64 %rd11, %rd10;
+    ld.u32 %r12, [%rd11+4];
+    add.u32 %r13, %r10, %r11;
+    add.u32 %r8, %r13, %r12;
+"""
+    assert np.array_equal(run(body, a), 3 * a + 2)
+
+
+def test_unsupported_instruction_names_itself_and_its_line() -> None:
+    with pytest.raises(UnsupportedPtx) as e:
+        run("    tex.2d.v4.f32.f32 {%f4, %f5, %f6, %f7}, [tx, {%f1, %f2}];\n"
+            "    mov.b32 %r8, %f4;\n", np.zeros(32, np.float32))
+    line = HEAD.count("\n") + 1
+    assert "'tex.2d.v4.f32.f32'" in str(e.value) and f"line {line}" in str(e.value)
+    assert e.value.exit_code == 3
+
+
+def test_call_is_unsupported() -> None:
+    with pytest.raises(UnsupportedPtx, match="'call'"):
+        run("    call foo;\n    mov.b32 %r8, %r5;\n", np.zeros(32, np.float32))
+
+
+def test_syntax_errors_are_bad_input() -> None:
+    with pytest.raises(PtxSyntaxError) as e:
+        load_module(HEAD + "    add.s32 %r1, %r2 %r3 ] ;\n}\n")
+    assert e.value.exit_code == 2
+    with pytest.raises(PtxSyntaxError):
+        load_module(HEAD)  # unbalanced braces
+    with pytest.raises(PtxSyntaxError):
+        load_module(b"\xff\xfe")
