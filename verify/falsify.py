@@ -140,7 +140,7 @@ class InterpreterEngine:
         self.step_limit = step_limit
         self.max_findings = max_findings
         self._modules: dict[bytes, Any] = {}
-        version = str(getattr(ptxsim, "__version__", "") or getattr(ptxsim, "VERSION", ""))
+        version = ptxsim.VERSION
         where = f"CPU; {why}" if why else "CPU"
         self.description = f"interpreter ptxsim {version} ({where})".replace("  ", " ")
 
@@ -170,16 +170,24 @@ class InterpreterEngine:
             else:
                 sim_args.append(sim.Scalar(value=a.value, ptx_type=PTX_TYPES[a.dtype]))
         t0 = time.perf_counter()
-        res = sim.launch(
-            module,
-            entry,
-            grid,
-            block,
-            sim_args,
-            dynamic_shared=dynamic_shared,
-            step_limit=self.step_limit,
-            max_findings=self.max_findings,
-        )
+        try:
+            res = sim.launch(
+                module,
+                entry,
+                grid,
+                block,
+                sim_args,
+                dynamic_shared=dynamic_shared,
+                step_limit=self.step_limit,
+                max_findings=self.max_findings,
+            )
+        except CannotCheck as e:
+            # Findings made before the run met something it cannot model are still bugs.
+            early = tuple(Observed(f.kind, f.message) for f in getattr(e, "findings", ()))
+            if not early:
+                raise
+            seconds = time.perf_counter() - t0
+            return LaunchOutcome(f"{sim.ENGINE} (stopped: {e})", early, 0, seconds)
         seconds = time.perf_counter() - t0
         found = tuple(Observed(f.kind, f.message) for f in res.findings)
         return LaunchOutcome(str(res.engine), found, int(res.thread_instructions), seconds)
@@ -506,7 +514,8 @@ def _finding_text(findings: Sequence[Observed]) -> str:
     f = findings[0]
     prop = FINDING_PROPERTY.get(f.kind, "")
     more = f" (+{len(findings) - 1} more findings)" if len(findings) > 1 else ""
-    return f"{f.kind}{f' [{prop}]' if prop else ''}: {f.message}{more}"
+    message = f.message.removeprefix(f"{f.kind}: ")  # the interpreter starts with its kind too
+    return f"{f.kind}{f' [{prop}]' if prop else ''}: {message}{more}"
 
 
 def launch_and_judge(
@@ -524,9 +533,9 @@ def launch_and_judge(
             ptx, kernel.entry, case.grid, case.block, case.args, case.dynamic_shared
         )
     except CannotCheck as e:
-        return "skipped", f"{engine.description} could not run it: {e}"
+        return "skipped", f"{engine.name} could not run it: {e}"
     except BadInput as e:  # verify.ptxsim.PtxSyntaxError: PTX the interpreter cannot read
-        return "skipped", f"{engine.description} could not read the PTX: {e}"
+        return "skipped", f"{engine.name} could not read the PTX: {e}"
     try:
         expected = dict(reference(dict(case.inputs), dict(case.sizes)))
     except (KeyError, ValueError, TypeError, IndexError) as e:
