@@ -70,6 +70,7 @@ def test_each_fixture_trips_exactly_its_gate(gate: str) -> None:
         ("obligations", "no proof_obligations and no certificate claims"),
         ("falsification", "test id 'falsify-clean-1' does not match FALSIFY-[A-Z0-9-]+"),
         ("executable", "FALSIFY-CLEAN-001 sizes[1] does not bind n"),
+        ("launch", "FALSIFY-CLEAN-001 sizes[1] (n=0): grid[0] = 0 (must be 1..2147483647)"),
         ("kernel", "kernel.futhark 'missing.fut' is not in the bundle"),
         ("reference", "kernel.reference 'no_such_reference' is not in the trusted reference "
          "registry"),
@@ -146,6 +147,24 @@ def test_more_kernel_problems() -> None:
     assert gates["kernel"].reason == (
         "kernel.entry is missing; kernel.launch is missing; kernel.build is given without "
         "kernel.source; kernel.ptx bad file name in bundle: '../x.ptx'"
+    )
+
+
+def test_launch_gate_evaluates_every_binding() -> None:
+    text = (FIX / "clean.yaml").read_text()
+    text = text.replace("block: [256, 1, 1]", "block: [2048, 1, 1]")
+    text = text.replace("shared_bytes: 0\n", "shared_bytes: 4 * n // (n - 1000)\n")
+    text = text.replace("{name: n, scalar: u32, value: n}", "{name: n, scalar: u32, value: n - 2}")
+    gates = {g.name: g for g in lint_contract(load_contract(text.encode()))}
+    assert gates["launch"].reason == (
+        "FALSIFY-CLEAN-001 sizes[0] (n=1): n = -1 does not fit u32; "
+        "FALSIFY-CLEAN-001 sizes[0] (n=1): block[0] = 2048 (must be 1..1024); "
+        "FALSIFY-CLEAN-001 sizes[0] (n=1): block has 2048 threads (at most 1024); "
+        "FALSIFY-CLEAN-001 sizes[0] (n=1): shared_bytes = -1 is negative; "
+        "FALSIFY-CLEAN-001 sizes[1] (n=1000): expression '4 * n // (n - 1000)': division by zero; "
+        "FALSIFY-CLEAN-001 sizes[2] (n=4099): block[0] = 2048 (must be 1..1024); "
+        "FALSIFY-CLEAN-001 sizes[2] (n=4099): block has 2048 threads (at most 1024); "
+        "FALSIFY-CLEAN-001 sizes[2] (n=4099): shared_bytes = 5 is over max_shared_bytes 0"
     )
 
 

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from ledger.bundle import check_path
 from ledger.errors import BundleError, ContractError
-from verify.contract import expr_names
+from verify.contract import eval_expr, expr_names
 from verify.model import OBLIGATIONS, PROPERTIES, Contract
 from verify.report import Check, failed, passed, skipped
 
@@ -119,6 +119,63 @@ def _executable(c: Contract, files: Files) -> list[str]:
             missing = sorted(needed - set(binding))
             if missing:
                 out.append(f"{t.id} sizes[{i}] does not bind {', '.join(missing)}")
+    return out
+
+
+_INT_RANGES = {
+    "u8": (0, (1 << 8) - 1), "s8": (-(1 << 7), (1 << 7) - 1),
+    "u32": (0, (1 << 32) - 1), "s32": (-(1 << 31), (1 << 31) - 1),
+    "u64": (0, (1 << 64) - 1), "s64": (-(1 << 63), (1 << 63) - 1),
+}
+_GRID_MAX = (2**31 - 1, 65535, 65535)
+_BLOCK_MAX = (1024, 1024, 64)
+
+
+def _launch_problems(c: Contract, sizes: Mapping[str, int]) -> list[str]:
+    k = c.kernel
+    assert k is not None and k.launch is not None
+    out = []
+    for p in k.params:
+        for i, e in enumerate(p.shape):
+            if eval_expr(e, sizes) < 0:
+                out.append(f"{p.name}.shape[{i}] is negative")
+        if p.kind == "scalar" and p.dtype in _INT_RANGES:
+            lo, hi = _INT_RANGES[p.dtype]
+            if not lo <= eval_expr(p.value, sizes) <= hi:
+                out.append(f"{p.name} = {eval_expr(p.value, sizes)} does not fit {p.dtype}")
+    grid = [eval_expr(e, sizes) for e in k.launch.grid]
+    block = [eval_expr(e, sizes) for e in k.launch.block]
+    for i, (g, cap) in enumerate(zip(grid, _GRID_MAX, strict=True)):
+        if not 1 <= g <= cap:
+            out.append(f"grid[{i}] = {g} (must be 1..{cap})")
+    for i, (b, cap) in enumerate(zip(block, _BLOCK_MAX, strict=True)):
+        if not 1 <= b <= cap:
+            out.append(f"block[{i}] = {b} (must be 1..{cap})")
+    if block[0] * block[1] * block[2] > 1024:
+        out.append(f"block has {block[0] * block[1] * block[2]} threads (at most 1024)")
+    shared = eval_expr(k.launch.shared_bytes, sizes)
+    if shared < 0:
+        out.append(f"shared_bytes = {shared} is negative")
+    elif k.max_shared_bytes is not None and shared > k.max_shared_bytes:
+        out.append(f"shared_bytes = {shared} is over max_shared_bytes {k.max_shared_bytes}")
+    return out
+
+
+def _launch(c: Contract, files: Files) -> list[str]:
+    if c.kernel is None or c.kernel.launch is None:
+        raise _Skip("no kernel.launch")
+    needed = _size_vars(c)
+    out: list[str] = []
+    for t in c.falsification:
+        for i, binding in enumerate(t.sizes):
+            if needed - set(binding):
+                continue  # reported by the "executable" gate
+            try:
+                problems = _launch_problems(c, binding)
+            except ContractError as e:
+                problems = [str(e)]
+            where = ", ".join(f"{k}={v}" for k, v in binding.items())
+            out.extend(f"{t.id} sizes[{i}] ({where}): {p}" for p in problems)
     return out
 
 
@@ -244,6 +301,7 @@ GATES: tuple[tuple[str, str, Callable[[Contract, Files], list[str]]], ...] = (
     ("obligations", "pv validate (PV-VAL-005) and PV-PRV-001 provability", _obligations),
     ("falsification", "pv PV-PRV-002 and audit (tests exist, ids)", _falsification),
     ("executable", "pv verify (tests exist) - stronger: tests must be runnable", _executable),
+    ("launch", "new: every size binding gives a valid launch", _launch),
     ("kernel", "new: the executable-kernel extension and its bundle paths", _kernel),
     ("reference", "new: a trusted reference implementation", _reference),
     ("certificate", "pv audit (obligation -> test -> proof chain)", _certificate),
