@@ -168,6 +168,14 @@ def test_launch_gate_evaluates_every_binding() -> None:
     )
 
 
+def test_kernel_without_outputs() -> None:
+    text = (FIX / "clean.yaml").read_text().replace("intent: out", "intent: in")
+    gates = {g.name: g for g in lint_contract(load_contract(text.encode()), _files("clean.yaml"))}
+    assert gates["kernel"].reason == (
+        "kernel.params has no output (a pointer with intent out or inout)"
+    )
+
+
 def test_executable_gate_reports_unknown_property_and_prose_tests() -> None:
     c = load_contract((FIX / "clean.yaml").read_text().replace(
         "properties: [reference, coverage, bounds]",

@@ -204,6 +204,8 @@ def _kernel(c: Contract, files: Files) -> list[str]:
         out.append(f"kernel.ptx {k.ptx!r} is not a .ptx file")
     if not k.params:
         out.append("kernel.params is missing")
+    elif not any(p.kind == "ptr" and p.intent != "in" for p in k.params):
+        out.append("kernel.params has no output (a pointer with intent out or inout)")
     if k.launch is None:
         out.append("kernel.launch is missing")
     if k.build and not k.source:
