@@ -127,8 +127,12 @@ def audit(
             ).fetchone()
             res.hashes += 1
             if row is None or bytes(row[0]) != h:
-                first = n << level
-                res.add(first, f"stored hash ({level}, {n}) over entries {first}.. is wrong")
+                first, last = n << level, ((n + 1) << level) - 1
+                # a bad entry inside the range was reported already; this is its consequence
+                if not any(i is not None and first <= i <= last for i, _ in res.problems):
+                    res.add(
+                        first, f"stored hash ({level}, {n}) over entries {first}..{last} is wrong"
+                    )
         res.entries += 1
         check_cps_at(res.entries)
         if progress is not None and res.entries % 1024 == 0:

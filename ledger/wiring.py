@@ -132,24 +132,35 @@ def make_receipt(log: Log, index: int) -> Receipt:
 
 
 def evidence_from_store(log: Log, index: int) -> Evidence:
+    """Collect the evidence for entry ``index`` from a (possibly tampered) store. Whatever cannot
+    be produced is left empty, so the matching check fails with its own message instead of the
+    command stopping."""
     store = log.store
     note = store.checkpoint()
-    cp = checkpoint_of(note)
     entry = store.entry(index)
-    obj = decode_entry(entry)
-    proof = store.inclusion_proof(index, cp.size) if index < cp.size else []
+    try:
+        size = min(checkpoint_of(note).size, store.size())
+    except LedgerError:
+        size = store.size()
+
+    def proof(i: int) -> tuple[bytes, ...]:
+        try:
+            return tuple(store.inclusion_proof(i, size)) if i < size else ()
+        except LedgerError:
+            return ()
+
     signer = revocation = None
+    try:
+        obj = decode_entry(entry)
+    except LedgerError:
+        obj = {"type": ""}
     if obj["type"] == "bundle":
         row = store.key_row(bytes.fromhex(str(obj["signer"])))
-        if row is not None and row[3] < cp.size:
-            signer = Included(
-                row[3], store.entry(row[3]), tuple(store.inclusion_proof(row[3], cp.size))
-            )
-            if row[4] is not None and row[4] < cp.size:
-                revocation = Included(
-                    row[4], store.entry(row[4]), tuple(store.inclusion_proof(row[4], cp.size))
-                )
-    return Evidence(Included(index, entry, tuple(proof)), note, signer, revocation, True)
+        if row is not None and row[3] < size:
+            signer = Included(row[3], store.entry(row[3]), proof(row[3]))
+            if row[4] is not None and row[4] < size:
+                revocation = Included(row[4], store.entry(row[4]), proof(row[4]))
+    return Evidence(Included(index, entry, proof(index)), note, signer, revocation, True)
 
 
 def verify_evidence(

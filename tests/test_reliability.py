@@ -27,7 +27,10 @@ from tests.helpers.ledgers import REPO, add_node, new_ledger
 def _worker(home: Path, prefix: str, count: int) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "tests.helpers.seal_worker", str(home), prefix, str(count)],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 

@@ -8,10 +8,12 @@ bound. A tool that is absent is reported as such so the caller can mark its chec
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import sysconfig
 from collections.abc import Sequence
@@ -60,23 +62,28 @@ def run_tool(
         base_env.update(env)
     cpu = max(1, int(timeout) + 5)
     try:
-        proc = subprocess.run(
+        # A new session makes the tool the leader of its own process group, so a timeout kills
+        # everything it started (nvcc's cicc, a compiler's passes), not only the direct child.
+        proc = subprocess.Popen(
             list(argv),
             cwd=cwd,
             env=base_env,
             stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
             preexec_fn=lambda: _limits(mem_bytes, cpu, fsize_bytes),
-            check=False,
         )
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout if isinstance(e.stdout, bytes) else b""
-        err = e.stderr if isinstance(e.stderr, bytes) else b""
-        return ToolResult(tuple(argv), None, _cut(out), _cut(err), True)
     except OSError as e:
         return ToolResult(tuple(argv), 127, "", f"could not start {argv[0]}: {e}", False)
-    return ToolResult(tuple(argv), proc.returncode, _cut(proc.stdout), _cut(proc.stderr), False)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        return ToolResult(tuple(argv), None, _cut(out), _cut(err), True)
+    return ToolResult(tuple(argv), proc.returncode, _cut(out), _cut(err), False)
 
 
 def _cut(data: bytes) -> str:

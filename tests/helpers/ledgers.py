@@ -19,7 +19,9 @@ from ledger.log import Log
 REPO = Path(__file__).resolve().parents[2]
 
 
-def write_bundle(root: Path, name: str = "b", salt: str = "", extra: dict[str, bytes] | None = None) -> Path:
+def write_bundle(
+    root: Path, name: str = "b", salt: str = "", extra: dict[str, bytes] | None = None
+) -> Path:
     """A structurally valid bundle (its checks need not pass) with distinct content per salt."""
     d = root / name
     d.mkdir(parents=True, exist_ok=True)
@@ -52,8 +54,15 @@ def fake_fields(salt: str = "") -> dict[str, Any]:
     return {
         "kernel": {"name": f"k{salt}", "version": "1.0.0"},
         "obligations": [],
-        "checks": [{"id": "integrity.manifest", "status": "passed", "detail": "test",
-                    "tool": "", "version": ""}],
+        "checks": [
+            {
+                "id": "integrity.manifest",
+                "status": "passed",
+                "detail": "test",
+                "tool": "",
+                "version": "",
+            }
+        ],
     }
 
 
@@ -62,15 +71,21 @@ def seal_fake(log: Log, sk: nacl.signing.SigningKey, root: Path, salt: str) -> i
     return log.seal(Bundle.from_dir(d), fake_fields(salt), sk).index
 
 
-def run_cli(*args: str, home: Path | None = None, input: bytes | None = None,
-            timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, home: Path | None = None, input: bytes | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     if home is not None:
         env["LEDGER_HOME"] = str(home)
     env.pop("LEDGER_DEBUG", None)
     return subprocess.run(
         [sys.executable, "-m", "ledger.cli", *args],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout, check=False,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
 
 

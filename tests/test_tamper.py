@@ -1,0 +1,153 @@
+"""Tamper tests (issue 2): with the append-only triggers dropped, change one stored entry, blob,
+interior hash, checkpoint or key row in the SQLite file; ``ledger audit`` exits 1 naming the
+first bad index, and ``ledger verify`` of an affected entry exits 1 with the specific check."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ledger.bundle import blake3_digest
+from ledger.log import Log
+from tests.helpers.ledgers import add_node, cli_json, new_ledger, run_cli, seal_fake
+
+N = 6  # bundle entries after the registration at index 0
+
+
+@pytest.fixture()
+def home(tmp_path: Path) -> Path:
+    h = tmp_path / "home"
+    log = new_ledger(h)
+    sk = add_node(log)
+    for i in range(N):
+        seal_fake(log, sk, tmp_path / "b", str(i))
+    log.close()
+    return h
+
+
+def _tamper(home: Path, *sql: tuple[str, tuple[object, ...]]) -> None:
+    conn = sqlite3.connect(home / "ledger.db")
+    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'")]
+    for n in names:
+        conn.execute(f"DROP TRIGGER {n}")
+    for stmt, args in sql:
+        cur = conn.execute(stmt, args)
+        assert cur.rowcount == 1, stmt
+    conn.commit()
+    conn.close()
+
+
+def _entry(home: Path, idx: int) -> bytes:
+    conn = sqlite3.connect(home / "ledger.db")
+    data = conn.execute("SELECT data FROM entries WHERE idx=?", (idx,)).fetchone()[0]
+    conn.close()
+    return bytes(data)
+
+
+def _audit_fails_at(home: Path, index: int | None) -> dict[str, object]:
+    out = cli_json("audit", home=home, ok=(1,))
+    assert out["ok"] is False
+    assert out["first_bad_index"] == index, out["problems"]
+    res = run_cli("audit", home=home)
+    assert res.returncode == 1
+    assert "audit failed" in res.stderr
+    return out
+
+
+def test_clean_ledger_audits(home: Path) -> None:
+    out = cli_json("audit", home=home)
+    assert out["ok"] is True and out["size"] == N + 1
+    assert out["checked"]["signatures"] == N + 1
+
+
+def _verify_check(home: Path, idx: int) -> dict[str, str]:
+    rep = cli_json("verify", str(idx), home=home, ok=(1,))
+    assert rep["verdict"] == "failed"
+    return {c["id"]: c["status"] for c in rep["checks"]}
+
+
+def test_changed_entry_bytes(home: Path) -> None:
+    data = _entry(home, 3).replace(b'"time":"', b'"time":"1', 1)
+    data = data.replace(b'"time":"1', b'"time":"', 1).replace(b"k2", b"k9")  # same length
+    _tamper(home, ("UPDATE entries SET data=? WHERE idx=3", (data,)))
+    out = _audit_fails_at(home, 3)
+    assert any("hash to the stored leaf" in p["message"] for p in out["problems"])
+    assert _verify_check(home, 3)["integrity.inclusion"] == "failed"
+
+
+def test_changed_entry_and_leaf_hash(home: Path) -> None:
+    """An attacker who rewrites the entry and its leaf hash column still breaks the tree and
+    the node signature."""
+    from ledger.merkle import leaf_hash
+
+    data = _entry(home, 4).replace(b"k3", b"k7")
+    _tamper(home, ("UPDATE entries SET data=?, leaf_hash=? WHERE idx=4", (data, leaf_hash(data))))
+    out = _audit_fails_at(home, 4)
+    assert any("signature" in p["message"] for p in out["problems"])
+    checks = _verify_check(home, 4)
+    assert checks["integrity.inclusion"] == "failed"
+    assert checks["integrity.signature"] == "failed"
+
+
+def test_changed_blob(home: Path) -> None:
+    digest = blake3_digest(b"// ptx 2\n")  # k.ptx of the bundle sealed at index 3
+    _tamper(home, ("UPDATE blobs SET data=? WHERE digest=?", (b"// ptx 2 evil\n", digest)))
+    out = cli_json("audit", home=home, ok=(1,))
+    assert any("does not hash to its address" in p["message"] for p in out["problems"])
+    assert _verify_check(home, 3)["integrity.manifest"] == "failed"
+
+
+def test_changed_interior_hash(home: Path) -> None:
+    _tamper(home, ("UPDATE hashes SET hash=? WHERE level=1 AND n=1", (b"\x11" * 32,)))
+    out = _audit_fails_at(home, 2)
+    assert any("stored hash (1, 1)" in p["message"] for p in out["problems"])
+    # entry 1's proof uses the bad hash (1, 1) as a sibling: it no longer reaches the signed root
+    assert _verify_check(home, 1)["integrity.inclusion"] == "failed"
+
+
+def test_changed_checkpoint(home: Path) -> None:
+    conn = sqlite3.connect(home / "ledger.db")
+    cid, note = conn.execute("SELECT id, note FROM checkpoints ORDER BY id DESC").fetchone()
+    conn.close()
+    bad = bytes(note).replace(b"\n7\n", b"\n8\n", 1)
+    _tamper(home, ("UPDATE checkpoints SET note=? WHERE id=?", (bad, cid)))
+    out = cli_json("audit", home=home, ok=(1,))
+    assert out["first_bad_index"] == N
+    assert _verify_check(home, 2)["integrity.checkpoint"] == "failed"
+
+
+def test_changed_key_row(home: Path) -> None:
+    _tamper(home, ("UPDATE keys SET name='mallory'", ()))
+    out = _audit_fails_at(home, 0)
+    assert any("key index row" in p["message"] for p in out["problems"])
+
+
+def test_deleted_last_entry(home: Path) -> None:
+    _tamper(home, ("DELETE FROM entries WHERE idx=?", (N,)))
+    out = cli_json("audit", home=home, ok=(1,))
+    assert out["ok"] is False
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda b: b[:-1] + bytes([b[-1] ^ 1]),
+        lambda b: b.replace(b'"prev_size":2', b'"prev_size":3'),
+    ],
+)
+def test_any_entry_mutation_is_caught(home: Path, mutate: Callable[[bytes], bytes]) -> None:
+    data = _entry(home, 2)
+    bad = mutate(data)
+    assert bad != data
+    _tamper(home, ("UPDATE entries SET data=? WHERE idx=2", (bad,)))
+    _audit_fails_at(home, 2)
+
+
+def test_audit_passes_after_normal_use(home: Path) -> None:
+    log = Log.open(home)
+    log.revoke(log.store.key_rows()[0][0], "rotated")
+    log.close()
+    assert cli_json("audit", home=home)["ok"] is True
