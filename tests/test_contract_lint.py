@@ -55,11 +55,11 @@ def test_each_fixture_trips_exactly_its_gate(gate: str) -> None:
     if gate == "lean-exists" and not LEAN:
         pytest.skip("verify.lean.scan_sources is not available yet")
     got = _statuses(f"lint-{gate}.yaml")
-    failed = [g for g, s in got.items() if s == "failed"]
-    assert failed == [gate]
-    assert all(s == "passed" for g, s in got.items() if g not in (gate, "lean-exists")) or (
-        not LEAN
-    )
+    want = {g: "passed" for g in GATE_NAMES}
+    if not LEAN:
+        want["lean-exists"] = "skipped"
+    want[gate] = "failed"
+    assert got == want
 
 
 @pytest.mark.parametrize(
@@ -263,6 +263,18 @@ def test_run_on_broken_contract() -> None:
     assert schema.status == "failed" and "YAML syntax error" in schema.detail
     assert (lint.status, lint.detail) == ("skipped", "not run: contract.schema failed")
     assert ctx.contract is None
+
+
+def test_run_reports_json_schema_problems() -> None:
+    files = _files("clean.yaml")
+    files["contract.yaml"] = files["contract.yaml"].replace(
+        b'invariants: ["c_i is the round-to-nearest f32 sum"]', b"invariants: one string"
+    )
+    ctx = Context(Bundle.from_files(files))
+    schema, lint = contract_group.run(ctx)
+    assert (schema.status, schema.detail) == (
+        "failed", "equations.vector_add.invariants: expected array")
+    assert lint.status == "skipped" and ctx.contract is None
 
 
 def test_run_on_lint_failure() -> None:

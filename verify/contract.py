@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal, cast
 
 import yaml
 
@@ -29,6 +29,7 @@ from verify.context import Context
 from verify.model import (
     Claim,
     Contract,
+    Dtype,
     FalsificationTest,
     Kernel,
     Launch,
@@ -46,6 +47,7 @@ MAX_EXPR_VALUE = 1 << 63
 
 DTYPES = ("f16", "f32", "f64", "s32", "u32", "s64", "u64", "u8", "s8")
 INTENTS = ("in", "out", "inout")
+Intent = Literal["in", "out", "inout"]
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TARGET = re.compile(r"sm_[0-9]{2,3}[a-z]?")
 _FUNCS = ("ceil_div", "min", "max")
@@ -431,14 +433,14 @@ def _param(v: object, path: str) -> Param:
         if not shape:
             raise ContractError(f"{path}.shape: must list at least one extent")
         dims = tuple(_expr(x, f"{path}.shape[{i}]") for i, x in enumerate(shape))
-        return Param(name, "ptr", dtype, intent=intent, shape=dims)  # type: ignore[arg-type]
+        return Param(name, "ptr", cast(Dtype, dtype), intent=cast(Intent, intent), shape=dims)
     for k in ("intent", "shape"):
         if k in d:
             raise ContractError(f"{path}.{k}: only pointers have {k}")
     if "value" not in d:
         raise ContractError(f"{path}.value: missing (a scalar needs a value expression)")
     value = _expr(d["value"], f"{path}.value")
-    return Param(name, "scalar", dtype, value=value)  # type: ignore[arg-type]
+    return Param(name, "scalar", cast(Dtype, dtype), value=value)
 
 
 def _dim3(v: object, path: str) -> tuple[str, str, str]:
