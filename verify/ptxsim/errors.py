@@ -27,6 +27,11 @@ class UnsupportedPtx(CannotCheck):
     """An instruction (or operand form) outside the modelled subset; names it and its line."""
 
 
+class NotConverged(Exception):
+    """Internal: a .sync warp instruction ran while lanes it needs are elsewhere; the machine
+    parks the arriving threads until the others come (or nothing else can run)."""
+
+
 class PtxSyntaxError(BadInput):
     """The PTX text cannot be parsed."""
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from verify.ptxsim.errors import Finding
+from verify.ptxsim.errors import Finding, NotConverged, UnsupportedPtx
 from verify.ptxsim.memory import GlobalSpace, SharedSpace
 from verify.ptxsim.program import CInstr, Program
 
@@ -129,6 +129,8 @@ class Machine:
         self.cp_committed = np.zeros(self.T, np.int32)
         self.groups: dict[int, np.ndarray | None] = {}
         self.waiting: dict[int, np.ndarray] = {}
+        self.parked: dict[int, np.ndarray] = {}  # at a .sync warp instruction, lanes missing
+        self.forced: set[int] = set()
         self.stopped = False
 
     # ---- threads and findings -------------------------------------------------------------
@@ -187,7 +189,8 @@ class Machine:
         self.groups[pc] = None if merged.size == self.T else merged
 
     def where(self, t: int) -> str:
-        for pc, idx in list(self.groups.items()) + list(self.waiting.items()):
+        for pc, idx in (list(self.groups.items()) + list(self.waiting.items())
+                        + list(self.parked.items())):
             if idx is None or (np.searchsorted(idx, t) < idx.size
                                and idx[np.searchsorted(idx, t)] == t):
                 return f"PTX line {self.prog.code[pc].line}"
@@ -288,6 +291,12 @@ class Machine:
                 if self.waiting:
                     self.release()
                     continue
+                if self.parked:  # run them as they are; a lane still missing is refused
+                    self.forced = set(self.parked)
+                    for p, a in self.parked.items():
+                        self.goto(p, None if a.size == self.T else a)
+                    self.parked = {}
+                    continue
                 return
             pc = min(groups)
             idx = groups.pop(pc)
@@ -319,7 +328,17 @@ class Machine:
                     sub, rest = base[gv], base[~gv]
             if ci.kind == NORMAL:
                 if sub is None or sub.size:
-                    ci.fn(self, sub)
+                    try:
+                        ci.fn(self, sub)
+                    except NotConverged as e:
+                        if pc in self.forced:
+                            raise UnsupportedPtx(str(e)) from e
+                        a = self.all_idx(idx)
+                        old = self.parked.get(pc)
+                        self.parked[pc] = a if old is None else np.sort(
+                            np.concatenate([old, a]), kind="stable")
+                        continue
+                self.forced.discard(pc)
                 self.goto(pc + 1, idx)
             elif ci.kind == BRANCH:
                 if rest is not None:

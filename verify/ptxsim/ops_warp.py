@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from verify.ptxsim.access import access
-from verify.ptxsim.errors import UnsupportedPtx
+from verify.ptxsim.errors import NotConverged
 from verify.ptxsim.parser import PredDst, Reg
 from verify.ptxsim.program import Ctx, Fn
 from verify.ptxsim.values import Idx, unsupported
@@ -44,10 +44,10 @@ def _check_members(m: Machine, tids: np.ndarray, mask: Any, act: np.ndarray, wha
         bad = inmask & ~act[other] & ~m.exited[other]
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise UnsupportedPtx(
+            raise NotConverged(
                 f"{what} at PTX line {m.line}: lane {lane} of the warp of thread "
-                f"{m.tname(int(tids[i]))} is in membermask but not converged here "
-                f"(lane {int(lanes[i])} is); the interpreter does not model that")
+                f"{m.tname(int(tids[i]))} is in membermask but never arrives here "
+                f"(lane {int(lanes[i])} does); the interpreter does not model that")
 
 
 def shfl(ctx: Ctx) -> Fn:
@@ -160,8 +160,8 @@ def _whole_warps(m: Machine, tids: np.ndarray, what: str) -> np.ndarray:
     if tids.size % 32 or not (tids.reshape(-1, 32) == (tids.reshape(-1, 32)[:, :1]
                                                       + np.arange(32))).all() or (
             tids.reshape(-1, 32)[:, 0] % 32).any():
-        raise UnsupportedPtx(f"{what} at PTX line {m.line} executed by a partial warp "
-                             "(.aligned needs all 32 lanes)")
+        raise NotConverged(f"{what} at PTX line {m.line} executed by a partial warp "
+                           "(.aligned needs all 32 lanes)")
     return tids.reshape(-1, 32)
 
 
