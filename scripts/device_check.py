@@ -38,9 +38,11 @@ if str(ROOT) not in sys.path:
 from ledger.bundle import Bundle  # noqa: E402
 from ledger.errors import LedgerError  # noqa: E402
 from verify import falsify  # noqa: E402
+from verify.context import Context, Options  # noqa: E402
 from verify.contract import load_contract  # noqa: E402
 from verify.model import FalsificationTest, Kernel  # noqa: E402
 from verify.references import REFERENCES  # noqa: E402
+from verify.report import Check  # noqa: E402
 
 
 @dataclass
@@ -92,18 +94,18 @@ HEADER = [
     "GPU vs ref",
     "GPU vs interp",
     "interp findings",
-    "interp s",
+    "interp ms",
     "thread-instr",
     "thread-instr/s",
-    "numpy ref s",
+    "numpy ref ms",
     "interp/ref",
-    "GPU s",
+    "GPU ms",
     "verdict",
 ]
 
 
 def _secs(s: float | None) -> str:
-    return "-" if s is None else f"{s:.4f}"
+    return "-" if s is None else f"{s * 1e3:.3f}"
 
 
 def _diff(
@@ -142,25 +144,34 @@ def check_test(
     ptx: bytes,
     interp: falsify.InterpreterEngine,
     gpu: Any,
+    repeat: int = 1,
 ) -> Row:
     row = Row(kernel.name, test.id, ",".join(f"{k}={v}" for k, v in sizes.items()))
     reference = REFERENCES[kernel.reference]
     case = falsify.make_case(kernel, test, sizes, np.random.default_rng(test.seed))
-    t0 = time.perf_counter()
-    want = dict(reference(dict(case.inputs), dict(case.sizes)))
-    row.ref_s = time.perf_counter() - t0
+    ref_times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        want = dict(reference(dict(case.inputs), dict(case.sizes)))
+        ref_times.append(time.perf_counter() - t0)
+    row.ref_s = min(ref_times)
 
-    mine = falsify.copy_case(case)
-    try:
-        out = interp.launch(
-            ptx, kernel.entry, mine.grid, mine.block, mine.args, mine.dynamic_shared
-        )
-    except LedgerError as e:
-        row.ok = False
-        row.notes.append(f"interpreter could not run it: {e}")
-        out = None
+    out = None
+    times = []
+    for _ in range(repeat):  # best of ``repeat``: the first launch also compiles the entry
+        mine = falsify.copy_case(case)
+        try:
+            out = interp.launch(
+                ptx, kernel.entry, mine.grid, mine.block, mine.args, mine.dynamic_shared
+            )
+        except LedgerError as e:
+            row.ok = False
+            row.notes.append(f"interpreter could not run it: {e}")
+            out = None
+            break
+        times.append(out.seconds)
     if out is not None:
-        row.interp_s = out.seconds
+        row.interp_s = min(times)
         row.thread_instr = out.thread_instructions
         row.findings = ", ".join(f.kind for f in out.findings) or "none"
         if out.findings:
@@ -188,6 +199,29 @@ def check_test(
     return row
 
 
+def time_checks(bundles: list[Path], only: list[str] | None, repeat: int) -> list[str]:
+    """Markdown rows: each bundle's ``falsify.run`` on the interpreter, best of ``repeat``."""
+    rows: list[str] = []
+    for bdir in bundles:
+        if only and bdir.name not in only:
+            continue
+        bundle = Bundle.from_dir(bdir)
+        ctx = Context(bundle, Options(use_gpu=False))
+        ctx.contract = load_contract(bundle.file("contract.yaml"))
+        best = float("inf")
+        checks: list[Check] = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            checks = falsify.run(ctx)
+            best = min(best, time.perf_counter() - t0)
+        tests = ctx.contract.falsification
+        bindings = sum(len(t.sizes) for t in tests)
+        statuses = ", ".join(sorted({c.status for c in checks})) or "-"
+        rows.append(f"| {bdir.name} | {len(tests)} | {bindings} | {statuses} | {best * 1e3:.1f} |")
+        print(rows[-1], flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bundles", type=Path, default=ROOT / "bundles")
@@ -197,6 +231,12 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--gpu", action="store_true", help="require a CUDA device (exit 3 if none)")
     ap.add_argument("--sizes", choices=("first", "largest", "all"), default="first")
     ap.add_argument("--kernel", action="append", help="only these bundles (repeatable)")
+    ap.add_argument("--repeat", type=int, default=1, help="time the best of N runs")
+    ap.add_argument(
+        "--checks",
+        action="store_true",
+        help="also time every falsify.<ID> check per bundle as `ledger check` runs it (CPU)",
+    )
     args = ap.parse_args(argv)
 
     gpu = None
@@ -234,9 +274,10 @@ def main(argv: list[str] | None = None) -> int:
                 "all": list(test.sizes),
             }[args.sizes]
             for sizes in chosen:
-                row = check_test(kernel, test, dict(sizes), ptx, interp, gpu)
+                row = check_test(kernel, test, dict(sizes), ptx, interp, gpu, max(1, args.repeat))
                 rows.append(row)
                 print(" | ".join(row.cells()), flush=True)
+    check_rows = time_checks(bundles, args.kernel, max(1, args.repeat)) if args.checks else []
     command = " ".join(shlex.quote(a) for a in ["scripts/device_check.py", *sys.argv[1:]])
     table = [
         f"Command: `.venv/bin/python {command}`",
@@ -248,6 +289,16 @@ def main(argv: list[str] | None = None) -> int:
         *("| " + " | ".join(r.cells()) + " |" for r in rows),
         "",
     ]
+    if check_rows:
+        table += [
+            "Full `falsify.*` checks per bundle (interpreter, every test and size binding, "
+            f"best of {max(1, args.repeat)}):",
+            "",
+            "| bundle | tests | size bindings | statuses | ms |",
+            "|---|---|---|---|---|",
+            *check_rows,
+            "",
+        ]
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text("\n".join(table), encoding="utf-8")
