@@ -290,6 +290,9 @@ class Mirror:
         store = self.open_store(cp.origin)
         try:
             return self._sync(store, note, cp, t0, requests0)
+        except BaseException:
+            self._registry = None  # it may hold entries of a batch that was not stored
+            raise
         finally:
             store.close()
 
@@ -362,7 +365,10 @@ class Mirror:
         for t in range(start // TILE_WIDTH, (end + TILE_WIDTH - 1) // TILE_WIDTH):
             width = min(TILE_WIDTH, size - t * TILE_WIDTH)
             path = entries_tile_path(t, width)
-            items = parse_entry_bundle(self.remote.get(path, MAX_ENTRY_TILE_BYTES)[0])
+            try:
+                items = parse_entry_bundle(self.remote.get(path, MAX_ENTRY_TILE_BYTES)[0])
+            except BadInput as e:
+                raise VerificationFailed(f"remote {path} is malformed: {e}") from e
             if len(items) != width:
                 raise ProofError(f"remote {path} holds {len(items)} entries, not {width}")
             for k, data in enumerate(items):

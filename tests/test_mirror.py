@@ -1,0 +1,277 @@
+"""``ledger mirror`` (SPEC 9): follow a live server, verify everything, resume after a fault,
+refuse tampering, and detect a rewritten (forked) history with both checkpoints kept."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ledger import mirror as mirror_mod
+from ledger.errors import CannotCheck, ProofError, RewriteDetected, SignatureError
+from ledger.log import Log
+from ledger.mirror import Mirror, Remote, follow
+from ledger.note import open_note, parse_vkey
+from ledger.server import BackgroundServer, make_app
+from ledger.store import Store
+from tests.helpers.ledgers import add_node, new_ledger, run_cli
+from tests.test_server import seal_range
+
+Handler = Callable[[httpx.Request, httpx.Response], httpx.Response]
+
+
+def make_origin(home: Path, count: int) -> Log:
+    log = new_ledger(home)
+    sk = add_node(log, "node")
+    seal_range(log, sk, 0, count)
+    return log
+
+
+def node_key(log: Log) -> object:
+    from ledger.keys import load_node_secret
+
+    return load_node_secret(log.keydir, "node")[0]
+
+
+def same_ledger(a: Path, b: Path) -> None:
+    sa, sb = Store.open(a), Store.open(b)
+    try:
+        assert sa.size() == sb.size()
+        assert list(sa.entries(0, sa.size())) == list(sb.entries(0, sb.size()))
+        assert sa.root() == sb.root()
+        assert sorted(sa.blobs()) == sorted(sb.blobs())
+        assert sa.key_rows() == sb.key_rows()
+        assert sa.checkpoint() == sb.checkpoint()
+    finally:
+        sa.close()
+        sb.close()
+
+
+class Proxy(httpx.BaseTransport):
+    """A real HTTP transport to the server with a fault hook (the only mock: injected faults)."""
+
+    def __init__(self, hook: Handler | None = None, fail_on: str | None = None) -> None:
+        self.inner = httpx.HTTPTransport()
+        self.hook = hook
+        self.fail_on = fail_on
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if self.fail_on is not None and request.url.path.startswith(self.fail_on):
+            raise httpx.ConnectError("injected: connection refused", request=request)
+        resp = self.inner.handle_request(request)
+        if self.hook is None:
+            return resp
+        resp.read()
+        return self.hook(request, resp)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+_OPEN: list[Remote] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_remotes() -> Iterator[None]:
+    yield
+    while _OPEN:
+        _OPEN.pop().close()
+
+
+def remote(url: str, transport: httpx.BaseTransport | None = None) -> Remote:
+    r = Remote(url, httpx.Client(transport=transport or httpx.HTTPTransport(), timeout=30))
+    _OPEN.append(r)
+    return r
+
+
+@pytest.fixture()
+def origin(tmp_path: Path) -> Iterator[tuple[Log, BackgroundServer]]:
+    log = make_origin(tmp_path / "origin", 300)
+    with BackgroundServer(make_app(log.home)) as srv:
+        yield log, srv
+    log.close()
+
+
+def vkey_of(log: Log) -> str:
+    return str(log.store.meta("vkey"))
+
+
+def test_mirror_copies_and_verifies_everything(
+    origin: tuple[Log, BackgroundServer], tmp_path: Path
+) -> None:
+    log, srv = origin
+    m = Mirror(tmp_path / "m", remote(srv.url), vkey_of(log))
+    r = m.sync()
+    assert (r.old_size, r.new_size, r.entries) == (0, 301, 301)
+    assert r.blobs == 304  # 300 distinct .ptx files and 4 files every bundle shares
+    same_ledger(log.home, tmp_path / "m")
+    again = m.sync()
+    assert again.entries == 0 and again.requests == 1
+    # the mirror is a ledger: `ledger checkpoint` prints the verified note, audit passes
+    res = run_cli("checkpoint", home=tmp_path / "m")
+    assert res.returncode == 0 and res.stdout.encode() == log.store.checkpoint()
+    audit = run_cli("audit", home=tmp_path / "m")
+    assert audit.returncode == 0, audit.stderr
+
+
+def test_mirror_follows_growth_and_serves_it(
+    origin: tuple[Log, BackgroundServer], tmp_path: Path
+) -> None:
+    log, srv = origin
+    m = Mirror(tmp_path / "m", remote(srv.url), vkey_of(log))
+    m.sync()
+    seal_range(log, node_key(log), 300, 600)
+    r = m.sync()
+    assert (r.old_size, r.new_size) == (301, 601)
+    same_ledger(log.home, tmp_path / "m")
+    with BackgroundServer(make_app(tmp_path / "m")) as mirror_srv:
+        with httpx.Client() as c:
+            a = c.get(srv.url + "/tile/entries/002.p/89").content
+            b = c.get(mirror_srv.url + "/tile/entries/002.p/89").content
+            assert a == b
+            assert c.get(mirror_srv.url + "/checkpoint").content == log.store.checkpoint()
+        # a mirror of the mirror verifies against the same pinned key
+        m2 = Mirror(tmp_path / "m2", remote(mirror_srv.url), vkey_of(log))
+        assert m2.sync().new_size == 601
+
+
+def test_mirror_resumes_after_a_fault(
+    origin: tuple[Log, BackgroundServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log, srv = origin
+    monkeypatch.setattr(mirror_mod, "BATCH_TILES", 1)
+    seal_range(log, node_key(log), 300, 700)  # 701 entries: three batches
+    flaky = Proxy(fail_on="/tile/entries/002")  # the network fails in the third batch
+    with pytest.raises(CannotCheck, match="injected"):
+        Mirror(tmp_path / "m", remote(srv.url, flaky), vkey_of(log)).sync()
+    partial = Store.open(tmp_path / "m")
+    assert partial.size() == 512  # two verified batches were kept, no checkpoint yet
+    assert partial.meta(mirror_mod.PENDING_META)
+    partial.close()
+    r = Mirror(tmp_path / "m", remote(srv.url), vkey_of(log)).sync()
+    assert (r.old_size, r.new_size, r.entries) == (512, 701, 189)
+    same_ledger(log.home, tmp_path / "m")
+
+
+def test_tampered_entry_is_refused(
+    origin: tuple[Log, BackgroundServer], tmp_path: Path
+) -> None:
+    log, srv = origin
+
+    def flip(request: httpx.Request, resp: httpx.Response) -> httpx.Response:
+        body = resp.content
+        if "/tile/entries/" in request.url.path:
+            body = body.replace(b"kern17 ", b"kern71 ", 1)
+        return httpx.Response(resp.status_code, headers=resp.headers, content=body)
+
+    with pytest.raises(SignatureError):
+        Mirror(tmp_path / "m", remote(srv.url, Proxy(flip)), vkey_of(log)).sync()
+    s = Store.open(tmp_path / "m")
+    assert s.size() == 0  # nothing of the bad batch was stored
+    s.close()
+
+
+def test_tampered_hash_tile_is_refused(
+    origin: tuple[Log, BackgroundServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log, srv = origin
+    monkeypatch.setattr(mirror_mod, "BATCH_TILES", 1)
+
+    def flip(request: httpx.Request, resp: httpx.Response) -> httpx.Response:
+        body = resp.content
+        if request.url.path.startswith("/tile/0/001"):
+            body = bytes([body[0] ^ 1]) + body[1:]
+        return httpx.Response(resp.status_code, headers=resp.headers, content=body)
+
+    with pytest.raises(ProofError):
+        Mirror(tmp_path / "m", remote(srv.url, Proxy(flip)), vkey_of(log)).sync()
+
+
+def test_wrong_key_exits_1(origin: tuple[Log, BackgroundServer], tmp_path: Path) -> None:
+    log, srv = origin
+    other = new_ledger(tmp_path / "other", "test.example/log")
+    with pytest.raises(SignatureError):
+        Mirror(tmp_path / "m", remote(srv.url), vkey_of(other)).sync()
+    res = run_cli("mirror", srv.url, "--vkey", vkey_of(other), home=tmp_path / "m2")
+    assert res.returncode == 1 and res.stderr.startswith("ledger: error: ")
+    unreachable = run_cli("mirror", "http://127.0.0.1:9", "--vkey", vkey_of(log),
+                          home=tmp_path / "m3")
+    assert unreachable.returncode == 3
+
+
+def test_forked_history_is_detected_and_kept_as_evidence(tmp_path: Path) -> None:
+    a = make_origin(tmp_path / "a", 300)
+    a.close()
+    shutil.copytree(tmp_path / "a", tmp_path / "b")  # same log key, same first 301 entries
+    a, b = Log.open(tmp_path / "a"), Log.open(tmp_path / "b")
+    seal_range(a, node_key(a), 1000, 1001)
+    seal_range(b, node_key(b), 2000, 2002)  # a different history under the same log key
+    vkey = vkey_of(a)
+    assert vkey == vkey_of(b)
+    home = tmp_path / "m"
+    with BackgroundServer(make_app(a.home)) as srv_a:
+        res = run_cli("mirror", srv_a.url, "--vkey", vkey, "--json", home=home)
+        assert res.returncode == 0, res.stderr
+        assert json.loads(res.stdout)["new_size"] == 302
+    with BackgroundServer(make_app(b.home)) as srv_b:
+        res = run_cli("mirror", srv_b.url, "--vkey", vkey, home=home)
+    assert res.returncode == 1, res.stderr
+    assert "rewritten" in res.stderr and str(home / "evidence") in res.stderr
+    kept = sorted((home / "evidence").iterdir())
+    assert len(kept) == 2
+    notes = {p.name.rsplit("-", 1)[1]: p.read_bytes() for p in kept}
+    assert notes["verified.checkpoint"] == a.store.checkpoint()
+    assert notes["remote.checkpoint"] == b.store.checkpoint()
+    for note in notes.values():  # both are validly signed by the same log key: proof of a fork
+        open_note(note, [parse_vkey(vkey)])
+    s = Store.open(home)
+    assert s.size() == 302 and s.checkpoint() == a.store.checkpoint()  # the mirror kept its copy
+    s.close()
+    a.close()
+    b.close()
+
+
+def test_same_size_fork_and_shrink_are_rewrites(tmp_path: Path) -> None:
+    a = make_origin(tmp_path / "a", 10)
+    a.close()
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    shutil.copytree(tmp_path / "a", tmp_path / "old")  # an older copy of the same log
+    a, b = Log.open(tmp_path / "a"), Log.open(tmp_path / "b")
+    seal_range(a, node_key(a), 100, 102)
+    seal_range(b, node_key(b), 200, 202)
+    vkey = vkey_of(a)
+    with BackgroundServer(make_app(a.home)) as srv:
+        Mirror(tmp_path / "m", remote(srv.url), vkey).sync()
+    with BackgroundServer(make_app(b.home)) as srv:
+        with pytest.raises(RewriteDetected, match="two roots for size 13"):
+            Mirror(tmp_path / "m", remote(srv.url), vkey).sync()
+    with BackgroundServer(make_app(tmp_path / "old")) as srv:
+        with pytest.raises(RewriteDetected, match="shrank from 13 to 11"):
+            Mirror(tmp_path / "m", remote(srv.url), vkey).sync()
+    assert len(list((tmp_path / "m" / "evidence").iterdir())) == 4
+    a.close()
+    b.close()
+
+
+def test_follow_polls_and_backs_off(
+    origin: tuple[Log, BackgroundServer], tmp_path: Path
+) -> None:
+    log, srv = origin
+    m = Mirror(tmp_path / "m", remote(srv.url), vkey_of(log))
+    seen: list[int] = []
+    errors: list[float] = []
+
+    def report(r: mirror_mod.SyncResult) -> None:
+        seen.append(r.new_size)
+        if len(seen) == 1:
+            seal_range(log, node_key(log), 300, 310)
+
+    follow(m, 0.01, report, lambda e, d: errors.append(d), rounds=2)
+    assert seen == [301, 311]
+    dead = Mirror(tmp_path / "m", remote("http://127.0.0.1:9"), vkey_of(log))
+    follow(dead, 0.01, report, lambda e, d: errors.append(d), rounds=3)
+    assert errors == [0.02, 0.04, 0.08]  # exponential backoff while unreachable
