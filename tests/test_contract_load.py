@@ -237,6 +237,15 @@ def test_errors_name_the_field(old: str, new: str, msg: str) -> None:
     assert _err(_mutate(old, new)) == msg
 
 
+def test_messages_are_one_bounded_line() -> None:
+    msg = _err(_mutate("{name: a, ptr: f32, intent: in, shape: [n]}",
+                       "{name: a, ptr: '" + "f" * 5000 + "', shape: [n]}"))
+    assert len(msg) == 400 and msg.startswith("kernel.params[0].ptr: 'ffff") and msg.endswith("...")
+    msg = _err(b'metadata: {}\nkernel: {"a\\nb\\tc": 1, name: k, version: "1"}\n')
+    assert msg.startswith("kernel.a\\x0ab\\x09c: unknown field")
+    assert "\n" not in msg
+
+
 def test_kernel_as_string_is_refused() -> None:
     assert _err(b"metadata: {}\nkernel: gemm_cta64\n") == (
         "kernel: expected a mapping (the executable-kernel extension), got a string"

@@ -133,6 +133,16 @@ _Loader.add_implicit_resolver(
 )
 
 
+MAX_MESSAGE = 400
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def one_line(msg: str) -> str:
+    """A message as one bounded line: control characters escaped, long text cut."""
+    msg = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", msg)
+    return msg if len(msg) <= MAX_MESSAGE else msg[: MAX_MESSAGE - 3] + "..."
+
+
 def _where(mark: Any) -> str:
     if mark is None:
         return "contract: "
@@ -147,6 +157,13 @@ def _reader_error(e: yaml.reader.ReaderError) -> str:
 
 def parse_yaml(data: bytes) -> Any:
     """Parse untrusted contract bytes into plain Python data, or raise ``ContractError``."""
+    try:
+        return _parse_yaml(data)
+    except ContractError as e:
+        raise ContractError(one_line(str(e))) from e
+
+
+def _parse_yaml(data: bytes) -> Any:
     if not isinstance(data, bytes | bytearray):
         raise ContractError("contract: expected bytes")
     if len(data) > MAX_BYTES:
@@ -623,11 +640,21 @@ def _reject_non_contracts(doc: dict[str, Any]) -> None:
 
 def load_contract(data: bytes) -> Contract:
     """Parse and validate contract bytes into the typed model; raise ``ContractError``."""
-    return contract_from_doc(parse_yaml(data))
+    try:
+        return _build(parse_yaml(data))
+    except ContractError as e:
+        raise ContractError(one_line(str(e))) from e
 
 
 def contract_from_doc(doc: Any) -> Contract:
     """Build the typed model from YAML already parsed by ``parse_yaml``."""
+    try:
+        return _build(doc)
+    except ContractError as e:
+        raise ContractError(one_line(str(e))) from e
+
+
+def _build(doc: Any) -> Contract:
     if not isinstance(doc, dict):
         raise ContractError(f"contract: the document must be a mapping, got {_type_name(doc)}")
     _reject_non_contracts(doc)

@@ -27,6 +27,11 @@ from verify.model import OBLIGATIONS, PROPERTIES, Contract
 from verify.report import Check, failed, passed, skipped
 
 _TEST_ID = re.compile(r"FALSIFY-[A-Z0-9-]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    return f"\\x{ord(m.group()):02x}"
 _PROVED = ("proved", "claimed")
 
 GateStatus = Literal["passed", "failed", "skipped"]
@@ -333,7 +338,8 @@ def lint_check(contract: Contract, files: Mapping[str, bytes]) -> Check:
     gates = lint_contract(contract, files)
     bad = [g for g in gates if g.status == "failed"]
     if bad:
-        return failed("contract.lint", "; ".join(f"{g.name}: {g.reason}" for g in bad))
+        detail = "; ".join(f"{g.name}: {g.reason}" for g in bad)
+        return failed("contract.lint", _CONTROL.sub(_escape, detail))
     ran = ", ".join(g.name for g in gates if g.status == "passed")
     not_run = [g for g in gates if g.status == "skipped"]
     if not_run:
