@@ -210,3 +210,88 @@ def test_syntax_errors_are_bad_input() -> None:
         load_module(HEAD)  # unbalanced braces
     with pytest.raises(PtxSyntaxError):
         load_module(b"\xff\xfe")
+
+
+def test_unsupported_during_a_run_carries_earlier_findings() -> None:
+    body = """    add.s64 %rd12, %rd9, 4096;
+    st.global.b32 [%rd12], %r5;
+    setp.lt.u32 %p1, %r1, 16;
+    @%p1 bra LA;
+    shfl.sync.bfly.b32 %r8, %r5, 1, 31, -1;
+    bra.uni LB;
+LA:
+    shfl.sync.bfly.b32 %r8, %r5, 2, 31, -1;
+LB:
+"""
+    with pytest.raises(UnsupportedPtx) as e:
+        run(body, np.zeros(32, np.uint32))
+    assert "shfl.sync at PTX line" in str(e.value) and "never arrives" in str(e.value)
+    assert [f.kind for f in e.value.findings] == ["out_of_bounds"]
+
+
+SHARED_BODY = """    .shared .align 16 .b8 sm[1024];
+    mov.u32 %r9, sm;
+    shl.b32 %r10, %r1, 2;
+    add.u32 %r11, %r9, %r10;
+    st.shared.u32 [%r11], %r5;
+    {sync}
+    add.u32 %r12, %r1, {dist};
+    and.b32 %r12, %r12, {wrap};
+    shl.b32 %r12, %r12, 2;
+    add.u32 %r13, %r9, %r12;
+    ld.shared.u32 %r8, [%r13];
+"""
+
+
+def shared_run(n: int, sync: str, dist: int, wrap: int) -> list[str]:
+    body = SHARED_BODY.replace("{sync}", sync).replace("{dist}", str(dist)).replace(
+        "{wrap}", str(wrap))
+    a = np.arange(n, dtype=np.uint32)
+    out = np.zeros(n, np.uint32)
+    r = launch(load_module(HEAD + body + TAIL), "k", (1, 1, 1), (n, 1, 1),
+               [Buffer(a, "in", "a"), Buffer(a, "in", "b"), Buffer(a, "in", "c"),
+                Buffer(out, "out", "out")])
+    if not r.findings:
+        assert np.array_equal(out, (a + dist) & wrap)
+    return [f.kind for f in r.findings]
+
+
+def test_warp_synchronous_exchange_needs_bar_warp_sync() -> None:
+    assert shared_run(32, "", 1, 31) == ["race"]
+    assert shared_run(32, "bar.warp.sync -1;", 1, 31) == []
+    # across warps bar.warp.sync orders nothing: lane 31 reads warp 1's word
+    assert shared_run(64, "bar.warp.sync -1;", 1, 63) == ["race"]
+    assert shared_run(64, "bar.sync 0;", 1, 63) == []
+
+
+CP_BODY = """    .shared .align 16 .b8 sm[512];
+    mov.u32 %r9, sm;
+    shl.b32 %r10, %r1, 4;
+    add.u32 %r11, %r9, %r10;
+    mul.wide.u32 %rd13, %r1, 16;
+    add.s64 %rd14, %rd1, %rd13;
+    cp.async.cg.shared.global [%r11], [%rd14], 16, {size};
+    cp.async.commit_group;
+    {wait}
+    bar.sync 0;
+    ld.shared.u32 %r8, [%r11+4];
+"""
+
+
+def test_cp_async_counts_as_written_once_waited_for() -> None:
+    a = np.arange(32 * 4, dtype=np.uint32)
+    out = np.zeros(32, np.uint32)
+
+    def go(size: str, wait: str) -> list[str]:
+        body = CP_BODY.replace("{size}", size).replace("{wait}", wait)
+        out[:] = 0
+        r = launch(load_module(HEAD + body + TAIL), "k", (1, 1, 1), (32, 1, 1),
+                   [Buffer(a, "in", "a"), Buffer(a, "in", "b"), Buffer(a, "in", "c"),
+                    Buffer(out, "out", "out")])
+        return [f.kind for f in r.findings]
+
+    assert go("16", "cp.async.wait_group 0;") == []
+    assert np.array_equal(out, a.reshape(32, 4)[:, 1])
+    assert go("4", "cp.async.wait_all;") == []
+    assert (out == 0).all()  # bytes past src-size are zero-filled
+    assert go("16", "") == ["uninitialised_read"]  # never waited for

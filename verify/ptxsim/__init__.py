@@ -131,7 +131,11 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
     gs = GlobalSpace(bufs)
     params = _param_bytes(prog, args, gs)
     m = Machine(prog, grid, block, gs, params, dynamic_shared, step_limit, max_findings)
-    m.run()
+    try:
+        m.run()
+    except UnsupportedPtx as e:
+        e.findings = tuple(m.findings)
+        raise
     if not m.stopped:
         _unwritten(m, gs)
     return SimResult(tuple(m.findings), m.thread_instr, m.warp_instr, ENGINE)

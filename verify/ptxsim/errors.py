@@ -23,8 +23,22 @@ FINDING_KINDS = (
 )
 
 
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    message: str
+    line: int | None
+    block: tuple[int, int, int] | None
+    thread: tuple[int, int, int] | None
+    address: int | None
+
+
 class UnsupportedPtx(CannotCheck):
-    """An instruction (or operand form) outside the modelled subset; names it and its line."""
+    """An instruction (or operand form) outside the modelled subset; names it and its line.
+
+    Raised during a run, it carries the findings made before it in ``findings``."""
+
+    findings: tuple[Finding, ...] = ()
 
 
 class NotConverged(Exception):
@@ -34,16 +48,6 @@ class NotConverged(Exception):
 
 class PtxSyntaxError(BadInput):
     """The PTX text cannot be parsed."""
-
-
-@dataclass(frozen=True)
-class Finding:
-    kind: str
-    message: str
-    line: int | None
-    block: tuple[int, int, int] | None
-    thread: tuple[int, int, int] | None
-    address: int | None
 
 
 @dataclass(frozen=True)
