@@ -63,20 +63,7 @@ def test_every_planted_fixture_has_an_expected_finding() -> None:
     assert len(PLANTED) >= 5
 
 
-# The interpreter stops with UnsupportedPtx at the shfl.sync that the lanes left outside the
-# divergent barrier reach, before it reports divergent_barrier (see docs/falsification.md).
-_DIVERGENT_GAP = pytest.mark.xfail(
-    reason="ptxsim raises UnsupportedPtx (shfl.sync, lanes not converged) before it reports the "
-    "divergent barrier; verify.falsify turns findings attached to that error into a failure",
-    strict=False,
-)
-PLANTED_CASES = [
-    pytest.param(p, id=p.name, marks=[_DIVERGENT_GAP] if p.name == "divergent_barrier" else [])
-    for p in PLANTED
-]
-
-
-@pytest.mark.parametrize("planted", PLANTED_CASES)
+@pytest.mark.parametrize("planted", PLANTED, ids=[p.name for p in PLANTED])
 def test_planted_bug_fails_with_the_right_finding(planted: Path) -> None:
     options = Options(use_gpu=False, interp_step_limit=200_000)
     checks = checks_for(planted, options)

@@ -210,3 +210,23 @@ def test_cupy_load_failure_is_skipped_not_passed(monkeypatch: pytest.MonkeyPatch
         "could not run it: the CUDA driver could not load entry 'vector_add': "
         "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" in check.detail
     )
+
+
+def test_findings_attached_to_unsupported_ptx_still_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fault injection: the interpreter stops on something it cannot model after a finding."""
+    from verify import ptxsim
+
+    def stop(*args: Any, **kwargs: Any) -> Any:
+        err = ptxsim.UnsupportedPtx("nanosleep at PTX line 50: not modelled")
+        err.findings = (
+            ptxsim.Finding("race", "race: shared byte 4 ...", 40, (0, 0, 0), (1, 0, 0), 4),
+        )
+        raise err
+
+    monkeypatch.setattr(ptxsim, "launch", stop)
+    contract, ptx = vadd()
+    assert contract.kernel is not None
+    engine = falsify.InterpreterEngine()
+    check = falsify.run_test(contract.kernel, contract.falsification[0], ptx, 7, engine)
+    assert check.status == "failed"
+    assert check.detail.endswith(": n=1; seed 7: race [race_free/PO7]: shared byte 4 ...")
