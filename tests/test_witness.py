@@ -55,7 +55,7 @@ def test_cosignature_is_published_and_required_by_mirrors(
     assert wv.alg == ALG_COSIGNATURE_V1
     with BackgroundServer(make_app(log.home)) as srv:
         # before the witness cosigned, a mirror that requires it refuses
-        with pytest.raises(SignatureError, match="witness.test"):
+        with pytest.raises(SignatureError, match=r"witness\.test"):
             sync(tmp_path / "m0", srv.url, vkey_of(log), [w.vkey])
         cosigned = request_cosignature(log.home, wsrv.url, w.vkey)
         opened = open_note(cosigned, [wv])
@@ -65,7 +65,7 @@ def test_cosignature_is_published_and_required_by_mirrors(
             assert c.get(srv.url + "/checkpoint").content == cosigned
         assert sync(tmp_path / "m", srv.url, vkey_of(log), [w.vkey]) == 21
         other = Witness.init(tmp_path / "w2", "other.witness")
-        with pytest.raises(SignatureError, match="other.witness"):
+        with pytest.raises(SignatureError, match=r"other\.witness"):
             sync(tmp_path / "m2", srv.url, vkey_of(log), [other.vkey])
         res = run_cli("mirror", srv.url, "--vkey", vkey_of(log), "--witness", other.vkey,
                       home=tmp_path / "m3")
@@ -109,7 +109,7 @@ def test_witness_refuses_a_fork(
 
 
 def test_protocol_errors(setup: tuple[Log, Witness, BackgroundServer], tmp_path: Path) -> None:
-    log, w, wsrv = setup
+    log, _w, wsrv = setup
     note = log.store.checkpoint()
     assert post(wsrv.url, b"old 0\n\n" + note).status_code == 200
     conflict = post(wsrv.url, b"old 0\n\n" + note)
