@@ -163,3 +163,16 @@ def test_unsupported_instruction_is_skipped_never_passed() -> None:
     c = falsify.run_test(kernel, test, odd, 7, falsify.InterpreterEngine())
     assert c.status == "skipped"
     assert "could not run it: " in c.detail and "nanosleep" in c.detail
+
+
+def test_entry_missing_from_the_ptx_fails() -> None:
+    ctx, test = vadd_parts()
+    assert ctx.contract is not None and ctx.contract.kernel is not None
+    kernel = dataclasses.replace(ctx.contract.kernel, entry="vector_ad")
+    ptx = ctx.bundle.file(kernel.ptx)
+    assert falsify.has_entry(ptx, "vector_add") and not falsify.has_entry(ptx, "vector_ad")
+    c = falsify.run_test(kernel, test, ptx, 7, falsify.InterpreterEngine())
+    assert (c.status, c.detail) == (
+        "failed",
+        "kernel.entry 'vector_ad' is not an .entry of the PTX",
+    )

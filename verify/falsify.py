@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -566,6 +567,12 @@ def launch_and_judge(
     return None
 
 
+def has_entry(ptx: bytes, entry: str) -> bool:
+    """True when the PTX declares ``.entry <entry>`` (optionally ``.visible``/``.weak``)."""
+    pattern = rb"^\s*(?:\.(?:visible|weak|extern)\s+)*\.entry\s+" + re.escape(entry.encode())
+    return re.search(pattern + rb"\s*\(", ptx, re.MULTILINE) is not None
+
+
 def _smallest(bindings: Sequence[Mapping[str, int]]) -> Mapping[str, int]:
     return min(bindings, key=lambda b: (sum(b.values()), sorted(b.items())))
 
@@ -597,6 +604,10 @@ def run_test(
             f"kernel.reference {kernel.reference!r} is not in the trusted reference registry",
             tool,
             version,
+        )
+    if not has_entry(ptx, kernel.entry):
+        return failed(
+            cid, f"kernel.entry {kernel.entry!r} is not an .entry of the PTX", tool, version
         )
     rng = np.random.default_rng(seed)
     worst = _Worst()
