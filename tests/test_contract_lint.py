@@ -6,6 +6,7 @@ import importlib
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ledger.bundle import Bundle
 from verify import contract as contract_group
@@ -122,6 +123,20 @@ def test_theorem_that_is_a_def_fails() -> None:
     assert check.detail == (
         "lean-exists: Clean.work_bounded (certificate[3].theorem) is not a theorem"
     )
+
+
+@pytest.mark.skipif(not LEAN, reason="verify.lean.scan_sources is not available yet")
+def test_lean_scan_error_fails_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ledger.errors import BadInput
+
+    def broken(files: object) -> object:
+        raise BadInput("injected fault")
+
+    monkeypatch.setattr(importlib.import_module("verify.lean"), "scan_sources", broken)
+    files = _files("clean.yaml")
+    check = lint_check(load_contract(files["contract.yaml"]), files)
+    assert (check.status, check.detail) == (
+        "failed", "lean-exists: lean.scan could not read the bundle's Lean files: injected fault")
 
 
 def test_more_certificate_problems() -> None:
@@ -250,6 +265,7 @@ def test_run_on_clean_bundle_sets_the_contract() -> None:
         "contract.yaml parsed: kernel clean_vadd version 1.0.0, 1 falsification tests, "
         "4 claims, 6 Lean theorems named"
     )
+    assert (schema.tool, schema.version) == ("PyYAML", yaml.__version__)
     assert ctx.contract is not None and ctx.contract.name == "clean_vadd"
     assert lint.status == ("passed" if LEAN else "skipped")
     assert lint.detail.startswith("gates passed: metadata, equations, obligations, falsification")

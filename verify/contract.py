@@ -736,12 +736,12 @@ def run(ctx: Context) -> list[Check]:
         problems = contract_lint.schema_errors(doc)
     except ContractError as e:
         return [
-            failed("contract.schema", str(e)),
+            failed("contract.schema", str(e), "PyYAML", yaml.__version__),
             skipped("contract.lint", "not run: contract.schema failed"),
         ]
     if problems:
         return [
-            failed("contract.schema", "; ".join(problems[:5])),
+            failed("contract.schema", "; ".join(problems[:5]), "PyYAML", yaml.__version__),
             skipped("contract.lint", "not run: contract.schema failed"),
         ]
     ctx.contract = contract
@@ -751,6 +751,8 @@ def run(ctx: Context) -> list[Check]:
         f"contract.yaml parsed: kernel {k.name if k else '(none)'} version {contract.version}, "
         f"{len(contract.falsification)} falsification tests, {len(contract.claims)} claims, "
         f"{len(contract.lean_refs)} Lean theorems named",
+        "PyYAML",
+        yaml.__version__,
     )
     files = {f.path: f.data for f in ctx.bundle.files}
     return [schema, contract_lint.lint_check(contract, files)]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ledger.bundle import check_path
-from ledger.errors import BundleError, ContractError
+from ledger.errors import BundleError, ContractError, LedgerError
 from verify.contract import eval_expr, expr_names
 from verify.model import OBLIGATIONS, PROPERTIES, Contract
 from verify.report import Check, failed, passed, skipped
@@ -283,7 +283,10 @@ def _lean_exists(c: Contract, files: Files) -> list[str]:
     if scan_sources is None:
         raise _Skip("verify.lean has no scan_sources yet")
     sources = {p: d for p, d in files.items() if p.endswith(".lean")}
-    scan = scan_sources(sources)
+    try:
+        scan = scan_sources(sources)
+    except LedgerError as e:
+        return [f"lean.scan could not read the bundle's Lean files: {e}"]
     declared: frozenset[str] = scan.declarations
     where: dict[str, list[str]] = {}
     for r in c.lean_refs:
