@@ -76,13 +76,18 @@ _PART = f"(?:«[^»]*»|[{_ID_FIRST}][{_ID_REST}]*)"
 IDENT_RE = re.compile(f"{_PART}(?:\\.{_PART})*")
 _ESC = r"\\(?:[\\\"'nrt{]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|u\{[0-9a-fA-F]{1,6}\}|\r?\n[ \t\r\n]*)"
 
+# Whitespace, line comments and non-nested block comments before a token, skipped in one match
+# (possessive: no backtracking). A nested comment stops this prefix at its ``/-``, and the
+# ``bcomment`` alternative hands it to ``_skip_comment``.
+_SKIP = r"(?:[ \t\r\n]++|--[^\n]*+|/-(?:[^/-]++|/(?!-)|-(?!/))*+-/)*+"
 _MASTER = re.compile(
-    "|".join(
+    _SKIP
+    + "(?:"
+    + "|".join(
         (
-            r"(?P<ws>[ \t\r\n]+)",
-            r"(?P<lcomment>--[^\n]*)",
+            r"(?P<eof>\Z)",
             r"(?P<bcomment>/-)",
-            r'(?P<string>"(?:[^"\\]|\\[\s\S])*")',
+            r'(?P<string>"(?:[^"\\]++|\\[\s\S])*+")',
             r'(?P<raw>r#*")',
             f"(?P<ident>{IDENT_RE.pattern})",
             r"(?P<number>0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+"
@@ -93,26 +98,25 @@ _MASTER = re.compile(
             r"(?P<symbol>:=|@\[|#\[|=>|->|<-|::|\.\.\.?|<;>|''|[\s\S])",
         )
     )
+    + ")"
 )
-_STRING_BODY = re.compile(r'(?:[^"\\]|\\[\s\S])*')
 _STRING_ESC = re.compile(r"\\[\s\S]")
 _ESC_FULL = re.compile(_ESC)
-_INTERP_BODY = re.compile(r'(?:[^"\\{]|\\[\s\S])*')
+_INTERP_BODY = re.compile(r'(?:[^"\\{]++|\\[\s\S])*+')
 _COMMENT_MARK = re.compile(r"/-|-/")
 _NEWLINE = re.compile(r"\n")
-_BAD_CHAR_START = re.compile(r"'[^']")
+_new = tuple.__new__
 
 
 class _Pos:
-    """Offset -> (line, col) through a sorted list of newline offsets."""
+    """Offset -> (line, col) through the sorted offsets where lines start."""
 
     def __init__(self, text: str) -> None:
-        self.nl = [m.start() for m in _NEWLINE.finditer(text)]
+        self.starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
 
     def at(self, off: int) -> tuple[int, int]:
-        i = bisect.bisect_left(self.nl, off)
-        start = self.nl[i - 1] + 1 if i else 0
-        return i + 1, off - start + 1
+        i = bisect.bisect_right(self.starts, off) - 1
+        return i + 1, off - self.starts[i] + 1
 
 
 def decode(data: bytes) -> str:
@@ -123,21 +127,42 @@ def decode(data: bytes) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         good = data[: e.start].decode("utf-8")
-        pos = _Pos(good)
-        line, col = pos.at(len(good))
+        line, col = _Pos(good).at(len(good))
         raise LeanLexError(f"not valid UTF-8 (byte {e.start})", line, col) from e
 
 
 def _check_escapes(body: str, start: int, pos: _Pos) -> None:
+    if "\\" not in body:
+        return
     for m in _STRING_ESC.finditer(body):
         if _ESC_FULL.match(body, m.start()) is None:
             raise LeanLexError("bad escape in string", *pos.at(start + m.start()))
 
 
+RawToken = tuple[str, str, int]  # kind, text, offset in code points
+
+# group numbers of the token alternatives of _MASTER
+_EOF, _BCOMMENT, _STRING, _RAW, _IDENT, _NUMBER, _CHAR, _NAME, _COMMAND, _SYMBOL = range(1, 11)
+_KINDS = ("", "eof", "bcomment", "string", "raw", "ident", "number", "char", "name", "command")
+
+
 def lex(text: str) -> list[Token]:
     """Tokens of one Lean 4 file (comments and whitespace dropped); see the module docstring."""
-    pos = _Pos(text)
+    starts = _Pos(text).starts
     out: list[Token] = []
+    li = 0
+    last = len(starts) - 1
+    for kind, tok, off in lex_raw(text):
+        while li < last and starts[li + 1] <= off:
+            li += 1
+        out.append(_new(Token, (kind, tok, li + 1, off - starts[li] + 1)))
+    return out
+
+
+def lex_raw(text: str) -> list[RawToken]:
+    """``lex`` with code-point offsets instead of lines and columns (the scan's fast path)."""
+    pos = _Pos(text)
+    out: list[RawToken] = []
     append = out.append
     n = len(text)
     i = 0
@@ -145,10 +170,13 @@ def lex(text: str) -> list[Token]:
     in_interp = False  # inside the literal part of an interpolated string
     interp_start = 0  # where the current literal part began
     interp_next = False  # the previous token makes the next string interpolated
-    master = _MASTER.match
-    while i < n:
-        if len(out) > MAX_TOKENS:
-            raise LeanLexError(f"limit: more than {MAX_TOKENS} tokens", *pos.at(i))
+    finditer = _MASTER.finditer
+    limit = MAX_TOKENS
+    heads = INTERP_HEADS
+    big = n > limit  # fewer characters than the limit: fewer tokens too, no need to count
+    while True:
+        if len(out) > limit:
+            raise LeanLexError(f"limit: more than {limit} tokens", *pos.at(i))
         if in_interp:
             m = _INTERP_BODY.match(text, i)
             assert m is not None  # the pattern matches the empty string
@@ -156,7 +184,7 @@ def lex(text: str) -> list[Token]:
             _check_escapes(m.group(), i, pos)
             if j >= n or text[j] not in '"{':  # the end, or a backslash ending the file
                 raise LeanLexError("unterminated interpolated string", *pos.at(interp_start))
-            append(Token("istring", text[i : j + 1], *pos.at(i)))
+            append(("istring", text[i : j + 1], i))
             if text[j] == "{":
                 if len(frames) >= MAX_INTERP_DEPTH:
                     raise LeanLexError("limit: interpolated strings nest too deep", *pos.at(j))
@@ -164,77 +192,80 @@ def lex(text: str) -> list[Token]:
             in_interp = False
             i = j + 1
             continue
-        c = text[i]
-        if c == '"' and interp_next:
+        jump = -1  # where to restart after a construct handled outside the regex
+        for m in finditer(text, i):
+            g = m.lastindex or 0
+            if g == _IDENT:
+                tok = m.group(g)
+                append(("ident", tok, m.start(g)))
+                interp_next = tok in heads or tok[-1] == "!"
+                if big and len(out) > limit:
+                    jump = m.end()
+                    break
+                continue
+            if g == _EOF:
+                break
+            tok = m.group(g)
+            t0 = m.start(g)
+            if interp_next and tok[0] == '"':  # an interpolated string (matched as plain, or open)
+                interp_next = False
+                in_interp = True
+                interp_start = t0
+                append(("istring", '"', t0))
+                jump = t0 + 1
+                break
+            if g == _SYMBOL:
+                if tok in _SYMBOL_SPECIAL:
+                    if tok == '"':
+                        raise LeanLexError("unterminated string", *pos.at(t0))
+                    if tok == "'":
+                        if t0 + 1 >= n or text[t0 + 1] != "'":
+                            raise LeanLexError("bad character literal", *pos.at(t0))
+                    elif tok == "«":
+                        raise LeanLexError("unterminated «identifier»", *pos.at(t0))
+                    elif frames and tok == "{":
+                        frames[-1] += 1
+                    elif frames and tok == "}":
+                        if frames[-1] == 0:
+                            frames.pop()
+                            in_interp = True
+                            interp_start = t0
+                            append(("istring", "}", t0))
+                            jump = t0 + 1
+                            break
+                        frames[-1] -= 1
+                append(("symbol", tok, t0))
+                interp_next = tok == "]"
+                if big and len(out) > limit:
+                    jump = m.end()
+                    break
+                continue
             interp_next = False
-            in_interp = True
-            interp_start = i
-            append(Token("istring", '"', *pos.at(i)))
-            i += 1
-            continue
-        m = master(text, i)
-        assert m is not None  # the last alternative matches any character
-        kind = m.lastgroup
-        j = m.end()
-        if kind == "ws" or kind == "lcomment":
-            i = j
-            continue
-        if kind == "bcomment":
-            i = _skip_comment(text, i, pos)
-            continue
-        tok = m.group()
-        if kind == "ident":
-            if tok == "r" and j < n and text[j] in '#"':
-                raw = _RAW_START.match(text, i)
-                if raw is not None:
-                    j = _raw_end(text, i, raw.end() - i - 2, pos)
-                    append(Token("string", text[i:j], *pos.at(i)))
-                    interp_next = False
-                    i = j
-                    continue
-            append(Token("ident", tok, *pos.at(i)))
-            interp_next = tok in INTERP_HEADS or tok.endswith("!")
-            i = j
-            continue
-        if kind == "raw":
-            # ``r"`` inside a longer identifier never reaches here (the ident branch is first)
-            j = _raw_end(text, i, len(tok) - 2, pos)
-            append(Token("string", text[i:j], *pos.at(i)))
-        elif kind == "string":
-            _check_escapes(tok[1:-1], i + 1, pos)
-            append(Token("string", tok, *pos.at(i)))
-        elif kind == "symbol":
-            if tok == '"':
-                raise LeanLexError("unterminated string", *pos.at(i))
-            if tok == "'" and (j >= n or text[j] != "'"):
-                raise LeanLexError("bad character literal", *pos.at(i))
-            if tok == "«":
-                raise LeanLexError("unterminated «identifier»", *pos.at(i))
-            if frames and tok == "{":
-                frames[-1] += 1
-            elif frames and tok == "}":
-                if frames[-1] == 0:
-                    frames.pop()
-                    in_interp = True
-                    interp_start = i
-                    i = j - 1  # the literal part starts with this brace
-                    append(Token("istring", "}", *pos.at(i)))
-                    i = j
-                    continue
-                frames[-1] -= 1
-            append(Token("symbol", tok, *pos.at(i)))
-            interp_next = tok == "]"
-            i = j
-            continue
-        else:
-            append(Token(kind or "symbol", tok, *pos.at(i)))
-        interp_next = False
-        i = j
+            if g == _STRING:
+                if "\\" in tok:
+                    _check_escapes(tok[1:-1], t0 + 1, pos)
+                append(("string", tok, t0))
+            elif g == _BCOMMENT:
+                jump = _skip_comment(text, t0, pos)
+                break
+            elif g == _RAW:
+                jump = _raw_end(text, t0, len(tok) - 2, pos)
+                append(("string", text[t0:jump], t0))
+                break
+            else:
+                append((_KINDS[g], tok, t0))
+            if big and len(out) > limit:
+                jump = m.end()
+                break
+        if jump < 0:
+            break
+        i = jump
     if in_interp or frames:
         raise LeanLexError("unterminated interpolated string", *pos.at(interp_start))
     return out
 
 
+_SYMBOL_SPECIAL = frozenset({'"', "'", "«", "{", "}"})
 _RAW_START = re.compile(r'r(#*)"')
 
 

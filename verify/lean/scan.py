@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from verify.lean.lexer import LeanLexError, Token, decode, lex, name_parts
+from verify.lean.lexer import LeanLexError, RawToken, _Pos, decode, lex_raw, name_parts
 
 
 @dataclass(frozen=True)
@@ -165,11 +165,13 @@ def _parts(text: str) -> list[str]:
 
 
 class _Walker:
-    """One pass over the tokens of one file."""
+    """One pass over the (raw, offset-based) tokens of one file."""
 
-    def __init__(self, path: str, toks: list[Token]) -> None:
+    def __init__(self, path: str, text: str, toks: list[RawToken]) -> None:
         self.path = path
+        self.text = text
         self.toks = toks
+        self.pos = _Pos(text)
         self.problems: list[Problem] = []
         self.imports: list[str] = []
         self.theorems: list[str] = []
@@ -177,84 +179,91 @@ class _Walker:
         self.private: set[str] = set()
         self.scopes: list[tuple[str, str | None]] = []  # (namespace|section|mutual, component)
 
-    def problem(self, t: Token, what: str) -> None:
+    def problem(self, t: RawToken, what: str) -> None:
+        line, col = self.pos.at(t[2])
         last = self.problems[-1] if self.problems else None
-        if last is not None and (last.line, last.col) == (t.line, t.col):
+        if last is not None and (last.line, last.col) == (line, col):
             return  # one problem per place: the first rule that saw it
-        self.problems.append(Problem(self.path, t.line, t.col, what))
+        self.problems.append(Problem(self.path, line, col, what))
 
-    def tok(self, k: int) -> Token | None:
+    def tok(self, k: int) -> RawToken | None:
         return self.toks[k] if 0 <= k < len(self.toks) else None
 
     def walk(self) -> None:
         toks = self.toks
+        src = self.text
         k = 0
         # 1. the header: imports only
-        while k < len(toks) and toks[k].kind == "ident" and toks[k].text == "import":
+        while k < len(toks) and toks[k][0] == "ident" and toks[k][1] == "import":
             nxt = self.tok(k + 1)
-            if nxt is None or nxt.kind != "ident":
+            if nxt is None or nxt[0] != "ident":
                 self.problem(toks[k], "import without a module name")
                 k += 1
                 continue
-            if nxt.text in REJECT_WORDS:
-                self.problem(nxt, REJECT_WORDS[nxt.text])
-            self.imports.append(".".join(_parts(nxt.text)))
+            if nxt[1] in REJECT_WORDS:
+                self.problem(nxt, REJECT_WORDS[nxt[1]])
+            self.imports.append(".".join(_parts(nxt[1])))
             k += 2
-        # 2. the commands
+        # 2. the commands; the common tokens take the short paths
+        first = k
         depth = 0
         private = False
-        while k < len(toks):
+        special = _SPECIAL_IDENTS
+        col0_ok = COL0_WORDS
+        suffixes = _CONST_SUFFIXES
+        opens, closes = _OPEN, _CLOSE
+        for k in range(first, len(toks)):
             t = toks[k]
-            kind, text = t.kind, t.text
-            if kind == "symbol":
-                if text in _OPEN:
+            kind, text, off = t
+            if kind == "ident":
+                if text in special:
+                    if text in REJECT_WORDS:
+                        self.problem(t, REJECT_WORDS[text])
+                    elif text == "native":
+                        self.native(k)
+                    elif text == "import":
+                        self.problem(t, "import after the start of the file")
+                    elif text == "set_option":
+                        self.option(k)
+                    elif text == "attribute":
+                        nxt = self.tok(k + 1)
+                        if nxt is not None and nxt[1] == "[":
+                            self.attributes(k + 1)
+                    if depth == 0:
+                        if text == "private":
+                            private = True
+                        elif text in DECL_HEADS:
+                            self.declaration(k, private)
+                            private = False
+                        elif text in _SCOPE_WORDS:
+                            self.scope(k)
+                elif ("«" in text or text.endswith(suffixes)) and _parts(text)[
+                    -1
+                ] in REJECT_CONSTANTS:
+                    self.problem(t, f"use of {text}")
+                if depth == 0 and (off == 0 or src[off - 1] == "\n") and text not in col0_ok:
+                    self.problem(t, f"unknown command `{text}` (not in the allow-list)")
+            elif kind == "symbol":
+                if text in opens:
                     depth += 1
                     if text == "@[":
                         self.attributes(k)
-                elif text in _CLOSE:
-                    depth = max(0, depth - 1)
-            elif kind == "command":
-                if text not in ALLOWED_HASH:
-                    self.problem(t, f"{text} (command not allowed)" if text != "#exit" else text)
-            elif kind == "ident":
-                if text in REJECT_WORDS:
-                    self.problem(t, REJECT_WORDS[text])
-                else:
-                    parts = _parts(text)
-                    if parts[-1] in REJECT_CONSTANTS:
-                        self.problem(t, f"use of {text}")
-                if text == "native":
-                    prev, nxt = self.tok(k - 1), self.tok(k + 1)
-                    if (prev is not None and prev.text == "+") or (
-                        nxt is not None and nxt.text == ":="
-                    ):
-                        self.problem(t, "native evaluation (decide +native)")
-                elif text == "import":
-                    self.problem(t, "import after the start of the file")
-                elif text == "set_option":
-                    self.option(k)
-                elif text == "attribute":
-                    nxt = self.tok(k + 1)
-                    if nxt is not None and nxt.text == "[":
-                        self.attributes(k + 1)
-                if depth == 0:
-                    if t.col == 1 and text not in COL0_WORDS:
-                        self.problem(t, f"unknown command `{text}` (not in the allow-list)")
-                    if text == "private":
-                        private = True
-                    elif text in DECL_HEADS:
-                        self.declaration(k, private)
-                        private = False
-                    elif text in ("namespace", "section", "end", "mutual"):
-                        self.scope(k)
-            k += 1
+                elif text in closes and depth:
+                    depth -= 1
+            elif kind == "command" and text not in ALLOWED_HASH:
+                self.problem(t, f"{text} (command not allowed)" if text != "#exit" else text)
+
+    def native(self, k: int) -> None:
+        prev, nxt = self.tok(k - 1), self.tok(k + 1)
+        if (prev is not None and prev[1] == "+") or (nxt is not None and nxt[1] == ":="):
+            self.problem(self.toks[k], "native evaluation (decide +native)")
 
     def option(self, k: int) -> None:
         nxt = self.tok(k + 1)
-        if nxt is None or nxt.kind != "ident":
+        if nxt is None or nxt[0] != "ident":
             self.problem(self.toks[k], "set_option without an option name")
             return
-        name = nxt.text
+        name = nxt[1]
         if name not in ALLOWED_OPTIONS and not name.startswith(ALLOWED_OPTION_PREFIXES):
             self.problem(nxt, f"set_option {name} (option not allowed)")
 
@@ -262,23 +271,26 @@ class _Walker:
         """Check the attribute names of the bracket group opened at token ``k``."""
         d = 0
         start = True
-        for t in self.toks[k + 1 :]:
-            if t.kind == "symbol" and t.text in _OPEN:
+        toks = self.toks
+        for j in range(k + 1, len(toks)):
+            t = toks[j]
+            kind, text = t[0], t[1]
+            if kind == "symbol" and text in _OPEN:
                 d += 1
-            elif t.kind == "symbol" and t.text in _CLOSE:
+            elif kind == "symbol" and text in _CLOSE:
                 if d == 0:
                     return
                 d -= 1
-            elif d == 0 and t.text == ",":
+            elif d == 0 and text == ",":
                 start = True
                 continue
             if not start:
                 continue
-            if t.text in ("local", "scoped", "-"):
+            if text in ("local", "scoped", "-"):
                 continue
             start = False
-            if t.kind != "ident" or t.text not in ALLOWED_ATTRS:
-                self.problem(t, f"attribute {t.text} (not in the allow-list)")
+            if kind != "ident" or text not in ALLOWED_ATTRS:
+                self.problem(t, f"attribute {text} (not in the allow-list)")
 
     def qualify(self, text: str) -> str:
         parts = _parts(text)
@@ -288,22 +300,22 @@ class _Walker:
         return ".".join(ns + parts)
 
     def declaration(self, k: int, private: bool) -> None:
-        head = self.toks[k].text
+        head = self.toks[k][1]
         prev = self.tok(k - 1)
-        if head == "instance" and prev is not None and prev.text == "deriving":
+        if head == "instance" and prev is not None and prev[1] == "deriving":
             return
         j = k + 1
         nxt = self.tok(j)
-        if head == "class" and nxt is not None and nxt.text in ("inductive", "abbrev"):
+        if head == "class" and nxt is not None and nxt[1] in ("inductive", "abbrev"):
             return
-        if head == "instance" and nxt is not None and nxt.text == "(":
+        if head == "instance" and nxt is not None and nxt[1] == "(":
             after = self.tok(j + 1)
-            if after is not None and after.text == "priority":
+            if after is not None and after[1] == "priority":
                 j = self._skip_group(j)
                 nxt = self.tok(j)
-        if nxt is None or nxt.kind != "ident" or nxt.text in COMMANDS:
+        if nxt is None or nxt[0] != "ident" or nxt[1] in COMMANDS:
             return  # anonymous instance, or not Lean; compilation reports the latter
-        name = self.qualify(nxt.text)
+        name = self.qualify(nxt[1])
         if not name:
             return
         self.decls.append(name)
@@ -315,10 +327,10 @@ class _Walker:
     def _skip_group(self, j: int) -> int:
         d = 0
         while j < len(self.toks):
-            t = self.toks[j]
-            if t.kind == "symbol" and t.text in _OPEN:
+            kind, text, _ = self.toks[j]
+            if kind == "symbol" and text in _OPEN:
                 d += 1
-            elif t.kind == "symbol" and t.text in _CLOSE:
+            elif kind == "symbol" and text in _CLOSE:
                 d -= 1
                 if d == 0:
                     return j + 1
@@ -330,19 +342,19 @@ class _Walker:
         nxt = self.tok(k + 1)
         named = (
             nxt is not None
-            and nxt.kind == "ident"
-            and nxt.line == t.line
-            and nxt.text not in COMMANDS
-            and nxt.text not in MODIFIERS
+            and nxt[0] == "ident"
+            and "\n" not in self.text[t[2] : nxt[2]]
+            and nxt[1] not in COMMANDS
+            and nxt[1] not in MODIFIERS
         )
-        parts = _parts(nxt.text) if named and nxt is not None else []
-        if t.text == "mutual":
+        parts = _parts(nxt[1]) if named and nxt is not None else []
+        if t[1] == "mutual":
             self.scopes.append(("mutual", None))
-        elif t.text == "namespace":
+        elif t[1] == "namespace":
             if not parts:
                 self.problem(t, "namespace without a name")
             self.scopes.extend(("namespace", p) for p in parts)
-        elif t.text == "section":
+        elif t[1] == "section":
             if parts:
                 self.scopes.extend(("section", p) for p in parts)
             else:
@@ -357,15 +369,26 @@ class _Walker:
                     return
 
 
+_SCOPE_WORDS = frozenset({"namespace", "section", "end", "mutual"})
+_SPECIAL_IDENTS = (
+    frozenset(REJECT_WORDS)
+    | DECL_HEADS
+    | _SCOPE_WORDS
+    | {"native", "import", "set_option", "attribute", "private"}
+)
+_CONST_SUFFIXES = tuple(REJECT_CONSTANTS)
+
+
 def scan_file(path: str, data: bytes) -> FileScan:
     """Scan one ``.lean`` file; never raises for the content of the file."""
     module = module_name(path)
     try:
-        toks = lex(decode(data))
+        text = decode(data)
+        toks = lex_raw(text)
     except LeanLexError as e:
         prob = Problem(path, e.line, e.col, e.what)
         return FileScan(path, module, (), (), (), frozenset(), (prob,), 0)
-    w = _Walker(path, toks)
+    w = _Walker(path, text, toks)
     w.walk()
     return FileScan(
         path,
