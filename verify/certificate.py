@@ -11,9 +11,11 @@ check) or ``failed``:
 2. the theorem passed the Lean kernel: ``lean.kernel`` passed (failed: failed; skipped or not
    run, e.g. no Lean toolchain: missing);
 3. the property is backed: ``resources`` by ``ptx.assemble`` passed; every other property by the
-   ``falsify.<ID>`` checks of the executable falsification tests that list it: any of them failed
-   -> failed (the evidence contradicts the claim); else one passed -> ok; else one skipped ->
-   missing; no such test, or none ran -> failed.
+   ``falsify.<ID>`` checks of the executable falsification tests that list it: one of them failed
+   on this property (its finding tag, e.g. ``[race_free/PO7]``, names it; a failure without a tag,
+   such as values out of tolerance, counts against every property) -> failed; else one passed ->
+   ok; else one skipped or failed on another property -> missing; no such test, or none ran ->
+   failed.
 
 Verdict: no contract or no claim at all -> failed ("no proof obligations claimed"); an unknown
 obligation or property, or any leg failed -> failed; else any leg missing -> skipped, the detail
@@ -23,6 +25,7 @@ starting "partial:" and naming what is missing; else passed. The detail lists ea
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -122,18 +125,46 @@ def _property_legs(ctx: Context, contract: Contract, claim: Claim, legs: Legs) -
     if not tests:
         legs.failures.append(f"no executable falsification test lists {claim.property}")
         return
-    ran = [(t.id, ctx.result(f"falsify.{t.id}")) for t in tests]
-    bad = [f"falsify.{tid}" for tid, c in ran if c is not None and c.status == "failed"]
-    good = [f"falsify.{tid}" for tid, c in ran if c is not None and c.status == "passed"]
-    skip = [f"falsify.{tid}" for tid, c in ran if c is not None and c.status == "skipped"]
+    bad: list[str] = []
+    good: list[str] = []
+    other: list[str] = []
+    for t in tests:
+        c = ctx.result(f"falsify.{t.id}")
+        if c is None:
+            continue
+        if c.status == "passed":
+            good.append(c.id)
+        elif c.status == "skipped":
+            other.append(f"{c.id} skipped")
+        else:
+            broken = broken_property(c.detail)
+            if broken is None or _same_evidence(broken, claim.property):
+                bad.append(c.id if broken is None else f"{c.id} ({broken})")
+            else:  # the test failed on another property: no evidence either way for this one
+                other.append(f"{c.id} failed on {broken}")
     if bad:
         legs.failures.append(f"{', '.join(bad)} failed")
     elif good:
         legs.evidence.extend(good)
-    elif skip:
-        legs.missing.append((", ".join(skip), f"{', '.join(skip)} skipped"))
+    elif other:
+        legs.missing.append((", ".join(o.split(" ")[0] for o in other), "; ".join(other)))
     else:
         legs.failures.append(f"falsify checks for {claim.property} did not run")
+
+
+_TAG = re.compile(r"\[([a-z_]+)/PO[1-8]\]: ")
+
+
+def broken_property(detail: str) -> str | None:
+    """The property a failed ``falsify.*`` check names in its finding tag (``race [race_free/PO7]:
+    ...``), or None when it failed otherwise (values out of tolerance, a contract error)."""
+    m = _TAG.search(detail)
+    return m.group(1) if m else None
+
+
+def _same_evidence(broken: str, claimed: str) -> bool:
+    values = ("reference", "rounding")  # both are judged on the output values
+    return broken == claimed or (broken in values and claimed in values)
 
 
 def judge_claim(ctx: Context, contract: Contract, claim: Claim, facts: LeanFacts | str) -> Legs:
