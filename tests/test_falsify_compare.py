@@ -217,3 +217,15 @@ def test_make_case_caps_threads_shared_and_scalar_range() -> None:
 def test_f16_inputs_beyond_range_become_infinities_quietly() -> None:
     h = falsify.random_values(np.random.default_rng(3), "f16", 100, -1e6, 1e6)
     assert h.dtype == np.float16 and np.isinf(h).any()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1)), max_size=40))
+def test_zero_ulp_flags_exactly_the_differing_encodings(pairs: list[tuple[int, int]]) -> None:
+    """Any f32 bit patterns: 0 ulp fails exactly where the values differ (NaN = NaN, +0 = -0)."""
+    g = np.array([p[0] for p in pairs], dtype=np.uint32).view(np.float32)
+    w = np.array([p[1] for p in pairs], dtype=np.uint32).view(np.float32)
+    c = falsify.compare_output("y", g, w, "f32", Tolerance(ulp=0))
+    same = (g == w) | (np.isnan(g) & np.isnan(w))
+    assert c.bad == int((~same).sum())
+    assert (c.first == "") == bool(same.all())
