@@ -183,6 +183,34 @@ def test_launch_gate_evaluates_every_binding() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "build, reason",
+    [
+        ("[nvcc, -arch=sm_86, -ptx, -o, vadd.ptx, vadd.cu]", None),
+        ("[nvcc, --gpu-architecture, sm_86, --ptx, --output-file=vadd.ptx, vadd.cu]", None),
+        ("[nvcc, -arch=compute_86, -ptx, -o, vadd.ptx, vadd.cu]", None),
+        ("[nvcc, -arch=sm_80, -ptx, -o, vadd.ptx, vadd.cu]",
+         "kernel.build -arch sm_80 does not match kernel.target sm_86"),
+        ("[nvcc, -ptx, -o, vadd.ptx, vadd.cu]",
+         "kernel.build sets no -arch (nvcc would not target sm_86)"),
+        ("[nvcc, -arch=sm_86, -cubin, -o, vadd.ptx, vadd.cu]",
+         "kernel.build does not ask nvcc for PTX (-ptx)"),
+        ("[nvcc, -arch=sm_86, -ptx, -o, other.ptx, vadd.cu]",
+         "kernel.build does not write kernel.ptx (-o vadd.ptx)"),
+        ("[nvcc, -arch=sm_86, -ptx, -o, vadd.ptx, -o, x.ptx, vadd.cu]",
+         "kernel.build does not write kernel.ptx (-o vadd.ptx)"),
+        ("[nvcc, -arch=sm_86, -ptx, -o, vadd.ptx, other.cu]",
+         "kernel.build does not compile kernel.source 'vadd.cu'"),
+    ],
+)
+def test_build_must_make_the_ptx_from_the_source(build: str, reason: str | None) -> None:
+    text = (FIX / "clean.yaml").read_text().replace(
+        "build: [nvcc, -arch=sm_86, -ptx, -o, vadd.ptx, vadd.cu]", f"build: {build}"
+    )
+    gates = {g.name: g for g in lint_contract(load_contract(text.encode()), _files("clean.yaml"))}
+    assert gates["kernel"].reason == (reason or "")
+
+
 def test_kernel_without_outputs() -> None:
     text = (FIX / "clean.yaml").read_text().replace("intent: out", "intent: in")
     gates = {g.name: g for g in lint_contract(load_contract(text.encode()), _files("clean.yaml"))}

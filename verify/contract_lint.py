@@ -23,7 +23,7 @@ from typing import Any, Literal
 from ledger.bundle import check_path
 from ledger.errors import BundleError, ContractError, LedgerError
 from verify.contract import eval_expr, expr_names
-from verify.model import OBLIGATIONS, PROPERTIES, Contract
+from verify.model import OBLIGATIONS, PROPERTIES, Contract, Kernel
 from verify.report import Check, failed, passed, skipped
 
 _TEST_ID = re.compile(r"FALSIFY-[A-Z0-9-]+")
@@ -194,6 +194,39 @@ def _bundle_path(files: Mapping[str, bytes], field: str, path: str) -> str | Non
     return None
 
 
+def _flag_values(argv: tuple[str, ...], *names: str) -> list[str]:
+    """Values of ``-x V``, ``-x=V`` and ``--long V``, ``--long=V`` options in an argv."""
+    out = []
+    for i, a in enumerate(argv):
+        for n in names:
+            if a == n and i + 1 < len(argv):
+                out.append(argv[i + 1])
+            elif a.startswith(n + "="):
+                out.append(a[len(n) + 1:])
+    return out
+
+
+def _build_problems(k: Kernel) -> list[str]:
+    """``kernel.build`` must compile ``source`` to ``ptx`` as PTX for ``target``."""
+    argv = k.build
+    out = []
+    if "-ptx" not in argv and "--ptx" not in argv:
+        out.append("kernel.build does not ask nvcc for PTX (-ptx)")
+    outputs = _flag_values(argv, "-o", "--output-file")
+    if outputs != [k.ptx]:
+        out.append(f"kernel.build does not write kernel.ptx (-o {k.ptx})")
+    if k.source and k.source not in argv:
+        out.append(f"kernel.build does not compile kernel.source {k.source!r}")
+    arches = _flag_values(argv, "-arch", "--gpu-architecture")
+    want = k.target.removeprefix("sm_")
+    if not arches:
+        out.append(f"kernel.build sets no -arch (nvcc would not target {k.target})")
+    for a in arches:
+        if a.split("_", 1)[-1] != want:
+            out.append(f"kernel.build -arch {a} does not match kernel.target {k.target}")
+    return out
+
+
 def _kernel(c: Contract, files: Files) -> list[str]:
     if files is None:
         raise _Skip("no bundle")
@@ -215,6 +248,8 @@ def _kernel(c: Contract, files: Files) -> list[str]:
         out.append("kernel.launch is missing")
     if k.build and not k.source:
         out.append("kernel.build is given without kernel.source")
+    elif k.build:
+        out.extend(_build_problems(k))
     for field, path in (("kernel.ptx", k.ptx), ("kernel.source", k.source),
                         ("kernel.futhark", k.futhark)):
         if path:
