@@ -71,11 +71,13 @@ class RateLimiter:
 
     def __init__(
         self,
-        rate: float = RATE_PER_SECOND,
-        burst: float = RATE_BURST,
+        rate: float | None = None,
+        burst: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.rate, self.burst, self.clock = rate, burst, clock
+        self.rate = RATE_PER_SECOND if rate is None else rate
+        self.burst = RATE_BURST if burst is None else burst
+        self.clock = clock
         self.buckets: dict[bytes, Bucket] = {}
 
     def take(self, key: bytes) -> None:

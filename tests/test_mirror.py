@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
+import nacl.signing
 import pytest
 
 from ledger import mirror as mirror_mod
@@ -31,7 +32,7 @@ def make_origin(home: Path, count: int) -> Log:
     return log
 
 
-def node_key(log: Log) -> object:
+def node_key(log: Log) -> nacl.signing.SigningKey:
     from ledger.keys import load_node_secret
 
     return load_node_secret(log.keydir, "node")[0]

@@ -209,12 +209,16 @@ def test_openapi_lists_every_route(client: httpx.Client) -> None:
 # --- hostile requests ---------------------------------------------------------------------------
 
 
-def raw_status(url: str, target: str, method: str = "GET", body: bytes = b"") -> int:
-    """Send a request line exactly as given (no client-side path normalisation)."""
+def raw_status(
+    url: str, target: str, method: str = "GET", body: bytes = b"", length: int | None = None
+) -> int:
+    """Send a request line exactly as given (no client-side path normalisation); ``length``
+    overrides the Content-Length header (a client that lies about its body)."""
     u = urlsplit(url)
     with socket.create_connection((u.hostname, u.port), timeout=10) as s:
         head = (f"{method} {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                f"Content-Length: {len(body)}\r\n\r\n").encode("latin-1")
+                f"Content-Length: {len(body) if length is None else length}\r\n\r\n"
+                ).encode("latin-1")
         s.sendall(head + body)
         data = b""
         while b"\r\n" not in data:

@@ -1,0 +1,184 @@
+"""Shared sealing (POST /api/v1/submit): a registered node submits a signed entry to a live
+server; stale chains are re-signed, forgeries, replays, bad files and floods are refused."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import nacl.signing
+import pytest
+
+from ledger import submit as submit_mod
+from ledger.bundle import Bundle
+from ledger.canonical import canonical_json
+from ledger.encoding import b64_encode
+from ledger.entries import node_key_id, sign_entry
+from ledger.errors import VerificationFailed
+from ledger.log import Log, utc_now
+from ledger.mirror import Mirror, Remote
+from ledger.note import open_note, parse_checkpoint, parse_vkey
+from ledger.server import BackgroundServer, make_app
+from ledger.submit import RateLimiter, Rejected, bundle_fields, submit_bundle
+from tests.helpers.ledgers import REPO, run_cli
+from tests.test_mirror import make_origin, node_key, vkey_of
+from tests.test_server import bundle_files, fields, raw_status, seal_range
+
+
+@pytest.fixture()
+def served(tmp_path: Path) -> Iterator[tuple[Log, BackgroundServer]]:
+    log = make_origin(tmp_path / "log", 5)
+    with BackgroundServer(make_app(log.home, accept_submissions=True)) as srv:
+        yield log, srv
+    log.close()
+
+
+def body_for(log: Log, sk: nacl.signing.SigningKey, i: int, **change: Any) -> bytes:
+    bundle = Bundle.from_files(bundle_files(i))
+    cp = parse_checkpoint(open_note(log.store.checkpoint(), [log.verifier]).text)
+    kid = node_key_id(bytes(sk.verify_key))
+    entry = sign_entry({**bundle_fields(bundle, fields(i), cp, kid, utc_now()), **change}, sk)
+    files = {f.path: b64_encode(f.data) for f in bundle.files}
+    return canonical_json({"entry": b64_encode(entry), "files": files})
+
+
+def post(url: str, body: bytes, **headers: str) -> httpx.Response:
+    with httpx.Client(timeout=60) as c:
+        return c.post(url + "/api/v1/submit", content=body, headers=headers)
+
+
+def test_submit_appends_and_signs_a_checkpoint(
+    served: tuple[Log, BackgroundServer], tmp_path: Path
+) -> None:
+    log, srv = served
+    sk = node_key(log)
+    bundle = Bundle.from_files(bundle_files(900))
+    done = submit_bundle(srv.url, bundle, fields(900), sk, log.verifier)
+    assert (done.index, done.attempts) == (6, 1)
+    assert log.store.entry(6) == done.entry
+    assert log.store.checkpoint() == done.checkpoint
+    assert all(log.store.blob(f.digest) == f.data for f in bundle.files)
+    remote = Remote(srv.url)
+    try:  # a mirror verifies the submitted entry like any other
+        assert Mirror(tmp_path / "m", remote, vkey_of(log)).sync().new_size == 7
+    finally:
+        remote.close()
+    replay = post(srv.url, canonical_json({
+        "entry": b64_encode(done.entry),
+        "files": {f.path: b64_encode(f.data) for f in bundle.files},
+    }))
+    assert replay.status_code == 409
+
+
+def test_stale_chain_is_re_signed(served: tuple[Log, BackgroundServer]) -> None:
+    log, srv = served
+    sk = node_key(log)
+    posts = []
+
+    class Racer(httpx.HTTPTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            if request.method == "POST":
+                posts.append(request)
+                if len(posts) == 1:  # another node seals first: our chain is stale
+                    seal_range(log, sk, 700, 701)
+            return super().handle_request(request)
+
+    with httpx.Client(transport=Racer(), timeout=60) as c:
+        done = submit_bundle(srv.url, Bundle.from_files(bundle_files(901)), fields(901), sk,
+                             log.verifier, client=c)
+    assert done.attempts == 2 and done.index == 7 and len(posts) == 2
+
+
+def test_refusals(served: tuple[Log, BackgroundServer]) -> None:
+    log, srv = served
+    sk = node_key(log)
+    tried: dict[str, int] = {}
+    good = body_for(log, sk, 902)
+    obj = json.loads(good)
+    forged = json.loads(good)
+    entry = json.loads(__import__("base64").b64decode(obj["entry"]))
+    entry["kernel"]["name"] = "forged"
+    forged["entry"] = b64_encode(canonical_json(entry))
+    tried["forged signature"] = post(srv.url, canonical_json(forged)).status_code
+    stranger = nacl.signing.SigningKey.generate()
+    tried["unregistered key"] = post(srv.url, body_for(log, stranger, 903)).status_code
+    wrong_files = json.loads(good)
+    wrong_files["files"]["spec.fut"] = b64_encode(b"-- other\n")
+    tried["files differ"] = post(srv.url, canonical_json(wrong_files)).status_code
+    stale = body_for(log, sk, 904, prev_size=2)
+    tried["stale chain"] = post(srv.url, stale).status_code
+    tried["not JSON"] = post(srv.url, b"{nope").status_code
+    tried["not canonical"] = post(srv.url, json.dumps(obj, indent=1).encode()).status_code
+    tried["extra field"] = post(srv.url, canonical_json({**obj, "x": 1})).status_code
+    tried["too large"] = raw_status(srv.url, "/api/v1/submit", "POST", b"{}", 41 << 20)
+    tried["other origin"] = post(srv.url, body_for(log, sk, 905, origin="evil.example")).status_code
+    tried["huge body"] = post(srv.url, b"[" * (submit_mod.MAX_BODY + 1)).status_code
+    assert tried == {
+        "forged signature": 403, "unregistered key": 403, "files differ": 422,
+        "stale chain": 409, "not JSON": 400, "not canonical": 400, "extra field": 400,
+        "too large": 413, "other origin": 400, "huge body": 413,
+    }
+    assert post(srv.url, good).status_code == 200  # and the honest one still goes through
+    log.revoke(node_key_id(bytes(sk.verify_key)), "compromised")
+    assert post(srv.url, body_for(log, sk, 906)).status_code == 403
+
+
+def test_rate_limit(served: tuple[Log, BackgroundServer], monkeypatch: pytest.MonkeyPatch) -> None:
+    log, srv = served
+    monkeypatch.setattr(submit_mod, "RATE_BURST", 2.0)
+    monkeypatch.setattr(submit_mod, "RATE_PER_SECOND", 0.001)
+    sk = node_key(log)
+    codes = [post(srv.url, body_for(log, sk, 910 + i)).status_code for i in range(3)]
+    assert codes == [200, 200, 429]
+    now = [0.0]
+    limiter = RateLimiter(rate=1.0, burst=2.0, clock=lambda: now[0])
+    limiter.take(b"k")
+    limiter.take(b"k")
+    with pytest.raises(Rejected) as e:
+        limiter.take(b"k")
+    assert e.value.status == 429 and e.value.headers["Retry-After"] == "1"
+    limiter.take(b"other")  # buckets are per key
+    now[0] = 1.0
+    limiter.take(b"k")  # refilled
+
+
+def test_read_only_server_refuses_and_cli_submit(
+    tmp_path: Path, served: tuple[Log, BackgroundServer]
+) -> None:
+    log, srv = served
+    with BackgroundServer(make_app(log.home)) as ro:
+        assert post(ro.url, body_for(log, node_key(log), 920)).status_code == 404
+    bundle_dir = REPO / "bundles" / "vector_add"
+    if not bundle_dir.is_dir():
+        pytest.skip("bundles/vector_add is absent")
+    res = run_cli("submit", str(bundle_dir), "--server", srv.url, "--key", "node",
+                  "--vkey", vkey_of(log), "--json", home=log.home)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["index"] == 6 and out["report"]["verdict"] in ("verified", "partial")
+    assert open_note(out["checkpoint"].encode(), [parse_vkey(vkey_of(log))])
+    wrong = run_cli("submit", str(bundle_dir), "--server", srv.url, "--key", "node",
+                    "--vkey", vkey_of(make_origin(tmp_path / "x", 0)), home=log.home)
+    assert wrong.returncode == 1
+
+
+def test_answer_is_checked(served: tuple[Log, BackgroundServer]) -> None:
+    log, srv = served
+    sk = node_key(log)
+
+    class Liar(httpx.HTTPTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            resp = super().handle_request(request)
+            if request.url.path.startswith("/api/v1/proof/inclusion"):
+                resp.read()
+                p = json.loads(resp.content)
+                p["hashes"] = p["hashes"][::-1] if len(p["hashes"]) > 1 else [b64_encode(b"x" * 32)]
+                return httpx.Response(200, json=p)
+            return resp
+
+    with httpx.Client(transport=Liar(), timeout=60) as c, pytest.raises(VerificationFailed):
+        submit_bundle(srv.url, Bundle.from_files(bundle_files(930)), fields(930), sk,
+                      log.verifier, client=c)
