@@ -133,3 +133,10 @@ def test_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lexer, "MAX_TOKENS", 10)
     with pytest.raises(LeanLexError, match="more than 10 tokens"):
         lex("a " * 20)
+
+
+def test_at_heads_interpolate_the_next_string_on_the_line() -> None:
+    toks = kinds('throwErrorAt (stx.getArg 0) "bad {sorry}"\ndef x := "{plain}"')
+    assert ("ident", "sorry") in toks
+    assert toks[-1] == ("string", '"{plain}"')
+    assert ("ident", "sorry") in kinds('trace[Meta.debug] "x {sorry}"')

@@ -10,7 +10,8 @@ when Lean would see it as code:
    ``\\uHHHH`` ``\\u{H..}``) and gaps (``\\`` newline whitespace); raw strings ``r"..."`` and
    ``r#"..."#`` with any number of ``#``;
 3. interpolated strings (after ``s!``, ``f!``, ``m!``, ``throwError`` and the other heads in
-   ``INTERP_HEADS``, and after any identifier ending in ``!`` or a closing ``]``): their literal
+   ``INTERP_HEADS``, after any identifier ending in ``!`` or a closing ``]`` (``trace[c]``), and
+   the first string on the line of a ``throwErrorAt``-like head): their literal
    parts are ``istring`` tokens and every ``{...}`` part is CODE, lexed as tokens (nested braces,
    strings and further interpolations inside);
 4. character literals ``'a'`` ``'\\''`` ``'"'``; a ``'`` inside an identifier (``x'``, ``h'``) is
@@ -45,6 +46,8 @@ INTERP_HEADS = frozenset(
         "logNamedError", "logNamedWarning", "toMessageData",
     }
 )  # fmt: skip
+# Heads that take a term first (``throwErrorAt ref "..."``): the next string on the same line.
+INTERP_AT_HEADS = frozenset(h for h in INTERP_HEADS if h.endswith("At"))
 
 
 class Token(NamedTuple):
@@ -173,6 +176,8 @@ def lex_raw(text: str) -> list[RawToken]:
     finditer = _MASTER.finditer
     limit = MAX_TOKENS
     heads = INTERP_HEADS
+    at_heads = INTERP_AT_HEADS
+    at_until = -1  # after an ``...At`` head: the first string before this offset interpolates
     big = n > limit  # fewer characters than the limit: fewer tokens too, no need to count
     while True:
         if len(out) > limit:
@@ -199,6 +204,9 @@ def lex_raw(text: str) -> list[RawToken]:
                 tok = m.group(g)
                 append(("ident", tok, m.start(g)))
                 interp_next = tok in heads or tok[-1] == "!"
+                if tok in at_heads:  # ``throwErrorAt ref "..."``: a string later on this line
+                    at_until = text.find("\n", m.end())
+                    at_until = n if at_until < 0 else at_until
                 if big and len(out) > limit:
                     jump = m.end()
                     break
@@ -207,8 +215,9 @@ def lex_raw(text: str) -> list[RawToken]:
                 break
             tok = m.group(g)
             t0 = m.start(g)
-            if interp_next and tok[0] == '"':  # an interpolated string (matched as plain, or open)
+            if tok[0] == '"' and (interp_next or t0 < at_until):  # interpolated (plain or open)
                 interp_next = False
+                at_until = -1
                 in_interp = True
                 interp_start = t0
                 append(("istring", '"', t0))
