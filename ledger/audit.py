@@ -11,7 +11,8 @@ It streams the log once, in index order, never holding it in memory:
 4. every stored checkpoint verifies under the log key and its root equals the recomputed root at
    its size (a second cursor walks the checkpoints in size order beside the entries);
 5. every blob hashes to its BLAKE3 address, and every file a bundle manifest names is present;
-6. the ``keys`` / ``revocations`` index equals the registry the log's history defines.
+6. the ``keys`` / ``revocations`` index equals the registry the log's history defines;
+7. the append-only triggers are all still in place (read through ``sqlite_utils``' schema view).
 
 It works with the database's append-only triggers dropped: it trusts nothing stored but the log's
 verifier key recorded at init (or the one a mirror pinned).
@@ -150,7 +151,20 @@ def audit(
         )
     _check_blobs(store, res)
     _check_key_index(store, registry, res)
+    _check_triggers(store, res)
     return res
+
+
+def _check_triggers(store: Store, res: AuditResult) -> None:
+    import sqlite_utils
+
+    from ledger.store import APPEND_ONLY_TABLES
+
+    have = {t.name for t in sqlite_utils.Database(store.conn).triggers}
+    for table in APPEND_ONLY_TABLES:
+        for kind in ("no_update", "no_delete"):
+            if f"{table}_{kind}" not in have:
+                res.add(None, f"append-only trigger {table}_{kind} has been dropped")
 
 
 def _checkpoints_by_size(store: Store) -> Iterator[tuple[int, bytes]]:

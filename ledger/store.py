@@ -33,7 +33,7 @@ from ledger.note import Checkpoint, parse_checkpoint
 DB_NAME = "ledger.db"
 LOCK_NAME = "write.lock"
 BUSY_TIMEOUT_MS = 60_000
-_APPEND_ONLY = ("entries", "hashes", "blobs", "checkpoints", "keys", "revocations")
+APPEND_ONLY_TABLES = ("entries", "hashes", "blobs", "checkpoints", "keys", "revocations")
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the initial schema
@@ -61,7 +61,7 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TRIGGER {t}_no_delete BEFORE DELETE ON {t}
         BEGIN SELECT RAISE(ABORT, 'ledger table {t} is append-only'); END;
     """
-        for t in _APPEND_ONLY
+        for t in APPEND_ONLY_TABLES
     ),
 )
 

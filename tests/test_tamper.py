@@ -123,6 +123,10 @@ def test_changed_key_row(home: Path) -> None:
     _tamper(home, ("UPDATE keys SET name='mallory'", ()))
     out = _audit_fails_at(home, 0)
     assert any("key index row" in p["message"] for p in out["problems"])
+    assert any(
+        "append-only trigger entries_no_update has been dropped" in p["message"]
+        for p in out["problems"]
+    )
 
 
 def test_deleted_last_entry(home: Path) -> None:
