@@ -148,7 +148,7 @@ def test_cupy_engine_passes_vector_add_and_cross_checks(monkeypatch: pytest.Monk
     assert check.detail.startswith("cupy 99.0 on Fake GPU 9000 (GPU): n=1,256,1000,4099; seed 7;")
     assert "max 0 ulp; coverage from poison; interpreter ptxsim" in check.detail
     assert ": n=1: no race/bounds/barrier/initialisation/step-limit findings" in check.detail
-    assert check.tool == "cupy"
+    assert (check.tool, check.version) == ("cupy", "cupy 99.0")
 
 
 def test_cupy_engine_marshals_arguments(monkeypatch: pytest.MonkeyPatch) -> None:

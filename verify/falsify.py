@@ -14,7 +14,7 @@ One check per falsification test of ``ctx.contract``. For each size binding of a
    lists the property it violates (a finding is a bug);
 5. compare every ``out``/``inout`` buffer with the TRUSTED reference
    ``verify.references.REFERENCES[kernel.reference]`` (never code from the bundle) under the
-   test's tolerance (``verify.compare``).
+   test's tolerance (``compare_output``: ulp on the integer encoding for floats, or rel/abs).
 
 On a GPU the device cannot report races, barrier divergence, uninitialised reads or bounds:
 coverage is checked from the poison left in ``out`` buffers, and the interpreter is run as well on
@@ -113,7 +113,8 @@ class LaunchOutcome:
 class Engine(Protocol):
     """Runs one launch of a PTX entry. Raises ``CannotCheck`` when it cannot run the PTX."""
 
-    name: str  # "interpreter" | "cupy"
+    name: str  # "interpreter" | "cupy": the check's ``tool``
+    version: str  # e.g. "ptxsim 0.1.0", "cupy 13.3.0": the check's ``version``
     description: str  # for the detail, e.g. "interpreter ptxsim 0.1 (CPU)"
     observes_findings: bool  # False: races, bounds and barriers cannot be seen (a GPU)
 
@@ -141,9 +142,9 @@ class InterpreterEngine:
         self.step_limit = step_limit
         self.max_findings = max_findings
         self._modules: dict[bytes, Any] = {}
-        version = ptxsim.VERSION
+        self.version = ptxsim.ENGINE  # "ptxsim <version>"
         where = f"CPU; {why}" if why else "CPU"
-        self.description = f"interpreter ptxsim {version} ({where})".replace("  ", " ")
+        self.description = f"interpreter {self.version} ({where})"
 
     def module(self, ptx: bytes) -> Any:
         key = hashlib.sha256(ptx).digest()
@@ -594,7 +595,7 @@ def run_test(
     """
     cid = f"falsify.{test.id}"
     tool = engine.name
-    version = engine.description
+    version = engine.version
     if not test.executable or not test.sizes:
         return skipped(cid, "not executable: no sizes/properties", tool, version)
     reference = _reference(kernel)

@@ -69,8 +69,8 @@ class CupyEngine:
     def __init__(self, cupy: Any, device_name: str) -> None:
         self._cp = cupy
         self.device_name = device_name
-        version = str(getattr(cupy, "__version__", ""))
-        self.description = f"cupy {version} on {device_name} (GPU)".replace("  ", " ")
+        self.version = f"cupy {getattr(cupy, '__version__', '?')}"
+        self.description = f"{self.version} on {device_name} (GPU)"
         self._modules: dict[bytes, Any] = {}
 
     def _function(self, ptx: bytes, entry: str) -> Any:
