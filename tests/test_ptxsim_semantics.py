@@ -295,3 +295,33 @@ def test_cp_async_counts_as_written_once_waited_for() -> None:
     assert go("4", "cp.async.wait_all;") == []
     assert (out == 0).all()  # bytes past src-size are zero-filled
     assert go("16", "") == ["uninitialised_read"]  # never waited for
+
+
+HALF_BODY = """    .shared .align 16 .b8 sm[256];
+    mov.u32 %r9, sm;
+    shl.b32 %r10, %r1, 1;
+    add.u32 %r11, %r9, %r10;
+    cvt.u16.u32 %h1, %r5;
+    st.shared.u16 [%r11], %h1;
+    and.b32 %r12, %r10, -4;
+    add.u32 %r13, %r9, %r12;
+    {read}
+"""
+
+
+def test_race_tracking_is_per_byte() -> None:
+    a = np.arange(32, dtype=np.uint32) + 0x100
+    out = np.zeros(32, np.uint32)
+
+    def go(read: str) -> list[str]:
+        body = HALF_BODY.replace("{read}", read)
+        r = launch(load_module(HEAD + body + TAIL), "k", (1, 1, 1), (32, 1, 1),
+                   [Buffer(a, "in", "a"), Buffer(a, "in", "b"), Buffer(a, "in", "c"),
+                    Buffer(out, "out", "out")])
+        return [f.kind for f in r.findings]
+
+    # neighbours write the two halves of one word: no race; each reads back its own half
+    assert go("ld.shared.u16 %h2, [%r11];\n    cvt.u32.u16 %r8, %h2;") == []
+    assert np.array_equal(out, a)
+    # reading the whole word reads the neighbour's half: a race
+    assert go("ld.shared.u32 %r8, [%r13];") == ["race"]

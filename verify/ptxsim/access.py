@@ -119,7 +119,8 @@ def _shared(m: Machine, saddr: np.ndarray, w: int, t: np.ndarray, align: int,
 
 
 def _mark(sh: Any, flat: np.ndarray, w: int) -> None:
-    sh.ever[(flat[:, None] + np.arange(w)[None, :]).ravel()] = True
+    b, _ = sh.granules(flat, w, flat)
+    sh.ever[b] = True
 
 
 def _local(m: Machine, laddr: np.ndarray, w: int, t: np.ndarray, align: int,

@@ -116,7 +116,7 @@ class Machine:
         self.live_warp = np.bincount((t >> 5)[~self.exited], minlength=self.W).astype(np.int64)
         self.special = _Specials(self, local)
         self.shared_size = prog.static_shared + dynamic_shared
-        self.shared = SharedSpace(self.nblk, self.shared_size, self.W) \
+        self.shared = SharedSpace(self.nblk, self.shared_size, self.W, prog.shared_granule) \
             if self.shared_size else None
         self.local_size = max(prog.local_size, 0)
         self.local = np.zeros(self.T * self.local_size, np.uint8) if self.local_size else None

@@ -124,12 +124,13 @@ class GlobalSpace:
 class SharedSpace:
     """Shared memory of every block, with race and initialisation tracking per byte."""
 
-    def __init__(self, nblocks: int, size: int, nwarps: int) -> None:
+    def __init__(self, nblocks: int, size: int, nwarps: int, granule: int = 1) -> None:
         self.size = size
         self.stride = max(16, (size + 15) // 16 * 16)
-        n = nblocks * self.stride
+        self.granule = granule  # bytes tracked together: every shared access covers whole ones
+        n = nblocks * self.stride // granule
         self.nblocks = nblocks
-        self.data = np.zeros(n, np.uint8)
+        self.data = np.zeros(nblocks * self.stride, np.uint8)
         self.lastw = np.full(n, -1, np.int32)
         self.lastw_line = np.zeros(n, np.int32)
         self.lastw_ep = np.zeros(n, np.int32)
@@ -141,10 +142,11 @@ class SharedSpace:
         self.rb_ep = np.zeros(n, np.int32)
         self.ever = np.zeros(n, bool)
         self.warp_epoch = np.zeros(nwarps, np.int32)
+        self.epochs = False  # set by the first bar.warp.sync
 
     def reset_interval(self, blocks: np.ndarray) -> None:
         for arr in (self.lastw, self.ra, self.rb):
-            arr.reshape(self.nblocks, self.stride)[blocks] = -1
+            arr.reshape(self.nblocks, self.stride // self.granule)[blocks] = -1
 
     def _conflict(self, other: np.ndarray, ep: np.ndarray, t: np.ndarray) -> np.ndarray:
         """Another thread's access, not ordered with this one by bar.warp.sync."""
@@ -153,46 +155,63 @@ class SharedSpace:
             (w != (t >> 5)) | (ep == self.warp_epoch[w]))
         return res
 
+    def granules(self, flat: np.ndarray, width: int, t: np.ndarray) -> tuple[
+            np.ndarray, np.ndarray]:
+        g, k = self.granule, width // self.granule
+        if k == 1:
+            return flat // g, t.astype(np.int32)
+        return ((flat // g)[:, None] + np.arange(k)[None, :]).ravel(), np.repeat(
+            t.astype(np.int32), k)
+
     def track_read(self, flat: np.ndarray, width: int, t: np.ndarray, line: int,
                    report: Report) -> None:
-        b = (flat[:, None] + np.arange(width)[None, :]).ravel()
-        tt = np.repeat(t.astype(np.int32), width)
+        b, tt = self.granules(flat, width, t)
+        G = self.granule
         lw = self.lastw[b]
-        bad = np.flatnonzero(self._conflict(lw, self.lastw_ep[b], tt))
-        if bad.size:
-            i = bad[0]
-            report("race", f"shared byte {{S{b[i]}}} read by thread {{T{tt[i]}}} at PTX line "
-                   f"{line} and written by thread {{T{lw[i]}}} at PTX line "
-                   f"{self.lastw_line[b[i]]} in the same barrier interval",
-                   int(tt[i]), int(b[i]))
-        un = np.flatnonzero(~self.ever[b])
-        if un.size:
-            i = un[0]
-            report("uninitialised_read", f"shared byte {{S{b[i]}}} read by thread {{T{tt[i]}}} "
-                   f"at PTX line {line} was never written in this launch", int(tt[i]), int(b[i]))
-        ep = self.warp_epoch[tt >> 5]
-        empty = self.ra[b] < 0
-        if empty.any():
-            e = np.flatnonzero(empty)
+        cand = np.flatnonzero((lw >= 0) & (lw != tt))
+        if cand.size:
+            bad = cand[self._conflict(lw[cand], self.lastw_ep[b[cand]], tt[cand])]
+            if bad.size:
+                i = bad[0]
+                report("race", f"shared byte {{S{b[i] * G}}} read by thread {{T{tt[i]}}} at PTX "
+                       f"line {line} and written by thread {{T{lw[i]}}} at PTX line "
+                       f"{self.lastw_line[b[i]]} in the same barrier interval",
+                       int(tt[i]), int(b[i]) * G)
+        ev = self.ever[b]
+        if not ev.all():
+            i = int(np.flatnonzero(~ev)[0])
+            report("uninitialised_read", f"shared byte {{S{b[i] * G}}} read by thread "
+                   f"{{T{tt[i]}}} "
+                   f"at PTX line {line} was never written in this launch", int(tt[i]),
+                   int(b[i]) * G)
+        ra = self.ra[b]
+        new = ra < 0
+        if new.any():
+            e = np.flatnonzero(new)
             self.ra[b[e]] = tt[e]
             self.ra_line[b[e]] = line
-            self.ra_ep[b[e]] = ep[e]
-        ra = self.ra[b]
-        second = (ra != tt) & (self.rb[b] < 0)
-        if second.any():
-            e = np.flatnonzero(second)
-            self.rb[b[e]] = tt[e]
-            self.rb_line[b[e]] = line
-            self.rb_ep[b[e]] = ep[e]
-        same_ra = (ra == tt)
-        if same_ra.any():  # refresh the epoch of a repeated reader
-            e = np.flatnonzero(same_ra)
-            self.ra_ep[b[e]] = ep[e]
+            if self.epochs:
+                self.ra_ep[b[e]] = self.warp_epoch[tt[e] >> 5]
+            ra = self.ra[b]  # read back: of several readers of one byte, one was kept
+        other = np.flatnonzero(ra != tt)
+        if other.size:
+            free = other[self.rb[b[other]] < 0]
+            if free.size:
+                self.rb[b[free]] = tt[free]
+                self.rb_line[b[free]] = line
+                if self.epochs:
+                    self.rb_ep[b[free]] = self.warp_epoch[tt[free] >> 5]
+        if self.epochs:  # a repeated reader: its latest read counts
+            ep = self.warp_epoch[tt >> 5]
+            same = np.flatnonzero(ra == tt)
+            self.ra_ep[b[same]] = ep[same]
+            same_b = np.flatnonzero(self.rb[b] == tt)
+            self.rb_ep[b[same_b]] = ep[same_b]
 
     def track_write(self, flat: np.ndarray, width: int, t: np.ndarray, line: int,
                     report: Report) -> None:
-        b = (flat[:, None] + np.arange(width)[None, :]).ravel()
-        tt = np.repeat(t.astype(np.int32), width)
+        b, tt = self.granules(flat, width, t)
+        G = self.granule
         for who, wline, wep, verb in ((self.lastw, self.lastw_line, self.lastw_ep, "written"),
                                       (self.ra, self.ra_line, self.ra_ep, "read"),
                                       (self.rb, self.rb_line, self.rb_ep, "read")):
@@ -200,20 +219,21 @@ class SharedSpace:
             bad = np.flatnonzero(self._conflict(other, wep[b], tt))
             if bad.size:
                 i = bad[0]
-                report("race", f"shared byte {{S{b[i]}}} written by thread {{T{tt[i]}}} at PTX "
+                report("race", f"shared byte {{S{b[i] * G}}} written by thread {{T{tt[i]}}} at PTX "
                        f"line {line} and {verb} by thread {{T{other[i]}}} at PTX line "
-                       f"{wline[b[i]]} in the same barrier interval", int(tt[i]), int(b[i]))
+                       f"{wline[b[i]]} in the same barrier interval", int(tt[i]), int(b[i]) * G)
                 break
-        if b.size > width:
+        if b.size > width // G:
             order = np.argsort(b, kind="stable")
             bs, ts = b[order], tt[order]
             dup = np.flatnonzero((bs[1:] == bs[:-1]) & (ts[1:] != ts[:-1]))
             if dup.size:
                 i = dup[0]
-                report("race", f"shared byte {{S{bs[i]}}} written by threads {{T{ts[i]}}} and "
+                report("race", f"shared byte {{S{bs[i] * G}}} written by threads {{T{ts[i]}}} and "
                        f"{{T{ts[i + 1]}}} in one instruction at PTX line {line}",
-                       int(ts[i + 1]), int(bs[i]))
+                       int(ts[i + 1]), int(bs[i]) * G)
         self.lastw[b] = tt
         self.lastw_line[b] = line
-        self.lastw_ep[b] = self.warp_epoch[tt >> 5]
+        if self.epochs:
+            self.lastw_ep[b] = self.warp_epoch[tt >> 5]
         self.ever[b] = True

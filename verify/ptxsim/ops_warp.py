@@ -152,6 +152,7 @@ def warp_sync(ctx: Ctx) -> Fn:
         tids = m.all_idx(idx)
         _check_members(m, tids, mk(m, idx), _active(m, tids), "bar.warp.sync")
         if m.shared is not None:
+            m.shared.epochs = True
             m.shared.warp_epoch[np.unique(tids >> 5)] += 1
     return fn
 

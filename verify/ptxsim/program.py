@@ -12,6 +12,7 @@ Steps:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from verify.ptxsim.errors import UnsupportedPtx
-from verify.ptxsim.parser import Addr, Entry, Imm, Instr, Module, Operand, Reg, Sym, Vec
+from verify.ptxsim.parser import (
+    Addr,
+    Entry,
+    Imm,
+    Instr,
+    Module,
+    Operand,
+    Reg,
+    Sym,
+    Vec,
+    type_size,
+)
 from verify.ptxsim.values import (
     DTYPE,
     Getter,
@@ -65,6 +77,7 @@ class Program:
     local_size: int = 0
     param_size: int = 0
     param_offsets: list[int] = field(default_factory=list)
+    shared_granule: int = 1  # gcd of the widths of every access that may reach shared memory
 
 
 def _align(x: int, a: int) -> int:
@@ -145,6 +158,30 @@ class Ctx:
         raise unsupported(self.ins, f"operand {op}")
 
 
+def _granule(entry: Entry) -> int:
+    """Bytes of shared memory that every access covers whole (a power of two up to 16), so race
+    and initialisation tracking per granule equals tracking per byte: the gcd of the element
+    widths of all loads, stores, atomics and copies that may touch shared memory."""
+    g = 0
+    for ins in entry.instrs:
+        parts = ins.parts
+        root = parts[0]
+        if root in ("ld", "ldu", "st", "atom", "red"):
+            if any(p in ("global", "local", "param", "const") for p in parts):
+                continue
+            t = next(("." + p for p in reversed(parts) if "." + p in DTYPE), ".b8")
+            w = 1 if t == ".pred" else type_size(t)
+        elif root == "ldmatrix":
+            w = 8
+        elif root == "cp" and len(parts) > 2 and parts[2] in ("ca", "cg"):
+            size = ins.operands[2] if len(ins.operands) > 2 else None
+            w = int(size.text, 0) if isinstance(size, Imm) else 1
+        else:
+            continue
+        g = math.gcd(g, w)
+    return min(g, 16) if g else 1
+
+
 def build(module: Module, entry: Entry) -> Program:
     prog = Program(entry)
     for prefix, typ, count in entry.reg_ranges:
@@ -184,6 +221,7 @@ def build(module: Module, entry: Entry) -> Program:
 
     for ins in entry.instrs:
         prog.code.append(compile_instr(Ctx(prog, ins)))
+    prog.shared_granule = _granule(entry)
     for ci in prog.code:
         if ci.target == -2:
             label = ci.ins.operands[-1]

@@ -1,0 +1,182 @@
+"""Benchmark of the PTX interpreter (docs/bench/ptxsim.md), each figure beside a peer measured
+in the same run:
+
+1. vector add of 1,000,000 f32 (bundles/vector_add) against numpy ``a + b`` and against a
+   scalar pure-Python loop over the same lists (the naive interpreter floor: one add per
+   element, no decoding at all);
+2. the tensor-core GEMM 256 x 256 x 256 (bundles/gemm_mma: mma.sync m16n8k8, ldmatrix,
+   cp.async) against numpy's float64 matmul of the same f16 inputs;
+3. the tiled f32 GEMM 256 x 256 x 256 (bundles/gemm_tiled) and the row softmax 256 x 1024
+   (bundles/softmax_rows) against numpy.
+
+Each launch reports thread-instructions per second. Times are the best of ``--repeat`` runs on
+one core (the interpreter is single-threaded numpy). Results are checked before timing counts.
+
+Run: ``.venv/bin/python bench/bench_ptxsim.py [--repeat 3] [--write docs/bench/ptxsim.md]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from verify import ptxsim  # noqa: E402
+from verify.ptxsim import Buffer, Scalar, SimResult  # noqa: E402
+
+
+def best(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), out
+
+
+def mod(name: str) -> ptxsim.Module:
+    return ptxsim.load_module((ROOT / "bundles" / name / f"{name}.ptx").read_bytes())
+
+
+def row(name: str, sim_s: float, r: SimResult, peer: str, peer_s: float) -> list[str]:
+    return [name, f"{sim_s:.3f}", f"{r.thread_instructions:,}",
+            f"{r.thread_instructions / sim_s / 1e6:.1f}", peer, f"{peer_s:.4f}",
+            f"{sim_s / peer_s:,.0f}x"]
+
+
+def bench_vadd(repeat: int) -> list[list[str]]:
+    n = 1_000_000
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    c = np.zeros(n, np.float32)
+    m = mod("vector_add")
+
+    def sim() -> SimResult:
+        return ptxsim.launch(m, "vector_add", ((n + 255) // 256, 1, 1), (256, 1, 1),
+                             [Buffer(a, "in", "a"), Buffer(b, "in", "b"), Buffer(c, "out", "c"),
+                              Scalar(n, ".u32")])
+
+    s, r = best(sim, repeat)
+    assert isinstance(r, SimResult) and r.findings == () and np.array_equal(c, a + b)
+    p, _ = best(lambda: a + b, repeat)
+    al, bl = a.tolist(), b.tolist()
+
+    def py_loop() -> list[float]:
+        out = [0.0] * n
+        for i in range(n):
+            out[i] = al[i] + bl[i]
+        return out
+
+    q, _ = best(py_loop, 1)
+    return [row("vector_add n=1,000,000", s, r, "numpy a + b", p),
+            row("vector_add n=1,000,000", s, r, "pure-Python loop", q)]
+
+
+def bench_mma(repeat: int) -> list[list[str]]:
+    M = N = K = 256
+    rng = np.random.default_rng(1)
+    a = rng.uniform(-1, 1, M * K).astype(np.float16)
+    b = rng.uniform(-1, 1, K * N).astype(np.float16)
+    c = np.zeros(M * N, np.float32)
+    m = mod("gemm_mma")
+
+    def sim() -> SimResult:
+        return ptxsim.launch(m, "gemm_mma", (N // 32, M // 32, 1), (128, 1, 1),
+                             [Buffer(a, "in", "a"), Buffer(b, "in", "b"), Buffer(c, "out", "c"),
+                              Scalar(M, ".u32"), Scalar(N, ".u32"), Scalar(K, ".u32")])
+
+    s, r = best(sim, repeat)
+    A, B = a.reshape(M, K).astype(np.float64), b.reshape(K, N).astype(np.float64)
+    assert isinstance(r, SimResult) and r.findings == ()
+    assert np.allclose(c.reshape(M, N), A @ B, rtol=1e-4, atol=2e-4)
+    p, _ = best(lambda: a.reshape(M, K).astype(np.float64) @ b.reshape(K, N).astype(np.float64),
+                repeat)
+    return [row("gemm_mma 256x256x256 (mma.sync)", s, r, "numpy f64 matmul", p)]
+
+
+def bench_tiled(repeat: int) -> list[list[str]]:
+    M = N = K = 256
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal(M * K).astype(np.float32)
+    b = rng.standard_normal(K * N).astype(np.float32)
+    c = np.zeros(M * N, np.float32)
+    m = mod("gemm_tiled")
+
+    def sim() -> SimResult:
+        return ptxsim.launch(m, "gemm_tiled", (N // 16, M // 16, 1), (16, 16, 1),
+                             [Buffer(a, "in", "a"), Buffer(b, "in", "b"), Buffer(c, "out", "c"),
+                              Scalar(M, ".u32"), Scalar(N, ".u32"), Scalar(K, ".u32")])
+
+    s, r = best(sim, repeat)
+    ref = a.reshape(M, K).astype(np.float64) @ b.reshape(K, N)
+    assert isinstance(r, SimResult) and r.findings == ()
+    assert np.allclose(c.reshape(M, N), ref, rtol=1e-4, atol=1e-4)
+    p, _ = best(lambda: a.reshape(M, K) @ b.reshape(K, N), repeat)
+    return [row("gemm_tiled 256x256x256 (f32)", s, r, "numpy f32 matmul", p)]
+
+
+def bench_softmax(repeat: int) -> list[list[str]]:
+    rows, cols = 256, 1024
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(rows * cols).astype(np.float32)
+    y = np.zeros_like(x)
+    m = mod("softmax_rows")
+
+    def sim() -> SimResult:
+        return ptxsim.launch(m, "softmax_rows", (rows, 1, 1), (256, 1, 1),
+                             [Buffer(x, "in", "x"), Buffer(y, "out", "y"), Scalar(rows, ".u32"),
+                              Scalar(cols, ".u32")])
+
+    def peer() -> np.ndarray:
+        X = x.reshape(rows, cols)
+        e = np.exp(X - X.max(axis=1, keepdims=True))
+        out: np.ndarray = e / e.sum(axis=1, keepdims=True)
+        return out
+
+    s, r = best(sim, repeat)
+    assert isinstance(r, SimResult) and r.findings == ()
+    assert np.allclose(y.reshape(rows, cols), peer(), rtol=1e-5, atol=1e-7)
+    p, _ = best(peer, repeat)
+    return [row("softmax_rows 256x1024", s, r, "numpy softmax", p)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--write", type=Path, default=None)
+    args = ap.parse_args()
+    rows = (bench_vadd(args.repeat) + bench_mma(args.repeat) + bench_tiled(args.repeat)
+            + bench_softmax(args.repeat))
+    head = ["launch", "ptxsim s", "thread-instr", "M thread-instr/s", "peer", "peer s",
+            "ratio"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    cmd = "OMP_NUM_THREADS=1 .venv/bin/python bench/bench_ptxsim.py " + " ".join(sys.argv[1:])
+    env = (f"Python {platform.python_version()}, numpy {np.__version__}, "
+           f"{platform.machine()}, {os.cpu_count()} CPUs visible; {ptxsim.ENGINE}")
+    table = "\n".join(lines)
+    print(table)
+    print(f"\ncommand: {cmd}\n{env}")
+    if args.write is not None:
+        text = args.write.read_text() if args.write.exists() else ""
+        marker = "<!-- bench-results -->"
+        block = f"{marker}\n\nCommand: `{cmd.strip()}`  \n{env}\n\n{table}\n"
+        if marker in text:
+            text = text[: text.index(marker)] + block
+        else:
+            text = text + "\n" + block
+        args.write.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
