@@ -176,3 +176,11 @@ def test_entry_missing_from_the_ptx_fails() -> None:
         "failed",
         "kernel.entry 'vector_ad' is not an .entry of the PTX",
     )
+
+
+def test_time_budget_spent_skips_the_remaining_tests() -> None:
+    ctx, _ = vadd_parts()
+    ctx.options = Options(use_gpu=False, timeout=0.0)
+    checks = falsify.run(ctx)
+    assert [c.status for c in checks] == ["skipped", "skipped"]
+    assert checks[0].detail.endswith(": n=1; seed 7: " + falsify.BUDGET_SPENT)

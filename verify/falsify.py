@@ -22,7 +22,8 @@ the test's smallest binding to look for every other finding (see docs/falsificat
 
 Status: ``passed`` when every binding ran without a finding and within tolerance; ``failed`` with
 the first finding or the first element out of tolerance; ``skipped`` when the engine could not run
-the PTX (``UnsupportedPtx``, a ``CannotCheck``), never ``passed``.
+the PTX (``UnsupportedPtx``, a ``CannotCheck``) or the time budget (``options.timeout`` seconds
+for all tests of the bundle together) was spent, never ``passed``.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ MAX_BLOCK_THREADS = 1024
 MAX_GRID_BLOCKS = 1 << 20  # more blocks than any contract test needs
 MAX_THREADS = 1 << 22  # threads of one launch: the interpreter holds every thread's registers
 MAX_DYNAMIC_SHARED = 227 << 10  # the largest opt-in shared memory per block of any current GPU
+# Every falsify.* check of one bundle shares one wall-clock budget: ``options.timeout`` seconds
+# (a contract can list many tests and sizes; the step limit bounds each launch only).
+BUDGET_SPENT = "not run: the falsification time budget (--timeout) was spent on earlier launches"
 PTX_TYPES = {
     "f16": ".f16",
     "f32": ".f32",
@@ -586,12 +590,14 @@ def run_test(
     engine: Engine,
     *,
     cross_check: Engine | None = None,
+    deadline: float | None = None,
 ) -> Check:
     """One ``falsify.<TEST-ID>`` check (steps 1-5 of the module docstring).
 
     When ``engine`` cannot observe findings (a GPU), ``cross_check`` (default: the interpreter)
     runs the test's smallest binding to look for races, barrier divergence, bounds and
-    uninitialised reads.
+    uninitialised reads. Past ``deadline`` (``time.monotonic()``), no further binding starts and
+    the test is skipped.
     """
     cid = f"falsify.{test.id}"
     tool = engine.name
@@ -614,6 +620,8 @@ def run_test(
     worst = _Worst()
     for sizes in test.sizes:
         where = f"{engine.description}: {_fmt_sizes([sizes])}; seed {seed}"
+        if deadline is not None and time.monotonic() > deadline:
+            return skipped(cid, f"{where}: {BUDGET_SPENT}", tool, version)
         try:
             case = make_case(kernel, test, sizes, rng)
         except CannotCheck as e:
@@ -682,7 +690,8 @@ def run(ctx: Context) -> list[Check]:
     if not engine.observes_findings:
         cross = InterpreterEngine(step_limit=ctx.options.interp_step_limit)
     checks: list[Check] = []
+    deadline = time.monotonic() + ctx.options.timeout
     for t in contract.falsification:
         seed = ctx.options.seed if ctx.options.seed is not None else t.seed
-        checks.append(run_test(kernel, t, ptx, seed, engine, cross_check=cross))
+        checks.append(run_test(kernel, t, ptx, seed, engine, cross_check=cross, deadline=deadline))
     return checks
