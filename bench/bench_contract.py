@@ -36,16 +36,20 @@ FIX = ROOT / "tests" / "fixtures" / "contracts"
 INPUTS = [
     ("clean.yaml (kernel contract, 2.7 KB)", FIX / "clean.yaml"),
     ("softmax-kernel-v1.yaml (pv, 6.3 KB)", FIX / "corpus" / "softmax-kernel-v1.yaml"),
-    ("quantized-dot-product-v1.yaml (pv, 12.5 KB)",
-     FIX / "corpus" / "quantized-dot-product-v1.yaml"),
+    (
+        "quantized-dot-product-v1.yaml (pv, 12.5 KB)",
+        FIX / "corpus" / "quantized-dot-product-v1.yaml",
+    ),
 ]
 HEADER = (
     "| contract | load_contract | load + lint + JSON Schema | yaml.safe_load (pure Python) "
     "| yaml CSafeLoader | ratio ours / safe_load | ratio ours / CSafeLoader |\n"
     "|---|---:|---:|---:|---:|---:|---:|"
 )
-EXPRS = [("ceil_div(n, 256)", {"n": 4099}), ("max(ceil_div(m*n, 32), 1) + k % 7", {"m": 5, "n": 7,
-                                                                                    "k": 9})]
+EXPRS = [
+    ("ceil_div(n, 256)", {"n": 4099}),
+    ("max(ceil_div(m*n, 32), 1) + k % 7", {"m": 5, "n": 7, "k": 9}),
+]
 
 
 def _medians_us(fns: list[Callable[[], object]], repeat: int) -> list[float]:
@@ -78,8 +82,10 @@ def _contract_row(label: str, data: bytes, repeat: int) -> str:
         ],
         repeat,
     )
-    return (f"| {label} | {ours:.0f} | {whole:.0f} | {py:.0f} | {c:.0f} | "
-            f"{ours / py:.2f} | {ours / c:.2f} |")
+    return (
+        f"| {label} | {ours:.0f} | {whole:.0f} | {py:.0f} | {c:.0f} | "
+        f"{ours / py:.2f} | {ours / c:.2f} |"
+    )
 
 
 def _expr_row(expr: str, sizes: dict[str, int], repeat: int) -> str:

@@ -114,14 +114,23 @@ def test_quantized_dot_product_has_no_equations() -> None:
 def test_equation_level_lean_theorems_are_collected() -> None:
     c = load_contract((CORPUS / "cooperative-matrix-gemm-v1.yaml").read_bytes())
     assert [(r.theorem, r.status, r.where) for r in c.lean_refs] == [
-        ("ProvableContracts.CooperativeMatrix.matmul_block_sum", "claimed",
-         "equations.cooperative_gemm.lean_theorem"),
-        ("ProvableContracts.CooperativeMatrix.f16_accumulation_error_bound", "claimed",
-         "equations.f16_error_bound.lean_theorem"),
+        (
+            "ProvableContracts.CooperativeMatrix.matmul_block_sum",
+            "claimed",
+            "equations.cooperative_gemm.lean_theorem",
+        ),
+        (
+            "ProvableContracts.CooperativeMatrix.f16_accumulation_error_bound",
+            "claimed",
+            "equations.f16_error_bound.lean_theorem",
+        ),
     ]
     c = load_contract((CORPUS / "cuda-kernel-safety-v1.yaml").read_bytes())
     assert [r.theorem for r in c.lean_refs] == [
-        "Theorems.Kernel_Ffi", "Theorems.Qualifier_Preservation", "Theorems.Host_Transpilation"]
+        "Theorems.Kernel_Ffi",
+        "Theorems.Qualifier_Preservation",
+        "Theorems.Host_Transpilation",
+    ]
 
 
 # A stand-in for upstream's CooperativeTiling.lean as the corpus README describes it: the first

@@ -27,10 +27,14 @@ RANDOM_DOCS = 400
 EXPRESSIONS = 600
 
 
-
 def _fuzz(n: int) -> settings:
-    return settings(max_examples=n, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+    return settings(
+        max_examples=n,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
 
 
 def _exercise(data: bytes) -> Contract | None:
@@ -82,24 +86,87 @@ def test_mutations_of_a_valid_contract(ops: list[tuple[str, int, int]]) -> None:
 
 
 _KEYS = [
-    "metadata", "version", "description", "equations", "formula", "lean_theorem",
-    "proof_obligations", "property", "lean", "theorem", "status", "falsification_tests", "id",
-    "sizes", "tolerance", "ulp", "rel", "abs", "properties", "seed", "inputs", "low", "high",
-    "certificate", "obligation", "kernel", "name", "entry", "ptx", "params", "ptr", "scalar",
-    "shape", "value", "intent", "launch", "grid", "block", "shared_bytes", "resources",
-    "max_registers", "spills", "build", "source", "futhark", "reference", "target", "n",
+    "metadata",
+    "version",
+    "description",
+    "equations",
+    "formula",
+    "lean_theorem",
+    "proof_obligations",
+    "property",
+    "lean",
+    "theorem",
+    "status",
+    "falsification_tests",
+    "id",
+    "sizes",
+    "tolerance",
+    "ulp",
+    "rel",
+    "abs",
+    "properties",
+    "seed",
+    "inputs",
+    "low",
+    "high",
+    "certificate",
+    "obligation",
+    "kernel",
+    "name",
+    "entry",
+    "ptx",
+    "params",
+    "ptr",
+    "scalar",
+    "shape",
+    "value",
+    "intent",
+    "launch",
+    "grid",
+    "block",
+    "shared_bytes",
+    "resources",
+    "max_registers",
+    "spills",
+    "build",
+    "source",
+    "futhark",
+    "reference",
+    "target",
+    "n",
 ]
 _LEAVES = (
-    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
     | st.floats(allow_nan=True, allow_infinity=True)
-    | st.sampled_from(["n", "ceil_div(n, 256)", "f32", "u32", "in", "out", "PO1", "coverage",
-                       "FALSIFY-X-1", "proved", "sorry", "nvcc", "sm_86", "vadd.ptx", ""])
+    | st.sampled_from(
+        [
+            "n",
+            "ceil_div(n, 256)",
+            "f32",
+            "u32",
+            "in",
+            "out",
+            "PO1",
+            "coverage",
+            "FALSIFY-X-1",
+            "proved",
+            "sorry",
+            "nvcc",
+            "sm_86",
+            "vadd.ptx",
+            "",
+        ]
+    )
     | st.text(max_size=12)
 )
 _VALUES = st.recursive(
     _LEAVES,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.sampled_from(_KEYS) | st.text(max_size=6), inner, max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(_KEYS) | st.text(max_size=6), inner, max_size=5)
+    ),
     max_leaves=30,
 )
 
@@ -111,13 +178,37 @@ def test_random_structured_documents(doc: dict[str, Any], metadata: Any) -> None
     _exercise(yaml.safe_dump(doc, allow_unicode=True).encode())
 
 
-_EXPR_TOKENS = ["n", "m", "k", "0", "1", "256", "+", "-", "*", "//", "%", "(", ")", ",",
-                "ceil_div(", "min(", "max(", " ", "/", "**", "x", "9999999999"]
+_EXPR_TOKENS = [
+    "n",
+    "m",
+    "k",
+    "0",
+    "1",
+    "256",
+    "+",
+    "-",
+    "*",
+    "//",
+    "%",
+    "(",
+    ")",
+    ",",
+    "ceil_div(",
+    "min(",
+    "max(",
+    " ",
+    "/",
+    "**",
+    "x",
+    "9999999999",
+]
 
 
 @_fuzz(EXPRESSIONS)
-@given(st.lists(st.sampled_from(_EXPR_TOKENS), max_size=30),
-       st.dictionaries(st.sampled_from(["n", "m", "k"]), st.integers(-10**6, 10**6)))
+@given(
+    st.lists(st.sampled_from(_EXPR_TOKENS), max_size=30),
+    st.dictionaries(st.sampled_from(["n", "m", "k"]), st.integers(-(10**6), 10**6)),
+)
 def test_eval_expr_never_crashes(tokens: list[str], sizes: dict[str, int]) -> None:
     try:
         v = eval_expr("".join(tokens), sizes)

@@ -73,8 +73,10 @@ def test_each_fixture_trips_exactly_its_gate(gate: str) -> None:
         ("executable", "FALSIFY-CLEAN-001 sizes[1] does not bind n"),
         ("launch", "FALSIFY-CLEAN-001 sizes[1] (n=0): grid[0] = 0 (must be 1..2147483647)"),
         ("kernel", "kernel.futhark 'missing.fut' is not in the bundle"),
-        ("reference", "kernel.reference 'no_such_reference' is not in the trusted reference "
-         "registry"),
+        (
+            "reference",
+            "kernel.reference 'no_such_reference' is not in the trusted reference registry",
+        ),
         ("certificate", "certificate[3] property race_free is listed by no executable test"),
         ("lean-status", "Clean.guard_in_bounds (proof_obligations[1].lean) has status 'sorry'"),
     ],
@@ -136,14 +138,18 @@ def test_lean_scan_error_fails_closed(monkeypatch: pytest.MonkeyPatch) -> None:
     files = _files("clean.yaml")
     check = lint_check(load_contract(files["contract.yaml"]), files)
     assert (check.status, check.detail) == (
-        "failed", "lean-exists: lean.scan could not read the bundle's Lean files: injected fault")
+        "failed",
+        "lean-exists: lean.scan could not read the bundle's Lean files: injected fault",
+    )
 
 
 def test_more_certificate_problems() -> None:
     text = (FIX / "clean.yaml").read_text()
-    text = text.replace("obligation: PO8", "obligation: PO9").replace(
-        "property: coverage\n    statement", "property: speed\n    statement"
-    ).replace("resources: {max_registers: 32, max_shared_bytes: 0, spills: forbid}", "")
+    text = (
+        text.replace("obligation: PO8", "obligation: PO9")
+        .replace("property: coverage\n    statement", "property: speed\n    statement")
+        .replace("resources: {max_registers: 32, max_shared_bytes: 0, spills: forbid}", "")
+    )
     gates = {g.name: g for g in lint_contract(load_contract(text.encode()))}
     assert gates["certificate"].reason == (
         "certificate[0] property 'speed' is unknown; certificate[2] claims resources but "
@@ -155,8 +161,11 @@ def test_more_kernel_problems() -> None:
     text = (FIX / "clean.yaml").read_text()
     text = text.replace("  entry: vector_add\n", "").replace("ptx: vadd.ptx", "ptx: ../x.ptx")
     text = text.replace("  source: vadd.cu\n", "")
-    text = text.replace("  launch:\n    grid: [\"ceil_div(n, 256)\", 1, 1]\n"
-                        "    block: [256, 1, 1]\n    shared_bytes: 0\n", "")
+    text = text.replace(
+        '  launch:\n    grid: ["ceil_div(n, 256)", 1, 1]\n'
+        "    block: [256, 1, 1]\n    shared_bytes: 0\n",
+        "",
+    )
     files = _files("clean.yaml")
     gates = {g.name: g for g in lint_contract(load_contract(text.encode()), files)}
     assert gates["kernel"].reason == (
@@ -189,23 +198,37 @@ def test_launch_gate_evaluates_every_binding() -> None:
         ("[nvcc, -arch=sm_86, -ptx, -o, vadd.ptx, vadd.cu]", None),
         ("[nvcc, --gpu-architecture, sm_86, --ptx, --output-file=vadd.ptx, vadd.cu]", None),
         ("[nvcc, -arch=compute_86, -ptx, -o, vadd.ptx, vadd.cu]", None),
-        ("[nvcc, -arch=sm_80, -ptx, -o, vadd.ptx, vadd.cu]",
-         "kernel.build -arch sm_80 does not match kernel.target sm_86"),
-        ("[nvcc, -ptx, -o, vadd.ptx, vadd.cu]",
-         "kernel.build sets no -arch (nvcc would not target sm_86)"),
-        ("[nvcc, -arch=sm_86, -cubin, -o, vadd.ptx, vadd.cu]",
-         "kernel.build does not ask nvcc for PTX (-ptx)"),
-        ("[nvcc, -arch=sm_86, -ptx, -o, other.ptx, vadd.cu]",
-         "kernel.build does not write kernel.ptx (-o vadd.ptx)"),
-        ("[nvcc, -arch=sm_86, -ptx, -o, vadd.ptx, -o, x.ptx, vadd.cu]",
-         "kernel.build does not write kernel.ptx (-o vadd.ptx)"),
-        ("[nvcc, -arch=sm_86, -ptx, -o, vadd.ptx, other.cu]",
-         "kernel.build does not compile kernel.source 'vadd.cu'"),
+        (
+            "[nvcc, -arch=sm_80, -ptx, -o, vadd.ptx, vadd.cu]",
+            "kernel.build -arch sm_80 does not match kernel.target sm_86",
+        ),
+        (
+            "[nvcc, -ptx, -o, vadd.ptx, vadd.cu]",
+            "kernel.build sets no -arch (nvcc would not target sm_86)",
+        ),
+        (
+            "[nvcc, -arch=sm_86, -cubin, -o, vadd.ptx, vadd.cu]",
+            "kernel.build does not ask nvcc for PTX (-ptx)",
+        ),
+        (
+            "[nvcc, -arch=sm_86, -ptx, -o, other.ptx, vadd.cu]",
+            "kernel.build does not write kernel.ptx (-o vadd.ptx)",
+        ),
+        (
+            "[nvcc, -arch=sm_86, -ptx, -o, vadd.ptx, -o, x.ptx, vadd.cu]",
+            "kernel.build does not write kernel.ptx (-o vadd.ptx)",
+        ),
+        (
+            "[nvcc, -arch=sm_86, -ptx, -o, vadd.ptx, other.cu]",
+            "kernel.build does not compile kernel.source 'vadd.cu'",
+        ),
     ],
 )
 def test_build_must_make_the_ptx_from_the_source(build: str, reason: str | None) -> None:
-    text = (FIX / "clean.yaml").read_text().replace(
-        "build: [nvcc, -arch=sm_86, -ptx, -o, vadd.ptx, vadd.cu]", f"build: {build}"
+    text = (
+        (FIX / "clean.yaml")
+        .read_text()
+        .replace("build: [nvcc, -arch=sm_86, -ptx, -o, vadd.ptx, vadd.cu]", f"build: {build}")
     )
     gates = {g.name: g for g in lint_contract(load_contract(text.encode()), _files("clean.yaml"))}
     assert gates["kernel"].reason == (reason or "")
@@ -220,10 +243,15 @@ def test_kernel_without_outputs() -> None:
 
 
 def test_executable_gate_reports_unknown_property_and_prose_tests() -> None:
-    c = load_contract((FIX / "clean.yaml").read_text().replace(
-        "properties: [reference, coverage, bounds]",
-        "properties: [reference, speed]\n  - {id: FALSIFY-CLEAN-002, rule: r, prediction: p}",
-    ).encode())
+    c = load_contract(
+        (FIX / "clean.yaml")
+        .read_text()
+        .replace(
+            "properties: [reference, coverage, bounds]",
+            "properties: [reference, speed]\n  - {id: FALSIFY-CLEAN-002, rule: r, prediction: p}",
+        )
+        .encode()
+    )
     gates = {g.name: g for g in lint_contract(c)}
     assert gates["executable"].reason == (
         "FALSIFY-CLEAN-001 lists unknown properties speed; FALSIFY-CLEAN-002 is prose only "
@@ -317,7 +345,9 @@ def test_run_reports_json_schema_problems() -> None:
     ctx = Context(Bundle.from_files(files))
     schema, lint = contract_group.run(ctx)
     assert (schema.status, schema.detail) == (
-        "failed", "equations.vector_add.invariants: expected array")
+        "failed",
+        "equations.vector_add.invariants: expected array",
+    )
     assert lint.status == "skipped" and ctx.contract is None
 
 
@@ -326,12 +356,12 @@ def test_run_on_lint_failure() -> None:
     schema, lint = contract_group.run(ctx)
     assert schema.status == "passed" and ctx.contract is not None
     assert (lint.status, lint.detail) == (
-        "failed", "kernel: kernel.futhark 'missing.fut' is not in the bundle")
+        "failed",
+        "kernel: kernel.futhark 'missing.fut' is not in the bundle",
+    )
 
 
-@pytest.mark.parametrize(
-    "bundle", sorted((ROOT / "bundles").glob("*/")), ids=lambda p: p.name
-)
+@pytest.mark.parametrize("bundle", sorted((ROOT / "bundles").glob("*/")), ids=lambda p: p.name)
 def test_run_on_shipped_bundles(bundle: Path) -> None:
     ctx = Context(Bundle.from_dir(bundle))
     schema, lint = contract_group.run(ctx)

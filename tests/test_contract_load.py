@@ -86,7 +86,7 @@ def test_duplicate_nested_key_is_refused() -> None:
 
 
 def test_non_utf8_is_refused() -> None:
-    assert _err(b"metadata: {description: \"caf\xe9\"}\n") == (
+    assert _err(b'metadata: {description: "caf\xe9"}\n') == (
         "contract: not UTF-8 (bad byte at offset 28)"
     )
     assert _err("metadata: {}".encode("utf-16")).startswith("contract: not UTF-8")
@@ -96,7 +96,7 @@ def test_control_characters_are_refused() -> None:
     assert _err(b"\x01metadata: {}\n") == (
         "contract: character U+0001 at offset 0 is not allowed in YAML"
     )
-    assert _err(b"metadata: {description: \"a\x1bb\"}\n") == (
+    assert _err(b'metadata: {description: "a\x1bb"}\n') == (
         "contract: character U+001B at offset 26 is not allowed in YAML"
     )
 
@@ -133,8 +133,10 @@ def test_merge_keys_are_refused() -> None:
         (b"? [a]\n: b\n", "contract: line 1, column 3: mapping key is a sequence, not a string"),
         (b"", "contract: the YAML document is empty"),
         (b"- 1\n", "contract: the document must be a mapping, got a list"),
-        (b"a: 1\n---\nb: 2\n", "contract: line 2, column 1: YAML syntax error: "
-         "but found another document"),
+        (
+            b"a: 1\n---\nb: 2\n",
+            "contract: line 2, column 1: YAML syntax error: but found another document",
+        ),
     ],
 )
 def test_structural_refusals(doc: bytes, msg: str) -> None:
@@ -175,62 +177,138 @@ def test_missing_metadata() -> None:
 @pytest.mark.parametrize(
     "old, new, msg",
     [
-        ('grid: ["ceil_div(n, 256)", 1, 1]', 'grid: ["n ** 2", 1, 1]',
-         "kernel.launch.grid[0]: expected an expression: expression 'n ** 2': unexpected '*'"),
-        ('grid: ["ceil_div(n, 256)", 1, 1]', "grid: [[n], 1, 1]",
-         "kernel.launch.grid[0]: expected an expression, got a list"),
-        ("block: [256, 1, 1]", "block: [256, 1]",
-         "kernel.launch.block: expected 3 expressions, got 2"),
-        ('grid: ["ceil_div(n, 256)", 1, 1]', 'grid: ["__import__(\'os\')", 1, 1]',
-         "kernel.launch.grid[0]: expected an expression: expression \"__import__('os')\": "
-         "unexpected \"'os')\""),
-        ("{name: n, scalar: u32, value: n}", "{name: n, scalar: u32, ptr: u32, value: n}",
-         "kernel.params[3]: needs exactly one of 'ptr' or 'scalar'"),
-        ("{name: n, scalar: u32, value: n}", "{name: n, scalar: u32}",
-         "kernel.params[3].value: missing (a scalar needs a value expression)"),
-        ("{name: a, ptr: f32, intent: in, shape: [n]}", "{name: a, ptr: f128, shape: [n]}",
-         "kernel.params[0].ptr: 'f128' is not one of f16, f32, f64, s32, u32, s64, u64, u8, s8"),
-        ("{name: a, ptr: f32, intent: in, shape: [n]}", "{name: a, ptr: f32, intent: rw, "
-         "shape: [n]}", "kernel.params[0].intent: 'rw' is not one of in, out, inout"),
-        ("{name: b, ptr: f32, intent: in, shape: [n]}", "{name: a, ptr: f32, shape: [n]}",
-         "kernel.params[1].name: duplicate parameter 'a'"),
-        ("{name: a, ptr: f32, intent: in, shape: [n]}", "{name: 1a, ptr: f32, shape: [n]}",
-         "kernel.params[0].name: '1a' is not a name ([A-Za-z_][A-Za-z0-9_]*)"),
+        (
+            'grid: ["ceil_div(n, 256)", 1, 1]',
+            'grid: ["n ** 2", 1, 1]',
+            "kernel.launch.grid[0]: expected an expression: expression 'n ** 2': unexpected '*'",
+        ),
+        (
+            'grid: ["ceil_div(n, 256)", 1, 1]',
+            "grid: [[n], 1, 1]",
+            "kernel.launch.grid[0]: expected an expression, got a list",
+        ),
+        (
+            "block: [256, 1, 1]",
+            "block: [256, 1]",
+            "kernel.launch.block: expected 3 expressions, got 2",
+        ),
+        (
+            'grid: ["ceil_div(n, 256)", 1, 1]',
+            "grid: [\"__import__('os')\", 1, 1]",
+            "kernel.launch.grid[0]: expected an expression: expression \"__import__('os')\": "
+            "unexpected \"'os')\"",
+        ),
+        (
+            "{name: n, scalar: u32, value: n}",
+            "{name: n, scalar: u32, ptr: u32, value: n}",
+            "kernel.params[3]: needs exactly one of 'ptr' or 'scalar'",
+        ),
+        (
+            "{name: n, scalar: u32, value: n}",
+            "{name: n, scalar: u32}",
+            "kernel.params[3].value: missing (a scalar needs a value expression)",
+        ),
+        (
+            "{name: a, ptr: f32, intent: in, shape: [n]}",
+            "{name: a, ptr: f128, shape: [n]}",
+            "kernel.params[0].ptr: 'f128' is not one of f16, f32, f64, s32, u32, s64, u64, u8, s8",
+        ),
+        (
+            "{name: a, ptr: f32, intent: in, shape: [n]}",
+            "{name: a, ptr: f32, intent: rw, shape: [n]}",
+            "kernel.params[0].intent: 'rw' is not one of in, out, inout",
+        ),
+        (
+            "{name: b, ptr: f32, intent: in, shape: [n]}",
+            "{name: a, ptr: f32, shape: [n]}",
+            "kernel.params[1].name: duplicate parameter 'a'",
+        ),
+        (
+            "{name: a, ptr: f32, intent: in, shape: [n]}",
+            "{name: 1a, ptr: f32, shape: [n]}",
+            "kernel.params[0].name: '1a' is not a name ([A-Za-z_][A-Za-z0-9_]*)",
+        ),
         ("  target: sm_86\n", "  target: sm86\n", "kernel.target: 'sm86' is not an sm_NN target"),
-        ("  target: sm_86\n", "  tagret: sm_86\n", "kernel.tagret: unknown field (allowed: name, "
-         "version, entry, target, ptx, source, build, futhark, reference, params, launch, "
-         "resources)"),
-        ("build: [nvcc, -arch=sm_86, -ptx, -o, vadd.ptx, vadd.cu]", "build: [sh, -c, 'rm -rf /']",
-         "kernel.build[0]: the build command must start with 'nvcc'"),
-        ("  version: \"1.0.0\"\n  entry", "  entry", "kernel.version: missing (recorded in the "
-         "ledger entry)"),
-        ("spills: forbid", "spills: maybe", "kernel.resources.spills: 'maybe' is not forbid or "
-         "allow"),
-        ("max_registers: 32", "max_registers: 300",
-         "kernel.resources.max_registers: 300 is out of range [1, 255]"),
-        ("    tolerance: {ulp: 0}\n", "",
-         "falsification_tests[0]: has sizes, properties but no tolerance (an executable test "
-         "needs sizes, tolerance and properties)"),
-        ("tolerance: {ulp: 0}", "tolerance: {ulp: -1}",
-         "falsification_tests[0].tolerance.ulp: must not be negative"),
-        ("tolerance: {ulp: 0}", "tolerance: {}",
-         "falsification_tests[0].tolerance: needs ulp, rel or abs"),
-        ("tolerance: {ulp: 0}", "tolerance: {ulps: 0}",
-         "falsification_tests[0].tolerance.ulps: unknown field (allowed: ulp, rel, abs)"),
-        ("{n: 1000}", "{n: -5}", "falsification_tests[0].sizes[1].n: -5 is out of range "
-         "[0, 1099511627776]"),
-        ("{n: 1000}", "{n: true}", "falsification_tests[0].sizes[1].n: expected an integer, "
-         "got a boolean"),
-        ("inputs: {low: -100.0, high: 100.0}", "inputs: {low: 5, high: 1}",
-         "falsification_tests[0].inputs: low 5.0 is above high 1.0"),
-        ("inputs: {low: -100.0, high: 100.0}", "inputs: {low: .nan, high: 1}",
-         "falsification_tests[0].inputs.low: expected a finite number"),
+        (
+            "  target: sm_86\n",
+            "  tagret: sm_86\n",
+            "kernel.tagret: unknown field (allowed: name, "
+            "version, entry, target, ptx, source, build, futhark, reference, params, launch, "
+            "resources)",
+        ),
+        (
+            "build: [nvcc, -arch=sm_86, -ptx, -o, vadd.ptx, vadd.cu]",
+            "build: [sh, -c, 'rm -rf /']",
+            "kernel.build[0]: the build command must start with 'nvcc'",
+        ),
+        (
+            '  version: "1.0.0"\n  entry',
+            "  entry",
+            "kernel.version: missing (recorded in the ledger entry)",
+        ),
+        (
+            "spills: forbid",
+            "spills: maybe",
+            "kernel.resources.spills: 'maybe' is not forbid or allow",
+        ),
+        (
+            "max_registers: 32",
+            "max_registers: 300",
+            "kernel.resources.max_registers: 300 is out of range [1, 255]",
+        ),
+        (
+            "    tolerance: {ulp: 0}\n",
+            "",
+            "falsification_tests[0]: has sizes, properties but no tolerance (an executable test "
+            "needs sizes, tolerance and properties)",
+        ),
+        (
+            "tolerance: {ulp: 0}",
+            "tolerance: {ulp: -1}",
+            "falsification_tests[0].tolerance.ulp: must not be negative",
+        ),
+        (
+            "tolerance: {ulp: 0}",
+            "tolerance: {}",
+            "falsification_tests[0].tolerance: needs ulp, rel or abs",
+        ),
+        (
+            "tolerance: {ulp: 0}",
+            "tolerance: {ulps: 0}",
+            "falsification_tests[0].tolerance.ulps: unknown field (allowed: ulp, rel, abs)",
+        ),
+        (
+            "{n: 1000}",
+            "{n: -5}",
+            "falsification_tests[0].sizes[1].n: -5 is out of range [0, 1099511627776]",
+        ),
+        (
+            "{n: 1000}",
+            "{n: true}",
+            "falsification_tests[0].sizes[1].n: expected an integer, got a boolean",
+        ),
+        (
+            "inputs: {low: -100.0, high: 100.0}",
+            "inputs: {low: 5, high: 1}",
+            "falsification_tests[0].inputs: low 5.0 is above high 1.0",
+        ),
+        (
+            "inputs: {low: -100.0, high: 100.0}",
+            "inputs: {low: .nan, high: 1}",
+            "falsification_tests[0].inputs.low: expected a finite number",
+        ),
         ("id: FALSIFY-CLEAN-001", "ident: FALSIFY-CLEAN-001", "falsification_tests[0].id: missing"),
         ("    theorem: Clean.index_injective\n", "", "certificate[0].theorem: missing"),
-        ("lean: {theorem: Clean.index_injective, module: Clean, status: proved}",
-         "lean: {module: Clean}", "proof_obligations[0].lean.theorem: missing"),
-        ('  version: "1.0.0"\n  description', "  version: [1]\n  description",
-         "metadata.version: expected a string, got a list"),
+        (
+            "lean: {theorem: Clean.index_injective, module: Clean, status: proved}",
+            "lean: {module: Clean}",
+            "proof_obligations[0].lean.theorem: missing",
+        ),
+        (
+            '  version: "1.0.0"\n  description',
+            "  version: [1]\n  description",
+            "metadata.version: expected a string, got a list",
+        ),
     ],
 )
 def test_errors_name_the_field(old: str, new: str, msg: str) -> None:
@@ -238,8 +316,12 @@ def test_errors_name_the_field(old: str, new: str, msg: str) -> None:
 
 
 def test_messages_are_one_bounded_line() -> None:
-    msg = _err(_mutate("{name: a, ptr: f32, intent: in, shape: [n]}",
-                       "{name: a, ptr: '" + "f" * 5000 + "', shape: [n]}"))
+    msg = _err(
+        _mutate(
+            "{name: a, ptr: f32, intent: in, shape: [n]}",
+            "{name: a, ptr: '" + "f" * 5000 + "', shape: [n]}",
+        )
+    )
     assert len(msg) == 400 and msg.startswith("kernel.params[0].ptr: 'ffff") and msg.endswith("...")
     msg = _err(b'metadata: {}\nkernel: {"a\\nb\\tc": 1, name: k, version: "1"}\n')
     assert msg.startswith("kernel.a\\x0ab\\x09c: unknown field")
@@ -266,13 +348,21 @@ def test_section_types() -> None:
 
 def test_clean_contract_model() -> None:
     c = load_contract(CLEAN)
-    assert (c.name, c.version, c.description) == ("clean_vadd", "1.0.0", "f32 vector add "
-                                                  "(test fixture)")
+    assert (c.name, c.version, c.description) == (
+        "clean_vadd",
+        "1.0.0",
+        "f32 vector add (test fixture)",
+    )
     assert c.equations == ("vector_add",)
     k = c.kernel
     assert k is not None
     assert (k.entry, k.ptx, k.source, k.futhark, k.target) == (
-        "vector_add", "vadd.ptx", "vadd.cu", "vadd.fut", "sm_86")
+        "vector_add",
+        "vadd.ptx",
+        "vadd.cu",
+        "vadd.fut",
+        "sm_86",
+    )
     assert k.build == ("nvcc", "-arch=sm_86", "-ptx", "-o", "vadd.ptx", "vadd.cu")
     assert k.reference == "vector_add_f32"
     assert k.params[0] == Param("a", "ptr", "f32", intent="in", shape=("n",))
@@ -287,14 +377,21 @@ def test_clean_contract_model() -> None:
     assert (t.seed, t.input_low, t.input_high) == (7, -100.0, 100.0)
     assert t.properties == ("reference", "coverage", "bounds")
     assert [(cl.obligation, cl.property) for cl in c.claims] == [
-        ("PO1", "coverage"), ("PO2", "bounds"), ("PO5", "resources"), ("PO8", "reference")]
+        ("PO1", "coverage"),
+        ("PO2", "bounds"),
+        ("PO5", "resources"),
+        ("PO8", "reference"),
+    ]
     assert c.lean_refs[:2] == (
         LeanRef("Clean.index_injective", "proved", "proof_obligations[0].lean"),
         LeanRef("Clean.guard_in_bounds", "proved", "proof_obligations[1].lean"),
     )
     assert [(r.theorem, r.status) for r in c.lean_refs[2:]] == [
-        ("Clean.index_injective", "claimed"), ("Clean.guard_in_bounds", "claimed"),
-        ("Clean.resources_fit", "claimed"), ("Clean.work_bounded", "claimed")]
+        ("Clean.index_injective", "claimed"),
+        ("Clean.guard_in_bounds", "claimed"),
+        ("Clean.resources_fit", "claimed"),
+        ("Clean.work_bounded", "claimed"),
+    ]
 
 
 def test_prose_tests_load_as_not_executable_and_equation_theorems_are_collected() -> None:

@@ -150,9 +150,7 @@ def _where(mark: Any) -> str:
 
 
 def _reader_error(e: yaml.reader.ReaderError) -> str:
-    return (
-        f"contract: character U+{e.character:04X} at offset {e.position} is not allowed in YAML"
-    )
+    return f"contract: character U+{e.character:04X} at offset {e.position} is not allowed in YAML"
 
 
 def parse_yaml(data: bytes) -> Any:
@@ -358,8 +356,14 @@ def expr_names(expr: str) -> frozenset[str]:
 
 
 def _type_name(v: object) -> str:
-    names = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean",
-             int: "an integer", float: "a number"}
+    names = {
+        dict: "a mapping",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+    }
     return names.get(type(v), "null" if v is None else type(v).__name__)
 
 
@@ -477,8 +481,20 @@ def _kernel(v: object) -> Kernel:
     d = _map(v, path)
     _known(
         d,
-        ("name", "version", "entry", "target", "ptx", "source", "build", "futhark",
-         "reference", "params", "launch", "resources"),
+        (
+            "name",
+            "version",
+            "entry",
+            "target",
+            "ptx",
+            "source",
+            "build",
+            "futhark",
+            "reference",
+            "params",
+            "launch",
+            "resources",
+        ),
         path,
     )
     for k in ("name", "version"):
@@ -603,8 +619,16 @@ def _ftest(v: object, path: str) -> FalsificationTest:
         if low > high:
             raise ContractError(f"{path}.inputs: low {low} is above high {high}")
     return FalsificationTest(
-        tid, rule, prediction, tuple(sizes), Tolerance(**tol), props,
-        seed=seed, input_low=low, input_high=high, executable=True,
+        tid,
+        rule,
+        prediction,
+        tuple(sizes),
+        Tolerance(**tol),
+        props,
+        seed=seed,
+        input_low=low,
+        input_high=high,
+        executable=True,
     )
 
 

@@ -32,6 +32,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 def _escape(m: re.Match[str]) -> str:
     return f"\\x{ord(m.group()):02x}"
+
+
 _PROVED = ("proved", "claimed")
 
 GateStatus = Literal["passed", "failed", "skipped"]
@@ -128,9 +130,12 @@ def _executable(c: Contract, files: Files) -> list[str]:
 
 
 _INT_RANGES = {
-    "u8": (0, (1 << 8) - 1), "s8": (-(1 << 7), (1 << 7) - 1),
-    "u32": (0, (1 << 32) - 1), "s32": (-(1 << 31), (1 << 31) - 1),
-    "u64": (0, (1 << 64) - 1), "s64": (-(1 << 63), (1 << 63) - 1),
+    "u8": (0, (1 << 8) - 1),
+    "s8": (-(1 << 7), (1 << 7) - 1),
+    "u32": (0, (1 << 32) - 1),
+    "s32": (-(1 << 31), (1 << 31) - 1),
+    "u64": (0, (1 << 64) - 1),
+    "s64": (-(1 << 63), (1 << 63) - 1),
 }
 _GRID_MAX = (2**31 - 1, 65535, 65535)
 _BLOCK_MAX = (1024, 1024, 64)
@@ -202,7 +207,7 @@ def _flag_values(argv: tuple[str, ...], *names: str) -> list[str]:
             if a == n and i + 1 < len(argv):
                 out.append(argv[i + 1])
             elif a.startswith(n + "="):
-                out.append(a[len(n) + 1:])
+                out.append(a[len(n) + 1 :])
     return out
 
 
@@ -250,8 +255,11 @@ def _kernel(c: Contract, files: Files) -> list[str]:
         out.append("kernel.build is given without kernel.source")
     elif k.build:
         out.extend(_build_problems(k))
-    for field, path in (("kernel.ptx", k.ptx), ("kernel.source", k.source),
-                        ("kernel.futhark", k.futhark)):
+    for field, path in (
+        ("kernel.ptx", k.ptx),
+        ("kernel.source", k.source),
+        ("kernel.futhark", k.futhark),
+    ):
         if path:
             problem = _bundle_path(files, field, path)
             if problem:
@@ -332,8 +340,11 @@ def _lean_exists(c: Contract, files: Files) -> list[str]:
         if thm in scan.rejected:
             out.append(f"{named} is rejected by lean.scan")
         elif thm not in scan.theorems:
-            out.append(f"{named} is not a theorem" if thm in declared
-                       else f"{named} is not in the bundle's Lean files")
+            out.append(
+                f"{named} is not a theorem"
+                if thm in declared
+                else f"{named} is not in the bundle's Lean files"
+            )
     problems = scan.problems
     if problems and any(t in scan.rejected for t in where):
         out.append(f"first lean.scan problem: {problems[0]}")
@@ -419,8 +430,9 @@ def schema_errors(doc: Any, schema: Mapping[str, Any] | None = None) -> list[str
     return out
 
 
-def _validate(v: Any, s: Mapping[str, Any], root: Mapping[str, Any], path: str,
-              out: list[str]) -> None:
+def _validate(
+    v: Any, s: Mapping[str, Any], root: Mapping[str, Any], path: str, out: list[str]
+) -> None:
     where = path or "(document)"
     if "$ref" in s:
         ref = s["$ref"]
@@ -471,8 +483,9 @@ def _validate(v: Any, s: Mapping[str, Any], root: Mapping[str, Any], path: str,
             out.append(f"{where}: matches {matches} of the {len(s['oneOf'])} allowed shapes")
 
 
-def _validate_object(v: dict[str, Any], s: Mapping[str, Any], root: Mapping[str, Any],
-                     path: str, out: list[str]) -> None:
+def _validate_object(
+    v: dict[str, Any], s: Mapping[str, Any], root: Mapping[str, Any], path: str, out: list[str]
+) -> None:
     where = path or "(document)"
     for k in s.get("required", []):
         if k not in v:
