@@ -227,3 +227,21 @@ def test_round_trip(value: object) -> None:
     assert canonical_json(parsed) == data
     # The parsed value equals the original (ints and integral floats compare numerically).
     assert parsed == value
+
+
+_plain_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5)
+    ),
+    max_leaves=30,
+)
+
+
+@given(_plain_values)
+def test_fast_path_equals_reference_writer(obj: object) -> None:
+    """canonical_json's C-encoder fast path produces exactly the reference writer's bytes
+    (non-ASCII keys and any float fall back to the reference writer itself)."""
+    from ledger.canonical import canonical_json_reference
+
+    assert canonical_json(obj) == canonical_json_reference(obj)
