@@ -325,3 +325,27 @@ def test_race_tracking_is_per_byte() -> None:
     assert np.array_equal(out, a)
     # reading the whole word reads the neighbour's half: a race
     assert go("ld.shared.u32 %r8, [%r13];") == ["race"]
+
+
+def test_pack_unpack_and_two_predicate_setp() -> None:
+    a = np.array([0x11223344, 5, 0xFFFFFFFF, 7], np.uint32)
+    b = np.array([0xAABBCCDD, 9, 1, 7], np.uint32)
+    body = """    mov.b64 %rd10, {%r5, %r6};
+    mov.b64 {%r9, %r10}, %rd10;
+    mov.b32 {%h1, %h2}, %r9;
+    mov.b32 %r11, {%h2, %h1};
+    setp.lt.u32 %p1|%p2, %r10, %r5;
+    selp.u32 %r12, 1, 0, %p1;
+    selp.u32 %r13, 2, 0, %p2;
+    add.u32 %r14, %r12, %r13;
+    set.eq.u32.u32 %r15, %r5, %r6;
+    and.b32 %r15, %r15, 4;
+    add.u32 %r14, %r14, %r15;
+    shl.b32 %r14, %r14, 28;
+    and.b32 %r11, %r11, 0x0FFFFFFF;
+    or.b32 %r8, %r11, %r14;
+"""
+    got = run(body, a, b)
+    swapped = ((a >> 16) | (a << 16)) & 0x0FFFFFFF
+    flags = np.where(b < a, 1, 2) + np.where(a == b, 4, 0)
+    assert np.array_equal(got, swapped | (flags.astype(np.uint32) << 28))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from verify.ptxsim.parser import Imm, Reg, Sym, Vec, type_size
+from verify.ptxsim.parser import Imm, PredDst, Reg, Sym, Vec, type_size
 from verify.ptxsim.program import Ctx, Fn
 from verify.ptxsim.values import DTYPE, SBITS, UBITS, Idx, is_float, is_signed, unsupported
 
@@ -253,8 +253,8 @@ def setp(ctx: Ctx) -> Fn:
     bop = next((p for p in parts[2:] if p in ("and", "or", "xor")), None)
     ops = ins.operands
     dst = ops[0]
-    p_set = ctx.set(dst.reg if not isinstance(dst, Reg) and hasattr(dst, "reg") else dst, ".pred")
-    q_set = ctx.set(dst.pred, ".pred") if hasattr(dst, "pred") else None
+    p_set = ctx.set(dst.reg if isinstance(dst, PredDst) else dst, ".pred")
+    q_set = ctx.set(dst.pred, ".pred") if isinstance(dst, PredDst) else None
     a, b = ctx.get(ops[1], t), ctx.get(ops[2], t)
     c = ctx.get(ops[3], ".pred") if bop else None
     combine = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
