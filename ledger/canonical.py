@@ -128,7 +128,7 @@ def _simple(obj: object) -> bool:
                     return False
             stack.extend(o.values())  # type: ignore[attr-defined]
         elif t is list or t is tuple:
-            stack.extend(o)  # type: ignore[call-overload]
+            stack.extend(o)  # type: ignore[arg-type]
         else:
             return False
         if nodes > 1_000_000:
