@@ -167,3 +167,25 @@ def test_sorry_inserted_after_any_code_token_is_caught() -> None:
         col = off - (mutated.rfind("\n", 0, off) + 1) + 1
         scan = scan_sources({"w.lean": mutated.encode()})
         assert (row, col) in {(p.line, p.col) for p in scan.problems}, (t, scan.problems)
+
+
+def test_scan_limits_are_problems() -> None:
+    from verify.lean import scan as scan_mod
+
+    deep = scan_file("d.lean", b"namespace A\n" * (scan_mod.MAX_SCOPES + 1))
+    assert [p.what for p in deep.problems] == [
+        f"limit: namespaces and sections nest deeper than {scan_mod.MAX_SCOPES}"
+    ]
+    many = scan_file("m.lean", b"sorry " * (scan_mod.MAX_PROBLEMS + 50))
+    assert len(many.problems) == scan_mod.MAX_PROBLEMS + 1
+    assert many.problems[-1].what.startswith("limit: more than")
+    imports = scan_file("i.lean", b"import A\n" * (scan_mod.MAX_IMPORTS + 1))
+    assert imports.problems[0].what == f"limit: more than {scan_mod.MAX_IMPORTS} imports"
+    long_name = scan_file("l.lean", b"a" * 5000 + b" x\n")
+    (p,) = long_name.problems
+    assert p.what.startswith("unknown command `aaa") and len(p.what) <= 120
+
+
+def test_unclosed_attribute_lists_stay_linear() -> None:
+    fs = scan_file("a.lean", b"@[" * 20000)
+    assert fs.problems[0].what == "attribute @[ (not in the allow-list)"

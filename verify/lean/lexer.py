@@ -178,6 +178,7 @@ def lex_raw(text: str) -> list[RawToken]:
     heads = INTERP_HEADS
     at_heads = INTERP_AT_HEADS
     at_until = -1  # after an ``...At`` head: the first string before this offset interpolates
+    line_end = -1  # end of the line of the last ``...At`` head
     big = n > limit  # fewer characters than the limit: fewer tokens too, no need to count
     while True:
         if len(out) > limit:
@@ -205,8 +206,10 @@ def lex_raw(text: str) -> list[RawToken]:
                 append(("ident", tok, m.start(g)))
                 interp_next = tok in heads or tok[-1] == "!"
                 if tok in at_heads:  # ``throwErrorAt ref "..."``: a string later on this line
-                    at_until = text.find("\n", m.end())
-                    at_until = n if at_until < 0 else at_until
+                    if m.end() > line_end:  # find each line's end once (no quadratic rescans)
+                        line_end = text.find("\n", m.end())
+                        line_end = n if line_end < 0 else line_end
+                    at_until = line_end
                 if big and len(out) > limit:
                     jump = m.end()
                     break

@@ -180,7 +180,13 @@ class _Walker:
         self.scopes: list[tuple[str, str | None]] = []  # (namespace|section|mutual, component)
 
     def problem(self, t: RawToken, what: str) -> None:
+        if len(what) > 120:
+            what = what[:100] + "..." + what[-17:]
+        if len(self.problems) > MAX_PROBLEMS:
+            return
         line, col = self.pos.at(t[2])
+        if len(self.problems) == MAX_PROBLEMS:
+            what = f"limit: more than {MAX_PROBLEMS} problems in this file (the rest not listed)"
         last = self.problems[-1] if self.problems else None
         if last is not None and (last.line, last.col) == (line, col):
             return  # one problem per place: the first rule that saw it
@@ -202,6 +208,9 @@ class _Walker:
                 continue
             if nxt[1] in REJECT_WORDS:
                 self.problem(nxt, REJECT_WORDS[nxt[1]])
+            if len(self.imports) >= MAX_IMPORTS:
+                self.problem(toks[k], f"limit: more than {MAX_IMPORTS} imports")
+                break
             self.imports.append(".".join(_parts(nxt[1])))
             k += 2
         # 2. the commands; the common tokens take the short paths
@@ -212,9 +221,21 @@ class _Walker:
         col0_ok = COL0_WORDS
         suffixes = _CONST_SUFFIXES
         opens, closes = _OPEN, _CLOSE
+        attr_level: list[
+            int
+        ] = []  # depth inside each open attribute list (@[...], attribute [...])
+        attr_start = False  # the next token directly in the innermost list names an attribute
         for k in range(first, len(toks)):
             t = toks[k]
             kind, text, off = t
+            if attr_level and depth == attr_level[-1] and text not in closes:
+                if text == ",":
+                    attr_start = True
+                    continue
+                if attr_start and text not in ("local", "scoped", "-"):
+                    attr_start = False
+                    if kind != "ident" or text not in ALLOWED_ATTRS:
+                        self.problem(t, f"attribute {text} (not in the allow-list)")
             if kind == "ident":
                 if text in special:
                     if text in REJECT_WORDS:
@@ -225,10 +246,6 @@ class _Walker:
                         self.problem(t, "import after the start of the file")
                     elif text == "set_option":
                         self.option(k)
-                    elif text == "attribute":
-                        nxt = self.tok(k + 1)
-                        if nxt is not None and nxt[1] == "[":
-                            self.attributes(k + 1)
                     if depth == 0:
                         if text == "private":
                             private = True
@@ -246,9 +263,13 @@ class _Walker:
             elif kind == "symbol":
                 if text in opens:
                     depth += 1
-                    if text == "@[":
-                        self.attributes(k)
+                    if text == "@[" or (text == "[" and k and toks[k - 1][1] == "attribute"):
+                        attr_level.append(depth)
+                        attr_start = True
                 elif text in closes and depth:
+                    if attr_level and depth == attr_level[-1]:
+                        attr_level.pop()
+                        attr_start = False
                     depth -= 1
             elif kind == "command" and text not in ALLOWED_HASH:
                 self.problem(t, f"{text} (command not allowed)" if text != "#exit" else text)
@@ -266,31 +287,6 @@ class _Walker:
         name = nxt[1]
         if name not in ALLOWED_OPTIONS and not name.startswith(ALLOWED_OPTION_PREFIXES):
             self.problem(nxt, f"set_option {name} (option not allowed)")
-
-    def attributes(self, k: int) -> None:
-        """Check the attribute names of the bracket group opened at token ``k``."""
-        d = 0
-        start = True
-        toks = self.toks
-        for j in range(k + 1, len(toks)):
-            t = toks[j]
-            kind, text = t[0], t[1]
-            if kind == "symbol" and text in _OPEN:
-                d += 1
-            elif kind == "symbol" and text in _CLOSE:
-                if d == 0:
-                    return
-                d -= 1
-            elif d == 0 and text == ",":
-                start = True
-                continue
-            if not start:
-                continue
-            if text in ("local", "scoped", "-"):
-                continue
-            start = False
-            if kind != "ident" or text not in ALLOWED_ATTRS:
-                self.problem(t, f"attribute {text} (not in the allow-list)")
 
     def qualify(self, text: str) -> str:
         parts = _parts(text)
@@ -326,7 +322,8 @@ class _Walker:
 
     def _skip_group(self, j: int) -> int:
         d = 0
-        while j < len(self.toks):
+        end = min(len(self.toks), j + MAX_GROUP_TOKENS)
+        while j < end:
             kind, text, _ = self.toks[j]
             if kind == "symbol" and text in _OPEN:
                 d += 1
@@ -339,6 +336,9 @@ class _Walker:
 
     def scope(self, k: int) -> None:
         t = self.toks[k]
+        if len(self.scopes) >= MAX_SCOPES and t[1] != "end":
+            self.problem(t, f"limit: namespaces and sections nest deeper than {MAX_SCOPES}")
+            return
         nxt = self.tok(k + 1)
         named = (
             nxt is not None
@@ -369,12 +369,16 @@ class _Walker:
                     return
 
 
+MAX_PROBLEMS = 1000  # problems listed per file
+MAX_IMPORTS = 1000  # imports per file
+MAX_GROUP_TOKENS = 10_000  # tokens in an instance priority
+MAX_SCOPES = 256  # open namespace/section components
 _SCOPE_WORDS = frozenset({"namespace", "section", "end", "mutual"})
 _SPECIAL_IDENTS = (
     frozenset(REJECT_WORDS)
     | DECL_HEADS
     | _SCOPE_WORDS
-    | {"native", "import", "set_option", "attribute", "private"}
+    | {"native", "import", "set_option", "private"}
 )
 _CONST_SUFFIXES = tuple(REJECT_CONSTANTS)
 
