@@ -230,3 +230,23 @@ def test_findings_attached_to_unsupported_ptx_still_fail(monkeypatch: pytest.Mon
     check = falsify.run_test(contract.kernel, contract.falsification[0], ptx, 7, engine)
     assert check.status == "failed"
     assert check.detail.endswith(": n=1; seed 7: race [race_free/PO7]: shared byte 4 ...")
+
+
+def test_cupy_run_is_cross_checked_for_races_by_the_interpreter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a "GPU" the racy softmax may give right values; the interpreter run still fails it."""
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(1))
+    planted = ROOT / "tests" / "fixtures" / "planted" / "missing_barrier"
+    bundle = Bundle.from_dir(planted)
+    contract = load_contract(bundle.file("contract.yaml"))
+    assert contract.kernel is not None
+    engine, _ = gpu.probe()
+    assert engine is not None
+    test = contract.falsification[0]
+    check = falsify.run_test(contract.kernel, test, bundle.file(contract.kernel.ptx), 21, engine)
+    assert check.status == "failed"
+    small = min(test.sizes, key=lambda b: sum(b.values()))
+    where = ",".join(f"{k}={v}" for k, v in small.items())
+    interp = falsify.InterpreterEngine().version
+    assert check.detail.startswith(f"interpreter {interp} (CPU): {where}: race [race_free/PO7]: ")
