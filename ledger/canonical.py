@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -160,24 +161,21 @@ def canonical_json_reference(obj: object) -> bytes:
         raise BadInput("a string holds a lone surrogate, which is not valid Unicode") from e
 
 
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
 def _check_depth(text: str, max_depth: int) -> None:
+    """Refuse nesting deeper than ``max_depth`` before the recursive parser sees it. Strings are
+    cut out first (regex, in C), so only the brackets are walked in Python."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
     depth = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
+    for ch in brackets:
+        if ch in "[{":
             depth += 1
             if depth > max_depth:
                 raise BadInput(f"JSON nests deeper than {max_depth} levels")
-        elif ch in "]}":
+        else:
             depth -= 1
 
 

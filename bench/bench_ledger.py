@@ -1,0 +1,237 @@
+"""Ledger benchmarks (issue 2): append rate, proofs and audit at scale, one seal.
+
+Each figure is compared with a peer measured in the same run:
+* append: signed bundle entries per second in one batch (``Log.seal_many``: canonical JSON,
+  Ed25519 signing, SHA-256 tree hashes, SQLite inserts) against pymerkle 7.0 ``SqliteTree``
+  appending the same entry bytes (no signing);
+* proofs: inclusion and consistency proofs from the store of an N-entry ledger against
+  pymerkle 7.0 ``SqliteTree.prove_inclusion`` / ``prove_consistency`` at the same size;
+* audit: entries per second and peak RSS of ``ledger audit`` (a subprocess), against the raw
+  speed of streaming the same entries out of SQLite and SHA-256-hashing them;
+* seal: the ledger's own time for one seal of bundles/vector_add (read, hash, sign, append,
+  receipt), external tools and checks excluded.
+
+usage: python bench/bench_ledger.py [--size N] [--out docs/bench/ledger.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import platform
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from ledger.bundle import Bundle  # noqa: E402
+from ledger.log import Log  # noqa: E402
+from tests.helpers.ledgers import add_node, fake_fields  # noqa: E402
+
+
+def _bundles(n: int, salt: str) -> list[tuple[Bundle, dict[str, object]]]:
+    return [
+        (
+            Bundle.from_files(
+                {
+                    "contract.yaml": f"{salt}{i}".encode(),
+                    "k.ptx": b"p",
+                    "p.lean": b"l",
+                    "s.fut": b"f",
+                }
+            ),
+            fake_fields(str(i)),
+        )
+        for i in range(n)
+    ]
+
+
+def build(home: Path, size: int, batch: int = 20_000) -> tuple[Log, float, list[bytes]]:
+    log = Log.init(home, "bench.example/log")
+    sk = add_node(log)
+    entries: list[bytes] = []
+    total = 0.0
+    done = 1
+    while done < size:
+        n = min(batch, size - done)
+        items = _bundles(n, f"b{done}-")
+        t = time.perf_counter()
+        sealed = log.seal_many(items, sk)
+        total += time.perf_counter() - t
+        if len(entries) < 50_000:
+            entries.extend(s.entry for s in sealed)
+        done += n
+        print(f"  built {done}/{size}", file=sys.stderr)
+    return log, (size - 1) / total, entries
+
+
+def pymerkle_tree(path: Path, entries: list[bytes], size: int) -> tuple[object, float]:
+    from pymerkle import SqliteTree
+
+    tree = SqliteTree(str(path))
+    t = time.perf_counter()
+    chunk = entries[:50_000]
+    appended = 0
+    while appended < size:
+        n = min(len(chunk), size - appended)
+        tree.append_entries(chunk[:n])
+        appended += n
+    return tree, size / (time.perf_counter() - t)
+
+
+def timed(fn, reps: int) -> list[float]:  # type: ignore[no-untyped-def]
+    out = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size", type=int, default=1_000_000)
+    ap.add_argument("--proofs", type=int, default=500)
+    ap.add_argument("--peer-proofs", type=int, default=20)
+    ap.add_argument("--out", default=str(REPO / "docs/bench/ledger.md"))
+    args = ap.parse_args()
+    rng = random.Random(1)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-ledger-"))
+    lines = [
+        f"# Ledger benchmarks\n",
+        f"Command: `.venv/bin/python bench/bench_ledger.py --size {args.size}`  ",
+        f"Machine: {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"{time.strftime('%Y-%m-%d')}\n",
+    ]
+    try:
+        print("building ledger", file=sys.stderr)
+        log, rate, entries = build(tmp / "home", args.size)
+        print("building pymerkle SqliteTree", file=sys.stderr)
+        tree, peer_rate = pymerkle_tree(tmp / "pymerkle.db", entries, args.size)
+        lines.append("## Append (one batch, one core)\n")
+        lines.append("| what | entries/s |\n|---|---:|")
+        lines.append(
+            f"| ledger `seal_many`: canonical JSON + Ed25519 sign + tree + SQLite | {rate:,.0f} |"
+        )
+        lines.append(
+            f"| pymerkle 7.0 SqliteTree `append_entries` (no signing) | {peer_rate:,.0f} |"
+        )
+        lines.append(f"\nratio ledger/pymerkle: {rate / peer_rate:.2f}\n")
+
+        n = args.size
+        store = log.store
+        idx = [rng.randrange(n) for _ in range(args.proofs)]
+        olds = [rng.randrange(1, n) for _ in range(args.proofs)]
+        inc = timed(lambda: store.inclusion_proof(idx.pop(), n), args.proofs)
+        con = timed(lambda: store.consistency_proof(olds.pop(), n), args.proofs)
+        pidx = [rng.randrange(n) for _ in range(args.peer_proofs)]
+        polds = [rng.randrange(1, n) for _ in range(args.peer_proofs)]
+        pinc = timed(lambda: tree.prove_inclusion(pidx.pop() + 1, n), args.peer_proofs)  # type: ignore[attr-defined]
+        pcon = timed(lambda: tree.prove_consistency(polds.pop(), n), args.peer_proofs)  # type: ignore[attr-defined]
+        ms = lambda xs: statistics.median(xs) * 1000  # noqa: E731
+        lines.append(f"## Proofs in a {n:,}-entry ledger\n")
+        lines.append(
+            "| proof | ledger median | pymerkle SqliteTree median | ratio |\n|---|---:|---:|---:|"
+        )
+        lines.append(
+            f"| inclusion | {ms(inc):.3f} ms | {ms(pinc):.1f} ms | {ms(pinc) / ms(inc):,.0f}x |"
+        )
+        lines.append(
+            f"| consistency | {ms(con):.3f} ms | {ms(pcon):.1f} ms | {ms(pcon) / ms(con):,.0f}x |"
+        )
+        lines.append(
+            f"\n({args.proofs} ledger proofs, {args.peer_proofs} pymerkle proofs, "
+            "random indices; p99 ledger inclusion "
+            f"{sorted(inc)[int(len(inc) * 0.99) - 1] * 1000:.3f} ms)\n"
+        )
+        log.close()
+
+        print("auditing", file=sys.stderr)
+        env = dict(os.environ, LEDGER_HOME=str(tmp / "home"))
+        t = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-m", "ledger.cli", "audit", "--json"],
+            env=env,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        audit_s = time.perf_counter() - t
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        assert proc.returncode == 0, proc.stderr
+        import sqlite3
+
+        conn = sqlite3.connect(tmp / "home" / "ledger.db")
+        t = time.perf_counter()
+        for (data,) in conn.execute("SELECT data FROM entries ORDER BY idx"):
+            hashlib.sha256(b"\x00" + data).digest()
+        raw_s = time.perf_counter() - t
+        lines.append(f"## Audit of {n:,} entries\n")
+        lines.append("| what | seconds | entries/s | peak RSS |\n|---|---:|---:|---:|")
+        lines.append(
+            f"| `ledger audit` (every leaf, link, signature, subtree hash, checkpoint, "
+            f"blob) | {audit_s:.1f} | {n / audit_s:,.0f} | {peak:.0f} MB |"
+        )
+        lines.append(
+            f"| peer: stream entries from SQLite + SHA-256 only | {raw_s:.1f} | "
+            f"{n / raw_s:,.0f} | |"
+        )
+        lines.append(f"\nratio audit/raw stream: {raw_s / audit_s:.2f}\n")
+
+        print("one seal", file=sys.stderr)
+        from ledger import wiring
+        from ledger.keys import load_node_secret
+        from verify.report import Report, passed
+
+        home2 = tmp / "seal"
+        log2 = Log.init(home2, "bench.example/seal")
+        add_node(log2)
+        sk, _ = load_node_secret(log2.keydir, "node")
+        times = []
+        for i in range(20):
+            d = tmp / f"b{i}"
+            shutil.copytree(
+                REPO / "bundles/vector_add",
+                d,
+                ignore=shutil.ignore_patterns("ledger-receipt*.json"),
+            )
+            (d / "salt.txt").write_text(str(i))
+            t = time.perf_counter()
+            b = Bundle.from_dir(d)
+            rep = Report(b.digest.hex(), (passed("integrity.manifest", "bench"),))
+            wiring.seal_checked(log2, [(d, b, rep)], sk, write_receipts=True)
+            times.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        subprocess.run(
+            ["b3sum", "--no-names", *(str(p) for p in sorted((tmp / "b0").iterdir()))],
+            capture_output=True,
+            check=False,
+        )
+        b3 = time.perf_counter() - t
+        lines.append("## One seal of bundles/vector_add (the ledger's own time)\n")
+        lines.append(
+            f"median {statistics.median(times) * 1000:.1f} ms, max "
+            f"{max(times) * 1000:.1f} ms over 20 seals (read + BLAKE3 + manifest + "
+            "contract fields + sign + append + checkpoint + receipt; checks excluded). "
+            f"Peer: one `b3sum` process over the same files: {b3 * 1000:.1f} ms.\n"
+        )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    text = "\n".join(lines) + "\n"
+    Path(args.out).write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
