@@ -107,7 +107,7 @@ def main() -> None:
     rng = random.Random(1)
     tmp = Path(tempfile.mkdtemp(prefix="bench-ledger-"))
     lines = [
-        f"# Ledger benchmarks\n",
+        "# Ledger benchmarks\n",
         f"Command: `.venv/bin/python bench/bench_ledger.py --size {args.size}`  ",
         f"Machine: {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
