@@ -349,3 +349,75 @@ def test_pack_unpack_and_two_predicate_setp() -> None:
     swapped = ((a >> 16) | (a << 16)) & 0x0FFFFFFF
     flags = np.where(b < a, 1, 2) + np.where(a == b, 4, 0)
     assert np.array_equal(got, swapped | (flags.astype(np.uint32) << 28))
+
+
+def _wrap(v: int, bits: int, signed: bool) -> int:
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if signed and v >> (bits - 1) else v
+
+
+def _ref(op: str, x: int, y: int, bits: int, signed: bool) -> int:
+    if op == "add":
+        return _wrap(x + y, bits, signed)
+    if op == "sub":
+        return _wrap(x - y, bits, signed)
+    if op == "mul.lo":
+        return _wrap(x * y, bits, signed)
+    if op == "mul.hi":
+        return _wrap((x * y) >> bits, bits, signed)
+    if op in ("div", "rem"):
+        if y == 0:
+            return _wrap(-1, bits, signed) if op == "div" else x
+        q = abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)
+        return _wrap(q if op == "div" else x - q * y, bits, signed)
+    if op == "min":
+        return min(x, y)
+    if op == "max":
+        return max(x, y)
+    if op == "shl":
+        return 0 if y & 0xFFFFFFFF >= bits else _wrap(x << (y & 0xFFFFFFFF), bits, signed)
+    if op == "shr":
+        sh = y & 0xFFFFFFFF
+        return (x >> min(sh, bits)) if signed else (0 if sh >= bits else x >> sh)
+    raise AssertionError(op)
+
+
+OPS = ["add", "sub", "mul.lo", "mul.hi", "div", "rem", "min", "max", "shl", "shr"]
+
+
+@pytest.mark.parametrize("bits", [32, 64])
+@pytest.mark.parametrize("signed", [True, False])
+def test_integer_ops_match_python_integers(bits: int, signed: bool) -> None:
+    rng = np.random.default_rng(bits + signed)
+    n = 96
+    edge = [0, 1, 2**31 - 1, 2**31, 2**32 - 1, 7, 31, 32, 33, 63, 64]
+    a = np.concatenate([rng.integers(0, 2**32, n - len(edge), dtype=np.uint64),
+                        np.array(edge, np.uint64)]).astype(np.uint32)
+    b = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    b[:12] = [0, 1, 31, 32, 33, 63, 64, 65, 2**32 - 1, 5, 0, 2]
+    c = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    t = f".{'s' if signed else 'u'}{bits}"
+    bt = ".b32" if bits == 32 else ".b64"
+    for op in OPS:
+        ptx_op = f"{op}{t}" if op not in ("shl", "shr") else (
+            f"shl{bt}" if op == "shl" else f"shr{t}")
+        if bits == 32:
+            body = f"    {ptx_op} %r8, %r5, %r6;\n"
+            xs = [_wrap(int(v), 32, signed) for v in a]
+            ys = [_wrap(int(v), 32, signed) for v in b]
+            halves = [body]
+        else:
+            prep = "    mov.b64 %rd10, {%r5, %r6};\n    mov.b64 %rd11, {%r7, %r5};\n"
+            shift_src = "%r7" if op in ("shl", "shr") else "%rd11"
+            body = f"{prep}    {ptx_op} %rd12, %rd10, {shift_src};\n"
+            xs = [_wrap(int(lo) | int(hi) << 32, 64, signed) for lo, hi in zip(a, b, strict=True)]
+            ys = ([int(v) for v in c] if op in ("shl", "shr") else
+                  [_wrap(int(lo) | int(hi) << 32, 64, signed) for lo, hi in
+                   zip(c, a, strict=True)])
+            halves = [body + "    mov.b64 {%r8, %r9}, %rd12;\n",
+                      body + "    mov.b64 {%r9, %r8}, %rd12;\n"]
+        got = [run(h, a, b, c) for h in halves]
+        for i in range(n):
+            want = _ref(op, xs[i], ys[i], bits, signed) & ((1 << bits) - 1)
+            have = sum(int(g[i]) << (32 * k) for k, g in enumerate(got))
+            assert have == want, (op, t, xs[i], ys[i], hex(have), hex(want))

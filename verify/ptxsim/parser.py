@@ -153,56 +153,71 @@ def _statements(text: str) -> list[tuple[int, str]]:
     """Statements with their line: '{', '}', 'label:', or a ';'-terminated statement (no ';')."""
     out: list[tuple[int, str]] = []
     buf: list[str] = []
+    blank = True  # buf holds only whitespace
     start = 1
     line = 1
     vec_depth = 0
     paren = 0
-    for ch in text:
-        if ch == "\n":
-            cur = "".join(buf).strip()
-            if cur.startswith(_LINE_DIRECTIVES):
-                out.append((start, cur))
-                buf = []
+    for m in _TOKENS.finditer(text):
+        tok = m.group(0)
+        if tok == "\n":
+            if not blank:
+                cur = "".join(buf).strip()
+                if cur.startswith(_LINE_DIRECTIVES):
+                    out.append((start, cur))
+                    buf, blank = [], True
+                else:
+                    buf.append(" ")
             line += 1
-        if not "".join(buf).strip():
+            continue
+        if tok not in _SPECIAL:
+            if blank and tok.strip():
+                start, blank = line, False
+            buf.append(tok)
+            continue
+        cur = "".join(buf).strip() if not blank else ""
+        if blank:
             start = line
-        cur = "".join(buf).strip() if ch in "{}:" else ""
-        block_brace = not cur or (cur.startswith(".") and "=" not in cur)
-        if ch == "{" and vec_depth == 0 and paren == 0 and block_brace:
+        if tok == "{" and vec_depth == 0 and paren == 0 and (
+                not cur or (cur.startswith(".") and "=" not in cur)):
             if cur:
                 out.append((start, cur))
-            buf = []
+            buf, blank = [], True
             out.append((line, "{"))
             continue
-        if ch == "{":
+        if tok == "{":
             vec_depth += 1
-        elif ch == "}" and vec_depth > 0:
+        elif tok == "}" and vec_depth > 0:
             vec_depth -= 1
-        elif ch == "}":
+        elif tok == "}":
             if cur:
                 raise PtxSyntaxError(f"line {line}: '}}' before ';' after {cur!r}")
             out.append((line, "}"))
-            buf = []
+            buf, blank = [], True
             continue
-        elif ch == "(":
+        elif tok == "(":
             paren += 1
-        elif ch == ")":
+        elif tok == ")":
             paren -= 1
-        elif ch == ":" and paren == 0 and vec_depth == 0 and re.fullmatch(r"[$\w.]+", cur):
+        elif tok == ":" and paren == 0 and vec_depth == 0 and re.fullmatch(r"[$\w.]+", cur):
             out.append((start, cur + ":"))
-            buf = []
+            buf, blank = [], True
             continue
-        elif ch == ";" and paren == 0 and vec_depth == 0:
-            stmt = "".join(buf).strip()
-            if stmt:
-                out.append((start, stmt))
-            buf = []
+        elif tok == ";" and paren == 0 and vec_depth == 0:
+            if cur:
+                out.append((start, cur))
+            buf, blank = [], True
             continue
-        buf.append(ch)
+        buf.append(tok)
+        blank = False
     rest = "".join(buf).strip()
     if rest:
         raise PtxSyntaxError(f"line {start}: unterminated statement {rest[:60]!r}")
     return out
+
+
+_SPECIAL = frozenset(";{}():")
+_TOKENS = re.compile(r"[;{}():\n]|[^;{}():\n]+")
 
 
 def _split_commas(s: str) -> list[str]:
