@@ -421,3 +421,106 @@ def test_integer_ops_match_python_integers(bits: int, signed: bool) -> None:
             want = _ref(op, xs[i], ys[i], bits, signed) & ((1 << bits) - 1)
             have = sum(int(g[i]) << (32 * k) for k, g in enumerate(got))
             assert have == want, (op, t, xs[i], ys[i], hex(have), hex(want))
+
+
+def test_approximate_functions_are_the_rounded_exact_value() -> None:
+    rng = np.random.default_rng(23)
+    x = rng.uniform(-20, 20, 256).astype(np.float32)
+    pos = np.abs(x) + np.float32(0.01)
+    cases = {
+        "ex2.approx.ftz.f32": (x, np.exp2), "lg2.approx.f32": (pos, np.log2),
+        "sin.approx.f32": (x, np.sin), "cos.approx.f32": (x, np.cos),
+        "tanh.approx.f32": (x, np.tanh), "rsqrt.approx.f32": (pos, lambda v: 1 / np.sqrt(v)),
+        "rcp.approx.f32": (pos, lambda v: 1 / v), "sqrt.approx.f32": (pos, np.sqrt),
+        "rcp.rn.f32": (pos, lambda v: 1 / v), "sqrt.rn.f32": (pos, np.sqrt),
+    }
+    for op, (v, f) in cases.items():
+        got = run(f"    {op} %f4, %f1;\n    mov.b32 %r8, %f4;\n", v).view(np.float32)
+        assert np.array_equal(got, f(v.astype(np.float64)).astype(np.float32)), op
+    got = run("    div.approx.f32 %f4, %f1, %f2;\n    mov.b32 %r8, %f4;\n", x, pos).view(
+        np.float32)
+    assert np.array_equal(got, (x.astype(np.float64) / pos).astype(np.float32))
+
+
+def test_f32_min_max_ignore_nan_and_ftz_flushes() -> None:
+    a = np.array([1, np.nan, -2, 1e-40], np.float32)
+    b = np.array([np.nan, 3, 5, 0], np.float32)
+    got = run("    min.f32 %f4, %f1, %f2;\n    mov.b32 %r8, %f4;\n", a, b).view(np.float32)
+    assert list(got[:3]) == [1, 3, -2]
+    got = run("    max.f32 %f4, %f1, %f2;\n    mov.b32 %r8, %f4;\n", a, b).view(np.float32)
+    assert list(got[:3]) == [1, 3, 5]
+    got = run("    add.ftz.f32 %f4, %f1, %f2;\n    mov.b32 %r8, %f4;\n", a, b).view(np.float32)
+    assert got[3] == 0 and run("    add.f32 %f4, %f1, %f2;\n    mov.b32 %r8, %f4;\n",
+                               a, b).view(np.float32)[3] != 0
+
+
+def test_f16x2_arithmetic() -> None:
+    rng = np.random.default_rng(24)
+    h = rng.standard_normal((3, 64, 2)).astype(np.float16)
+    a, b, c = (np.ascontiguousarray(x).view(np.uint32).ravel() for x in h)
+    got = run("    fma.rn.f16x2 %r8, %r5, %r6, %r7;\n", a, b, c).view(np.float16).reshape(64, 2)
+    want = (h[0].astype(np.float64) * h[1] + h[2]).astype(np.float16)
+    assert np.array_equal(got, want)
+    got = run("    add.f16x2 %r8, %r5, %r6;\n", a, b).view(np.float16).reshape(64, 2)
+    assert np.array_equal(got, (h[0].astype(np.float64) + h[1]).astype(np.float16))
+    got = run("    cvt.rn.f16x2.f32 %r8, %f1, %f2;\n", a.view(np.float32), b.view(np.float32))
+    with np.errstate(over="ignore"):
+        hi = a.view(np.float32).astype(np.float16).view(np.uint16).astype(np.uint32)
+        lo = b.view(np.float32).astype(np.float16).view(np.uint16).astype(np.uint32)
+    assert np.array_equal(got, (hi << 16) | lo)
+
+
+ATOM_BODY = """    .shared .align 4 .b8 sm[16];
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra SKIP;
+    st.shared.u32 [sm], 10;
+    st.shared.u32 [sm+4], 0;
+    st.shared.u32 [sm+8], 0;
+SKIP:
+    bar.sync 0;
+    red.shared.add.u32 [sm], %r1;
+    atom.shared.inc.u32 %r9, [sm+4], 7;
+    atom.shared.cas.b32 %r10, [sm+8], %r1, 100;
+    bar.sync 0;
+    ld.shared.u32 %r11, [sm];
+    ld.shared.u32 %r12, [sm+4];
+    ld.shared.u32 %r13, [sm+8];
+    vote.sync.uni.pred %p2, %p1, -1;
+    selp.u32 %r14, 1000000, 0, %p2;
+    {out}
+"""
+
+
+def test_shared_red_inc_cas_and_vote_uni() -> None:
+    a = np.zeros(64, np.uint32)
+    outs = {}
+    for name, reg in (("sum", "%r11"), ("inc", "%r12"), ("cas", "%r13"), ("old", "%r10"),
+                      ("uni", "%r14")):
+        body = ATOM_BODY.replace("{out}", f"mov.u32 %r8, {reg};")
+        out = np.zeros(64, np.uint32)
+        r = launch(load_module(HEAD + body + TAIL), "k", (1, 1, 1), (64, 1, 1),
+                   [Buffer(a, "in", "a"), Buffer(a, "in", "b"), Buffer(a, "in", "c"),
+                    Buffer(out, "out", "out")])
+        assert r.findings == ()
+        outs[name] = out
+    assert (outs["sum"] == 10 + sum(range(64))).all()
+    assert (outs["inc"] == 64 % 8).all()  # inc wraps to 0 after 7: 64 increments
+    # cas(old == tid ? 100): thread 0 sees 0 and swaps in 100; nobody else matches
+    assert (outs["cas"] == 100).all() and outs["old"][0] == 0 and (outs["old"][1:] == 100).all()
+    # %p1 (tid != 0) is uniform in warp 1, not in warp 0
+    assert (outs["uni"][:32] == 0).all() and (outs["uni"][32:] == 1000000).all()
+
+
+def test_barrier_with_thread_count() -> None:
+    body = """    .shared .align 4 .b8 sm[256];
+    mov.u32 %r9, sm;
+    shl.b32 %r10, %r1, 2;
+    add.u32 %r11, %r9, %r10;
+    st.shared.u32 [%r11], %r5;
+    bar.sync 1, 64;
+    xor.b32 %r12, %r10, 4;
+    add.u32 %r13, %r9, %r12;
+    ld.shared.u32 %r8, [%r13];
+"""
+    a = np.arange(64, dtype=np.uint32)
+    assert np.array_equal(run(body, a), a ^ 1)
