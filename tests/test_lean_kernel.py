@@ -22,10 +22,12 @@ from verify.lean.kernel import (
     axioms_source,
     compile_argv,
     compile_order,
+    lake_src_dirs,
     lean_name,
     named_theorems,
     parse_axioms,
     scan_check,
+    theorem_modules,
 )
 from verify.lean.scan import scan_details, scan_file
 from verify.model import Claim, Contract, LeanRef
@@ -313,3 +315,20 @@ def test_scan_check_without_lean_files_fails() -> None:
     scan, scans = scan_details({})
     check = scan_check(scan, scans, [], True)
     assert (check.status, check.detail) == ("failed", "the bundle has no .lean file")
+
+
+def test_theorem_modules_and_lake_src_dirs(tmp_path: Path) -> None:
+    scans = [
+        scan_file(
+            "src/Lib/Base.lean", b"theorem a : True := trivial\ntheorem b : True := trivial\n"
+        ),
+        scan_file("src/Main.lean", b"theorem c : True := trivial\n"),
+        scan_file("Other.lean", b"theorem d : True := trivial\n"),
+    ]
+    assert theorem_modules(scans, ["b", "a", "c", "d"]) == ["src.Lib.Base", "src.Main", "Other"]
+    assert theorem_modules(scans, ["c", "a"], ["src"]) == ["Main", "Lib.Base"]
+    lakefile = tmp_path / "lakefile.toml"
+    lakefile.write_text('name = "k"\n[[lean_lib]]\nname = "Lib"\nsrcDir = "./src"\n')
+    assert lake_src_dirs(lakefile) == ["src"]
+    lakefile.write_text("not = [toml")
+    assert lake_src_dirs(lakefile) == []

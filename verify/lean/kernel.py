@@ -15,7 +15,8 @@
       ``lean -o build/<Module>.olean`` in import order, with ``LEAN_PATH`` = the build directory
       and the toolchain's library (``lean --print-prefix``/lib/lean). A ``lakefile.lean`` is Lean
       code that runs at configuration time, so it is scanned like any file (and refused);
-   b. a generated file imports every module and runs ``#print axioms`` for each named theorem,
+   b. a generated file imports the modules declaring the named theorems (with Lake, relative to
+      the ``srcDir`` of ``lakefile.toml``) and runs ``#print axioms`` for each named theorem,
       each preceded by a ``#print "LEDGER-AXIOMS <i>"`` marker so the output splits per theorem;
    c. passes only if everything compiled, no message says a declaration uses ``sorry``, and
       every named theorem depends on no axiom beyond ``propext``, ``Classical.choice``,
@@ -27,12 +28,20 @@ Every tool run is bounded (``verify.tools.run_tool``: timeout, memory, output si
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
 from verify.context import Context
 from verify.lean.lexer import IDENT_RE
-from verify.lean.scan import COMMANDS, REJECT_WORDS, FileScan, LeanScan, scan_details
+from verify.lean.scan import (
+    COMMANDS,
+    REJECT_WORDS,
+    FileScan,
+    LeanScan,
+    module_name,
+    scan_details,
+)
 from verify.model import Contract
 from verify.report import Check, failed, passed, skipped
 from verify.tools import ToolResult, find_tool, run_tool, tool_version
@@ -128,6 +137,40 @@ def parse_axioms(output: str, count: int) -> list[list[str] | None]:
         elif _NO_AXIOMS in seg:
             found[i] = []
     return found
+
+
+def lake_src_dirs(lakefile: Path) -> list[str]:
+    """The ``srcDir`` values of a ``lakefile.toml`` (package and ``lean_lib`` entries), if any."""
+    try:
+        doc = tomllib.loads(lakefile.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []
+    found = [doc.get("srcDir")]
+    libs = doc.get("lean_lib")
+    if isinstance(libs, list):
+        found += [lib.get("srcDir") for lib in libs if isinstance(lib, dict)]
+    dirs = {str(d).strip("./") for d in found if isinstance(d, str) and d.strip("./")}
+    return sorted(dirs, key=len, reverse=True)
+
+
+def theorem_modules(
+    scans: Sequence[FileScan], names: Sequence[str], src_dirs: Sequence[str] = ()
+) -> list[str]:
+    """The modules declaring the named theorems (each once), relative to a Lake ``srcDir``."""
+    out: list[str] = []
+    for n in names:
+        for s in scans:
+            if n in s.theorems:
+                path = s.path
+                for d in src_dirs:
+                    if path.startswith(d + "/"):
+                        path = path[len(d) + 1 :]
+                        break
+                mod = module_name(path)
+                if mod not in out:
+                    out.append(mod)
+                break
+    return out
 
 
 def compile_order(scans: Sequence[FileScan]) -> list[FileScan] | str:
@@ -237,7 +280,9 @@ def kernel_check(ctx: Context, scans: Sequence[FileScan], names: Sequence[str]) 
             name,
             version,
         )
-    (work / AXIOMS_FILE).write_text(axioms_source([s.module for s in order], names), "utf-8")
+    src_dirs = lake_src_dirs(work / "lakefile.toml") if runner[0] == lake else []
+    modules = theorem_modules(scans, names, src_dirs)
+    (work / AXIOMS_FILE).write_text(axioms_source(modules, names), "utf-8")
     res = run_tool(runner, cwd=work, timeout=timeout, env=env)
     if not res.ok:
         return failed("lean.kernel", f"#print axioms failed: {_first_lines(res)}", name, version)
