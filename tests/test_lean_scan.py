@@ -189,3 +189,12 @@ def test_scan_limits_are_problems() -> None:
 def test_unclosed_attribute_lists_stay_linear() -> None:
     fs = scan_file("a.lean", b"@[" * 20000)
     assert fs.problems[0].what == "attribute @[ (not in the allow-list)"
+
+
+def test_walk_resyncs_after_an_unclosed_bracket() -> None:
+    src = b"def x := (1\ntheorem t : True := trivial\nfoo_cmd y\n"
+    fs = scan_file("r.lean", src)
+    assert fs.theorems == ("t",)
+    assert [(p.line, p.what) for p in fs.problems] == [
+        (3, "unknown command `foo_cmd` (not in the allow-list)")
+    ]

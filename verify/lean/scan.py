@@ -246,6 +246,11 @@ class _Walker:
                         self.problem(t, "import after the start of the file")
                     elif text == "set_option":
                         self.option(k)
+                    if depth and text in _RESYNC:
+                        # a command keyword cannot stand inside brackets: they were left open
+                        # (Lean reports an error and resumes here); the walk resumes here too
+                        depth = 0
+                        attr_level.clear()
                     if depth == 0:
                         if text == "private":
                             private = True
@@ -374,11 +379,17 @@ MAX_IMPORTS = 1000  # imports per file
 MAX_GROUP_TOKENS = 10_000  # tokens in an instance priority
 MAX_SCOPES = 256  # open namespace/section components
 _SCOPE_WORDS = frozenset({"namespace", "section", "end", "mutual"})
+# Keywords that only ever start a command (``instance``, ``class``, ``open``, ``set_option`` also
+# occur inside brackets or terms)
+_RESYNC = frozenset(
+    {"theorem", "lemma", "def", "abbrev", "structure", "inductive", "example", "universe",
+     "variable"}
+) | _SCOPE_WORDS  # fmt: skip
 _SPECIAL_IDENTS = (
     frozenset(REJECT_WORDS)
     | DECL_HEADS
     | _SCOPE_WORDS
-    | {"native", "import", "set_option", "private"}
+    | {"native", "import", "set_option", "private", "example", "universe", "variable"}
 )
 _CONST_SUFFIXES = tuple(REJECT_CONSTANTS)
 
