@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 def _check_align(m: Machine, addr: np.ndarray, align: int, t: np.ndarray, what: str) -> np.ndarray:
     if align <= 1:
         return np.ones(addr.shape, bool)
-    ok = (addr % np.uint64(align)) == 0
+    ok = (addr & np.uint64(align - 1)) == 0  # align is a power of two
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
         m.report("misaligned", f"{what} of {align} bytes at address {int(addr[i]):#x} by thread "
@@ -53,7 +53,7 @@ def _global(m: Machine, addr: np.ndarray, w: int, t: np.ndarray, align: int,
         b = m.g.bufs[kk]
         sel = slice(None) if kmin == kmax else (k == kk)
         o = off[sel]
-        if (o % w == 0).all():
+        if not (o & (w - 1)).any():
             view = b.u8[: b.size - b.size % w].view(UINT[w])
             if store is None:
                 assert out is not None
@@ -102,7 +102,7 @@ def _shared(m: Machine, saddr: np.ndarray, w: int, t: np.ndarray, align: int,
     if store is None:
         if track:
             sh.track_read(flat, w, t, m.line, m.report)
-        if w in (1, 2, 4, 8, 16) and (flat % w == 0).all() and w <= 8:
+        if w <= 8 and not (flat & (w - 1)).any():
             res: np.ndarray = sh.data.view(UINT[w])[flat // w]
             return res
         byts = flat[:, None] + np.arange(w)[None, :]
@@ -110,7 +110,7 @@ def _shared(m: Machine, saddr: np.ndarray, w: int, t: np.ndarray, align: int,
     if track:
         sh.track_write(flat, w, t, m.line, m.report) if not atomic else _mark(sh, flat, w)
     sv = np.broadcast_to(np.asarray(store).astype(UINT[w]), saddr.shape)
-    if (flat % w == 0).all():
+    if not (flat & (w - 1)).any():
         sh.data.view(UINT[w])[flat // w] = sv
     else:
         sh.data[flat[:, None] + np.arange(w)[None, :]] = np.ascontiguousarray(sv).view(

@@ -34,6 +34,14 @@ from verify.ptxsim.program import CInstr, Program
 NORMAL, BRANCH, EXIT, BARRIER = 0, 1, 2, 3
 
 
+def _as_slice(idx: np.ndarray | None) -> Any:
+    """Sorted distinct thread indices as a slice when they are one contiguous run."""
+    if idx is None or idx.size == 0:
+        return idx
+    lo, hi = int(idx[0]), int(idx[-1])
+    return slice(lo, hi + 1) if hi - lo + 1 == idx.size else idx
+
+
 class StopRun(Exception):
     """Internal: the launch stops (step limit or enough findings)."""
 
@@ -132,6 +140,7 @@ class Machine:
         self.parked: dict[int, np.ndarray] = {}  # at a .sync warp instruction, lanes missing
         self.forced: set[int] = set()
         self.stopped = False
+        self.sl: Any = None  # idx of the running group, or the same threads as a slice
 
     # ---- threads and findings -------------------------------------------------------------
 
@@ -306,8 +315,12 @@ class Machine:
                 n, nw = self.T, self.W
             else:
                 n = idx.size
-                w = idx >> 5
-                nw = 1 + int(np.count_nonzero(w[1:] != w[:-1]))
+                lo, hi = int(idx[0]), int(idx[-1])
+                if hi - lo + 1 == n:  # contiguous threads
+                    nw = (hi >> 5) - (lo >> 5) + 1
+                else:
+                    w = idx >> 5
+                    nw = 1 + int(np.count_nonzero(w[1:] != w[:-1]))
             self.thread_instr += n
             self.warp_instr += nw
             if self.warp_instr > self.step_limit:
@@ -319,6 +332,7 @@ class Machine:
                 raise StopRun
             sub = idx
             rest: np.ndarray | None = None
+            self.sl = _as_slice(idx)
             if ci.guard is not None:
                 gv = np.asarray(ci.guard(self, idx))
                 if gv.ndim == 0:
@@ -326,6 +340,7 @@ class Machine:
                 if not gv.all():
                     base = self.all_idx(idx)
                     sub, rest = base[gv], base[~gv]
+                    self.sl = _as_slice(sub)
             if ci.kind == NORMAL:
                 if sub is None or sub.size:
                     try:

@@ -105,7 +105,7 @@ class Ctx:
                 def sp(m: Machine, idx: Idx) -> Any:
                     v = m.special[name]
                     if isinstance(v, np.ndarray):
-                        v = v if idx is None else v[idx]
+                        v = v if idx is None else v[m.sl]
                         return v.astype(dt) if v.dtype != dt else v
                     return dt(v)
                 return sp
@@ -115,7 +115,9 @@ class Ctx:
         if isinstance(op, Imm):
             return imm_getter(op, t, self.ins)
         if isinstance(op, Sym):
-            _, addr = self.symbol(op.name)
+            space, addr = self.symbol(op.name)
+            if space == "param":
+                raise unsupported(self.ins, f"address of kernel parameter {op.name}")
             val = np.array(addr, np.uint64).astype(DTYPE[t])[()]
             return lambda m, idx: val
         raise unsupported(self.ins, f"operand {op}")

@@ -5,6 +5,8 @@ as bool, 16/32/64-bit registers as uint16/uint32/uint64. An instruction reads a 
 its own type (a free ``view`` when the widths agree; truncation or sign/zero extension otherwise)
 and writes its result back as bits. Getters return a gathered array (or the whole array when all
 threads are active: ``idx is None``) or a numpy scalar for immediates and uniform values.
+Registers are indexed with ``m.sl``, which the machine sets to the running group's ``idx`` or,
+when that is a contiguous run of threads, to the equivalent slice (a view, no gather).
 """
 
 from __future__ import annotations
@@ -145,13 +147,13 @@ def reg_getter(reg: Reg, t: str, store: Any) -> Getter:
         if t != ".pred":
             raise UnsupportedPtx(f"predicate register {name} read as {t}")
         if reg.neg:
-            return lambda m, idx: ~(m.R[name] if idx is None else m.R[name][idx])
-        return lambda m, idx: m.R[name] if idx is None else m.R[name][idx]
+            return lambda m, idx: ~(m.R[name] if idx is None else m.R[name][m.sl])
+        return lambda m, idx: m.R[name] if idx is None else m.R[name][m.sl]
     same = np.dtype(store).itemsize == type_size(t) and t != ".pred"
     dt = DTYPE[t]
     if same:
-        return lambda m, idx: (m.R[name] if idx is None else m.R[name][idx]).view(dt)
-    return lambda m, idx: read_bits(m.R[name] if idx is None else m.R[name][idx], t)
+        return lambda m, idx: (m.R[name] if idx is None else m.R[name][m.sl]).view(dt)
+    return lambda m, idx: read_bits(m.R[name] if idx is None else m.R[name][m.sl], t)
 
 
 def reg_setter(reg: Reg, t: str, store: Any, copy: bool = False) -> Setter:
@@ -167,7 +169,7 @@ def reg_setter(reg: Reg, t: str, store: Any, copy: bool = False) -> Setter:
             else:
                 m.R[name] = bits.copy() if copy else bits
         else:
-            m.R[name][idx] = bits
+            m.R[name][m.sl] = bits
     return s
 
 
