@@ -524,3 +524,27 @@ def test_barrier_with_thread_count() -> None:
 """
     a = np.arange(64, dtype=np.uint32)
     assert np.array_equal(run(body, a), a ^ 1)
+
+
+def test_redux_activemask_testp_copysign() -> None:
+    a = np.arange(64, dtype=np.int32) - 20
+    got = run("    redux.sync.add.s32 %r8, %r5, -1;\n", a).view(np.int32)
+    assert (got[:32] == a[:32].sum()).all() and (got[32:] == a[32:].sum()).all()
+    got = run("    redux.sync.min.s32 %r8, %r5, -1;\n", a).view(np.int32)
+    assert (got[:32] == -20).all() and (got[32:] == 12).all()
+    got = run("    redux.sync.or.b32 %r8, %r5, -1;\n", a.view(np.uint32))
+    assert got[40] == np.bitwise_or.reduce(a[32:].view(np.uint32))
+    body = """    setp.lt.u32 %p1, %r1, 5;
+    @%p1 bra DONE;
+    activemask.b32 %r8;
+DONE:
+"""
+    assert list(run(body, np.zeros(32, np.uint32))[4:6]) == [0, 0xFFFFFFE0]
+    f = np.array([1.0, np.inf, np.nan, 1e-40, 0.0, -3.0], np.float32)
+    kinds = {}
+    for k in ("finite", "infinite", "number", "notanumber", "normal", "subnormal"):
+        kinds[k] = list(run(f"    testp.{k}.f32 %p1, %f1;\n    selp.u32 %r8, 1, 0, %p1;\n", f))
+    assert kinds["finite"] == [1, 0, 0, 1, 1, 1] and kinds["notanumber"] == [0, 0, 1, 0, 0, 0]
+    assert kinds["normal"] == [1, 0, 0, 0, 0, 1] and kinds["subnormal"] == [0, 0, 0, 1, 0, 0]
+    got = run("    copysign.f32 %f4, %f1, %f2;\n    mov.b32 %r8, %f4;\n", -f, f).view(np.float32)
+    assert list(got[[0, 5]]) == [-1.0, 3.0]

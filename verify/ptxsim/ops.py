@@ -49,7 +49,8 @@ BUILDERS: dict[str, Callable[[Ctx], Fn]] = {
     "ld": ops_mem.ld, "ldu": ops_mem.ld, "st": ops_mem.st, "cvta": ops_mem.cvta,
     "atom": ops_mem.atom, "red": ops_mem.atom, "cp": ops_mem.cp_async,
     "shfl": ops_warp.shfl, "vote": ops_warp.vote, "ldmatrix": ops_warp.ldmatrix,
-    "mma": ops_warp.mma,
+    "mma": ops_warp.mma, "activemask": ops_warp.activemask, "redux": ops_warp.redux,
+    "testp": ops_float.testp, "copysign": ops_float.copysign,
 }
 
 

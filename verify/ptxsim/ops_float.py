@@ -203,3 +203,40 @@ def _f32_64(ctx: Ctx, op: str, t: str, parts: list[str]) -> Callable[..., Any]:
     else:
         raise unsupported(ins)
     return _wrap(parts, t, f)
+
+
+def testp(ctx: Ctx) -> Fn:
+    ins = ctx.ins
+    parts = ins.parts
+    t = ptype(parts)
+    if t not in (".f32", ".f64") or len(parts) != 3:
+        raise unsupported(ins)
+    tiny = np.finfo(np.float32 if t == ".f32" else np.float64).tiny
+    tests: dict[str, Callable[[Any], Any]] = {
+        "finite": np.isfinite, "infinite": np.isinf, "number": lambda x: ~np.isnan(x),
+        "notanumber": np.isnan, "normal": lambda x: np.isfinite(x) & (np.abs(x) >= tiny),
+        "subnormal": lambda x: (np.abs(x) < tiny) & (x != 0),
+    }
+    f = tests.get(parts[1])
+    if f is None:
+        raise unsupported(ins)
+    d = ctx.set(ins.operands[0], ".pred")
+    a = ctx.get(ins.operands[1], t)
+
+    def fn(m: Machine, idx: Idx) -> None:
+        d(m, idx, np.asarray(f(a(m, idx))))
+    return fn
+
+
+def copysign(ctx: Ctx) -> Fn:
+    ins = ctx.ins
+    t = ptype(ins.parts)
+    if t not in (".f32", ".f64"):
+        raise unsupported(ins)
+    ops = ins.operands
+    d = ctx.set(ops[0], t)
+    a, b = ctx.get(ops[1], t), ctx.get(ops[2], t)
+
+    def fn(m: Machine, idx: Idx) -> None:  # PTX: d = |b| with the sign of a
+        d(m, idx, np.copysign(b(m, idx), a(m, idx)))
+    return fn

@@ -22,7 +22,7 @@ from verify.ptxsim.access import access
 from verify.ptxsim.errors import NotConverged
 from verify.ptxsim.parser import PredDst, Reg
 from verify.ptxsim.program import Ctx, Fn
-from verify.ptxsim.values import Idx, unsupported
+from verify.ptxsim.values import DTYPE, Idx, unsupported
 
 if TYPE_CHECKING:
     from verify.ptxsim.machine import Machine
@@ -257,4 +257,47 @@ def mma(ctx: Ctx) -> Fn:
         D = (np.matmul(A, B) + C).astype(np.float32)
         for i, row, col in c_pos:
             dset[i](m, idx, D[:, row, col].reshape(-1))
+    return fn
+
+
+def _per_warp(tids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return np.unique(tids >> 5, return_inverse=True)
+
+
+def activemask(ctx: Ctx) -> Fn:
+    d = ctx.set(ctx.ins.operands[0], ".b32")
+
+    def fn(m: Machine, idx: Idx) -> None:
+        tids = m.all_idx(idx)
+        uw, inv = _per_warp(tids)
+        weights = 2.0 ** (tids & 31).astype(np.float64)
+        mask = np.bincount(inv, weights=weights, minlength=uw.size).astype(np.uint64)
+        d(m, idx, mask[inv].astype(np.uint32))
+    return fn
+
+
+def redux(ctx: Ctx) -> Fn:
+    ins = ctx.ins
+    parts = ins.parts
+    if "sync" not in parts or len(parts) < 4:
+        raise unsupported(ins)
+    op, t = parts[2], "." + parts[-1]
+    ufunc = {"add": np.add, "min": np.minimum, "max": np.maximum, "and": np.bitwise_and,
+             "or": np.bitwise_or, "xor": np.bitwise_xor}.get(op)
+    if ufunc is None or t not in (".u32", ".s32", ".b32"):
+        raise unsupported(ins)
+    ops = ins.operands
+    d = ctx.set(ops[0], t)
+    a, mk = ctx.get(ops[1], t), ctx.get(ops[2], ".u32")
+
+    def fn(m: Machine, idx: Idx) -> None:
+        tids = m.all_idx(idx)
+        _check_members(m, tids, mk(m, idx), _active(m, tids), "redux.sync")
+        v = np.broadcast_to(np.asarray(a(m, idx)), tids.shape)
+        w = tids >> 5
+        starts = np.flatnonzero(np.r_[True, w[1:] != w[:-1]])
+        wide = v.astype(np.int64) if t == ".s32" else v.astype(np.uint64)
+        red = ufunc.reduceat(wide, starts)
+        count = np.diff(np.r_[starts, tids.size])
+        d(m, idx, np.repeat(red, count).astype(DTYPE[t]))
     return fn

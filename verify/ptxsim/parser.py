@@ -268,7 +268,8 @@ KNOWN_ROOTS = {
     "not", "cnot", "shl", "shr", "setp", "set", "selp", "mov", "popc", "clz", "brev", "bfe",
     "bfi", "prmt", "lop3", "cvt", "cvta", "ld", "ldu", "st", "atom", "red", "cp", "shfl", "vote",
     "ldmatrix", "mma", "bra", "ret", "exit", "bar", "barrier", "membar", "fence", "fma", "rcp",
-    "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh",
+    "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "activemask", "redux", "testp",
+    "copysign",
 }
 
 
