@@ -4,6 +4,7 @@ corner cases, bit operations, vector and local memory, and the refusal of what i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
@@ -427,7 +428,7 @@ def test_approximate_functions_are_the_rounded_exact_value() -> None:
     rng = np.random.default_rng(23)
     x = rng.uniform(-20, 20, 256).astype(np.float32)
     pos = np.abs(x) + np.float32(0.01)
-    cases = {
+    cases: dict[str, tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]] = {
         "ex2.approx.ftz.f32": (x, np.exp2), "lg2.approx.f32": (pos, np.log2),
         "sin.approx.f32": (x, np.sin), "cos.approx.f32": (x, np.cos),
         "tanh.approx.f32": (x, np.tanh), "rsqrt.approx.f32": (pos, lambda v: 1 / np.sqrt(v)),
