@@ -82,10 +82,24 @@ def sign_entry(fields: Mapping[str, Any], key: nacl.signing.SigningKey) -> bytes
     return data
 
 
-def verify_signature(entry: Mapping[str, Any], public: bytes) -> None:
+def signed_part(data: bytes, entry: Mapping[str, Any]) -> bytes:
+    """The signing bytes of canonical entry bytes ``data`` (already accepted by
+    ``decode_entry``), cut out of ``data`` itself instead of serialising again: in canonical JSON
+    the object without ``signature`` is the same text less that one member and one comma."""
+    member = b'"signature":"' + str(entry["signature"]).encode("ascii") + b'"'
+    for cut in (b"," + member, member + b","):
+        if data.count(cut) == 1:
+            return data.replace(cut, b"", 1)
+    return signing_bytes(entry)
+
+
+def verify_signature(entry: Mapping[str, Any], public: bytes, data: bytes | None = None) -> None:
+    """Check the entry's signature under ``public``; with the entry's exact bytes ``data``, the
+    signed bytes are cut from them (faster, and exactly what was stored)."""
     sig = b64_decode(str(entry["signature"]), 64, "entry signature")
+    msg = signing_bytes(entry) if data is None else signed_part(data, entry)
     try:
-        nacl.signing.VerifyKey(public).verify(signing_bytes(entry), sig)
+        nacl.signing.VerifyKey(public).verify(msg, sig)
     except nacl.exceptions.BadSignatureError as e:
         raise SignatureError("entry signature does not verify") from e
 
@@ -169,9 +183,9 @@ class Registry:
         etype = entry["type"]
         if etype == "bundle":
             key = self.check_signer(bytes.fromhex(entry["signer"]), index)
-            verify_signature(entry, key.public)
+            verify_signature(entry, key.public, data)
             return entry
-        verify_signature(entry, self.log_public)
+        verify_signature(entry, self.log_public, data)
         kid = bytes.fromhex(entry["key_id"])
         if etype == "key-registration":
             if kid in self.keys:

@@ -126,3 +126,22 @@ def test_receipt_random_bytes(data: bytes) -> None:
         Receipt.from_bytes(data)
     except BadInput:
         pass
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    st.dictionaries(
+        st.text(max_size=10).filter(lambda k: k != "signature"),
+        st.text(max_size=10) | st.integers(-5, 5),
+        max_size=6,
+    ),
+    st.binary(min_size=64, max_size=64),
+)
+def test_signed_part_equals_reserialising(body: dict[str, object], sig: bytes) -> None:
+    """Cutting the signature member out of the canonical bytes gives exactly the canonical bytes
+    of the entry without it, whatever the other keys are."""
+    from ledger.encoding import b64_encode
+    from ledger.entries import signed_part, signing_bytes
+
+    entry = {**body, "signature": b64_encode(sig)}
+    assert signed_part(canonical_json(entry), entry) == signing_bytes(entry)
