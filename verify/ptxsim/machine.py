@@ -215,24 +215,34 @@ class Machine:
 
     def arrive(self, pc: int, idx: np.ndarray | None) -> None:
         a = self.all_idx(idx)
-        cnt = np.bincount(a >> 5, minlength=self.W)
-        bad = np.flatnonzero((cnt > 0) & (cnt != self.live_warp))
-        if bad.size:
-            w = int(bad[0])
-            lanes = np.arange(w * 32, w * 32 + 32)
-            here = np.isin(lanes, a)
-            missing = lanes[~here & ~self.exited[lanes]]
-            first = int(a[np.searchsorted(a, w * 32)])
-            other = int(missing[0]) if missing.size else first
-            self.report("divergent_barrier",
-                        f"barrier at PTX line {self.line} reached by thread {{T{first}}} while "
-                        f"{missing.size} non-exited thread(s) of its warp, e.g. {{T{other}}}, are "
-                        f"at {self.where(other)} (divergent warp)", first, None)
         old = self.waiting.get(pc)
         self.waiting[pc] = a if old is None else np.sort(np.concatenate([old, a]),
                                                          kind="stable")
 
+    def check_divergence(self) -> None:
+        """Nothing can run: a warp with lanes waiting at a barrier and other non-exited lanes
+        elsewhere (another barrier, or a warp instruction they wait at) is divergent there.
+        Lanes that reached the same barrier at different times are fine."""
+        for pc in sorted(self.waiting):
+            a = self.waiting[pc]
+            cnt = np.bincount(a >> 5, minlength=self.W)
+            bad = np.flatnonzero((cnt > 0) & (cnt != self.live_warp))
+            if not bad.size:
+                continue
+            w = int(bad[0])
+            lanes = np.arange(w * 32, w * 32 + 32)
+            missing = lanes[~np.isin(lanes, a) & ~self.exited[lanes]]
+            first = int(a[np.searchsorted(a, w * 32)])
+            other = int(missing[0]) if missing.size else first
+            self.line = self.prog.code[pc].line
+            self.report("divergent_barrier",
+                        f"barrier at PTX line {self.line} reached by {int(cnt[w])} thread(s) of "
+                        f"a warp, e.g. {{T{first}}}, while {missing.size} non-exited thread(s) "
+                        f"of the same warp, e.g. {{T{other}}}, are at {self.where(other)} "
+                        f"(divergent warp)", first, None)
+
     def release(self) -> None:
+        self.check_divergence()
         released = False
         expect_all = self.live_block
         for pc in sorted(self.waiting):
