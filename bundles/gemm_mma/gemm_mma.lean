@@ -81,7 +81,7 @@ theorem chunk_bijective (c : Nat) (h : c < 64) :
   `kt % 2` while copies for step `kt + 1` write `(kt + 1) % 2`; the barrier at the end of step
   `kt` orders its reads before the copies of step `kt + 2` into the same stage. -/
 theorem stages_differ (kt : Nat) : kt % 2 ≠ (kt + 1) % 2 ∧ (kt + 2) % 2 = kt % 2 := by
-  omega
+  refine ⟨?_, ?_⟩ <;> omega
 
 /-- PO8 (termination): `k / 16` steps of 16 cover exactly the k indices when `k % 16 = 0`. -/
 theorem k_steps_exact (k : Nat) (h : k % 16 = 0) : k / 16 * 16 = k := by

@@ -29,12 +29,12 @@ theorem rne_half_ulp (m : Nat) :
     (m % 8192 < 4096 → m - (m / 8192) * 8192 ≤ 4096) ∧
     (m % 8192 > 4096 → (m / 8192 + 1) * 8192 - m ≤ 4096) ∧
     (m % 8192 = 4096 → (m / 8192 + 1) * 8192 - m = 4096 ∧ m - (m / 8192) * 8192 = 4096) := by
-  omega
+  refine ⟨fun h => ?_, fun h => ?_, fun h => ⟨?_, ?_⟩⟩ <;> omega
 
 /-- PO4 (rounding, ties): on an exact tie the even neighbour is chosen, and exactly one of the
   two neighbours `q`, `q + 1` is even. -/
-theorem rne_tie_even (q : Nat) : (q % 2 = 0 ∨ (q + 1) % 2 = 0) ∧ ¬(q % 2 = 0 ∧ (q + 1) % 2 = 0) := by
-  omega
+theorem rne_tie_even (q : Nat) : (q % 2 = 0 ∨ (q + 1) % 2 = 0) ∧ q % 2 ≠ (q + 1) % 2 := by
+  refine ⟨?_, ?_⟩ <;> omega
 
 /-- PO4 (range): the largest finite f16 is (2^11 - 1) * 2^5 = 65504, and the overflow threshold
   of round-to-nearest is halfway to 2^16, i.e. 65520: values at or above it round to infinity. -/
