@@ -148,7 +148,7 @@ def test_planted_divergent_barrier() -> None:
     _, _, r = dot_launch(bundle("divergent_barrier", PLANTED), "dot_divergent_barrier", 1000)
     kinds = [f.kind for f in r.findings]
     assert kinds[0] == "divergent_barrier" and "partial_barrier" in kinds
-    assert "16 non-exited thread(s) of the same warp" in r.findings[0].message
+    assert "16 other thread(s) of the same warp" in r.findings[0].message
 
 
 def test_planted_missing_barrier() -> None:

@@ -573,3 +573,42 @@ ELSE:
                 Buffer(out, "out", "out")])
     assert r.findings == ()
     assert np.array_equal(out, a + np.where(a < 16, 2, 1))
+
+
+def test_lanes_that_skip_a_barrier_and_exit_make_it_divergent() -> None:
+    # if (tid < 16) __syncthreads(); out[i] = ...  (lanes 16..31 never reach the barrier)
+    src = HEAD + """    setp.ge.u32 %p1, %r1, 16;
+    @%p1 bra SKIP;
+    bar.sync 0;
+SKIP:
+    st.global.b32 [%rd9], %r5;
+    ret;
+}
+"""
+    a = np.arange(32, dtype=np.uint32)
+    out = np.zeros(32, np.uint32)
+    r = launch(load_module(src), "k", (1, 1, 1), (32, 1, 1),
+               [Buffer(a, "in", "a"), Buffer(a, "in", "b"), Buffer(a, "in", "c"),
+                Buffer(out, "out", "out")])
+    assert [f.kind for f in r.findings] == ["divergent_barrier"]
+    assert "16 other thread(s)" in r.findings[0].message
+    assert "exited without reaching it" in r.findings[0].message
+
+
+def test_early_return_before_a_barrier_is_not_divergent() -> None:
+    # if (i >= n) return; ...; __syncthreads(); ...  (the returning lanes go to ret first)
+    src = HEAD + """    setp.ge.u32 %p1, %r1, 20;
+    @%p1 bra DONE;
+    bar.sync 0;
+    st.global.b32 [%rd9], %r5;
+DONE:
+    ret;
+}
+"""
+    a = np.arange(32, dtype=np.uint32)
+    out = np.zeros(32, np.uint32)
+    r = launch(load_module(src), "k", (1, 1, 1), (32, 1, 1),
+               [Buffer(a, "in", "a"), Buffer(a, "in", "b"), Buffer(a, "in", "c"),
+                Buffer(out, "inout", "out")])
+    assert r.findings == ()
+    assert np.array_equal(out[:20], a[:20]) and (out[20:] == 0).all()

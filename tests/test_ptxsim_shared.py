@@ -62,7 +62,7 @@ def test_barrier_in_divergent_branch() -> None:
     ks = [x.kind for x in r.findings]  # type: ignore[attr-defined]
     assert ks[0] == "divergent_barrier" and "partial_barrier" in ks
     f = r.findings[0]  # type: ignore[attr-defined]
-    assert f.thread == (0, 0, 0) and "16 non-exited thread(s) of the same warp" in f.message
+    assert f.thread == (0, 0, 0) and "16 other thread(s) of the same warp" in f.message
     assert line_text(f.line).startswith("bar.sync")
 
 

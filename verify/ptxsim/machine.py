@@ -139,6 +139,7 @@ class Machine:
         self.waiting: dict[int, np.ndarray] = {}
         self.parked: dict[int, np.ndarray] = {}  # at a .sync warp instruction, lanes missing
         self.forced: set[int] = set()
+        self.suspects: dict[int, list[np.ndarray]] = {}  # barrier pc -> lanes that skipped it
         self.stopped = False
         self.sl: Any = None  # idx of the running group, or the same threads as a slice
 
@@ -216,30 +217,56 @@ class Machine:
     def arrive(self, pc: int, idx: np.ndarray | None) -> None:
         a = self.all_idx(idx)
         old = self.waiting.get(pc)
-        self.waiting[pc] = a if old is None else np.sort(np.concatenate([old, a]),
-                                                         kind="stable")
+        here = a if old is None else np.sort(np.concatenate([old, a]), kind="stable")
+        self.waiting[pc] = here
+        # lanes of these warps that are neither here, nor exited, nor about to exit (at a
+        # ret/exit: an early return) have skipped or not yet reached this barrier: suspects
+        cnt = np.bincount(here >> 5, minlength=self.W)
+        leaving = [g for p, g in self.groups.items() if self.prog.code[p].kind == EXIT]
+        for g in leaving:
+            cnt += np.bincount(self.all_idx(g) >> 5, minlength=self.W)
+        warps = np.unique(a >> 5)
+        short = warps[cnt[warps] < self.live_warp[warps]]
+        if short.size:
+            lanes = (short[:, None] * 32 + np.arange(32)[None, :]).ravel()
+            lanes = lanes[~self.exited[lanes] & ~np.isin(lanes, here)]
+            for g in leaving:
+                lanes = lanes[~np.isin(lanes, self.all_idx(g))]
+            if lanes.size:
+                self.suspects.setdefault(pc, []).append(lanes)
 
     def check_divergence(self) -> None:
-        """Nothing can run: a warp with lanes waiting at a barrier and other non-exited lanes
-        elsewhere (another barrier, or a warp instruction they wait at) is divergent there.
-        Lanes that reached the same barrier at different times are fine."""
+        """Nothing can run: a warp with lanes waiting at a barrier and other lanes that did not
+        come (waiting at another barrier or a warp instruction, or gone past it and exited) was
+        divergent there. Lanes that reached the same barrier at different times are fine, and so
+        are lanes that had returned early (exited, or at their ret) when the first lanes came."""
         for pc in sorted(self.waiting):
             a = self.waiting[pc]
             cnt = np.bincount(a >> 5, minlength=self.W)
             bad = np.flatnonzero((cnt > 0) & (cnt != self.live_warp))
-            if not bad.size:
+            missing = np.zeros(0, np.int64)
+            if bad.size:
+                w = int(bad[0])
+                lanes = np.arange(w * 32, w * 32 + 32)
+                missing = lanes[~np.isin(lanes, a) & ~self.exited[lanes]]
+            sus = self.suspects.get(pc)
+            if not missing.size and sus:
+                allsus = np.concatenate(sus)
+                missing = allsus[~np.isin(allsus, a)]
+                missing = missing[(missing >> 5) == (missing[0] >> 5)] if missing.size else missing
+            if not missing.size:
                 continue
-            w = int(bad[0])
-            lanes = np.arange(w * 32, w * 32 + 32)
-            missing = lanes[~np.isin(lanes, a) & ~self.exited[lanes]]
-            first = int(a[np.searchsorted(a, w * 32)])
-            other = int(missing[0]) if missing.size else first
+            other = int(missing[0])
+            w = other >> 5
+            first = int(a[np.searchsorted(a, w * 32)]) if np.any(a >> 5 == w) else int(a[0])
+            where = "exited without reaching it" if self.exited[other] else \
+                f"at {self.where(other)}"
             self.line = self.prog.code[pc].line
             self.report("divergent_barrier",
-                        f"barrier at PTX line {self.line} reached by {int(cnt[w])} thread(s) of "
-                        f"a warp, e.g. {{T{first}}}, while {missing.size} non-exited thread(s) "
-                        f"of the same warp, e.g. {{T{other}}}, are at {self.where(other)} "
-                        f"(divergent warp)", first, None)
+                        f"barrier at PTX line {self.line} reached by {int(cnt[first >> 5])} "
+                        f"thread(s) of a warp, e.g. {{T{first}}}, while {missing.size} other "
+                        f"thread(s) of the same warp, e.g. {{T{other}}}, had not reached it; "
+                        f"that thread is {where} (divergent warp)", first, None)
 
     def release(self) -> None:
         self.check_divergence()
@@ -287,6 +314,7 @@ class Machine:
                 pending = {}
 
     def _release(self, pc: int, a: np.ndarray, blocks: np.ndarray) -> None:
+        self.suspects.pop(pc, None)
         if self.shared is not None:
             self.shared.reset_interval(blocks)
         self.goto(pc + 1, None if a.size == self.T else a)
