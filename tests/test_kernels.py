@@ -197,6 +197,33 @@ def test_build_compare_reports_each_difference() -> None:
     assert build.compare(spec, want, dict(want), True) == []
 
 
+def test_build_check_without_nvcc_compares_the_rest(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    build = load_build()
+    monkeypatch.setattr(build, "find_nvcc", lambda: None)  # fault: no CUDA toolkit
+    assert build.main(["--check"]) == 0
+    out = capsys.readouterr().out
+    assert "nvcc not found: PTX and BUILD-INFO.txt were not rebuilt" in out
+    assert f"{len(BUILT)} bundles checked, 0 differences" in out
+    assert build.main([]) == 3  # building (not checking) needs nvcc
+    assert "nvcc not found" in capsys.readouterr().err
+
+
+def test_build_check_without_nvcc_still_sees_source_drift(monkeypatch: pytest.MonkeyPatch) -> None:
+    build = load_build()
+    monkeypatch.setattr(build, "find_nvcc", lambda: None)
+    spec = next(s for s in build.bundle_specs() if s.name == "vector_add")
+    want = build.expected_files(spec, None, "", False)
+    assert set(want) == {"contract.yaml", "vector_add.cu", "vector_add.lean", "vector_add.fut"}
+    have = build.current_files(spec.out_dir)
+    have["vector_add.cu"] += b"// edited\n"
+    assert build.compare(spec, want, have, False) == [
+        f"vector_add: vector_add.cu differs ({len(have['vector_add.cu'])} vs "
+        f"{len(want['vector_add.cu'])} bytes)"
+    ]
+
+
 @needs_nvcc
 def test_build_is_deterministic(tmp_path: Path) -> None:
     build = load_build()
