@@ -612,3 +612,10 @@ DONE:
                 Buffer(out, "inout", "out")])
     assert r.findings == ()
     assert np.array_equal(out[:20], a[:20]) and (out[20:] == 0).all()
+
+
+@pytest.mark.parametrize("ins", ["max.NaN.f32 %f4, %f1, %f2", "add.cc.u32 %r8, %r5, %r6",
+                                 "fma.rn.relu.f32 %f4, %f1, %f2, %f3"])
+def test_unmodelled_modifiers_are_refused(ins: str) -> None:
+    with pytest.raises(UnsupportedPtx, match="modifier"):
+        run(f"    {ins};\n    mov.b32 %r8, %f4;\n", np.zeros(32, np.float32))

@@ -111,10 +111,16 @@ def _un(ctx: Ctx, t_in: str, t_out: str, f: Callable[[Any], Any]) -> Fn:
     return fn
 
 
+INT_MODS = {"lo", "hi", "wide", "sat"}
+
+
 def int_arith(ctx: Ctx) -> Fn:
     ins = ctx.ins
     parts = ins.parts
     op, t = parts[0], ptype(parts)
+    extra = [p for p in parts[1:] if "." + p not in TYPES and p not in INT_MODS]
+    if extra:
+        raise unsupported(ins, "modifier ." + extra[0])
     if not t or is_float(t) or (t == ".pred" and op not in ("and", "or", "xor", "not")):
         raise unsupported(ins)
     if t in (".f16x2", ".bf16", ".bf16x2"):

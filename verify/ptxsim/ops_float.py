@@ -23,7 +23,7 @@ import numpy as np
 
 from verify.ptxsim.ops_alu import ptype
 from verify.ptxsim.program import Ctx, Fn
-from verify.ptxsim.values import Idx, unsupported
+from verify.ptxsim.values import DTYPE, Idx, unsupported
 
 if TYPE_CHECKING:
     from verify.ptxsim.machine import Machine
@@ -104,10 +104,16 @@ def _h2(f: Callable[..., Any]) -> Callable[..., Any]:
     return g
 
 
+FLOAT_MODS = {"rn", "rz", "rm", "rp", "ftz", "sat", "approx", "full"}
+
+
 def float_op(ctx: Ctx) -> Fn:
     ins = ctx.ins
     parts = ins.parts
     op, t = parts[0], ptype(parts)
+    extra = [p for p in parts[1:] if "." + p not in DTYPE and p not in FLOAT_MODS]
+    if extra:  # e.g. max.NaN, min.xorsign.abs, fma.relu: not modelled
+        raise unsupported(ins, "modifier ." + extra[0])
     ops = ins.operands
     n_in = len(ops) - 1
     f: Callable[..., Any]

@@ -42,6 +42,18 @@ def _space(ctx: Ctx, parts: list[str], sym_space: str | None) -> str:
     return sp
 
 
+MEM_QUALIFIERS = {"nc", "ca", "cg", "cs", "lu", "cv", "wb", "wt", "volatile", "relaxed",
+                  "acquire", "release", "weak", "cta", "gpu", "sys", "v2", "v4", "shared::cta",
+                  *SPACES}
+
+
+def _check_qualifiers(ctx: Ctx, parts: list[str]) -> None:
+    for p in parts[1:]:
+        if p in MEM_QUALIFIERS or "." + p in DTYPE or p.startswith(("L1::", "L2::")):
+            continue
+        raise unsupported(ctx.ins, "qualifier ." + p)
+
+
 def _vec(parts: list[str]) -> int:
     return 4 if "v4" in parts else 2 if "v2" in parts else 8 if "v8" in parts else 1
 
@@ -52,6 +64,7 @@ def ld(ctx: Ctx) -> Fn:
     t = ptype(parts)
     if not t:
         raise unsupported(ins)
+    _check_qualifiers(ctx, parts)
     sym_space, addr = ctx.address(ins.operands[1])
     space = _space(ctx, parts, sym_space)
     n = _vec(parts)
@@ -90,6 +103,7 @@ def st(ctx: Ctx) -> Fn:
     t = ptype(parts)
     if not t:
         raise unsupported(ins)
+    _check_qualifiers(ctx, parts)
     sym_space, addr = ctx.address(ins.operands[0])
     space = _space(ctx, parts, sym_space)
     if space == "param":
