@@ -619,3 +619,17 @@ DONE:
 def test_unmodelled_modifiers_are_refused(ins: str) -> None:
     with pytest.raises(UnsupportedPtx, match="modifier"):
         run(f"    {ins};\n    mov.b32 %r8, %f4;\n", np.zeros(32, np.float32))
+
+
+def test_inline_asm_registers_without_percent() -> None:
+    # what cuda_fp16.h's __low2half / __high2half look like after nvcc
+    body = """    {
+    .reg .f16 low, high;
+    mov.b32 {low, high}, %r5;
+    mov.b16 %h1, high;
+    mov.b16 %h2, low;
+    }
+    mov.b32 %r8, {%h1, %h2};
+"""
+    a = np.array([0x3C00BC00, 0x12345678], np.uint32)
+    assert list(run(body, a)) == [0xBC003C00, 0x56781234]

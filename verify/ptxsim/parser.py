@@ -291,6 +291,8 @@ def _operand(s: str, line: int) -> Operand:
         out: list[Reg | Imm] = []
         for it in items:
             op = _operand(it, line)
+            if isinstance(op, Sym):  # a register declared without '%' (inline asm blocks)
+                op = Reg(op.name)
             if not isinstance(op, Reg | Imm):
                 raise PtxSyntaxError(f"line {line}: bad vector element {it!r}")
             out.append(op)

@@ -97,7 +97,14 @@ class Ctx:
             raise UnsupportedPtx(f"undeclared register {name} at PTX line {self.ins.line}")
         return st
 
+    def _reg(self, op: Operand) -> Operand:
+        """A bare name that is a declared register (inline asm declares some without '%')."""
+        if isinstance(op, Sym) and op.name in self.prog.store_types:
+            return Reg(op.name)
+        return op
+
     def get(self, op: Operand, t: str) -> Getter:
+        op = self._reg(op)
         if isinstance(op, Reg):
             if op.name in SPECIAL:
                 name, dt = op.name, DTYPE[t]
@@ -123,6 +130,7 @@ class Ctx:
         raise unsupported(self.ins, f"operand {op}")
 
     def set(self, op: Operand, t: str, copy: bool = False) -> Setter:
+        op = self._reg(op)
         if not isinstance(op, Reg) or op.name in SPECIAL:
             raise unsupported(self.ins, f"destination {op}")
         if op.name == "_":
@@ -142,17 +150,22 @@ class Ctx:
         off = np.uint64(op.offset & (2**64 - 1))
         if op.base is None:
             return None, lambda m, idx: off
-        if isinstance(op.base, Sym):
-            space, addr = self.symbol(op.base.name)
+        if isinstance(op.base, Sym) and op.base.name in self.prog.store_types:
+            op = Addr(Reg(op.base.name), op.offset)
+        base = op.base
+        if isinstance(base, Sym):
+            space, addr = self.symbol(base.name)
             val = np.uint64((addr + op.offset) & (2**64 - 1))
             return space, lambda m, idx: val
-        st = self.store(op.base.name)
-        g = reg_getter(op.base, ".u64" if np.dtype(st).itemsize == 8 else ".u32", st)
+        assert base is not None
+        st = self.store(base.name)
+        g = reg_getter(base, ".u64" if np.dtype(st).itemsize == 8 else ".u32", st)
         if np.dtype(st).itemsize == 8:
             return None, lambda m, idx: g(m, idx) + off
         return None, lambda m, idx: g(m, idx).astype(np.uint64) + off
 
     def vec_items(self, op: Operand) -> tuple[Reg | Imm, ...]:
+        op = self._reg(op)
         if isinstance(op, Vec):
             return op.items
         if isinstance(op, Reg | Imm):
