@@ -140,3 +140,50 @@ def test_unknown_entry_and_bad_arguments_are_bad_input() -> None:
         launch(m, "nope", (1, 1, 1), (1, 1, 1), [])
     with pytest.raises(PtxSyntaxError, match="takes 4 parameters"):
         launch(m, "vadd", (1, 1, 1), (1, 1, 1), [])
+
+
+MATH = mod("math")
+
+
+def test_library_math_as_nvcc_emits_it() -> None:
+    # expf/logf/tanhf/roundf... compile to ex2.approx, fma.rm, add.rz, cvt.rpi, copysign, ...
+    rng = np.random.default_rng(30)
+    x = (rng.standard_normal(1000) * 3).astype(np.float32)
+    x[:6] = [0.0, -0.0, 2.5, -2.5, 0.49999997, -1.5]
+    y = np.zeros(1000, np.float32)
+    r = launch(MATH, "mathy", (4, 1, 1), (256, 1, 1),
+               [Buffer(x, "in", "x"), Buffer(y, "out", "y"), Scalar(1000, ".s32")])
+    assert r.findings == ()
+    v = x.astype(np.float64)
+    ref = (np.exp(v) + np.log(np.abs(v) + 1) + np.sqrt(np.abs(v)) + 1 / np.sqrt(np.abs(v) + 1)
+           + np.tanh(v) + np.minimum(v, 0.5) + np.maximum(v, -0.5) + v / 3 + np.rint(v * 10)
+           + np.floor(v) + np.ceil(v) + np.trunc(v) + np.sign(v) * np.floor(np.abs(v) + 0.5)
+           + np.copysign(2, v) + 1 + np.clip(v, 0, 1) + v / 7)
+    assert np.allclose(y, ref, rtol=2e-5, atol=1e-5)
+
+
+def test_half2_intrinsics() -> None:
+    rng = np.random.default_rng(31)
+    a = rng.standard_normal(512).astype(np.float16)
+    b = rng.standard_normal(512).astype(np.float16)
+    out = np.zeros(512, np.float32)
+    r = launch(MATH, "half2_ops", (1, 1, 1), (256, 1, 1),
+               [Buffer(a, "in", "a"), Buffer(b, "in", "b"), Buffer(out, "out", "out"),
+                Scalar(256, ".s32")])
+    assert r.findings == ()
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    s = (a64 * b64 + (a64 + b64).astype(np.float16)).astype(np.float16).astype(np.float64)
+    want = s + np.where(np.arange(512) % 2 == 0, a64, b64)
+    assert np.array_equal(out, want.astype(np.float32))
+
+
+def test_local_array_indexed_at_run_time() -> None:
+    rng = np.random.default_rng(32)
+    x = rng.integers(-100, 100, 256).astype(np.int32)
+    y = np.zeros(256, np.int32)
+    r = launch(MATH, "local_array", (1, 1, 1), (256, 1, 1),
+               [Buffer(x, "in", "x"), Buffer(y, "out", "y"), Scalar(256, ".s32")])
+    assert r.findings == ()
+    buf = np.array([[x[(i + k) % 256] * k for k in range(16)] for i in range(256)])
+    j = x & 15
+    assert np.array_equal(y, buf[np.arange(256), j] + buf[np.arange(256), 15 - j])

@@ -633,3 +633,40 @@ def test_inline_asm_registers_without_percent() -> None:
 """
     a = np.array([0x3C00BC00, 0x12345678], np.uint32)
     assert list(run(body, a)) == [0xBC003C00, 0x56781234]
+
+
+def f32_directed(x: Fraction, mode: str) -> np.float32:
+    r = np.float32(float(x)) if abs(x) < Fraction(2) ** 128 else np.float32(
+        np.inf if x > 0 else -np.inf)
+    cands = sorted({np.nextafter(r, np.float32(-np.inf)), r, np.nextafter(r, np.float32(np.inf))},
+                   key=float)
+    finite = [v for v in cands if np.isfinite(v)]
+    below = max((v for v in finite if Fraction(float(v)) <= x), key=float,
+                default=np.float32(-np.inf))
+    above = min((v for v in finite if Fraction(float(v)) >= x), key=float,
+                default=np.float32(np.inf))
+    if mode == "rm":
+        return np.float32(below)
+    if mode == "rp":
+        return np.float32(above)
+    return np.float32(below if x >= 0 else above)
+
+
+@pytest.mark.parametrize("mode", ["rz", "rm", "rp"])
+def test_directed_rounding_add_mul_fma(mode: str) -> None:
+    rng = np.random.default_rng(25)
+    n = 300
+    a = (rng.standard_normal(n) * 2.0 ** rng.integers(-30, 30, n)).astype(np.float32)
+    b = (rng.standard_normal(n) * 2.0 ** rng.integers(-30, 30, n)).astype(np.float32)
+    c = (rng.standard_normal(n) * 2.0 ** rng.integers(-60, 60, n)).astype(np.float32)
+    b[:4] = [1e-30, -1e-30, 3e38, -3e38]  # tiny and overflowing cases
+    fa, fb, fc = ([Fraction(float(v)) for v in arr] for arr in (a, b, c))
+    refs: list[tuple[str, Callable[[int], Fraction]]] = [
+        ("add", lambda i: fa[i] + fb[i]), ("mul", lambda i: fa[i] * fb[i]),
+        ("fma", lambda i: fa[i] * fb[i] + fc[i]), ("sub", lambda i: fa[i] - fb[i])]
+    for op, ref in refs:
+        args = "%f1, %f2, %f3" if op == "fma" else "%f1, %f2"
+        got = run(f"    {op}.{mode}.f32 %f4, {args};\n    mov.b32 %r8, %f4;\n", a, b, c).view(
+            np.float32)
+        want = np.array([f32_directed(ref(i), mode) for i in range(n)], np.float32)
+        assert np.array_equal(got, want), op

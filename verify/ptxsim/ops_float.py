@@ -36,23 +36,61 @@ def flush(x: Any) -> Any:
     return np.where(np.abs(x) < F32_TINY, np.copysign(np.float32(0), x), x).astype(np.float32)
 
 
-def fma32(a: Any, b: Any, c: Any) -> Any:
-    """Correctly rounded float32 a*b+c."""
-    p = np.asarray(a, np.float64) * np.asarray(b, np.float64)  # exact
-    c64 = np.asarray(c, np.float64)
-    s = p + c64
+def _two_sum(p: Any, c: Any) -> tuple[Any, Any]:
+    """s + e == p + c exactly (float64 TwoSum)."""
+    s = p + c
     bb = s - p
-    e = (p - (s - bb)) + (c64 - bb)  # TwoSum: s + e == p + c exactly
+    return s, (p - (s - bb)) + (c - bb)
+
+
+def round32(s: Any, e: Any, mode: str = "rn") -> Any:
+    """The float32 rounding, in ``mode``, of the exact value s + e (float64 pair, |e| tiny)."""
+    s, e = np.asarray(s, np.float64), np.asarray(e, np.float64)
     r = s.astype(np.float32)
     r64 = r.astype(np.float64)
-    toward = np.where(s > r64, np.float32(np.inf), np.float32(-np.inf))
-    other = np.nextafter(r, toward).astype(np.float64)
-    mid = (r64 + other) * 0.5
-    tie = (s == mid) & (e != 0) & np.isfinite(s) & (s != r64)
-    if np.any(tie):
-        s = np.where(tie, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
-        r = s.astype(np.float32)
-    return r
+    fin = np.isfinite(s)
+    if mode == "rn":
+        # a float64 s exactly half-way between two float32 values: the true value s + e decides
+        up = np.where(s > r64, np.float32(np.inf), np.float32(-np.inf))
+        other = np.nextafter(r, up).astype(np.float64)
+        tie = (s == (r64 + other) * 0.5) & (e != 0) & fin & (s != r64)
+        if np.any(tie):
+            s = np.where(tie, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
+            r = s.astype(np.float32)
+        return r
+    d = r64 - s  # exact: r64 and s are within one float32 ulp
+    above = fin & ((d > e) | (np.isinf(r) & (r > 0)))  # r > s + e
+    below = fin & ((d < e) | (np.isinf(r) & (r < 0)))  # r < s + e
+    toward: Any
+    if mode == "rm":
+        step, toward = above, np.float32(-np.inf)
+    elif mode == "rp":
+        step, toward = below, np.float32(np.inf)
+    else:  # rz
+        step = np.where(s > 0, above, below)
+        toward = np.float32(0)
+    return np.where(step, np.nextafter(r, toward), r).astype(np.float32)
+
+
+def fma32(a: Any, b: Any, c: Any, mode: str = "rn") -> Any:
+    """Correctly rounded float32 a*b+c."""
+    p = np.asarray(a, np.float64) * np.asarray(b, np.float64)  # exact
+    s, e = _two_sum(p, np.asarray(c, np.float64))
+    return round32(s, e, mode)
+
+
+def _directed(op: str, mode: str) -> Callable[..., Any]:
+    """add/sub/mul/fma .rz/.rm/.rp on float32, exact."""
+    if op == "add":
+        return lambda a, b: round32(*_two_sum(np.asarray(a, np.float64),
+                                              np.asarray(b, np.float64)), mode)
+    if op == "sub":
+        return lambda a, b: round32(*_two_sum(np.asarray(a, np.float64),
+                                              -np.asarray(b, np.float64)), mode)
+    if op == "mul":
+        return lambda a, b: round32(np.asarray(a, np.float64) * np.asarray(b, np.float64),
+                                    np.float64(0), mode)
+    return lambda a, b, c: fma32(a, b, c, mode)
 
 
 def _rn_only(ctx: Ctx) -> None:
@@ -159,6 +197,9 @@ def float_op(ctx: Ctx) -> Fn:
 def _f32_64(ctx: Ctx, op: str, t: str, parts: list[str]) -> Callable[..., Any]:
     ins = ctx.ins
     approx = "approx" in parts or "full" in parts
+    mode = next((p for p in parts if p in ("rz", "rm", "rp")), None)
+    if mode is not None and t == ".f32" and op in ("add", "sub", "mul", "fma", "mad"):
+        return _wrap(parts, t, _directed(op, mode))
     if op in ("add", "sub", "mul", "div", "sqrt", "rcp", "fma", "mad"):
         _rn_only(ctx)
     f: Callable[..., Any]
