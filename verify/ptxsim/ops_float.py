@@ -10,7 +10,8 @@ toward the true sum before the single rounding to float32. The approximate instr
 (``.approx``, ``.full``, ex2/lg2/sin/cos/tanh/rsqrt) are modelled by the correctly rounded float32
 value of the exact function (computed in float64); the hardware differs by a few ulp, which the
 contract tolerances cover. ``.ftz`` flushes subnormal inputs and results to signed zero; ``.sat``
-clamps to [0, 1] with NaN to 0. Rounding modes other than .rn on these operations are refused.
+clamps to [0, 1] with NaN to 0. ``.rz/.rm/.rp`` on f32 add/sub/mul/fma are exact too (TwoSum
+pair, then one directed rounding); other directed-rounding forms (div, sqrt, rcp, f64) are refused.
 f16 arithmetic is done in float64 (exact for add/sub/mul) and rounded once to float16.
 """
 
