@@ -523,8 +523,13 @@ def test_barrier_with_thread_count() -> None:
     add.u32 %r13, %r9, %r12;
     ld.shared.u32 %r8, [%r13];
 """
-    a = np.arange(64, dtype=np.uint32)
-    assert np.array_equal(run(body, a), a ^ 1)
+    a = np.arange(128, dtype=np.uint32)
+    out = np.zeros(128, np.uint32)
+    r = launch(load_module(HEAD + body + TAIL), "k", (2, 1, 1), (64, 1, 1),
+               [Buffer(a, "in", "a"), Buffer(a, "in", "b"), Buffer(a, "in", "c"),
+                Buffer(out, "out", "out")])
+    assert r.findings == ()
+    assert np.array_equal(out, a ^ 1)
 
 
 def test_redux_activemask_testp_copysign() -> None:
@@ -670,3 +675,15 @@ def test_directed_rounding_add_mul_fma(mode: str) -> None:
             np.float32)
         want = np.array([f32_directed(ref(i), mode) for i in range(n)], np.float32)
         assert np.array_equal(got, want), op
+
+
+def test_barrier_count_larger_than_the_block_is_partial() -> None:
+    body = "    bar.sync 1, 64;\n    mov.b32 %r8, %r5;\n"
+    src = HEAD + body + TAIL
+    a = np.zeros(32, np.uint32)
+    out = np.zeros(32, np.uint32)
+    r = launch(load_module(src), "k", (1, 1, 1), (32, 1, 1),
+               [Buffer(a, "in", "a"), Buffer(a, "in", "b"), Buffer(a, "in", "c"),
+                Buffer(out, "out", "out")])
+    assert [f.kind for f in r.findings] == ["partial_barrier"]
+    assert "expects 64 threads" in r.findings[0].message

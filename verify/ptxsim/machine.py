@@ -276,7 +276,7 @@ class Machine:
             a = self.waiting[pc]
             cnt = np.bincount(self.block_of[a], minlength=self.nblk)
             expect = self.prog.code[pc].bar_count
-            exp = expect_all if expect is None else np.minimum(expect_all, expect)
+            exp = expect_all if expect is None else expect  # a count is exact, exits or not
             full = (cnt > 0) & (cnt >= exp)
             if full.any():
                 sel = full[self.block_of[a]]
@@ -302,12 +302,16 @@ class Machine:
         self.waiting = {}
         for pc, inb, n_other, other, where in notes:
             self.line = self.prog.code[pc].line
+            head = (f"barrier at PTX line {self.line}: {inb.size} thread(s) of block "
+                    f"{self.ids(int(inb[0]))[0]} wait there (e.g. {{T{int(inb[0])}}})")
+            if n_other:
+                text = (f"{head} but {n_other} other non-exited thread(s), e.g. {{T{other}}}, "
+                        f"wait at {where} instead")
+            else:
+                text = (f"{head} but it expects {self.prog.code[pc].bar_count} threads and no "
+                        f"other thread of the block can come")
             try:
-                self.report("partial_barrier",
-                            f"barrier at PTX line {self.line}: {inb.size} thread(s) of block "
-                            f"{self.ids(int(inb[0]))[0]} wait there (e.g. {{T{int(inb[0])}}}) but "
-                            f"{n_other} other non-exited thread(s), e.g. {{T{other}}}, wait at "
-                            f"{where} instead", int(inb[0]), None, key=("pb", pc))
+                self.report("partial_barrier", text, int(inb[0]), None, key=("pb", pc))
             finally:
                 for p2, a in pending.items():
                     self._release(p2, a, np.unique(self.block_of[a]))
