@@ -140,6 +140,15 @@ def test_unknown_entry_and_bad_arguments_are_bad_input() -> None:
         launch(m, "nope", (1, 1, 1), (1, 1, 1), [])
     with pytest.raises(PtxSyntaxError, match="takes 4 parameters"):
         launch(m, "vadd", (1, 1, 1), (1, 1, 1), [])
+    with pytest.raises(PtxSyntaxError, match="invalid launch shape"):
+        launch(m, "vadd", (1, 1, 1), (1025, 1, 1), [])
+
+
+def test_oversized_launch_cannot_be_checked() -> None:
+    from ledger.errors import CannotCheck
+
+    with pytest.raises(CannotCheck, match="more than the PTX interpreter runs"):
+        launch(mod("vadd"), "vadd", (1 << 20, 1, 1), (256, 1, 1), [])
 
 
 MATH = mod("math")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ledger.errors import CannotCheck
 from verify.ptxsim.errors import Finding, PtxSyntaxError, SimResult, UnsupportedPtx
 from verify.ptxsim.machine import Machine
 from verify.ptxsim.memory import GlobalSpace
@@ -34,6 +35,7 @@ __all__ = [
 ]
 
 VERSION = "0.1.0"
+MAX_THREADS = 1 << 25  # every register is one array over all threads of the grid
 ENGINE = f"ptxsim {VERSION}"
 
 
@@ -118,8 +120,14 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
            max_findings: int = 20) -> SimResult:
     """Run one kernel launch; buffers are modified in place; returns the findings."""
     prog = module.program(entry)
-    if any(x < 1 for x in (*grid, *block)) or block[0] * block[1] * block[2] > 1024:
-        raise PtxSyntaxError(f"invalid launch shape grid={grid} block={block}")
+    if any(x < 1 for x in (*grid, *block)) or block[0] * block[1] * block[2] > 1024 or \
+            dynamic_shared < 0:
+        raise PtxSyntaxError(f"invalid launch shape grid={grid} block={block} "
+                             f"dynamic_shared={dynamic_shared}")
+    threads = grid[0] * grid[1] * grid[2] * -(-block[0] * block[1] * block[2] // 32) * 32
+    if threads > MAX_THREADS:
+        raise CannotCheck(f"a launch of {threads} threads is more than the PTX interpreter "
+                          f"runs ({MAX_THREADS}); use smaller sizes or a GPU")
     bufs = []
     for a in args:
         if isinstance(a, Buffer):
