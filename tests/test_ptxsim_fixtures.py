@@ -30,3 +30,26 @@ def test_ptx_regenerates_identically(cu: Path, tmp_path: Path) -> None:
     subprocess.run([NVCC, "-arch=sm_86", "-ptx", "-o", str(out), str(cu)], check=True,
                    capture_output=True, timeout=300)
     assert out.read_bytes() == cu.with_suffix(".ptx").read_bytes()
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+@pytest.mark.parametrize("flag", ["-lineinfo", "-G"])
+def test_debug_and_lineinfo_ptx_run(flag: str, tmp_path: Path) -> None:
+    """PTX with .loc/.file directives and DWARF .section blocks runs the same."""
+    import numpy as np
+
+    from verify.ptxsim import Buffer, Scalar, launch, load_module
+
+    assert NVCC is not None
+    out_ptx = tmp_path / "reduce.ptx"
+    subprocess.run([NVCC, "-arch=sm_86", "-ptx", flag, "-o", str(out_ptx),
+                    str(FIX / "reduce.cu")], check=True, capture_output=True, timeout=300)
+    m = load_module(out_ptx.read_bytes())
+    x = np.arange(512, dtype=np.float32)
+    out = np.zeros(2, np.float32)
+    args: list[Buffer | Scalar] = [Buffer(x, "in", "x"), Buffer(out, "out", "out"),
+                                   Scalar(512, ".s32")]
+    r = launch(m, "block_sum", (2, 1, 1), (256, 1, 1), args)
+    assert r.findings == () and list(out) == [x[:256].sum(), x[256:].sum()]
+    r = launch(m, "block_sum_race", (2, 1, 1), (256, 1, 1), args)
+    assert [f.kind for f in r.findings] == ["race"]

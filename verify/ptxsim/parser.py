@@ -143,7 +143,9 @@ def _strip_comments(text: str) -> str:
         return "\n" * m.group(0).count("\n")
 
     text = re.sub(r"/\*.*?\*/", keep_lines, text, flags=re.S)
-    return re.sub(r"//[^\n]*", "", text)
+    text = re.sub(r"//[^\n]*", "", text)
+    # DWARF sections (nvcc -G): data only, no semicolons inside
+    return re.sub(r"^[ \t]*\.section[^{;\n]*\s*\{[^}]*\}", keep_lines, text, flags=re.M)
 
 
 _LINE_DIRECTIVES = (".version", ".target", ".address_size", ".file", ".loc")
