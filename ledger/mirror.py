@@ -24,7 +24,8 @@ from __future__ import annotations
 import datetime as dt
 import struct
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ import httpx
 
 from ledger import merkle
 from ledger.bundle import blake3_digest, parse_manifest
-from ledger.entries import Registry, decode_entry
+from ledger.entries import Registry
 from ledger.errors import (
     BadInput,
     CannotCheck,
@@ -54,6 +55,7 @@ MAX_ENTRY_TILE_BYTES = TILE_WIDTH * (2 + 65535)
 MAX_BLOB_ANSWER_BYTES = 80 << 20
 BATCH_TILES = 16  # entry tiles verified and appended per transaction
 BLOBS_PER_REQUEST = 64
+BLOB_REQUESTS_IN_FLIGHT = 4
 PENDING_META = "mirror.pending"
 URL_META = "mirror.url"
 VKEY_META = "vkey"
@@ -104,7 +106,21 @@ class Remote:
         return self.get("checkpoint", MAX_CHECKPOINT_BYTES)[0]
 
     def blobs(self, digests: Sequence[bytes]) -> dict[bytes, bytes]:
-        """Fetch blobs by digest (batched), each checked against its BLAKE3 digest."""
+        """Fetch blobs by digest (batches of ``BLOBS_PER_REQUEST``, a few requests in flight),
+        each checked against its BLAKE3 digest."""
+        chunks = [digests[i : i + BLOBS_PER_REQUEST] for i in range(0, len(digests),
+                                                                    BLOBS_PER_REQUEST)]
+        out: dict[bytes, bytes] = {}
+        if len(chunks) <= 1:
+            for chunk in chunks:
+                out.update(self._blob_chunk(chunk))
+            return out
+        with ThreadPoolExecutor(max_workers=BLOB_REQUESTS_IN_FLIGHT) as pool:
+            for part in pool.map(self._blob_chunk, chunks):
+                out.update(part)
+        return out
+
+    def _blob_chunk(self, digests: Sequence[bytes]) -> dict[bytes, bytes]:
         out: dict[bytes, bytes] = {}
         todo = list(digests)
         while todo:
@@ -326,13 +342,22 @@ class Mirror:
         if local < cp.size:
             store.set_meta(PENDING_META, note.decode("utf-8"))
             frontier = merkle.Frontier.from_store(local, store.stored_hash)
-            while local < cp.size:
-                end = min(cp.size, (local // TILE_WIDTH + BATCH_TILES) * TILE_WIDTH)
-                blobs_fetched += self._batch(store, registry, frontier, local, end, cp, hashes)
-                local = end
-                self._registry_size = local
-                if self.progress is not None:
-                    self.progress(local, cp.size)
+            known: set[bytes] = set()
+            with ThreadPoolExecutor(max_workers=1) as pool:  # fetch batch k+1 while verifying k
+                end = self._batch_end(local, cp.size)
+                ahead = pool.submit(self._fetch_entries, local, end, cp.size)
+                while local < cp.size:
+                    rows = ahead.result()
+                    nxt = self._batch_end(end, cp.size)
+                    if end < cp.size:
+                        ahead = pool.submit(self._fetch_entries, end, nxt, cp.size)
+                    blobs_fetched += self._batch(
+                        store, registry, frontier, rows, end, cp, hashes, known
+                    )
+                    local, end = end, nxt
+                    self._registry_size = local
+                    if self.progress is not None:
+                        self.progress(local, cp.size)
         if verified != note:
             store.put_checkpoint(note, cp.size)
         if pending:
@@ -361,7 +386,13 @@ class Mirror:
             self._registry_size = size
         return self._registry
 
-    def _entries(self, start: int, end: int, size: int) -> Iterator[tuple[int, bytes]]:
+    @staticmethod
+    def _batch_end(start: int, size: int) -> int:
+        return min(size, (start // TILE_WIDTH + BATCH_TILES) * TILE_WIDTH)
+
+    def _fetch_entries(self, start: int, end: int, size: int) -> list[tuple[int, bytes]]:
+        """Entries ``[start, end)`` from the remote entry tiles of the tree of ``size``."""
+        out: list[tuple[int, bytes]] = []
         for t in range(start // TILE_WIDTH, (end + TILE_WIDTH - 1) // TILE_WIDTH):
             width = min(TILE_WIDTH, size - t * TILE_WIDTH)
             path = entries_tile_path(t, width)
@@ -374,27 +405,34 @@ class Mirror:
             for k, data in enumerate(items):
                 i = t * TILE_WIDTH + k
                 if start <= i < end:
-                    yield i, data
+                    out.append((i, data))
+        return out
 
     def _batch(
         self,
         store: Store,
         registry: Registry,
         frontier: merkle.Frontier,
-        start: int,
+        fetched: list[tuple[int, bytes]],
         end: int,
         cp: Checkpoint,
         hashes: TileHashes,
+        known: set[bytes],
     ) -> int:
+        """Verify the entries ``fetched`` (up to ``end``), fetch their blobs, append them."""
         rows: list[tuple[int, bytes, dict[str, Any]]] = []
         wanted: dict[bytes, None] = {}
-        for i, data in self._entries(start, end, cp.size):
+        for i, data in fetched:
             entry = check_entry(registry, frontier, i, data)
             rows.append((i, data, entry))
             if entry["type"] == "bundle":
                 for _, digest in parse_manifest(entry["manifest"].encode("utf-8")):
-                    if digest not in wanted and store.blob(digest) is None:
+                    if digest in known or digest in wanted:
+                        continue
+                    if store.blob(digest) is None:
                         wanted[digest] = None
+                    else:
+                        known.add(digest)
         root = frontier.root()
         if end < cp.size:
             proof = merkle.consistency_proof(end, cp.size, hashes.get)
@@ -413,15 +451,21 @@ class Mirror:
                 w.append(data, etype, bdigest)  # also indexes key entries
             if w.size != end or w.root() != root:
                 raise TamperDetected("the local store changed while the mirror was appending")
+        known.update(blobs)
         return len(blobs)
 
 
 def check_entry(
     registry: Registry, frontier: merkle.Frontier, index: int, data: bytes
 ) -> dict[str, Any]:
-    """Verify one remote entry at ``index`` and add its leaf to ``frontier``."""
+    """Verify one remote entry at ``index`` and add its leaf to ``frontier``.
+
+    ``Registry.apply`` parses the entry (canonical JSON, shape) and checks its signatures and
+    signer; then the chain link and, for a bundle, the manifest digest. A failure leaves the
+    registry ahead of the store: the caller drops it (``Mirror.sync``).
+    """
     try:
-        entry = decode_entry(data)
+        entry = registry.apply(index, data)
     except BadInput as e:
         raise VerificationFailed(f"remote entry {index} is malformed: {e}") from e
     if entry["prev_size"] != index or entry["prev_root"] != frontier.root().hex():
@@ -429,7 +473,6 @@ def check_entry(
             f"remote entry {index} is not chained to the tree before it "
             f"(prev_size {entry['prev_size']})"
         )
-    registry.apply(index, data)
     if entry["type"] == "bundle":
         manifest = entry["manifest"].encode("utf-8")
         if blake3_digest(manifest).hex() != entry["bundle_digest"]:
