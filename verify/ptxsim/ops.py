@@ -86,9 +86,6 @@ def compile_instr(ctx: Ctx) -> CInstr:
         return CInstr(ins.line, ins, NORMAL, _noop, guard)
     if root == "cp" and (len(parts) < 2 or parts[1] != "async" or len(parts) < 3):
         raise unsupported(ins)
-    if root == "cp":
-        ctx = Ctx(ctx.prog, type(ins)(ins.line, ".".join(parts[1:]).replace("async", "cp", 1),
-                                      ins.guard, ins.operands))
     b = BUILDERS.get(root)
     if b is None:
         raise unsupported(ins)

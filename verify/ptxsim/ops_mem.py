@@ -247,7 +247,7 @@ def atom(ctx: Ctx) -> Fn:
 
 def cp_async(ctx: Ctx) -> Fn:
     ins = ctx.ins
-    parts = ins.parts
+    parts = ["cp", *ins.parts[2:]]  # cp.async.X... -> cp.X...
     if parts[1] == "commit_group":
         def commit(m: Machine, idx: Idx) -> None:
             m.cp_committed[m.all_idx(idx)] += 1
