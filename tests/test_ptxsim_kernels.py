@@ -196,3 +196,37 @@ def test_local_array_indexed_at_run_time() -> None:
     buf = np.array([[x[(i + k) % 256] * k for k in range(16)] for i in range(256)])
     j = x & 15
     assert np.array_equal(y, buf[np.arange(256), j] + buf[np.arange(256), 15 - j])
+
+
+def test_f16_conversion_exhaustive_at_every_tie() -> None:
+    """Every finite half h, the midpoint to its successor, and the float32 values one ulp
+    either side of that midpoint: RNE must pick the right neighbour at every boundary."""
+    h = np.arange(0, 0x7C00, dtype=np.uint16).view(np.float16)
+    with np.errstate(over="ignore"):  # the successor of 65504 is inf: its midpoint overflows
+        nxt = np.nextafter(h, np.float16(np.inf))
+    mid = ((h.astype(np.float64) + nxt.astype(np.float64)) / 2).astype(np.float32)
+    x = np.concatenate([h.astype(np.float32), mid, np.nextafter(mid, np.float32(0)),
+                        np.nextafter(mid, np.float32(np.inf))])
+    x = np.concatenate([x, -x])
+    n = x.size
+    y = np.zeros(n, np.float16)
+    r = launch(mod("f16cvt"), "to_half", ((n + 255) // 256, 1, 1), (256, 1, 1),
+               [Buffer(x, "in", "x"), Buffer(y, "out", "y"), Scalar(n, ".s32")])
+    assert r.findings == ()
+    with np.errstate(over="ignore"):
+        want = x.astype(np.float16)
+    assert np.array_equal(y.view(np.uint16), want.view(np.uint16))
+    # ties go to the even neighbour
+    ties = y[h.size: 2 * h.size].view(np.uint16)
+    assert not (ties & 1).any()
+    # and back: every half bit pattern, NaN payloads aside, widens exactly
+    allh = np.arange(0, 0x10000, dtype=np.uint32).astype(np.uint16)
+    back = np.zeros(allh.size, np.float32)
+    r = launch(mod("f16cvt"), "from_half", (256, 1, 1), (256, 1, 1),
+               [Buffer(allh.view(np.float16), "in", "x"), Buffer(back, "out", "y"),
+                Scalar(allh.size, ".s32")])
+    ref = allh.view(np.float16).astype(np.float32)
+    finite = ~np.isnan(ref)
+    assert r.findings == () and np.array_equal(back[finite].view(np.uint32),
+                                                ref[finite].view(np.uint32))
+    assert np.isnan(back[~finite]).all()
