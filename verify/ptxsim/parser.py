@@ -127,11 +127,13 @@ _TYPES = {
     ".s64", ".f16", ".f16x2", ".bf16", ".bf16x2", ".f32", ".f64",
 }
 _TYPE_SIZE = {"8": 1, "16": 2, "32": 4, "64": 8, "16x2": 4}
+_SIZES = {".pred": 1, **{t: _TYPE_SIZE[t.lstrip(".bfsu")] for t in _TYPES if t != ".pred"}}
 
 
 def type_size(t: str) -> int:
-    if t == ".pred":
-        return 1
+    size = _SIZES.get(t)
+    if size is not None:
+        return size
     m = re.fullmatch(r"\.(?:b|u|s|f|bf)(8|16|32|64|16x2)", t)
     if not m:
         raise PtxSyntaxError(f"unknown PTX type {t}")
