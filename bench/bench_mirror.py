@@ -13,7 +13,7 @@ verification and storage cost on top of the transfer.
 
     .venv/bin/python bench/bench_mirror.py [--entries 100000] [--work /tmp/ledger-bench-mirror]
 
-Writes the mirror section of docs/bench/server.md (or --out).
+Writes docs/bench/server-mirror.md (or --out); docs/bench/server.md holds the figures with notes.
 """
 
 from __future__ import annotations

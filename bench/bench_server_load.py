@@ -13,7 +13,7 @@ ratio says what serving tiles out of SQLite costs against serving files.
 
     .venv/bin/python bench/bench_server_load.py [--entries 100000] [--clients 1000]
 
-Writes docs/bench/server-load.md (or --out).
+Writes docs/bench/server-load.md (or --out); docs/bench/server.md holds the figures with notes.
 """
 
 from __future__ import annotations
