@@ -26,7 +26,9 @@ class Options:
     seed: int | None = None  # falsification seed override; None: the contract's seed
     timeout: float = 300.0  # per external tool run, seconds
     use_gpu: bool = True  # try CuPy when a device exists
-    interp_step_limit: int = 50_000_000  # PTX interpreter: warp-instructions before "no end"
+    # PTX interpreter: warp-instructions before a launch counts as "never ends" (PO8); about
+    # 35 s of interpretation, and far above what the bundled kernels need at their test sizes
+    interp_step_limit: int = 10_000_000
 
 
 @dataclass
