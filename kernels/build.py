@@ -188,6 +188,8 @@ def compare(spec: Spec, want: dict[str, bytes], have: dict[str, bytes], full: bo
             problems.append(f"{spec.name}: {rel} differs ({len(have[rel])} vs {len(data)} bytes)")
     if full:
         for rel in sorted(set(have) - set(want)):
+            if rel.startswith("ledger-receipt") and rel.endswith(".json"):
+                continue  # a receipt `ledger seal` wrote; not part of the bundle (SPEC 3)
             if not (rel.endswith((".cu", ".lean", ".fut")) or rel == "contract.yaml"):
                 problems.append(f"{spec.name}: {rel} in {spec.out_dir} is not a build output")
             elif spec.out_dir.parent == BUNDLES:

@@ -15,7 +15,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-out = Console(highlight=False, soft_wrap=True)
+# Not on a terminal (a pipe, a file, CI logs): wide enough that check details are not folded.
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 STATUS_STYLE = {"passed": "green", "failed": "bold red", "skipped": "yellow"}
