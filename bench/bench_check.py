@@ -9,6 +9,13 @@ PTX part (docs/bench/ptx.md), each figure beside a peer measured in the same run
 3. one ``rebuild.ptx`` nvcc run, against the ptxas run of the same kernel.
 
 Run: ``.venv/bin/python bench/bench_check.py ptx [--mb 6] [--repeat 5]``
+
+Whole check (docs/bench/check.md): ``ledger check bundles/<k> --json`` wall time per bundle, as a
+user runs it (a fresh process: imports, every check group, ptxas, nvcc, the interpreter), against
+the external tools alone on the same bundle in the same run (one ptxas plus one nvcc -ptx), and
+the Python-side time (the same run minus the tools).
+
+Run: ``.venv/bin/python bench/bench_check.py check [--repeat 3]``
 """
 
 from __future__ import annotations
@@ -107,13 +114,52 @@ def bench_ptx(mb: float, repeat: int) -> None:
         )
 
 
+def bench_check(repeat: int) -> None:
+    import shutil
+    import subprocess
+
+    ptxas, nvcc = ptx.find_ptxas(), find_tool("nvcc", cuda=True)
+    print("| bundle | `ledger check` wall | ptxas + nvcc alone | check minus tools |")
+    print("|---|---:|---:|---:|")
+    for d in sorted((ROOT / "bundles").iterdir()):
+        name = d.name
+        argv = [sys.executable, "-m", "ledger.cli", "check", str(d), "--json", "--no-gpu"]
+
+        def check(argv: list[str] = argv) -> None:
+            res = subprocess.run(argv, cwd=ROOT, capture_output=True, check=False)
+            assert res.returncode == 0, res.stderr
+
+        t_check = best(check, repeat)
+        with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            for f in d.iterdir():
+                if f.suffix in (".cu", ".ptx"):
+                    shutil.copy(f, work / f.name)
+
+            def tools(work: Path = work, name: str = name) -> None:
+                if ptxas:
+                    run_tool([ptxas, "-arch=sm_86", "-v", "-o", "k.cubin", f"{name}.ptx"],
+                             cwd=work, timeout=120)
+                if nvcc:
+                    run_tool([nvcc, "-arch=sm_86", "-ptx", "-o", "r.ptx", f"{name}.cu"],
+                             cwd=work, timeout=120)
+
+            t_tools = best(tools, repeat)
+        print(f"| {name} | {t_check:.2f} s | {t_tools:.2f} s | {t_check - t_tools:.2f} s |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="what", required=True)
     p = sub.add_parser("ptx", help="parse_ptx, ptxas and nvcc timings")
     p.add_argument("--mb", type=float, default=6.0, help="size of the large PTX, MiB")
     p.add_argument("--repeat", type=int, default=5, help="best of N")
+    c = sub.add_parser("check", help="ledger check wall time per bundle")
+    c.add_argument("--repeat", type=int, default=3, help="best of N")
     args = ap.parse_args()
+    if args.what == "check":
+        print(f"python {sys.version.split()[0]}, best of {args.repeat} wall times")
+        bench_check(args.repeat)
     if args.what == "ptx":
         print(f"python {sys.version.split()[0]}, best of {args.repeat} wall times")
         bench_ptx(args.mb, args.repeat)
