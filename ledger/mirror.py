@@ -22,10 +22,13 @@ One ``sync`` does, in order:
 from __future__ import annotations
 
 import datetime as dt
+import multiprocessing
+import os
+import re
 import struct
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,8 +36,8 @@ from typing import Any
 import httpx
 
 from ledger import merkle
-from ledger.bundle import blake3_digest, parse_manifest
-from ledger.entries import Registry
+from ledger.bundle import blake3_digest
+from ledger.entries import Registry, decode_entry, verify_signature
 from ledger.errors import (
     BadInput,
     CannotCheck,
@@ -42,6 +45,7 @@ from ledger.errors import (
     LedgerStateError,
     ProofError,
     RewriteDetected,
+    SignatureError,
     TamperDetected,
     VerificationFailed,
 )
@@ -56,6 +60,10 @@ MAX_BLOB_ANSWER_BYTES = 80 << 20
 BATCH_TILES = 16  # entry tiles verified and appended per transaction
 BLOBS_PER_REQUEST = 64
 BLOB_REQUESTS_IN_FLIGHT = 4
+PARALLEL_MIN_ENTRIES = 8192  # syncs this large pre-check signatures in worker processes
+MAX_WORKERS = 4
+PRECHECK_CHUNK = 512
+_MANIFEST_DIGEST = re.compile(rb"^([0-9a-f]{64})  ", re.MULTILINE)
 PENDING_META = "mirror.pending"
 URL_META = "mirror.url"
 VKEY_META = "vkey"
@@ -343,21 +351,29 @@ class Mirror:
             store.set_meta(PENDING_META, note.decode("utf-8"))
             frontier = merkle.Frontier.from_store(local, store.stored_hash)
             known: set[bytes] = set()
-            with ThreadPoolExecutor(max_workers=1) as pool:  # fetch batch k+1 while verifying k
+            procs = self._workers(cp.size - local)
+            # fetch (and pre-check signatures of) batch k+1 while batch k is verified and stored
+            with ThreadPoolExecutor(max_workers=1) as pool:
                 end = self._batch_end(local, cp.size)
-                ahead = pool.submit(self._fetch_entries, local, end, cp.size)
-                while local < cp.size:
-                    rows = ahead.result()
-                    nxt = self._batch_end(end, cp.size)
-                    if end < cp.size:
-                        ahead = pool.submit(self._fetch_entries, end, nxt, cp.size)
-                    blobs_fetched += self._batch(
-                        store, registry, frontier, rows, end, cp, hashes, known
-                    )
-                    local, end = end, nxt
-                    self._registry_size = local
-                    if self.progress is not None:
-                        self.progress(local, cp.size)
+                ahead = pool.submit(self._fetch, local, end, cp.size, procs, key_table(registry))
+                try:
+                    while local < cp.size:
+                        rows, pre = ahead.result()
+                        nxt = self._batch_end(end, cp.size)
+                        if end < cp.size:
+                            ahead = pool.submit(
+                                self._fetch, end, nxt, cp.size, procs, key_table(registry)
+                            )
+                        blobs_fetched += self._batch(
+                            store, registry, frontier, rows, pre, end, cp, hashes, known
+                        )
+                        local, end = end, nxt
+                        self._registry_size = local
+                        if self.progress is not None:
+                            self.progress(local, cp.size)
+                finally:
+                    if procs is not None:
+                        procs.shutdown(cancel_futures=True)
         if verified != note:
             store.put_checkpoint(note, cp.size)
         if pending:
@@ -390,6 +406,31 @@ class Mirror:
     def _batch_end(start: int, size: int) -> int:
         return min(size, (start // TILE_WIDTH + BATCH_TILES) * TILE_WIDTH)
 
+    def _workers(self, todo: int) -> ProcessPoolExecutor | None:
+        """Worker processes that pre-check bundle signatures, for large syncs on several CPUs."""
+        cpus = os.cpu_count() or 1
+        if todo < PARALLEL_MIN_ENTRIES or cpus < 2:
+            return None
+        ctx = multiprocessing.get_context("spawn")
+        return ProcessPoolExecutor(max_workers=min(cpus, MAX_WORKERS), mp_context=ctx)
+
+    def _fetch(
+        self,
+        start: int,
+        end: int,
+        size: int,
+        procs: ProcessPoolExecutor | None,
+        keys: dict[bytes, bytes],
+    ) -> tuple[list[tuple[int, bytes]], list[Prechecked] | None]:
+        rows = self._fetch_entries(start, end, size)
+        if procs is None:
+            return rows, None
+        chunks = [rows[i : i + PRECHECK_CHUNK] for i in range(0, len(rows), PRECHECK_CHUNK)]
+        pre: list[Prechecked] = []
+        for part in procs.map(precheck, chunks, [keys] * len(chunks)):
+            pre.extend(part)
+        return rows, pre
+
     def _fetch_entries(self, start: int, end: int, size: int) -> list[tuple[int, bytes]]:
         """Entries ``[start, end)`` from the remote entry tiles of the tree of ``size``."""
         out: list[tuple[int, bytes]] = []
@@ -414,6 +455,7 @@ class Mirror:
         registry: Registry,
         frontier: merkle.Frontier,
         fetched: list[tuple[int, bytes]],
+        pre: list[Prechecked] | None,
         end: int,
         cp: Checkpoint,
         hashes: TileHashes,
@@ -422,17 +464,18 @@ class Mirror:
         """Verify the entries ``fetched`` (up to ``end``), fetch their blobs, append them."""
         rows: list[tuple[int, bytes, dict[str, Any]]] = []
         wanted: dict[bytes, None] = {}
-        for i, data in fetched:
-            entry = check_entry(registry, frontier, i, data)
+        for k, (i, data) in enumerate(fetched):
+            entry = check_entry(registry, frontier, i, data, None if pre is None else pre[k])
             rows.append((i, data, entry))
             if entry["type"] == "bundle":
-                for _, digest in parse_manifest(entry["manifest"].encode("utf-8")):
-                    if digest in known or digest in wanted:
-                        continue
-                    if store.blob(digest) is None:
+                for digest in manifest_digests(entry["manifest"]):
+                    if digest not in known:
                         wanted[digest] = None
-                    else:
-                        known.add(digest)
+        if wanted:
+            present = stored_blobs(store, list(wanted))
+            known.update(present)
+            for digest in present:
+                del wanted[digest]
         root = frontier.root()
         if end < cp.size:
             proof = merkle.consistency_proof(end, cp.size, hashes.get)
@@ -455,19 +498,61 @@ class Mirror:
         return len(blobs)
 
 
+def manifest_digests(manifest: str) -> list[bytes]:
+    """The BLAKE3 digests a bundle manifest names (one per ``<64 hex>  <path>`` line).
+
+    The mirror replicates the log as signed: judging the manifest's paths and members is the
+    verifier's ``integrity.manifest`` check, not a reason to stop following the log. The digest
+    of the manifest itself is checked (``check_entry``), and every blob named is fetched and
+    checked against its digest.
+    """
+    return [bytes.fromhex(m.decode()) for m in _MANIFEST_DIGEST.findall(manifest.encode())]
+
+
+def stored_blobs(store: Store, digests: Sequence[bytes]) -> set[bytes]:
+    """Which of ``digests`` the local store holds already (one query per 500 digests)."""
+    found: set[bytes] = set()
+    for i in range(0, len(digests), 500):
+        part = digests[i : i + 500]
+        marks = ",".join("?" * len(part))
+        rows = store.conn.execute(f"SELECT digest FROM blobs WHERE digest IN ({marks})", part)
+        found.update(bytes(r[0]) for r in rows)
+    return found
+
+
 def check_entry(
-    registry: Registry, frontier: merkle.Frontier, index: int, data: bytes
+    registry: Registry,
+    frontier: merkle.Frontier,
+    index: int,
+    data: bytes,
+    pre: Prechecked | None = None,
 ) -> dict[str, Any]:
     """Verify one remote entry at ``index`` and add its leaf to ``frontier``.
 
     ``Registry.apply`` parses the entry (canonical JSON, shape) and checks its signatures and
-    signer; then the chain link and, for a bundle, the manifest digest. A failure leaves the
-    registry ahead of the store: the caller drops it (``Mirror.sync``).
+    signer; then the chain link and, for a bundle, the manifest digest. With ``pre`` from a worker
+    (``precheck``: the bundle's signature already verified with the key its signer id names),
+    only the signer rules of ``Registry.check_signer`` and the origin remain to check here. A
+    failure leaves the registry ahead of the store: the caller drops it (``Mirror.sync``).
     """
-    try:
-        entry = registry.apply(index, data)
-    except BadInput as e:
-        raise VerificationFailed(f"remote entry {index} is malformed: {e}") from e
+    if pre is not None and pre.index != index:
+        raise VerificationFailed(f"internal: precheck of entry {pre.index} used for {index}")
+    if pre is not None and pre.status == "ok" and pre.entry is not None:
+        entry = pre.entry
+        if entry["origin"] != registry.origin:
+            raise VerificationFailed(f"entry {index} names origin {entry['origin']!r}")
+        key = registry.check_signer(bytes.fromhex(entry["signer"]), index)
+        if key.public != pre.public:
+            raise SignatureError(f"entry {index}: signed with another key than its signer's")
+    elif pre is not None and pre.status != "apply":
+        raise (SignatureError if pre.status == "signature" else VerificationFailed)(
+            f"remote entry {index}: {pre.message}"
+        )
+    else:
+        try:
+            entry = registry.apply(index, data)
+        except BadInput as e:
+            raise VerificationFailed(f"remote entry {index} is malformed: {e}") from e
     if entry["prev_size"] != index or entry["prev_root"] != frontier.root().hex():
         raise TamperDetected(
             f"remote entry {index} is not chained to the tree before it "
@@ -479,6 +564,49 @@ def check_entry(
             raise TamperDetected(f"remote entry {index}: the manifest does not hash to the digest")
     frontier.append(merkle.leaf_hash(data))
     return entry
+
+
+@dataclass(frozen=True)
+class Prechecked:
+    """A worker's verdict on one entry: ``ok`` (a bundle whose signature verifies under
+    ``public``, the key registered for its signer id when the batch began), ``apply`` (check it in
+    order with ``Registry.apply``: a key entry, or a signer registered later), ``malformed`` or
+    ``signature`` (refused, with ``message``)."""
+
+    index: int
+    status: str
+    entry: dict[str, Any] | None = None
+    public: bytes = b""
+    message: str = ""
+
+
+def key_table(registry: Registry) -> dict[bytes, bytes]:
+    """Key id -> public key of every node key the registry knows (revoked ones too: the signer
+    rules are checked in order by the main process)."""
+    return {kid: key.public for kid, key in registry.keys.items()}
+
+
+def precheck(rows: list[tuple[int, bytes]], keys: dict[bytes, bytes]) -> list[Prechecked]:
+    """Run in a worker process: parse each entry and verify bundle signatures (module-level so
+    that it pickles)."""
+    out: list[Prechecked] = []
+    for index, data in rows:
+        try:
+            entry = decode_entry(data)
+        except BadInput as e:
+            out.append(Prechecked(index, "malformed", message=f"malformed: {e}"))
+            continue
+        public = keys.get(bytes.fromhex(entry["signer"])) if entry["type"] == "bundle" else None
+        if public is None:
+            out.append(Prechecked(index, "apply"))
+            continue
+        try:
+            verify_signature(entry, public)
+        except SignatureError as e:
+            out.append(Prechecked(index, "signature", message=str(e)))
+            continue
+        out.append(Prechecked(index, "ok", entry, public))
+    return out
 
 
 def follow(

@@ -7,12 +7,14 @@ import json
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import nacl.signing
 import pytest
 
 from ledger import mirror as mirror_mod
+from ledger.entries import node_key_id
 from ledger.errors import CannotCheck, ProofError, RewriteDetected, SignatureError
 from ledger.log import Log
 from ledger.mirror import Mirror, Remote, follow
@@ -276,3 +278,42 @@ def test_follow_polls_and_backs_off(
     dead = Mirror(tmp_path / "m", remote("http://127.0.0.1:9"), vkey_of(log))
     follow(dead, 0.01, report, lambda e, d: errors.append(d), rounds=3)
     assert errors == [0.02, 0.04, 0.08]  # exponential backoff while unreachable
+
+
+def test_parallel_precheck_path(
+    origin: tuple[Log, BackgroundServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Large syncs pre-check signatures in worker processes; the verdicts are the same."""
+    log, srv = origin
+    monkeypatch.setattr(mirror_mod, "PARALLEL_MIN_ENTRIES", 0)
+    monkeypatch.setattr(mirror_mod, "BATCH_TILES", 1)
+    monkeypatch.setattr(mirror_mod, "PRECHECK_CHUNK", 64)
+    first = node_key(log)
+    seal_range(log, first, 300, 700)  # indices 301..700
+    second = add_node(log, "node2")  # registered at 701: its entries take the ordered path
+    log.revoke(node_key_id(bytes(first.verify_key)), "rotated")
+    seal_range(log, second, 700, 800)
+    statuses: list[str] = []
+    real = mirror_mod.check_entry
+
+    def spy(*args: Any) -> dict[str, Any]:
+        pre = args[4] if len(args) > 4 else None
+        statuses.append("main" if pre is None else pre.status)
+        return real(*args)
+
+    monkeypatch.setattr(mirror_mod, "check_entry", spy)
+
+    def flip(request: httpx.Request, resp: httpx.Response) -> httpx.Response:
+        body = resp.content
+        if request.url.path.startswith("/tile/entries/002"):
+            body = body.replace(b"kern600 ", b"kern060 ", 1)  # entry 601, signed by node
+        return httpx.Response(resp.status_code, headers=resp.headers, content=body)
+
+    with pytest.raises(SignatureError, match="entry 601"):
+        Mirror(tmp_path / "bad", remote(srv.url, Proxy(flip)), vkey_of(log)).sync()
+    statuses.clear()
+    r = Mirror(tmp_path / "m", remote(srv.url), vkey_of(log)).sync()
+    assert r.new_size == 803
+    # tiles 0-1 go out before any key is known; node's entries 512..700 are verified by workers
+    assert (statuses.count("ok"), statuses.count("apply"), len(statuses)) == (189, 614, 803)
+    same_ledger(log.home, tmp_path / "m")
