@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import nacl.bindings
 import nacl.exceptions
 import nacl.signing
 
@@ -141,6 +142,21 @@ def decode_entry(data: bytes) -> dict[str, Any]:
     return obj
 
 
+SignatureJob = tuple[int, bytes, bytes, bytes]  # (index, public key, signed bytes, signature)
+
+
+def verify_jobs(jobs: list[SignatureJob]) -> list[int]:
+    """The indices whose signature does not verify. libsodium runs without the GIL, so this can
+    overlap the caller's Python work on another thread."""
+    bad = []
+    for index, public, msg, sig in jobs:
+        try:
+            nacl.bindings.crypto_sign_open(sig + msg, public)
+        except nacl.exceptions.BadSignatureError:
+            bad.append(index)
+    return bad
+
+
 @dataclass(frozen=True)
 class NodeKey:
     key_id: bytes
@@ -176,16 +192,26 @@ class Registry:
             )
         return key
 
-    def apply(self, index: int, data: bytes) -> dict[str, Any]:
+    def apply(
+        self, index: int, data: bytes, deferred: list[SignatureJob] | None = None
+    ) -> dict[str, Any]:
+        """Check entry ``index`` against the rules and record its key events. With ``deferred``,
+        the entry's own signature check is appended there (for ``verify_jobs``, e.g. on another
+        thread) instead of run here; everything else is checked now."""
         entry = decode_entry(data)
         if entry["origin"] != self.origin:
             raise VerificationFailed(f"entry {index} names origin {entry['origin']!r}")
         etype = entry["type"]
+        public = self.log_public
         if etype == "bundle":
-            key = self.check_signer(bytes.fromhex(entry["signer"]), index)
-            verify_signature(entry, key.public, data)
+            public = self.check_signer(bytes.fromhex(entry["signer"]), index).public
+        if deferred is None:
+            verify_signature(entry, public, data)
+        else:
+            sig = b64_decode(str(entry["signature"]), 64, "entry signature")
+            deferred.append((index, public, signed_part(data, entry), sig))
+        if etype == "bundle":
             return entry
-        verify_signature(entry, self.log_public, data)
         kid = bytes.fromhex(entry["key_id"])
         if etype == "key-registration":
             if kid in self.keys:
