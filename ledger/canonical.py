@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -149,6 +150,31 @@ def canonical_json(obj: object) -> bytes:
         except UnicodeEncodeError as e:
             raise BadInput("a string holds a lone surrogate, which is not valid Unicode") from e
     return canonical_json_reference(obj)
+
+
+def canonical_json_extend(obj: dict[str, Any], key: str) -> tuple[bytes, Callable[[str], bytes]]:
+    """``canonical_json(obj)``, and a function giving ``canonical_json({**obj, key: value})``
+    for a string ``value``, validating ``obj`` only once: an ASCII key with a string value keeps a
+    plain object plain, so the second encoding goes straight to the C encoder. Signing uses it:
+    the body is signed, then the entry is encoded again with its signature."""
+    if key in obj:
+        raise BadInput(f"object has {key!r} already")
+    if not (key.isascii() and _simple(obj)):
+        return canonical_json(obj), lambda value: canonical_json({**obj, key: value})
+
+    def extend(value: str) -> bytes:
+        if type(value) is not str:
+            return canonical_json({**obj, key: value})
+        try:
+            return _FAST.encode({**obj, key: value}).encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise BadInput("a string holds a lone surrogate, which is not valid Unicode") from e
+
+    try:
+        first = _FAST.encode(obj).encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise BadInput("a string holds a lone surrogate, which is not valid Unicode") from e
+    return first, extend
 
 
 def canonical_json_reference(obj: object) -> bytes:

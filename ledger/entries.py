@@ -26,7 +26,7 @@ import nacl.bindings
 import nacl.exceptions
 import nacl.signing
 
-from ledger.canonical import canonical_json, loads_canonical
+from ledger.canonical import canonical_json, canonical_json_extend, loads_canonical
 from ledger.encoding import b64_decode, b64_encode, hex_decode
 from ledger.errors import BadInput, SignatureError, VerificationFailed
 
@@ -74,10 +74,8 @@ def signing_bytes(entry: Mapping[str, Any]) -> bytes:
 
 def sign_entry(fields: Mapping[str, Any], key: nacl.signing.SigningKey) -> bytes:
     """Sign ``fields`` (no ``signature`` key) and return the entry bytes, checked for size."""
-    body = dict(fields)
-    sig = key.sign(canonical_json(body)).signature
-    body["signature"] = b64_encode(sig)
-    data = canonical_json(body)
+    signed, with_signature = canonical_json_extend(dict(fields), "signature")
+    data = with_signature(b64_encode(key.sign(signed).signature))
     if len(data) > MAX_ENTRY_BYTES:
         raise BadInput(f"entry is {len(data)} bytes, over the {MAX_ENTRY_BYTES}-byte entry limit")
     return data

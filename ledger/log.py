@@ -215,8 +215,7 @@ class Log:
                         f"bundle {bundle.digest.hex()} was sealed by this key already (entry {idx})"
                     )
             entry = sign_entry(self._bundle_fields(w, bundle, fields, kid), node)
-            for f in bundle.files:
-                w.put_blob(f.digest, f.data)
+            w.put_blobs((f.digest, f.data) for f in bundle.files)
             idx = w.append(entry, "bundle", bundle.digest)
             self._checkpoint(w)
         return Sealed(idx, merkle.leaf_hash(entry), entry)
@@ -233,8 +232,7 @@ class Log:
             self.check_may_seal(kid)
             for bundle, fields in items:
                 entry = sign_entry(self._bundle_fields(w, bundle, fields, kid), node)
-                for f in bundle.files:
-                    w.put_blob(f.digest, f.data)
+                w.put_blobs((f.digest, f.data) for f in bundle.files)
                 idx = w.append(entry, "bundle", bundle.digest)
                 out.append(Sealed(idx, merkle.leaf_hash(entry), entry))
             self._checkpoint(w)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import fcntl
 import os
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -342,6 +342,9 @@ class Writer:
 
     def put_blob(self, digest: bytes, data: bytes) -> None:
         self.conn.execute("INSERT OR IGNORE INTO blobs VALUES(?, ?)", (digest, data))
+
+    def put_blobs(self, blobs: Iterable[tuple[bytes, bytes]]) -> None:
+        self.conn.executemany("INSERT OR IGNORE INTO blobs VALUES(?, ?)", blobs)
 
     def put_checkpoint(self, note: bytes, size: int) -> None:
         self.conn.execute("INSERT INTO checkpoints(size, note) VALUES(?, ?)", (size, note))

@@ -245,3 +245,14 @@ def test_fast_path_equals_reference_writer(obj: object) -> None:
     from ledger.canonical import canonical_json_reference
 
     assert canonical_json(obj) == canonical_json_reference(obj)
+
+
+@given(_plain_values, st.text(max_size=10), st.text(max_size=30))
+def test_extend_equals_encoding_the_extended_object(obj: object, key: str, value: str) -> None:
+    from ledger.canonical import canonical_json_extend
+
+    if not isinstance(obj, dict) or key in obj:
+        return
+    first, extend = canonical_json_extend(obj, key)
+    assert first == canonical_json(obj)
+    assert extend(value) == canonical_json({**obj, key: value})
