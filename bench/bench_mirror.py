@@ -146,6 +146,7 @@ def main() -> None:
     store = Store.open(origin)
     size, vkey = store.size(), str(store.meta("vkey"))
     store.close()
+    load_before = os.getloadavg()[0]
     proc, url = start_server(origin)
     try:
         raw_fetch(url, min(size, 2048))  # warm the server's page cache and connections
@@ -161,6 +162,7 @@ def main() -> None:
         proc.terminate()
         proc.wait(30)
     assert result.new_size == size
+    load_after = os.getloadavg()[0]
     rate, peer_rate = size / mirror_s, size / peer_s
     cmd = f".venv/bin/python bench/bench_mirror.py --entries {args.entries}"
     row_mirror = (f"| `ledger mirror` from scratch, full verification, stored | {size} | "
@@ -170,7 +172,8 @@ def main() -> None:
     text = f"""## Mirror sync over loopback (bench/bench_mirror.py)
 
 Command: `{cmd}`
-Machine: {cpu()}, Python {platform.python_version()}; `ledger serve` in a subprocess on 127.0.0.1.
+Machine: {cpu()}, Python {platform.python_version()}; `ledger serve` in a subprocess on 127.0.0.1;
+1-minute load average {load_before:.1f} before, {load_after:.1f} after (other work shares the CPUs).
 
 | what | entries | seconds | entries/s | requests | MiB transferred |
 |---|---:|---:|---:|---:|---:|
