@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from ledger.bundle import check_path
 from ledger.errors import BundleError, ContractError, LedgerError
-from verify.contract import eval_expr, expr_names
+from verify.expr import eval_expr, expr_names
 from verify.model import OBLIGATIONS, PROPERTIES, Contract, Kernel
 from verify.report import Check, failed, passed, skipped
 

@@ -8,7 +8,7 @@ One check per falsification test of ``ctx.contract``. For each size binding of a
    [low, high], cast to the parameter's dtype (f16 through numpy float16); fill every ``out``
    buffer with 0xFF bytes first (a NaN pattern for floats, so an unwritten element shows);
 3. evaluate buffer shapes, scalar values, grid, block and dynamic shared memory from the
-   contract's expressions (``verify.contract.eval_expr``: a small safe parser, never ``eval``);
+   contract's expressions (``verify.expr.eval_expr``: a small safe parser, never ``eval``);
 4. launch on the engine (``choose_engine``: CuPy on a CUDA device, else the PTX interpreter
    ``verify.ptxsim``); any finding the engine reports fails the test, whether or not the test
    lists the property it violates (a finding is a bug);
@@ -365,7 +365,7 @@ class TooLarge(CannotCheck):
 
 
 def _eval(expr: str, sizes: Mapping[str, int], where: str) -> int:
-    from verify.contract import eval_expr
+    from verify.expr import eval_expr
 
     try:
         return int(eval_expr(expr, sizes))
