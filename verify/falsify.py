@@ -39,6 +39,11 @@ from typing import Any, Protocol
 import numpy as np
 
 from ledger.errors import BadInput, CannotCheck
+from verify.compare import Comparison as Comparison
+from verify.compare import compare_output as compare_output
+from verify.compare import describe_tolerance as describe_tolerance
+from verify.compare import np_dtype as np_dtype
+from verify.compare import ulp_distance as ulp_distance
 from verify.context import Context, Options
 from verify.model import FalsificationTest, Kernel, Tolerance
 from verify.report import Check, failed, passed, skipped
@@ -213,136 +218,6 @@ def choose_engine(options: Options) -> Engine:
         if cupy_engine is not None:
             return cupy_engine
     return InterpreterEngine(step_limit=options.interp_step_limit, why=why)
-
-
-# --- comparison with the reference ----------------------------------------------------------
-
-_NP_DTYPES: dict[str, Any] = {
-    "f16": np.float16,
-    "f32": np.float32,
-    "f64": np.float64,
-    "s32": np.int32,
-    "u32": np.uint32,
-    "s64": np.int64,
-    "u64": np.uint64,
-    "u8": np.uint8,
-    "s8": np.int8,
-}
-_UINT_OF_SIZE: dict[int, Any] = {2: np.uint16, 4: np.uint32, 8: np.uint64}
-
-
-def np_dtype(dtype: str) -> np.dtype[Any]:
-    try:
-        dt: np.dtype[Any] = np.dtype(_NP_DTYPES[dtype])
-    except KeyError as e:
-        raise BadInput(f"unknown dtype {dtype!r}") from e
-    return dt
-
-
-def ulp_distance(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """Units in the last place between two float arrays of one dtype, on the integer encoding.
-
-    Each value maps to (sign, magnitude bits); the distance is |m1 - m2| for equal signs and
-    m1 + m2 across zero (so +0 and -0 are 0 apart, and the largest finite is 1 from inf).
-    NaNs are not handled here. Exact in uint64, returned as float64.
-    """
-    size = got.dtype.itemsize
-    bits = 8 * size
-    ui = _UINT_OF_SIZE[size]
-    g = np.ascontiguousarray(got).view(ui).astype(np.uint64)
-    w = np.ascontiguousarray(want).view(ui).astype(np.uint64)
-    shift, mask = np.uint64(bits - 1), np.uint64((1 << (bits - 1)) - 1)
-    gs, ws = g >> shift, w >> shift
-    gm, wm = g & mask, w & mask
-    same = np.where(gm >= wm, gm - wm, wm - gm)
-    out: np.ndarray[Any, Any] = np.where(gs == ws, same, gm + wm).astype(np.float64)
-    return out
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """One output buffer against the reference."""
-
-    name: str
-    bad: int  # elements out of tolerance
-    first: str  # the first bad element, e.g. "c[17]: got 1.5, want 2.0 (4 ulp)"; "" when none
-    max_ulp: float | None  # None for integers
-    max_abs: float
-    max_rel: float
-
-
-def compare_output(
-    name: str, got: np.ndarray[Any, Any], want: Any, dtype: str, tol: Tolerance
-) -> Comparison:
-    """Compare ``got`` with the reference's ``want`` under ``tol``.
-
-    Floats: an element passes when it is within ``tol.ulp`` ulp (computed on the integer
-    encoding after casting ``want`` to the output dtype), or within ``tol.abs``, or within
-    ``tol.rel`` of |want| (any bound given suffices); no bound at all means 0 ulp. NaN matches
-    only an expected NaN; an infinity only the same infinity. Integers: exact, or within
-    ``tol.abs``. Raises ``BadInput`` when the reference's shape does not fit the buffer.
-    """
-    dt = np_dtype(dtype)
-    g = np.asarray(got).reshape(-1)
-    w_any = np.asarray(want).reshape(-1)
-    if w_any.size != g.size:
-        raise BadInput(
-            f"the reference gives {w_any.size} values for {name}, the buffer holds {g.size}"
-        )
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        g64 = g.astype(np.float64)
-        w64 = w_any.astype(np.float64)
-        diff = np.abs(g64 - w64)
-        if np.issubdtype(dt, np.floating):
-            gn, wn = np.isnan(g64), np.isnan(w64)
-            equal = (gn & wn) | (g64 == w64)
-            diff = np.where(equal, 0.0, np.where(gn | wn, np.inf, diff))
-            rel = np.where(diff == 0, 0.0, diff / np.maximum(np.abs(w64), np.finfo(dt).tiny))
-            rel = np.nan_to_num(rel, nan=np.inf)
-            w_cast = w64.astype(dt)
-            ulp = ulp_distance(g.astype(dt), w_cast)
-            ulp = np.where(gn & np.isnan(w_cast), 0.0, np.where(gn | np.isnan(w_cast), np.inf, ulp))
-            ok = np.zeros(g.size, dtype=bool)
-            if tol.ulp is not None or (tol.abs is None and tol.rel is None):
-                ok |= ulp <= (tol.ulp or 0.0)
-            if tol.abs is not None:
-                ok |= diff <= tol.abs
-            if tol.rel is not None:
-                ok |= rel <= tol.rel
-            max_ulp: float | None = float(ulp.max()) if g.size else 0.0
-        else:
-            exact = g.astype(dt) == w_any.astype(dt)
-            diff = np.where(exact, 0.0, diff)
-            rel = np.where(diff == 0, 0.0, diff / np.maximum(np.abs(w64), 1.0))
-            ok = exact | (diff <= (tol.abs if tol.abs is not None else -1.0))
-            max_ulp = None
-    bad_idx = np.flatnonzero(~ok)
-    first = ""
-    if bad_idx.size:
-        i = int(bad_idx[0])
-        err = f"{ulp[i]:g} ulp" if max_ulp is not None else f"abs {diff[i]:g}"
-        if max_ulp is not None and tol.ulp is None and (tol.abs is not None or tol.rel is not None):
-            err = f"abs {diff[i]:.3g}, rel {rel[i]:.3g}"
-        first = f"{name}[{i}]: got {g[i]!r}, want {w_any[i]!r} ({err})"
-    return Comparison(
-        name,
-        int(bad_idx.size),
-        first,
-        max_ulp,
-        float(diff.max()) if g.size else 0.0,
-        float(rel.max()) if g.size else 0.0,
-    )
-
-
-def describe_tolerance(tol: Tolerance) -> str:
-    parts = []
-    if tol.ulp is not None:
-        parts.append(f"{tol.ulp:g} ulp")
-    if tol.abs is not None:
-        parts.append(f"abs {tol.abs:g}")
-    if tol.rel is not None:
-        parts.append(f"rel {tol.rel:g}")
-    return " or ".join(parts) if parts else "0 ulp"
 
 
 # --- one launch ------------------------------------------------------------------------------
