@@ -235,3 +235,15 @@ def test_readme_documents_every_command() -> None:
         "ledger mirror",
     ):
         assert cmd in readme, cmd
+
+
+def test_verify_key_registration_entry(sealed: dict[str, object]) -> None:
+    """A key entry verifies by inclusion, checkpoint and the log key's signature."""
+    rep = cli_json("verify", "0", home=sealed["home"])  # type: ignore[arg-type]
+    status = {c["id"]: c["status"] for c in rep["checks"]}
+    assert status == {
+        "integrity.checkpoint": "passed",
+        "integrity.inclusion": "passed",
+        "integrity.signature": "passed",
+    }
+    assert rep["verdict"] == "verified" and rep["bundle_digest"] == ""

@@ -97,6 +97,14 @@ def check_evidence(
             checks.append(failed("integrity.inclusion", f"entry {ev.item.index}: {e}"))
 
     if entry["type"] != "bundle":
+        # key entries are signed by the log key itself
+        try:
+            verify_signature(entry, vkey.public, ev.item.entry)
+            checks.append(
+                passed("integrity.signature", f"{entry['type']} entry signed by the log key")
+            )
+        except LedgerError as e:
+            checks.append(failed("integrity.signature", f"{entry['type']} entry: {e}"))
         return checks, entry
     checks.append(_check_manifest(entry, files))
     signer_check, public = _check_signer(ev, entry, vkey, cp)
