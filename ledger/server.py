@@ -490,6 +490,7 @@ def make_app(home: Path, accept_submissions: bool = False) -> Starlette:
         },
         lifespan=lifespan,
     )
+    app.router.redirect_slashes = False  # no 307 to another spelling of a path: 404 instead
     app.state.served = state
     return app
 
