@@ -317,3 +317,16 @@ def test_parallel_precheck_path(
     # tiles 0-1 go out before any key is known; node's entries 512..700 are verified by workers
     assert (statuses.count("ok"), statuses.count("apply"), len(statuses)) == (189, 614, 803)
     same_ledger(log.home, tmp_path / "m")
+
+
+def test_cli_follow_prints_one_json_line_per_poll(
+    origin: tuple[Log, BackgroundServer], tmp_path: Path
+) -> None:
+    log, srv = origin
+    res = run_cli("mirror", srv.url, "--vkey", vkey_of(log), "--follow", "--rounds", "2",
+                  "--interval", "0.01", "--json", home=tmp_path / "m")
+    assert res.returncode == 0, res.stderr
+    lines = [json.loads(x) for x in res.stdout.splitlines()]
+    assert [(x["old_size"], x["new_size"]) for x in lines] == [(0, 301), (301, 301)]
+    bad = run_cli("mirror", srv.url, "--vkey", "not a key", home=tmp_path / "m2")
+    assert bad.returncode == 2

@@ -404,3 +404,15 @@ def test_cli_serve_runs_and_answers(ledger_home: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_cli_export_tiles(ledger_home: Path, tmp_path: Path) -> None:
+    from tests.helpers.ledgers import run_cli
+
+    res = run_cli("export-tiles", str(tmp_path / "static"), "--json", home=ledger_home)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["tree_size"] == 301 and out["files"] > 4
+    assert (tmp_path / "static" / "tile" / "entries" / "001.p" / "45").is_file()
+    missing = run_cli("export-tiles", str(tmp_path / "x"), home=tmp_path / "nothing")
+    assert missing.returncode == 2 and missing.stderr.startswith("ledger: error: ")
