@@ -510,14 +510,8 @@ def manifest_digests(manifest: str) -> list[bytes]:
 
 
 def stored_blobs(store: Store, digests: Sequence[bytes]) -> set[bytes]:
-    """Which of ``digests`` the local store holds already (one query per 500 digests)."""
-    found: set[bytes] = set()
-    for i in range(0, len(digests), 500):
-        part = digests[i : i + 500]
-        marks = ",".join("?" * len(part))
-        rows = store.conn.execute(f"SELECT digest FROM blobs WHERE digest IN ({marks})", part)
-        found.update(bytes(r[0]) for r in rows)
-    return found
+    """Which of ``digests`` the local store holds already."""
+    return store.has_blobs(digests)
 
 
 def check_entry(

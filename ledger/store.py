@@ -192,6 +192,20 @@ class Store:
         row = self.conn.execute("SELECT data FROM blobs WHERE digest=?", (digest,)).fetchone()
         return None if row is None else bytes(row[0])
 
+    def has_blobs(self, digests: Sequence[bytes]) -> set[bytes]:
+        """Which of ``digests`` the store holds (one query per 500 digests)."""
+        found: set[bytes] = set()
+        for i in range(0, len(digests), 500):
+            part = list(digests[i : i + 500])
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(f"SELECT digest FROM blobs WHERE digest IN ({marks})", part)
+            found.update(bytes(r[0]) for r in rows)
+        return found
+
+    def has_leaf(self, leaf_hash: bytes) -> bool:
+        row = self.conn.execute("SELECT 1 FROM entries WHERE leaf_hash=?", (leaf_hash,))
+        return row.fetchone() is not None
+
     def blobs(self) -> Iterator[tuple[bytes, bytes]]:
         for d, data in self.conn.execute("SELECT digest, data FROM blobs"):
             yield bytes(d), bytes(data)

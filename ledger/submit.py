@@ -174,10 +174,9 @@ def accept(log: Any, limiter: RateLimiter, body: bytes) -> dict[str, Any]:
                 f"the log has moved on: size {w.size}, root {root.hex()}; sign again",
                 {"X-Tree-Size": str(w.size)},
             )
-        if store.conn.execute("SELECT 1 FROM entries WHERE leaf_hash=?", (leaf,)).fetchone():
+        if store.has_leaf(leaf):
             raise Rejected(409, "this entry is in the log already (replay)")
-        for f in bundle.files:
-            w.put_blob(f.digest, f.data)
+        w.put_blobs((f.digest, f.data) for f in bundle.files)
         index = w.append(data, "bundle", bundle.digest)
         text = format_checkpoint(Checkpoint(log.origin, w.size, w.root(), ()))
         note = sign_note(text, [log.signer])
