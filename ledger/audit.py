@@ -6,13 +6,15 @@ It streams the log once, in index order, never holding it in memory:
    canonical JSON of a known shape, name this log's origin, and carry ``prev_size`` = its index and
    ``prev_root`` = the root of the tree before it (recomputed here, not read);
 2. every signature is checked and the node-key rules replayed (``ledger.entries.Registry``);
-   the Ed25519 checks run in batches on a second thread (libsodium releases the GIL), at most
+   for a large log the Ed25519 checks run in batches in a worker process, at most
    ``MAX_BATCHES_IN_FLIGHT`` batches ahead, so they overlap the Python work of this loop;
 3. every complete-subtree hash the append creates is recomputed and compared with ``hashes``, and
    that table holds exactly the rows a tree of this size needs;
 4. every stored checkpoint verifies under the log key and its root equals the recomputed root at
    its size (a second cursor walks the checkpoints in size order beside the entries);
-5. every blob hashes to its BLAKE3 address, and every file a bundle manifest names is present;
+5. every blob hashes to its BLAKE3 address, and every file a bundle manifest names is present
+   (only the digests are read from the manifest: judging its paths is ``integrity.manifest``'s
+   job, and the node that signed it answered for it);
 6. the ``keys`` / ``revocations`` index equals the registry the log's history defines;
 7. the append-only triggers are all still in place (read through ``sqlite_utils``' schema view).
 
@@ -22,21 +24,25 @@ verifier key recorded at init (or the one a mirror pinned).
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from ledger import merkle
-from ledger.bundle import blake3_digest, parse_manifest
+from ledger.bundle import blake3_digest, manifest_digests
 from ledger.entries import SignatureJob, verify_jobs
 from ledger.errors import LedgerError
 from ledger.note import NoteVerifier, open_note, parse_checkpoint
 from ledger.store import Store
 
 MAX_PROBLEMS = 100
-SIGNATURE_BATCH = 512  # signatures checked per job on the signature thread
+SIGNATURE_BATCH = 512  # signatures checked per job in the signature process
 MAX_BATCHES_IN_FLIGHT = 4  # back-pressure: memory stays bounded however long the log
+PARALLEL_MIN_ENTRIES = 8192  # audits this large check signatures in a worker process
+BLOB_CACHE = 4096  # blob digests remembered as present (bounded: the log is never in memory)
 
 
 @dataclass
@@ -59,9 +65,24 @@ class AuditResult:
         bad = [i for i, _ in self.problems if i is not None]
         return min(bad) if bad else None
 
+    def sorted_problems(self) -> list[tuple[int | None, str]]:
+        """Problems by index; those not tied to one entry last."""
+        return sorted(self.problems, key=lambda p: (p[0] is None, p[0] or 0))
+
     def add(self, index: int | None, message: str) -> None:
+        """Record a problem; past ``MAX_PROBLEMS`` keep the ones at the lowest indices (signature
+        results arrive from the worker after later entries were already judged)."""
         if len(self.problems) < MAX_PROBLEMS:
             self.problems.append((index, message))
+            return
+        if index is None:
+            return
+        indexed = [(i, k) for k, (i, _) in enumerate(self.problems) if i is not None]
+        if not indexed:
+            return
+        worst_index, worst = max(indexed)
+        if index < worst_index:
+            self.problems[worst] = (index, message)
 
 
 def expected_hash_rows(size: int) -> int:
@@ -83,7 +104,8 @@ def audit(
     cps = _checkpoints_by_size(store)
     next_cp = next(cps, None)
     conn = store.conn
-    digests_seen: set[bytes] = set()
+    blobs_seen: dict[bytes, None] = {}  # a bounded cache of blob digests known to be stored
+    broken_links = 0  # after one bad entry every later link breaks too: report the first
 
     def check_cps_at(size: int) -> None:
         nonlocal next_cp
@@ -97,7 +119,7 @@ def audit(
             next_cp = next(cps, None)
 
     check_cps_at(0)
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit-signatures")
+    pool = _signature_pool(store.size())
     pending: list[SignatureJob] = []
     running: deque[Future[list[int]]] = deque()
 
@@ -105,6 +127,14 @@ def audit(
         while len(running) > limit:
             for bad in running.popleft().result():
                 res.add(bad, f"entry {bad}: entry signature does not verify")
+
+    def submit(jobs: list[SignatureJob]) -> None:
+        if pool is None:
+            for bad in verify_jobs(jobs):
+                res.add(bad, f"entry {bad}: entry signature does not verify")
+        else:
+            running.append(pool.submit(verify_jobs, jobs))
+            collect(MAX_BATCHES_IN_FLIGHT)
 
     for idx, lh, data, etype, digest in conn.execute(
         "SELECT idx, leaf_hash, data, type, bundle_digest FROM entries ORDER BY idx"
@@ -119,11 +149,12 @@ def audit(
             obj = registry.apply(idx, data, pending)
             res.signatures += 1
             if len(pending) >= SIGNATURE_BATCH:
-                running.append(pool.submit(verify_jobs, pending))
+                submit(pending)
                 pending = []
-                collect(MAX_BATCHES_IN_FLIGHT)
             if obj["prev_size"] != idx or obj["prev_root"] != frontier.root().hex():
-                res.add(idx, f"entry {idx}: chain link (prev_size/prev_root) does not match")
+                broken_links += 1
+                if broken_links == 1:
+                    res.add(idx, f"entry {idx}: chain link (prev_size/prev_root) does not match")
             if obj["type"] != etype:
                 res.add(idx, f"entry {idx}: stored type column does not match the entry")
             if obj["type"] == "bundle":
@@ -133,13 +164,15 @@ def audit(
                 manifest = str(obj["manifest"]).encode("utf-8")
                 if blake3_digest(manifest) != d:
                     res.add(idx, f"entry {idx}: manifest does not hash to its bundle digest")
-                for rel, fd in parse_manifest(manifest):
-                    if fd in digests_seen:
+                for fd in manifest_digests(manifest):
+                    if fd in blobs_seen:
                         continue
                     if conn.execute("SELECT 1 FROM blobs WHERE digest=?", (fd,)).fetchone():
-                        digests_seen.add(fd)
+                        if len(blobs_seen) >= BLOB_CACHE:
+                            blobs_seen.clear()
+                        blobs_seen[fd] = None
                     else:
-                        res.add(idx, f"entry {idx}: file {rel} ({fd.hex()}) is missing")
+                        res.add(idx, f"entry {idx}: bundle file {fd.hex()} is missing")
         except LedgerError as e:
             res.add(idx, f"entry {idx}: {e}")
         for level, n, h in frontier.append(merkle.leaf_hash(data)):
@@ -158,9 +191,16 @@ def audit(
         check_cps_at(res.entries)
         if progress is not None and res.entries % 1024 == 0:
             progress(res.entries)
-    running.append(pool.submit(verify_jobs, pending))
+    submit(pending)
     collect(0)
-    pool.shutdown()
+    if broken_links > 1:
+        res.add(
+            None,
+            f"{broken_links - 1} later chain links do not match either (entries "
+            "chained to a tree that an earlier change altered)",
+        )
+    if pool is not None:
+        pool.shutdown()
     res.size = res.entries
     res.root = frontier.root()
     if next_cp is not None:
@@ -188,6 +228,14 @@ def _check_triggers(store: Store, res: AuditResult) -> None:
         for kind in ("no_update", "no_delete"):
             if f"{table}_{kind}" not in have:
                 res.add(None, f"append-only trigger {table}_{kind} has been dropped")
+
+
+def _signature_pool(size: int) -> ProcessPoolExecutor | None:
+    """A worker process for the Ed25519 checks of a large audit (PyNaCl holds the GIL, so a
+    thread would not overlap); small audits check inline and start nothing."""
+    if size < PARALLEL_MIN_ENTRIES or (os.cpu_count() or 1) < 2:
+        return None
+    return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
 
 
 def _checkpoints_by_size(store: Store) -> Iterator[tuple[int, bytes]]:

@@ -132,6 +132,16 @@ def make_manifest(entries: Iterable[tuple[str, bytes]]) -> bytes:
     return b"".join(d.hex().encode() + b"  " + p.encode("utf-8") + b"\n" for p, d in rows)
 
 
+_MANIFEST_DIGEST = re.compile(rb"^([0-9a-f]{64})  ", re.MULTILINE)
+
+
+def manifest_digests(manifest: bytes) -> list[bytes]:
+    """Only the BLAKE3 digests a manifest names (one per ``<64 hex>  <path>`` line), without
+    judging its paths or members: for readers that replicate or audit what was signed, where
+    ``parse_manifest`` is the verifier's job."""
+    return [bytes.fromhex(m.decode()) for m in _MANIFEST_DIGEST.findall(manifest)]
+
+
 def parse_manifest(manifest: bytes) -> list[tuple[str, bytes]]:
     """Parse and validate a manifest: exact b3sum lines, sorted, unique, within limits."""
     rows: list[tuple[str, bytes]] = []

@@ -194,6 +194,8 @@ _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 def _check_depth(text: str, max_depth: int) -> None:
     """Refuse nesting deeper than ``max_depth`` before the recursive parser sees it. Strings are
     cut out first (regex, in C), so only the brackets are walked in Python."""
+    if text.count("[") + text.count("{") <= max_depth:
+        return  # not enough brackets to nest that deep, wherever they are
     brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
     depth = 0
     for ch in brackets:

@@ -584,7 +584,7 @@ def audit(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
                     "checkpoints": res.checkpoints,
                     "blobs": res.blobs,
                 },
-                "problems": [{"index": i, "message": m} for i, m in res.problems],
+                "problems": [{"index": i, "message": m} for i, m in res.sorted_problems()],
             }
         )
     elif res.ok:
@@ -594,7 +594,7 @@ def audit(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
             f"{res.blobs} blobs; root {res.root.hex()}"
         )
     else:
-        for _i, m in res.problems[:20]:
+        for _i, m in res.sorted_problems()[:20]:
             cli_out.error_line(m)
         cli_out.error_line(
             f"audit failed: first bad index {res.first_bad_index} ({len(res.problems)} problems)"

@@ -144,8 +144,8 @@ SignatureJob = tuple[int, bytes, bytes, bytes]  # (index, public key, signed byt
 
 
 def verify_jobs(jobs: list[SignatureJob]) -> list[int]:
-    """The indices whose signature does not verify. libsodium runs without the GIL, so this can
-    overlap the caller's Python work on another thread."""
+    """The indices whose signature does not verify (module-level, so a worker process can run
+    it: PyNaCl keeps the GIL, so only another process overlaps the caller's Python work)."""
     bad = []
     for index, public, msg, sig in jobs:
         try:

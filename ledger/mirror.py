@@ -24,7 +24,6 @@ from __future__ import annotations
 import datetime as dt
 import multiprocessing
 import os
-import re
 import struct
 import time
 from collections.abc import Callable, Sequence
@@ -37,6 +36,7 @@ import httpx
 
 from ledger import merkle
 from ledger.bundle import blake3_digest
+from ledger.bundle import manifest_digests as bundle_manifest_digests
 from ledger.entries import Registry, decode_entry, verify_signature
 from ledger.errors import (
     BadInput,
@@ -63,7 +63,6 @@ BLOB_REQUESTS_IN_FLIGHT = 4
 PARALLEL_MIN_ENTRIES = 8192  # syncs this large pre-check signatures in worker processes
 MAX_WORKERS = 4
 PRECHECK_CHUNK = 512
-_MANIFEST_DIGEST = re.compile(rb"^([0-9a-f]{64})  ", re.MULTILINE)
 PENDING_META = "mirror.pending"
 URL_META = "mirror.url"
 VKEY_META = "vkey"
@@ -499,14 +498,14 @@ class Mirror:
 
 
 def manifest_digests(manifest: str) -> list[bytes]:
-    """The BLAKE3 digests a bundle manifest names (one per ``<64 hex>  <path>`` line).
+    """The BLAKE3 digests a bundle manifest names (``ledger.bundle.manifest_digests``).
 
     The mirror replicates the log as signed: judging the manifest's paths and members is the
     verifier's ``integrity.manifest`` check, not a reason to stop following the log. The digest
     of the manifest itself is checked (``check_entry``), and every blob named is fetched and
     checked against its digest.
     """
-    return [bytes.fromhex(m.decode()) for m in _MANIFEST_DIGEST.findall(manifest.encode())]
+    return bundle_manifest_digests(manifest.encode("utf-8"))
 
 
 def stored_blobs(store: Store, digests: Sequence[bytes]) -> set[bytes]:

@@ -155,3 +155,41 @@ def test_audit_passes_after_normal_use(home: Path) -> None:
     log.revoke(log.store.key_rows()[0][0], "rotated")
     log.close()
     assert cli_json("audit", home=home)["ok"] is True
+
+
+def test_large_audit_checks_signatures_in_a_worker(tmp_path: Path) -> None:
+    """Past PARALLEL_MIN_ENTRIES the audit checks signatures in a worker process; a forged
+    signature (with the leaf hash column re-hashed to match) is still found at its index."""
+    from ledger import audit as audit_mod
+    from ledger.bundle import Bundle
+    from ledger.encoding import b64_encode
+    from ledger.merkle import leaf_hash
+    from tests.helpers.ledgers import fake_fields
+
+    home = tmp_path / "big"
+    log = new_ledger(home)
+    sk = add_node(log)
+    n = audit_mod.PARALLEL_MIN_ENTRIES + 100
+    items = [
+        (
+            Bundle.from_files(
+                {"contract.yaml": b"c%d" % i, "k.ptx": b"p", "p.lean": b"l", "s.fut": b"f"}
+            ),
+            fake_fields(str(i)),
+        )
+        for i in range(n)
+    ]
+    log.seal_many(items, sk)
+    log.close()
+    victim = 5000
+    data = _entry(home, victim)
+    sig = data.split(b'"signature":"')[1].split(b'"')[0]
+    forged = data.replace(sig, b64_encode(b"\x01" * 64).encode())
+    _tamper(
+        home,
+        ("UPDATE entries SET data=?, leaf_hash=? WHERE idx=?", (forged, leaf_hash(forged), victim)),
+    )
+    log = Log.open(home)
+    res = audit_mod.audit(log.store, log.verifier)
+    assert res.first_bad_index == victim
+    assert (victim, f"entry {victim}: entry signature does not verify") in res.problems
