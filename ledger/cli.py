@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 import typer
 
 from ledger import cli_out
-from ledger.errors import BadInput, KeyFileError, LedgerError
+from ledger.errors import BadInput, CannotCheck, KeyFileError, LedgerError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -67,6 +68,9 @@ def handled(fn: Callable[P, R]) -> Callable[P, R]:
         except LedgerError as e:
             cli_out.error_line(str(e))
             raise typer.Exit(e.exit_code) from None
+        except sqlite3.Error as e:  # the database could not be used (locked, I/O, corrupt)
+            cli_out.error_line(f"the ledger database could not be used: {e}")
+            raise typer.Exit(CannotCheck.exit_code) from None
 
     return wrapper
 

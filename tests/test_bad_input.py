@@ -200,3 +200,13 @@ def test_bad_usage(home: Path) -> None:
     assert_one_error_line(run_cli("seal", home=home), 2)
     assert_one_error_line(run_cli("keys", "revoke", "xyz", "--reason", "r", home=home), 2)
     assert_one_error_line(run_cli("init", "--origin", "has space", home=home.parent / "n"), 2)
+
+
+def test_corrupt_database(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    cli_json("init", "--origin", "test.example/corrupt", home=home)
+    (home / "ledger.db").write_bytes(b"this is not an SQLite database" * 100)
+    for f in home.glob("ledger.db-*"):
+        f.unlink()
+    line = assert_one_error_line(run_cli("log", home=home), 2)
+    assert "not a usable ledger database" in line
