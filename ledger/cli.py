@@ -355,12 +355,12 @@ def seal(
     else:
         for r in results:
             cli_out.plain(
-                f"sealed {r.directory}: index {r.sealed.index}  "
-                f"bundle {r.bundle.digest.hex()}  leaf {r.sealed.leaf_hash.hex()}  "
-                f"verdict {r.report.verdict}"
+                f"sealed {r.directory} as entry {r.sealed.index} (verdict {r.report.verdict})"
             )
+            cli_out.plain(f"  bundle  {r.bundle.digest.hex()}")
+            cli_out.plain(f"  leaf    {r.sealed.leaf_hash.hex()}")
             if r.receipt is not None:
-                cli_out.plain(f"  receipt: {r.receipt}")
+                cli_out.plain(f"  receipt {r.receipt}")
 
 
 def _only_key(keydir: Path) -> str:
