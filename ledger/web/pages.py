@@ -42,12 +42,12 @@ def esc(value: object) -> str:
 
 def page(title: str, body: str, status: int = 200) -> HTMLResponse:
     doc = (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{esc(title)}</title><style>{_STYLE}</style></head><body>"
-        "<header><h1><a href=\"/\">kernel ledger</a></h1>"
-        "<form action=\"/search\" method=\"get\"><input name=\"q\" size=\"70\" "
-        "placeholder=\"index, bundle digest or leaf hash (8+ hex digits)\">"
-        " <button type=\"submit\">Search</button></form></header>"
+        '<header><h1><a href="/">kernel ledger</a></h1>'
+        '<form action="/search" method="get"><input name="q" size="70" '
+        'placeholder="index, bundle digest or leaf hash (8+ hex digits)">'
+        ' <button type="submit">Search</button></form></header>'
         f"<main>{body}</main></body></html>\n"
     )
     return HTMLResponse(doc, status)
@@ -114,8 +114,7 @@ async def home(request: Request) -> Response:
         f"<p>Origin <code>{esc(view.checkpoint.origin)}</code>, {view.size} entries, root "
         f"<code>{esc(b64_encode(view.checkpoint.root))}</code>. "
         '<a href="/checkpoint">checkpoint</a> · <a href="/api/v1/openapi.json">API</a></p>'
-        "<h2>Recent entries</h2>"
-        + _table(rows, ("index", "type", "what", "bundle digest", "time"))
+        "<h2>Recent entries</h2>" + _table(rows, ("index", "type", "what", "bundle digest", "time"))
     )
     if start > 0:
         body += f'<p><a href="/?before={start}">older entries</a></p>'
@@ -154,6 +153,36 @@ def _checks(entry: dict[str, Any]) -> str:
             )
         )
     return _table(rows, ("check", "status", "tool", "detail"))
+
+
+def _obligations(entry: dict[str, Any]) -> str:
+    """The claimed obligations, with the ``certificate`` check recorded at seal time."""
+    claims = entry.get("obligations")
+    if not isinstance(claims, list) or not claims:
+        return "<p>No proof obligations claimed.</p>"
+    rows = [
+        (
+            esc(c.get("obligation", "")),
+            f"<code>{esc(c.get('theorem', ''))}</code>",
+            esc(c.get("property", "")),
+        )
+        for c in claims
+        if isinstance(c, dict)
+    ]
+    out = _table(rows, ("obligation", "theorem", "dynamic evidence (property)"))
+    checks = entry.get("checks")
+    cert = (
+        next((c for c in checks if isinstance(c, dict) and c.get("id") == "certificate"), None)
+        if isinstance(checks, list)
+        else None
+    )
+    if cert is not None:
+        status = str(cert.get("status", ""))
+        out += (
+            f'<p>certificate at seal time: <span class="{esc(status)}">{esc(status)}</span> '
+            f"- {esc(cert.get('detail', ''))}</p>"
+        )
+    return out
 
 
 def _files(index: int, entry: dict[str, Any]) -> str:
@@ -210,17 +239,11 @@ async def entry(request: Request) -> Response:
             kernel = obj.get("kernel")
             if isinstance(kernel, dict) and kernel:
                 parts.append(
-                    "<h3>Kernel</h3>"
-                    + _table((esc(k), esc(kernel[k])) for k in sorted(kernel))
+                    "<h3>Kernel</h3>" + _table((esc(k), esc(kernel[k])) for k in sorted(kernel))
                 )
             parts.append("<h3>Bundle files</h3>" + _files(index, obj))
             parts.append("<h3>Checks recorded at seal time</h3>" + _checks(obj))
-            obligations = obj.get("obligations")
-            parts.append(
-                "<h3>Certificate: proof obligations</h3><pre>"
-                + esc(json.dumps(obligations, indent=2, sort_keys=True))
-                + "</pre>"
-            )
+            parts.append("<h3>Certificate: proof obligations</h3>" + _obligations(obj))
     else:
         parts.append("<p>This entry is not canonical JSON.</p>")
     parts.append(
@@ -232,7 +255,5 @@ async def entry(request: Request) -> Response:
         + f"<p>Root <code>{esc(b64_encode(view.checkpoint.root))}</code></p>"
     )
     note = published_note(s.store, view.note)
-    parts.append(
-        "<h3>Checkpoint</h3><pre>" + esc(note.decode("utf-8", "replace")) + "</pre>"
-    )
+    parts.append("<h3>Checkpoint</h3><pre>" + esc(note.decode("utf-8", "replace")) + "</pre>")
     return page(f"entry {index}", "".join(parts))
