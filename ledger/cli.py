@@ -310,7 +310,7 @@ def seal(
     name = key or _only_key(log.keydir)
     pw = read_passphrase(passphrase_file) if passphrase_file else None
     sk, _pub = load_node_secret(log.keydir, name, pw)
-    wiring.node_signing_key(log, sk)
+    wiring.check_node_may_seal(log, sk)
     with cli_out.progress("checking", len(directories), enabled=not json_out) as bar:
 
         def step(s: str) -> None:

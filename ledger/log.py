@@ -9,7 +9,7 @@ moment leaves either the whole step or none of it.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from ledger import merkle
 from ledger.bundle import Bundle
 from ledger.encoding import b64_encode
 from ledger.entries import node_key_id, sign_entry
-from ledger.errors import BadInput, KeyFileError, LedgerStateError, VerificationFailed
+from ledger.errors import BadInput, KeyFileError, LedgerStateError
 from ledger.keys import NodePublic, write_atomic
 from ledger.note import (
     Checkpoint,
@@ -256,15 +256,3 @@ class Log:
         from ledger.entries import decode_entry
 
         return str(decode_entry(self.store.entry(idx)).get("signer", ""))
-
-    # -- reading helpers -----------------------------------------------------------------------
-
-    def bundle_files(self, manifest_rows: Sequence[tuple[str, bytes]]) -> dict[str, bytes]:
-        """Rebuild a sealed bundle's files from the content-addressed blobs."""
-        out: dict[str, bytes] = {}
-        for rel, digest in manifest_rows:
-            data = self.store.blob(digest)
-            if data is None:
-                raise VerificationFailed(f"blob {digest.hex()} ({rel}) is missing from the ledger")
-            out[rel] = data
-        return out

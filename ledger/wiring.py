@@ -212,7 +212,8 @@ def match_receipt(receipt: Receipt, text: str) -> None:
         raise UnknownHash(f"{text!r} does not name the receipt's entry {receipt.item.index}")
 
 
-def node_signing_key(log: Log, sk: nacl.signing.SigningKey) -> bytes:
+def check_node_may_seal(log: Log, sk: nacl.signing.SigningKey) -> bytes:
+    """Refuse early (before any check runs) a node key that is unregistered or revoked."""
     kid = node_key_id(bytes(sk.verify_key))
     log.check_may_seal(kid)
     return kid
