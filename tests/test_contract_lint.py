@@ -20,16 +20,6 @@ GATE_NAMES = [g[0] for g in GATES]
 BUNDLE_FILES = ("vadd.ptx", "vadd.cu", "vadd.fut", "Clean.lean")
 
 
-def _lean_ready() -> bool:
-    try:
-        return hasattr(importlib.import_module("verify.lean"), "scan_sources")
-    except ImportError:
-        return False
-
-
-LEAN = _lean_ready()
-
-
 def _files(contract_name: str) -> dict[str, bytes]:
     files = {name: (FIX / name).read_bytes() for name in BUNDLE_FILES}
     files["contract.yaml"] = (FIX / contract_name).read_bytes()
@@ -46,19 +36,13 @@ def _statuses(contract_name: str) -> dict[str, str]:
 def test_clean_fixture_passes_every_gate() -> None:
     got = _statuses("clean.yaml")
     want = {g: "passed" for g in GATE_NAMES}
-    if not LEAN:
-        want["lean-exists"] = "skipped"
     assert got == want
 
 
 @pytest.mark.parametrize("gate", GATE_NAMES)
 def test_each_fixture_trips_exactly_its_gate(gate: str) -> None:
-    if gate == "lean-exists" and not LEAN:
-        pytest.skip("verify.lean.scan_sources is not available yet")
     got = _statuses(f"lint-{gate}.yaml")
     want = {g: "passed" for g in GATE_NAMES}
-    if not LEAN:
-        want["lean-exists"] = "skipped"
     want[gate] = "failed"
     assert got == want
 
@@ -88,7 +72,6 @@ def test_gate_reasons(name: str, reason: str) -> None:
     assert check.detail == f"{name}: {reason}"
 
 
-@pytest.mark.skipif(not LEAN, reason="verify.lean.scan_sources is not available yet")
 def test_lean_exists_reason() -> None:
     files = _files("lint-lean-exists.yaml")
     check = lint_check(load_contract(files["contract.yaml"]), files)
@@ -99,7 +82,6 @@ def test_lean_exists_reason() -> None:
     )
 
 
-@pytest.mark.skipif(not LEAN, reason="verify.lean.scan_sources is not available yet")
 def test_theorem_that_the_scan_rejects_fails() -> None:
     files = _files("clean.yaml")
     files["Clean.lean"] = files["Clean.lean"].replace(
@@ -117,7 +99,6 @@ def test_theorem_that_the_scan_rejects_fails() -> None:
     )
 
 
-@pytest.mark.skipif(not LEAN, reason="verify.lean.scan_sources is not available yet")
 def test_theorem_that_is_a_def_fails() -> None:
     files = _files("clean.yaml")
     files["Clean.lean"] = files["Clean.lean"].replace(b"theorem work_bounded", b"def work_bounded")
@@ -127,7 +108,6 @@ def test_theorem_that_is_a_def_fails() -> None:
     )
 
 
-@pytest.mark.skipif(not LEAN, reason="verify.lean.scan_sources is not available yet")
 def test_lean_scan_error_fails_closed(monkeypatch: pytest.MonkeyPatch) -> None:
     from ledger.errors import BadInput
 
@@ -323,7 +303,7 @@ def test_run_on_clean_bundle_sets_the_contract() -> None:
     )
     assert (schema.tool, schema.version) == ("PyYAML", yaml.__version__)
     assert ctx.contract is not None and ctx.contract.name == "clean_vadd"
-    assert lint.status == ("passed" if LEAN else "skipped")
+    assert lint.status == "passed"
     assert lint.detail.startswith("gates passed: metadata, equations, obligations, falsification")
 
 
@@ -366,4 +346,4 @@ def test_run_on_shipped_bundles(bundle: Path) -> None:
     ctx = Context(Bundle.from_dir(bundle))
     schema, lint = contract_group.run(ctx)
     assert schema.status == "passed", schema.detail
-    assert lint.status == ("passed" if LEAN else "skipped"), lint.detail
+    assert lint.status == "passed", lint.detail
