@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up (scripts/setup.sh --test) and run the whole test suite, lint and type checks.
-# Fails when any test, ruff or mypy fails.
+# Set up (scripts/setup.sh --test) and run lint, type checks, the bundle reproducibility check,
+# the interpreter device check and the whole test suite with branch coverage.
+# Fails when any test, ruff, mypy or the bundle check fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --test
@@ -9,4 +10,10 @@ bash scripts/setup.sh --test
 .venv/bin/python kernels/build.py --check
 mkdir -p artifacts
 .venv/bin/python scripts/device_check.py --interpreter-only --out artifacts/device-check.md
-.venv/bin/python -m pytest -q "$@"
+# the tests, under branch coverage (CLI subprocesses included; config in pyproject.toml)
+rm -f artifacts/.coverage*
+.venv/bin/python -m coverage run -m pytest -q "$@"
+.venv/bin/python -m coverage combine -q
+.venv/bin/python -m coverage report > artifacts/coverage.txt
+echo "branch coverage (ledger, verify; full table in artifacts/coverage.txt):"
+tail -n 3 artifacts/coverage.txt
