@@ -26,6 +26,7 @@ import nacl.bindings
 import nacl.exceptions
 import nacl.signing
 
+from ledger.bundle import Bundle
 from ledger.canonical import canonical_json, canonical_json_extend, loads_canonical
 from ledger.encoding import b64_decode, b64_encode, hex_decode
 from ledger.errors import BadInput, SignatureError, VerificationFailed
@@ -79,6 +80,25 @@ def sign_entry(fields: Mapping[str, Any], key: nacl.signing.SigningKey) -> bytes
     if len(data) > MAX_ENTRY_BYTES:
         raise BadInput(f"entry is {len(data)} bytes, over the {MAX_ENTRY_BYTES}-byte entry limit")
     return data
+
+
+def bundle_fields(
+    chain: Mapping[str, Any], bundle: Bundle, extra: Mapping[str, Any], signer: bytes
+) -> dict[str, Any]:
+    """The fields of a ``bundle`` entry (before signing): the chain link ``chain`` (``origin``,
+    ``time``, ``prev_size``, ``prev_root``), the bundle's digest and manifest, the ``kernel``,
+    ``obligations`` and ``checks`` from ``extra``, and the signer's node key id. The one place
+    the entry's shape is written, for local seals and for submissions to a remote log."""
+    return {
+        "type": "bundle",
+        **chain,
+        "bundle_digest": bundle.digest.hex(),
+        "manifest": bundle.manifest.decode("utf-8"),
+        "kernel": dict(extra.get("kernel", {})),
+        "obligations": list(extra.get("obligations", [])),
+        "checks": list(extra.get("checks", [])),
+        "signer": signer.hex(),
+    }
 
 
 def signed_part(data: bytes, entry: Mapping[str, Any]) -> bytes:

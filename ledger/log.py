@@ -19,7 +19,7 @@ import nacl.signing
 from ledger import merkle
 from ledger.bundle import Bundle
 from ledger.encoding import b64_encode
-from ledger.entries import node_key_id, sign_entry
+from ledger.entries import bundle_fields, node_key_id, sign_entry
 from ledger.errors import BadInput, KeyFileError, LedgerStateError
 from ledger.keys import NodePublic, write_atomic
 from ledger.note import (
@@ -214,7 +214,7 @@ class Log:
                     raise BadInput(
                         f"bundle {bundle.digest.hex()} was sealed by this key already (entry {idx})"
                     )
-            entry = sign_entry(self._bundle_fields(w, bundle, fields, kid), node)
+            entry = sign_entry(bundle_fields(self._chain(w), bundle, fields, kid), node)
             w.put_blobs((f.digest, f.data) for f in bundle.files)
             idx = w.append(entry, "bundle", bundle.digest)
             self._checkpoint(w)
@@ -231,26 +231,12 @@ class Log:
         with self.store.writer() as w:
             self.check_may_seal(kid)
             for bundle, fields in items:
-                entry = sign_entry(self._bundle_fields(w, bundle, fields, kid), node)
+                entry = sign_entry(bundle_fields(self._chain(w), bundle, fields, kid), node)
                 w.put_blobs((f.digest, f.data) for f in bundle.files)
                 idx = w.append(entry, "bundle", bundle.digest)
                 out.append(Sealed(idx, merkle.leaf_hash(entry), entry))
             self._checkpoint(w)
         return out
-
-    def _bundle_fields(
-        self, w: Writer, bundle: Bundle, fields: Mapping[str, Any], kid: bytes
-    ) -> dict[str, Any]:
-        return {
-            "type": "bundle",
-            **self._chain(w),
-            "bundle_digest": bundle.digest.hex(),
-            "manifest": bundle.manifest.decode("utf-8"),
-            "kernel": dict(fields.get("kernel", {})),
-            "obligations": list(fields.get("obligations", [])),
-            "checks": list(fields.get("checks", [])),
-            "signer": kid.hex(),
-        }
 
     def _signer_of(self, idx: int) -> str:
         from ledger.entries import decode_entry

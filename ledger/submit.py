@@ -34,8 +34,15 @@ from ledger import merkle
 from ledger.bundle import Bundle
 from ledger.canonical import canonical_json, loads_canonical
 from ledger.encoding import b64_decode, b64_encode
-from ledger.entries import decode_entry, node_key_id, sign_entry, verify_signature
+from ledger.entries import (
+    bundle_fields,
+    decode_entry,
+    node_key_id,
+    sign_entry,
+    verify_signature,
+)
 from ledger.errors import BadInput, CannotCheck, LedgerError, SignatureError, VerificationFailed
+from ledger.httpbody import read_limited_body
 from ledger.note import (
     Checkpoint,
     NoteVerifier,
@@ -92,15 +99,9 @@ class RateLimiter:
 
 
 async def _read_body(request: Request) -> bytes:
-    length = request.headers.get("content-length")
-    if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
-        raise Rejected(413, f"submission over {MAX_BODY} bytes")
-    buf = bytearray()
-    async for chunk in request.stream():
-        buf += chunk
-        if len(buf) > MAX_BODY:
-            raise Rejected(413, f"submission over {MAX_BODY} bytes")
-    return bytes(buf)
+    return await read_limited_body(
+        request, MAX_BODY, lambda: Rejected(413, f"submission over {MAX_BODY} bytes")
+    )
 
 
 def parse_submission(body: bytes) -> tuple[bytes, dict[str, Any], dict[str, bytes]]:
@@ -208,23 +209,12 @@ class Submitted:
     attempts: int
 
 
-def bundle_fields(
+def chained_fields(
     bundle: Bundle, extra: Mapping[str, Any], cp: Checkpoint, kid: bytes, now: str
 ) -> dict[str, Any]:
-    """The fields of a bundle entry chained to checkpoint ``cp`` (as ``ledger.log`` makes them)."""
-    return {
-        "type": "bundle",
-        "origin": cp.origin,
-        "time": now,
-        "prev_size": cp.size,
-        "prev_root": cp.root.hex(),
-        "bundle_digest": bundle.digest.hex(),
-        "manifest": bundle.manifest.decode("utf-8"),
-        "kernel": dict(extra.get("kernel", {})),
-        "obligations": list(extra.get("obligations", [])),
-        "checks": list(extra.get("checks", [])),
-        "signer": kid.hex(),
-    }
+    """The fields of a bundle entry chained to the remote checkpoint ``cp``."""
+    chain = {"origin": cp.origin, "time": now, "prev_size": cp.size, "prev_root": cp.root.hex()}
+    return bundle_fields(chain, bundle, extra, kid)
 
 
 def submit_bundle(
@@ -247,7 +237,7 @@ def submit_bundle(
         for attempt in range(1, MAX_RETRIES + 1):
             note = _get(http, f"{base}/checkpoint").content
             cp = parse_checkpoint(open_note(note, [vkey]).text)
-            entry = sign_entry(bundle_fields(bundle, extra, cp, kid, utc_now()), node)
+            entry = sign_entry(chained_fields(bundle, extra, cp, kid, utc_now()), node)
             body = canonical_json({"entry": b64_encode(entry), "files": files})
             try:
                 r = http.post(

@@ -22,7 +22,7 @@ from ledger.log import Log, utc_now
 from ledger.mirror import Mirror, Remote
 from ledger.note import open_note, parse_checkpoint, parse_vkey
 from ledger.server import BackgroundServer, make_app
-from ledger.submit import RateLimiter, Rejected, bundle_fields, submit_bundle
+from ledger.submit import RateLimiter, Rejected, chained_fields, submit_bundle
 from tests.helpers.ledgers import REPO, run_cli
 from tests.test_mirror import make_origin, node_key, vkey_of
 from tests.test_server import bundle_files, fields, raw_status, seal_range
@@ -40,7 +40,7 @@ def body_for(log: Log, sk: nacl.signing.SigningKey, i: int, **change: Any) -> by
     bundle = Bundle.from_files(bundle_files(i))
     cp = parse_checkpoint(open_note(log.store.checkpoint(), [log.verifier]).text)
     kid = node_key_id(bytes(sk.verify_key))
-    entry = sign_entry({**bundle_fields(bundle, fields(i), cp, kid, utc_now()), **change}, sk)
+    entry = sign_entry({**chained_fields(bundle, fields(i), cp, kid, utc_now()), **change}, sk)
     files = {f.path: b64_encode(f.data) for f in bundle.files}
     return canonical_json({"entry": b64_encode(entry), "files": files})
 
@@ -66,10 +66,15 @@ def test_submit_appends_and_signs_a_checkpoint(
         assert Mirror(tmp_path / "m", remote, vkey_of(log)).sync().new_size == 7
     finally:
         remote.close()
-    replay = post(srv.url, canonical_json({
-        "entry": b64_encode(done.entry),
-        "files": {f.path: b64_encode(f.data) for f in bundle.files},
-    }))
+    replay = post(
+        srv.url,
+        canonical_json(
+            {
+                "entry": b64_encode(done.entry),
+                "files": {f.path: b64_encode(f.data) for f in bundle.files},
+            }
+        ),
+    )
     assert replay.status_code == 409
 
 
@@ -87,8 +92,9 @@ def test_stale_chain_is_re_signed(served: tuple[Log, BackgroundServer]) -> None:
             return super().handle_request(request)
 
     with httpx.Client(transport=Racer(), timeout=60) as c:
-        done = submit_bundle(srv.url, Bundle.from_files(bundle_files(901)), fields(901), sk,
-                             log.verifier, client=c)
+        done = submit_bundle(
+            srv.url, Bundle.from_files(bundle_files(901)), fields(901), sk, log.verifier, client=c
+        )
     assert done.attempts == 2 and done.index == 7 and len(posts) == 2
 
 
@@ -117,9 +123,16 @@ def test_refusals(served: tuple[Log, BackgroundServer]) -> None:
     tried["other origin"] = post(srv.url, body_for(log, sk, 905, origin="evil.example")).status_code
     tried["huge body"] = post(srv.url, b"[" * (submit_mod.MAX_BODY + 1)).status_code
     assert tried == {
-        "forged signature": 403, "unregistered key": 403, "files differ": 422,
-        "stale chain": 409, "not JSON": 400, "not canonical": 400, "extra field": 400,
-        "too large": 413, "other origin": 400, "huge body": 413,
+        "forged signature": 403,
+        "unregistered key": 403,
+        "files differ": 422,
+        "stale chain": 409,
+        "not JSON": 400,
+        "not canonical": 400,
+        "extra field": 400,
+        "too large": 413,
+        "other origin": 400,
+        "huge body": 413,
     }
     assert post(srv.url, good).status_code == 200  # and the honest one still goes through
     log.revoke(node_key_id(bytes(sk.verify_key)), "compromised")
@@ -152,14 +165,33 @@ def test_read_only_server_refuses_and_cli_submit(
     with BackgroundServer(make_app(log.home)) as ro:
         assert post(ro.url, body_for(log, node_key(log), 920)).status_code == 404
     bundle_dir = REPO / "bundles" / "vector_add"
-    res = run_cli("submit", str(bundle_dir), "--server", srv.url, "--key", "node",
-                  "--vkey", vkey_of(log), "--json", home=log.home)
+    res = run_cli(
+        "submit",
+        str(bundle_dir),
+        "--server",
+        srv.url,
+        "--key",
+        "node",
+        "--vkey",
+        vkey_of(log),
+        "--json",
+        home=log.home,
+    )
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["index"] == 6 and out["report"]["verdict"] in ("verified", "partial")
     assert open_note(out["checkpoint"].encode(), [parse_vkey(vkey_of(log))])
-    wrong = run_cli("submit", str(bundle_dir), "--server", srv.url, "--key", "node",
-                    "--vkey", vkey_of(make_origin(tmp_path / "x", 0)), home=log.home)
+    wrong = run_cli(
+        "submit",
+        str(bundle_dir),
+        "--server",
+        srv.url,
+        "--key",
+        "node",
+        "--vkey",
+        vkey_of(make_origin(tmp_path / "x", 0)),
+        home=log.home,
+    )
     assert wrong.returncode == 1
 
 
@@ -178,5 +210,6 @@ def test_answer_is_checked(served: tuple[Log, BackgroundServer]) -> None:
             return resp
 
     with httpx.Client(transport=Liar(), timeout=60) as c, pytest.raises(VerificationFailed):
-        submit_bundle(srv.url, Bundle.from_files(bundle_files(930)), fields(930), sk,
-                      log.verifier, client=c)
+        submit_bundle(
+            srv.url, Bundle.from_files(bundle_files(930)), fields(930), sk, log.verifier, client=c
+        )
