@@ -47,6 +47,7 @@ from ledger.errors import (
     ProofError,
     SignatureError,
 )
+from ledger.httpbody import read_limited_body
 from ledger.keys import write_atomic
 from ledger.note import (
     ALG_COSIGNATURE_V1,
@@ -130,7 +131,7 @@ class Witness:
             raise KeyFileError(f"{path}: unreadable witness log list") from e
         logs = data.get("logs") if isinstance(data, dict) else None
         if not isinstance(logs, dict):
-            raise KeyFileError(f"{path}: expected {{\"logs\": {{origin: vkey}}}}")
+            raise KeyFileError(f'{path}: expected {{"logs": {{origin: vkey}}}}')
         return {str(k): str(v) for k, v in logs.items()}
 
     def _write_logs(self) -> None:
@@ -213,15 +214,9 @@ def parse_request(body: bytes) -> tuple[int, list[bytes], bytes]:
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
-    length = request.headers.get("content-length")
-    if length is not None and (not length.isdigit() or int(length) > limit):
-        raise WitnessReject(413, f"request over {limit} bytes")
-    buf = bytearray()
-    async for chunk in request.stream():
-        buf += chunk
-        if len(buf) > limit:
-            raise WitnessReject(413, f"request over {limit} bytes")
-    return bytes(buf)
+    return await read_limited_body(
+        request, limit, lambda: WitnessReject(413, f"request over {limit} bytes")
+    )
 
 
 def make_witness_app(home: Path) -> Starlette:
@@ -345,4 +340,3 @@ def request_cosignature(
         store.close()
         if own:
             http.close()
-
