@@ -4,13 +4,15 @@
     .venv/bin/python kernels/build.py --check    # rebuild in memory, compare with bundles/
     .venv/bin/python kernels/build.py --planted [--check]   # the planted-bug fixtures instead
 
-For each kernel ``kernels/<name>/`` (holding ``<name>.cu``, ``.lean``, ``.fut``) with a contract
+For each kernel ``kernels/<name>/`` (holding ``<name>.cu``, ``.lean``, ``.fut``, and the
+``reference.py`` a contract names as ``kernel.reference: {file, function}``) with a contract
 ``contracts/<name>.yaml``:
 
 1. read ``kernel.build`` from the contract: the exact nvcc argv (first item ``nvcc``), run in a
    fresh temporary directory that holds only the source, so the PTX depends on nothing else;
 2. collect the bundle: ``contract.yaml`` (the contract, byte for byte), the PTX, the ``.cu``,
-   ``.lean`` and ``.fut`` files, and ``BUILD-INFO.txt`` (kernel, argv, nvcc release line);
+   ``.lean`` and ``.fut`` files, the bundle reference file if any, and ``BUILD-INFO.txt``
+   (kernel, argv, nvcc release line);
 3. write ``bundles/<name>/`` (replacing its files) or, with ``--check``, compare and report.
 
 The planted-bug fixtures ``tests/fixtures/planted/<bug>/`` are their own sources: the build
@@ -60,7 +62,7 @@ class Spec:
     name: str
     out_dir: Path
     contract: bytes
-    sources: dict[str, bytes]  # bundle path -> bytes (.cu, .lean, .fut)
+    sources: dict[str, bytes]  # bundle path -> bytes (.cu, .lean, .fut, bundle reference)
     ptx: str  # bundle path of the PTX
     argv: tuple[str, ...]  # kernel.build
     kernel_id: str  # "name version"
@@ -108,6 +110,9 @@ def _spec(name: str, out_dir: Path, contract_path: Path, source_dir: Path) -> Sp
     if not (isinstance(ptx, str) and isinstance(source, str)):
         raise BuildError(f"{contract_path}: kernel.ptx and kernel.source are required")
     wanted = [source, str(kernel.get("futhark", ""))]
+    reference = kernel.get("reference")
+    if isinstance(reference, dict):  # a bundle reference {file, function} travels with the bundle
+        wanted.append(str(reference.get("file", "")))
     wanted += [p.name for p in sorted(source_dir.glob("*.lean"))]
     sources: dict[str, bytes] = {}
     for rel in wanted:
@@ -190,7 +195,9 @@ def compare(spec: Spec, want: dict[str, bytes], have: dict[str, bytes], full: bo
         for rel in sorted(set(have) - set(want)):
             if rel.startswith("ledger-receipt") and rel.endswith(".json"):
                 continue  # a receipt `ledger seal` wrote; not part of the bundle (SPEC 3)
-            if not (rel.endswith((".cu", ".lean", ".fut")) or rel == "contract.yaml"):
+            if not (
+                rel.endswith((".cu", ".lean", ".fut")) or rel in ("contract.yaml", *spec.sources)
+            ):
                 problems.append(f"{spec.name}: {rel} in {spec.out_dir} is not a build output")
             elif spec.out_dir.parent == BUNDLES:
                 problems.append(f"{spec.name}: {rel} in {spec.out_dir} has no source")
