@@ -77,7 +77,12 @@ FINDING_PROPERTY = {
     "divergent_barrier": "convergence/PO3",
     "partial_barrier": "convergence/PO3",
     "uninitialised_read": "initialised/PO6",
+    "undefined_register": "initialised/PO6",
+    "shuffle_undefined_lane": "initialised/PO6",
     "race": "race_free/PO7",
+    "global_race": "race_free/PO7",
+    "cp_async_in_flight": "race_free/PO7",
+    "schedule_dependent": "race_free/PO7",
     "step_limit": "reference/PO8",
     "device_error": "bounds/PO2",
 }

@@ -117,8 +117,11 @@ def _param_bytes(prog: Program, args: Sequence[Buffer | Scalar], gs: GlobalSpace
 
 def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[int, int, int],
            args: Sequence[Buffer | Scalar], dynamic_shared: int = 0, step_limit: int = 50_000_000,
-           max_findings: int = 20) -> SimResult:
-    """Run one kernel launch; buffers are modified in place; returns the findings."""
+           max_findings: int = 20, tracking: bool = True) -> SimResult:
+    """Run one kernel launch; buffers are modified in place; returns the findings.
+
+    ``tracking=False`` turns off register definedness and global race tracking (only to
+    measure their cost in bench/bench_ptxsim.py; the falsification runner never does)."""
     prog = module.program(entry)
     if any(x < 1 for x in (*grid, *block)) or block[0] * block[1] * block[2] > 1024 or \
             dynamic_shared < 0:
@@ -138,7 +141,8 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
             bufs.append((a.name, a.intent, a.data))
     gs = GlobalSpace(bufs)
     params = _param_bytes(prog, args, gs)
-    m = Machine(prog, grid, block, gs, params, dynamic_shared, step_limit, max_findings)
+    m = Machine(prog, grid, block, gs, params, dynamic_shared, step_limit, max_findings,
+                tracking)
     try:
         m.run()
     except UnsupportedPtx as e:

@@ -71,6 +71,11 @@ def _global(m: Machine, addr: np.ndarray, w: int, t: np.ndarray, align: int,
                 b.u8[byts] = sv.view(np.uint8).reshape(-1, w)
         if store is not None:
             m.g.note_writes(b, o, w, t[sel], atomic, m.report, m.line)
+            if m.cp_pending and not atomic:
+                m.check_copy_sources(b.base + o, w, t[sel])
+        if m.tracking and not atomic:
+            m.g.track_race(b, o, w, t[sel], store is not None, m.block_of, m.bar_epoch, m.line,
+                           m.report)
     return out
 
 
@@ -102,13 +107,17 @@ def _shared(m: Machine, saddr: np.ndarray, w: int, t: np.ndarray, align: int,
     if store is None:
         if track:
             sh.track_read(flat, w, t, m.line, m.report)
+        elif atomic:
+            sh.check_init(flat, w, t, m.line, m.report)
         if w <= 8 and not (flat & (w - 1)).any():
             res: np.ndarray = sh.data.view(UINT[w])[flat // w]
             return res
         byts = flat[:, None] + np.arange(w)[None, :]
         return np.ascontiguousarray(sh.data[byts]).view(UINT[w]).reshape(-1)
-    if track:
-        sh.track_write(flat, w, t, m.line, m.report) if not atomic else _mark(sh, flat, w)
+    if track and not atomic:
+        sh.track_write(flat, w, t, m.line, m.report)
+    elif track:
+        _mark(sh, flat, w, t, m.line, m.report)
     sv = np.broadcast_to(np.asarray(store).astype(UINT[w]), saddr.shape)
     if not (flat & (w - 1)).any():
         sh.data.view(UINT[w])[flat // w] = sv
@@ -118,8 +127,10 @@ def _shared(m: Machine, saddr: np.ndarray, w: int, t: np.ndarray, align: int,
     return None
 
 
-def _mark(sh: Any, flat: np.ndarray, w: int) -> None:
-    b, _ = sh.granules(flat, w, flat)
+def _mark(sh: Any, flat: np.ndarray, w: int, t: np.ndarray, line: int, report: Any) -> None:
+    b, tt = sh.granules(flat, w, t)
+    if sh.n_inflight:
+        sh.check_inflight(b, tt, line, report, "written (atomic)")
     sh.ever[b] = True
 
 

@@ -20,6 +20,11 @@ FINDING_KINDS = (
     "double_write",
     "step_limit",
     "misaligned",
+    "undefined_register",
+    "shuffle_undefined_lane",
+    "global_race",
+    "cp_async_in_flight",
+    "schedule_dependent",
 )
 
 

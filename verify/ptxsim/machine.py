@@ -98,13 +98,15 @@ class CpAsync:
     threads: np.ndarray
     group: np.ndarray
     line: int
+    src: np.ndarray  # global address of the first source byte (bytes read: width, src-size)
 
 
 class Machine:
     def __init__(self, prog: Program, grid: tuple[int, int, int], block: tuple[int, int, int],
                  gspace: GlobalSpace, params: bytes, dynamic_shared: int, step_limit: int,
-                 max_findings: int) -> None:
+                 max_findings: int, tracking: bool = True) -> None:
         self.prog = prog
+        self.tracking = tracking  # definedness and global race tracking (bench: off vs on)
         self.grid, self.block = grid, block
         self.nthreads_block = block[0] * block[1] * block[2]
         self.pb = (self.nthreads_block + 31) // 32 * 32
@@ -120,6 +122,10 @@ class Machine:
         local = t % self.pb
         self.block_of = t // self.pb
         self.exited = local >= self.nthreads_block
+        self.pad = self.exited.copy()  # lanes padding the last warp of a block: never run
+        self.bar_epoch = np.zeros(self.nblk, np.int32)  # barriers each block passed
+        self.D: dict[str, np.ndarray] = {}  # register -> per-lane "holds a defined value"
+        self.full: set[str] = set()  # registers defined in every lane
         self.live_block = np.full(self.nblk, self.nthreads_block, np.int64)
         self.live_warp = np.bincount((t >> 5)[~self.exited], minlength=self.W).astype(np.int64)
         self.special = _Specials(self, local)
@@ -178,6 +184,66 @@ class Machine:
         if len(self.findings) >= self.max_findings:
             self.stopped = True
             raise StopRun
+
+    # ---- register definedness -------------------------------------------------------------
+
+    def defined(self, name: str) -> np.ndarray:
+        d = self.D.get(name)
+        if d is None:
+            d = self.D[name] = self.pad.copy()
+        return d
+
+    def check_defined(self, name: str, idx: np.ndarray | None, sl: Any, what: str) -> None:
+        """Report the first lane of ``idx`` that reads register ``name`` holding no value."""
+        if name in self.full:
+            return
+        d = self.defined(name)
+        v = d if idx is None else d[sl]
+        if v.all():
+            if idx is None:
+                self.full.add(name)
+                del self.D[name]
+            return
+        i = int(np.flatnonzero(~v)[0])
+        t = i if idx is None else int(self.all_idx(idx)[i])
+        self.report("undefined_register", f"register {name} read{what} by thread {{T{t}}} at "
+                    f"PTX line {self.line} ('{self.prog.code_at_line(self.line)}') holds no value "
+                    f"on that thread: no instruction on its path wrote it before", t, None,
+                    key=("undef", self.line, name))
+        d[t] = True  # one report per register and line
+
+    def mark_defined(self, names: tuple[str, ...], idx: np.ndarray | None, sl: Any) -> None:
+        for w in names:
+            if w in self.full:
+                continue
+            if idx is None:
+                self.full.add(w)
+                self.D.pop(w, None)
+            else:
+                self.defined(w)[sl] = True
+
+    def check_copy_sources(self, addr: np.ndarray, w: int, t: np.ndarray) -> None:
+        """A plain global store into bytes a pending cp.async still reads from."""
+        for rec in self.cp_pending:
+            if rec.src.size == 0:
+                continue
+            size = rec.data.shape[1]
+            order = np.argsort(rec.src, kind="stable")
+            starts = rec.src[order]
+            k = np.searchsorted(starts, addr + np.uint64(w - 1), side="right") - 1
+            kc = np.maximum(k, 0)
+            hit = (k >= 0) & (starts[kc] + np.uint64(size) > addr)
+            if hit.any():
+                i = int(np.flatnonzero(hit)[0])
+                who = int(rec.threads[order[kc[i]]])
+                self.report("cp_async_in_flight",
+                            f"global store of {w} bytes at address {int(addr[i]):#x} "
+                            f"({self.g.describe(int(addr[i]))}) by thread {{T{int(t[i])}}} at PTX "
+                            f"line {self.line} overwrites the source of the cp.async by thread "
+                            f"{{T{who}}} at PTX line {rec.line}, which may still be reading it "
+                            "(its cp.async.wait_group has not completed)", int(t[i]),
+                            int(addr[i]))
+                return
 
     # ---- groups ---------------------------------------------------------------------------
 
@@ -319,6 +385,7 @@ class Machine:
 
     def _release(self, pc: int, a: np.ndarray, blocks: np.ndarray) -> None:
         self.suspects.pop(pc, None)
+        self.bar_epoch[blocks] += 1
         if self.shared is not None:
             self.shared.reset_interval(blocks)
         self.goto(pc + 1, None if a.size == self.T else a)
@@ -375,6 +442,9 @@ class Machine:
             sub = idx
             rest: np.ndarray | None = None
             self.sl = _as_slice(idx)
+            track = self.tracking
+            if track and ci.guard_reg is not None:
+                self.check_defined(ci.guard_reg, idx, self.sl, " as the guard predicate")
             if ci.guard is not None:
                 gv = np.asarray(ci.guard(self, idx))
                 if gv.ndim == 0:
@@ -385,6 +455,9 @@ class Machine:
                     self.sl = _as_slice(sub)
             if ci.kind == NORMAL:
                 if sub is None or sub.size:
+                    if track:
+                        for r in ci.reads:
+                            self.check_defined(r, sub, self.sl, "")
                     try:
                         ci.fn(self, sub)
                     except NotConverged as e:
@@ -395,6 +468,8 @@ class Machine:
                         self.parked[pc] = a if old is None else np.sort(
                             np.concatenate([old, a]), kind="stable")
                         continue
+                    if track and ci.writes:
+                        self.mark_defined(ci.writes, sub, self.sl)
                 self.forced.discard(pc)
                 self.goto(pc + 1, idx)
             elif ci.kind == BRANCH:

@@ -43,6 +43,33 @@ class GlobalBuffer:
     itemsize: int
     writer: np.ndarray | None  # int64 per element, -1 = never written by a plain store
     atomic: np.ndarray | None  # bool per element written by an atomic
+    race: RaceCells | None = None  # global race tracking (created on first access)
+
+
+@dataclass
+class RaceCells:
+    """Per element of a global buffer, within one launch: the last plain writer and up to two
+    readers, each with the barrier epoch of its block at the access (ThreadSanitizer-like shadow
+    cells with a bounded history)."""
+
+    w: np.ndarray
+    w_ep: np.ndarray
+    w_line: np.ndarray
+    r1: np.ndarray
+    r1_ep: np.ndarray
+    r1_line: np.ndarray
+    r2: np.ndarray
+    r2_ep: np.ndarray
+    r2_line: np.ndarray
+
+    @classmethod
+    def new(cls, n: int) -> RaceCells:
+        def neg() -> np.ndarray:
+            return np.full(n, -1, np.int32)
+
+        def zero() -> np.ndarray:
+            return np.zeros(n, np.int32)
+        return cls(neg(), zero(), zero(), neg(), zero(), zero(), neg(), zero(), zero())
 
 
 class GlobalSpace:
@@ -93,6 +120,82 @@ class GlobalSpace:
         off = (addr - self.bases[kc]).astype(np.int64)
         return np.where(ok, k, -1), off
 
+    def track_race(self, b: GlobalBuffer, off: np.ndarray, width: int, t: np.ndarray,
+                   write: bool, block_of: np.ndarray, epoch: np.ndarray, line: int,
+                   report: Report) -> None:
+        """Global race detection: a plain access and another thread's plain write of the same
+        element with no barrier between them (same block: the same barrier epoch) or from
+        another block of the launch (no order at all). Reads of buffers the launch may not
+        write (intent "in") are not recorded: a write to one is checked against writes only."""
+        if not write and b.intent == "in" and b.race is None:
+            return
+        isz = b.itemsize
+        if b.race is None:
+            b.race = RaceCells.new(b.size // max(isz, 1))
+        rc = b.race
+        per = max(1, (width + isz - 1) // isz)
+        if per == 1:
+            e = off // isz
+            tt = t.astype(np.int32)
+        else:
+            e = (off[:, None] // isz + np.arange(per)[None, :]).ravel()
+            tt = np.repeat(t, per).astype(np.int32)
+        tb = block_of[tt]
+        ep = epoch[tb]
+
+        def conflict(o: np.ndarray, oep: np.ndarray) -> np.ndarray:
+            ob = block_of[np.maximum(o, 0)]
+            res: np.ndarray = (o >= 0) & (o != tt) & ((ob != tb) | (oep == ep))
+            return res
+        # write-write on an out/inout buffer is double_write (note_writes), reported once there
+        ww = b.writer is None
+        checks = [(rc.w, rc.w_ep, rc.w_line, "written")] if ww or not write else []
+        if write:
+            checks += [(rc.r1, rc.r1_ep, rc.r1_line, "read"), (rc.r2, rc.r2_ep, rc.r2_line, "read")]
+        for who, wep, wline, verb in checks:
+            o = who[e]
+            if not (o >= 0).any():
+                continue
+            bad = np.flatnonzero(conflict(o, wep[e]))
+            if bad.size:
+                i = bad[0]
+                same = block_of[o[i]] == tb[i]
+                how = ("in the same barrier interval of their block" if same else
+                       "from another block of the same launch")
+                report("global_race", f"element {e[i]} of buffer '{b.name}' "
+                       f"{'written' if write else 'read'} by thread {{T{tt[i]}}} at PTX line "
+                       f"{line} and {verb} by thread {{T{o[i]}}} at PTX line {wline[e[i]]} "
+                       f"{how}, without atomics", int(tt[i]), b.base + int(e[i]) * isz)
+                break
+        if write:
+            rc.w[e] = tt
+            rc.w_ep[e] = ep
+            rc.w_line[e] = line
+            back = rc.w[e]
+            # two threads of this store hit one element
+            dup = np.flatnonzero(back != tt) if ww else back[:0]
+            if dup.size:
+                i = dup[0]
+                report("global_race", f"element {e[i]} of buffer '{b.name}' written by threads "
+                       f"{{T{tt[i]}}} and {{T{back[i]}}} in one store at PTX line {line}",
+                       int(tt[i]), b.base + int(e[i]) * isz)
+            return
+        r1 = rc.r1[e]
+        stale = (r1 < 0) | (r1 == tt) | ((block_of[np.maximum(r1, 0)] == tb) & (rc.r1_ep[e] != ep))
+        if stale.all():
+            rc.r1[e] = tt
+            rc.r1_ep[e] = ep
+            rc.r1_line[e] = line
+            return
+        k = np.flatnonzero(stale)
+        rc.r1[e[k]] = tt[k]
+        rc.r1_ep[e[k]] = ep[k]
+        rc.r1_line[e[k]] = line
+        k = np.flatnonzero(~stale)
+        rc.r2[e[k]] = tt[k]
+        rc.r2_ep[e[k]] = ep[k]
+        rc.r2_line[e[k]] = line
+
     def note_writes(self, b: GlobalBuffer, off: np.ndarray, width: int, threads: np.ndarray,
                     atomic: bool, report: Report, line: int) -> None:
         if b.writer is None or b.atomic is None:
@@ -141,6 +244,9 @@ class SharedSpace:
         self.rb_line = np.zeros(n, np.int32)
         self.rb_ep = np.zeros(n, np.int32)
         self.ever = np.zeros(n, bool)
+        self.inflight = np.full(n, -1, np.int32)  # thread whose cp.async may still land here
+        self.inflight_line = np.zeros(n, np.int32)
+        self.n_inflight = 0  # granules in flight (0: no check needed)
         self.warp_epoch = np.zeros(nwarps, np.int32)
         self.epochs = False  # set by the first bar.warp.sync
 
@@ -163,10 +269,41 @@ class SharedSpace:
         return ((flat // g)[:, None] + np.arange(k)[None, :]).ravel(), np.repeat(
             t.astype(np.int32), k)
 
+    def check_inflight(self, b: np.ndarray, tt: np.ndarray, line: int, report: Report,
+                       verb: str) -> None:
+        """An access to bytes a cp.async may still be writing (issued, its wait_group not yet
+        completed on the issuing thread): the copy lands at an undetermined moment."""
+        fl = self.inflight[b]
+        hit = np.flatnonzero(fl >= 0)
+        if hit.size:
+            i = hit[0]
+            G = self.granule
+            who = "the same thread" if fl[i] == tt[i] else f"thread {{T{fl[i]}}}"
+            report("cp_async_in_flight",
+                   f"shared byte {{S{b[i] * G}}} {verb} by thread {{T{tt[i]}}} at PTX line {line} "
+                   f"while the cp.async by {who} at PTX line {self.inflight_line[b[i]]} may still "
+                   "be writing it (not ordered after the cp.async.wait_group that covers the copy"
+                   + (" and a barrier)" if fl[i] != tt[i] else ")"), int(tt[i]), int(b[i]) * G)
+
+    def check_init(self, flat: np.ndarray, width: int, t: np.ndarray, line: int,
+                   report: Report, what: str = "read") -> None:
+        """Initialisation (and in-flight copy) check only: atomics read shared memory too."""
+        b, tt = self.granules(flat, width, t)
+        if self.n_inflight:
+            self.check_inflight(b, tt, line, report, f"{what} (atomic)")
+        ev = self.ever[b]
+        if not ev.all():
+            i = int(np.flatnonzero(~ev)[0])
+            report("uninitialised_read", f"shared byte {{S{b[i] * self.granule}}} {what} "
+                   f"atomically by thread {{T{tt[i]}}} at PTX line {line} was never written in "
+                   "this launch", int(tt[i]), int(b[i]) * self.granule)
+
     def track_read(self, flat: np.ndarray, width: int, t: np.ndarray, line: int,
                    report: Report) -> None:
         b, tt = self.granules(flat, width, t)
         G = self.granule
+        if self.n_inflight:
+            self.check_inflight(b, tt, line, report, "read")
         lw = self.lastw[b]
         cand = np.flatnonzero((lw >= 0) & (lw != tt))
         if cand.size:
@@ -209,9 +346,11 @@ class SharedSpace:
             self.rb_ep[b[same_b]] = ep[same_b]
 
     def track_write(self, flat: np.ndarray, width: int, t: np.ndarray, line: int,
-                    report: Report) -> None:
+                    report: Report, init: bool = True) -> None:
         b, tt = self.granules(flat, width, t)
         G = self.granule
+        if self.n_inflight and init:
+            self.check_inflight(b, tt, line, report, "written")
         for who, wline, wep, verb in ((self.lastw, self.lastw_line, self.lastw_ep, "written"),
                                       (self.ra, self.ra_line, self.ra_ep, "read"),
                                       (self.rb, self.rb_line, self.rb_ep, "read")):
@@ -236,4 +375,25 @@ class SharedSpace:
         self.lastw_line[b] = line
         if self.epochs:
             self.lastw_ep[b] = self.warp_epoch[tt >> 5]
-        self.ever[b] = True
+        if init:
+            self.ever[b] = True
+
+    def issue_copy(self, flat: np.ndarray, width: int, t: np.ndarray, line: int,
+                   report: Report) -> None:
+        """A cp.async is issued: it may land at once (a write in this barrier interval) or at
+        any moment until its wait_group completes (in flight until then)."""
+        self.track_write(flat, width, t, line, report, init=False)
+        b, tt = self.granules(flat, width, t)
+        if self.n_inflight:
+            self.check_inflight(b, tt, line, report, "targeted by another cp.async")
+        self.inflight[b] = tt
+        self.inflight_line[b] = line
+        self.n_inflight += b.size
+
+    def land_copy(self, flat: np.ndarray, width: int, t: np.ndarray, line: int,
+                  report: Report) -> None:
+        """The covering wait_group completed on the issuing thread: the bytes are written."""
+        b, _ = self.granules(flat, width, t)
+        self.inflight[b] = -1
+        self.n_inflight = max(0, self.n_inflight - b.size)
+        self.track_write(flat, width, t, line, report)

@@ -55,10 +55,22 @@ BUILDERS: dict[str, Callable[[Ctx], Fn]] = {
 
 
 def compile_instr(ctx: Ctx) -> CInstr:
+    """The compiled instruction with the registers its active lanes read and write (the
+    machine's per-lane definedness tracking uses them; the guard is read by every lane)."""
+    ci = _compile(ctx)
+    if ctx.ins.guard is not None and ctx.ins.guard.name != "_":
+        ci.guard_reg = ctx.ins.guard.name
+    ci.reads = tuple(ctx.reads)
+    ci.writes = tuple(ctx.writes)
+    return ci
+
+
+def _compile(ctx: Ctx) -> CInstr:
     ins = ctx.ins
     parts = ins.parts
     root = parts[0]
     guard = ctx.get(ins.guard, ".pred") if ins.guard is not None else None
+    ctx.reads.clear()  # the guard is checked separately, over every lane of the group
     if root == "bra":
         if len(ins.operands) != 1 or not isinstance(ins.operands[0], Sym):
             raise unsupported(ins, "indirect branch")

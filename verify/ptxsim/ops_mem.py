@@ -221,7 +221,7 @@ def atom(ctx: Ctx) -> Fn:
         if op == "add" and t not in (".f32", ".f64") and rank.size and rank.max() > 0:
             # integer add: one load, exclusive prefix sums per address, one store
             sel = order[rank == 0]
-            base = access(m, space, a[sel], w, tids[sel], w, track=False)
+            base = access(m, space, a[sel], w, tids[sel], w, track=False, atomic=True)
             assert base is not None
             vs = v[order].astype(np.uint64)
             incl = np.cumsum(vs)
@@ -234,7 +234,7 @@ def atom(ctx: Ctx) -> Fn:
         else:
             for r in range(int(rank.max()) + 1 if rank.size else 0):
                 sel = order[rank == r]
-                cur = access(m, space, a[sel], w, tids[sel], w, track=False)
+                cur = access(m, space, a[sel], w, tids[sel], w, track=False, atomic=True)
                 assert cur is not None
                 old[sel] = cur
                 new = f(cur, v[sel], None if c is None else c[sel])
@@ -306,8 +306,10 @@ def cp_async(ctx: Ctx) -> Fn:
         good = ok & inb
         assert m.shared is not None
         flat = m.block_of[tids[good]] * m.shared.stride + d[good].astype(np.int64)
+        m.shared.issue_copy(flat, size, tids[good], m.line, m.report)
         m.cp_pending.append(CpAsync(flat, data[good], tids[good],
-                                    m.cp_committed[tids[good]].copy(), m.line))
+                                    m.cp_committed[tids[good]].copy(), m.line,
+                                    s[good]))
     return issue
 
 
@@ -326,10 +328,11 @@ def complete(m: Machine, tids: np.ndarray, n: int) -> None:
             assert sh is not None
             w = rec.data.shape[1]
             m.line = rec.line
-            sh.track_write(rec.dst[done], w, rec.threads[done], rec.line, m.report)
+            sh.land_copy(rec.dst[done], w, rec.threads[done], rec.line, m.report)
             m.line = line
             sh.data[rec.dst[done][:, None] + np.arange(w)[None, :]] = rec.data[done]
         if not done.all():
             keep.append(type(rec)(rec.dst[~done], rec.data[~done], rec.threads[~done],
-                                  rec.group[~done], rec.line))
+                                  rec.group[~done], rec.line,
+                                  rec.src[~done]))
     m.cp_pending = keep

@@ -69,12 +69,15 @@ def shfl(ctx: Ctx) -> Fn:
     if not isinstance(src_reg, Reg):
         raise unsupported(ins, "shfl of an immediate")
     a = ctx.get(src_reg, ".b32")
+    ctx.reads.remove(src_reg.name)  # read in the source lanes: checked below, per source lane
     b, c, mk = ctx.get(ops[2], ".u32"), ctx.get(ops[3], ".u32"), ctx.get(ops[4], ".u32")
+    src_name = src_reg.name
 
     def fn(m: Machine, idx: Idx) -> None:
         tids = m.all_idx(idx)
         act = _active(m, tids)
-        _check_members(m, tids, mk(m, idx), act, "shfl.sync")
+        maskv = mk(m, idx)
+        _check_members(m, tids, maskv, act, "shfl.sync")
         lane = (tids & 31).astype(np.int64)
         bv = np.asarray(b(m, idx)).astype(np.int64) & 31
         cv = np.asarray(c(m, idx)).astype(np.int64)
@@ -95,6 +98,28 @@ def shfl(ctx: Ctx) -> Fn:
             ok = j <= max_lane
         j = np.where(ok, j, lane)
         src = tids - lane + j
+        inmask = ((np.broadcast_to(np.asarray(maskv).astype(np.int64), tids.shape) >> j) & 1) \
+            .astype(bool)
+        good = act[src] & inmask
+        if not good.all():
+            i = int(np.flatnonzero(~good)[0])
+            s_t = int(src[i])
+            why = ("has exited" if m.exited[s_t] else "is not executing this shfl" if
+                   not act[s_t] else "is outside the membermask "
+                   f"{int(np.broadcast_to(np.asarray(maskv), tids.shape)[i]):#010x}")
+            m.report("shuffle_undefined_lane",
+                     f"shfl.sync.{mode} at PTX line {m.line}: thread {{T{int(tids[i])}}} reads "
+                     f"register {src_name} of lane {int(j[i])} of its warp, which {why}; the "
+                     "value it gets is undefined", int(tids[i]), None)
+        if m.tracking and src_name not in m.full:
+            dv = m.defined(src_name)[src]
+            if not dv.all():
+                i = int(np.flatnonzero(~dv)[0])
+                m.report("undefined_register",
+                         f"register {src_name} of lane {int(j[i])} read through shfl.sync by "
+                         f"thread {{T{int(tids[i])}}} at PTX line {m.line} holds no value on "
+                         "that lane: no instruction on its path wrote it before",
+                         int(tids[i]), None, key=("undef", m.line, src_name))
         d(m, idx, np.asarray(a(m, None))[src])
         if pset is not None:
             pset(m, idx, np.broadcast_to(ok, tids.shape))

@@ -65,6 +65,9 @@ class CInstr:
     guard: Getter | None = None
     target: int = -1
     bar_count: int | None = None
+    reads: tuple[str, ...] = ()  # registers the active lanes read (definedness checks)
+    writes: tuple[str, ...] = ()  # registers the active lanes write (become defined)
+    guard_reg: str | None = None  # the guard predicate, read by every lane of the group
 
 
 @dataclass
@@ -79,6 +82,13 @@ class Program:
     param_offsets: list[int] = field(default_factory=list)
     shared_granule: int = 1  # gcd of the widths of every access that may reach shared memory
 
+    def code_at_line(self, line: int) -> str:
+        """The opcode at a PTX line (for messages)."""
+        for ci in self.code:
+            if ci.line == line:
+                return ci.ins.opcode
+        return "?"
+
 
 def _align(x: int, a: int) -> int:
     return (x + a - 1) // a * a
@@ -90,6 +100,8 @@ class Ctx:
     def __init__(self, prog: Program, ins: Instr) -> None:
         self.prog = prog
         self.ins = ins
+        self.reads: list[str] = []  # registers read by the active lanes (filled by get/address)
+        self.writes: list[str] = []  # registers written (filled by set)
 
     def store(self, name: str) -> Any:
         st = self.prog.store_types.get(name)
@@ -118,7 +130,10 @@ class Ctx:
                 return sp
             if (op.name.startswith("%") and "." in op.name) or op.name in ("%clock", "%clock64"):
                 raise unsupported(self.ins, f"special register {op.name}")
-            return reg_getter(op, t, self.store(op.name))
+            g = reg_getter(op, t, self.store(op.name))
+            if op.name not in self.reads:
+                self.reads.append(op.name)
+            return g
         if isinstance(op, Imm):
             return imm_getter(op, t, self.ins)
         if isinstance(op, Sym):
@@ -135,7 +150,10 @@ class Ctx:
             raise unsupported(self.ins, f"destination {op}")
         if op.name == "_":
             return lambda m, idx, v: None
-        return reg_setter(op, t, self.store(op.name), copy)
+        s = reg_setter(op, t, self.store(op.name), copy)
+        if op.name not in self.writes:
+            self.writes.append(op.name)
+        return s
 
     def symbol(self, name: str) -> tuple[str, int]:
         if name not in self.prog.symbols:
@@ -159,6 +177,8 @@ class Ctx:
             return space, lambda m, idx: val
         assert base is not None
         st = self.store(base.name)
+        if base.name not in self.reads:
+            self.reads.append(base.name)
         g = reg_getter(base, ".u64" if np.dtype(st).itemsize == 8 else ".u32", st)
         if np.dtype(st).itemsize == 8:
             return None, lambda m, idx: g(m, idx) + off
