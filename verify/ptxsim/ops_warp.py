@@ -112,7 +112,7 @@ def shfl(ctx: Ctx) -> Fn:
                      f"register {src_name} of lane {int(j[i])} of its warp, which {why}; the "
                      "value it gets is undefined", int(tids[i]), None)
         if m.tracking and src_name not in m.full:
-            dv = m.defined(src_name)[src]
+            dv = m.defined(src_name)[src] | ~good  # an invalid source lane is reported above
             if not dv.all():
                 i = int(np.flatnonzero(~dv)[0])
                 m.report("undefined_register",
