@@ -99,7 +99,7 @@ def _param_bytes(prog: Program, args: Sequence[Buffer | Scalar], gs: GlobalSpace
             if p.size != 8:
                 raise PtxSyntaxError(f"parameter {p.name} ({p.ptx_type}) cannot take buffer "
                                      f"{a.name!r}: a pointer needs a 64-bit parameter")
-            raw = struct.pack("<Q", gs.bufs[bi].base)
+            raw = struct.pack("<Q", gs.args[bi].base)
             bi += 1
         else:
             fmt = _PACK.get(a.ptx_type)
@@ -139,7 +139,7 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
             if a.data.ndim != 1 or not a.data.flags.c_contiguous:
                 raise PtxSyntaxError(f"buffer {a.name!r} must be a 1-D contiguous array")
             bufs.append((a.name, a.intent, a.data))
-    gs = GlobalSpace(bufs)
+    gs = GlobalSpace(bufs, prog.module_vars)
     params = _param_bytes(prog, args, gs)
     m = Machine(prog, grid, block, gs, params, dynamic_shared, step_limit, max_findings,
                 tracking)

@@ -53,6 +53,13 @@ def _global(m: Machine, addr: np.ndarray, w: int, t: np.ndarray, align: int,
         b = m.g.bufs[kk]
         sel = slice(None) if kmin == kmax else (k == kk)
         o = off[sel]
+        if store is not None and b.intent == "const":
+            i = int(np.flatnonzero(k == kk)[0])
+            m.report("out_of_bounds", f"global store of {w} bytes at address {int(addr[i]):#x} "
+                     f"(byte offset {int(off[i])} of constant variable '{b.name}') by thread "
+                     f"{{T{int(t[i])}}} at PTX line {m.line}: constant memory is read-only",
+                     int(t[i]), int(addr[i]))
+            continue
         if not (o & (w - 1)).any():
             view = b.u8[: b.size - b.size % w].view(UINT[w])
             if store is None:

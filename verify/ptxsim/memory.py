@@ -73,8 +73,13 @@ class RaceCells:
 
 
 class GlobalSpace:
-    def __init__(self, buffers: list[tuple[str, str, np.ndarray]]) -> None:
+    def __init__(self, buffers: list[tuple[str, str, np.ndarray]],
+                 module_vars: list[tuple[str, str, int, bytes]] | None = None) -> None:
         self.bufs: list[GlobalBuffer] = []
+        for name, intent, base, init in module_vars or []:  # fixed addresses below the buffers
+            u8 = np.frombuffer(init, np.uint8).copy()
+            self.bufs.append(GlobalBuffer(name, intent, base, u8.size, u8, 1, None, None))
+        nvars = len(self.bufs)
         addr = GLOBAL_BASE
         for name, intent, data in buffers:
             u8 = data.view(np.uint8)
@@ -87,6 +92,7 @@ class GlobalSpace:
                 np.zeros(n, bool) if tracked else None))
             gap = max(1 << 16, (size + 255) // 256 * 256)
             addr += (size + 255) // 256 * 256 + gap
+        self.args = self.bufs[nvars:]  # the launch's buffer arguments, in order
         self.bases = np.array([b.base for b in self.bufs], np.uint64)
         self.ends = np.array([b.base + b.size for b in self.bufs], np.uint64)
 

@@ -33,7 +33,7 @@ def _noop(m: Machine, idx: Idx) -> None:
 
 def _arith(ctx: Ctx) -> Fn:
     t = ptype(ctx.ins.parts)
-    if is_float(t) or t in (".f16x2",):
+    if is_float(t) or t in (".f16x2", ".bf16", ".bf16x2"):
         return ops_float.float_op(ctx)
     return ops_alu.int_arith(ctx)
 

@@ -83,6 +83,8 @@ def cvt(ctx: Ctx) -> Fn:
     imode = next((p for p in mods if p in INT_MODES), None)
     unknown = [p for p in mods if p not in FLOAT_MODES and p not in INT_MODES
                and p not in ("ftz", "sat")]
+    if not unknown and (dt in (".bf16", ".bf16x2") or st == ".bf16"):
+        return _cvt_bf16(ctx, dt, st, fmode, mods)
     if unknown or dt in (".bf16", ".bf16x2", ".b8", ".b16", ".b32", ".b64") or st in (
             ".bf16", ".bf16x2", ".f16x2"):
         raise unsupported(ins)
@@ -167,3 +169,43 @@ def cvt(ctx: Ctx) -> Fn:
             return
         d(m, idx, x.astype(ddt))
     return ii
+
+
+def _cvt_bf16(ctx: Ctx, dt: str, st: str, fmode: str | None, mods: list[str]) -> Fn:
+    """cvt.rn.bf16.f32/.f64, cvt.rn.bf16x2.f32 (pack: first source in the high half) and
+    cvt.f32/.f64.bf16 (exact widening)."""
+    from verify.ptxsim.ops_bf16 import bf16_to_f64, round_bf16
+
+    ins = ctx.ins
+    ops = ins.operands
+    if any(p not in ("rn",) for p in mods):
+        raise unsupported(ins)
+    if dt == ".bf16x2":
+        if st != ".f32" or fmode != "rn" or len(ops) != 3:
+            raise unsupported(ins)
+        d = ctx.set(ops[0], ".b32")
+        a, b = ctx.get(ops[1], ".f32"), ctx.get(ops[2], ".f32")
+
+        def pack(m: Machine, idx: Idx) -> None:
+            hi = round_bf16(np.asarray(a(m, idx), np.float64)).astype(np.uint32)
+            lo = round_bf16(np.asarray(b(m, idx), np.float64)).astype(np.uint32)
+            d(m, idx, (hi << np.uint32(16)) | lo)
+        return pack
+    if dt == ".bf16" and st in (".f32", ".f64"):
+        if fmode != "rn":
+            raise unsupported(ins, "bf16 conversion needs .rn")
+        d = ctx.set(ops[0], ".b16")
+        a = ctx.get(ops[1], st)
+
+        def narrow(m: Machine, idx: Idx) -> None:
+            d(m, idx, round_bf16(np.asarray(a(m, idx), np.float64)))
+        return narrow
+    if st == ".bf16" and dt in (".f32", ".f64") and fmode is None:
+        d = ctx.set(ops[0], dt)
+        a = ctx.get(ops[1], ".b16")
+        ddt = DTYPE[dt]
+
+        def widen(m: Machine, idx: Idx) -> None:
+            d(m, idx, bf16_to_f64(a(m, idx)).astype(ddt))
+        return widen
+    raise unsupported(ins)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from verify.ptxsim.ops_alu import ptype
+from verify.ptxsim.ops_bf16 import bf16_to_f64, fma64, round_bf16, two_sum
 from verify.ptxsim.program import Ctx, Fn
 from verify.ptxsim.values import DTYPE, Idx, unsupported
 
@@ -143,6 +144,37 @@ def _h2(f: Callable[..., Any]) -> Callable[..., Any]:
     return g
 
 
+def _bf_add(a: Any, b: Any) -> Any:
+    return round_bf16(*two_sum(a, b))
+
+
+def _bf_fma(a: Any, b: Any, c: Any) -> Any:
+    return round_bf16(*two_sum(np.asarray(a) * np.asarray(b), c))  # the product is exact
+
+
+_BF16: dict[str, Callable[..., Any]] = {
+    "add": _bf_add, "sub": lambda a, b: _bf_add(a, -np.asarray(b)),
+    "mul": lambda a, b: round_bf16(np.asarray(a) * np.asarray(b)), "fma": _bf_fma,
+    "min": lambda a, b: round_bf16(np.fmin(a, b)), "max": lambda a, b: round_bf16(np.fmax(a, b)),
+    "neg": lambda a: round_bf16(np.negative(a)), "abs": lambda a: round_bf16(np.abs(a)),
+}
+
+
+def _bf(f: Callable[..., Any]) -> Callable[..., Any]:
+    """A bf16 operation on uint16 bits: exact in float64, rounded once."""
+    return lambda *xs: f(*(bf16_to_f64(x) for x in xs))
+
+
+def _bf2(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The same operation on both halves of .bf16x2 values (uint32 bits)."""
+    def g(*xs: Any) -> Any:
+        u = [np.asarray(x).astype(np.uint32) for x in xs]
+        lo = np.asarray(f(*(bf16_to_f64(x & np.uint32(0xFFFF)) for x in u))).astype(np.uint32)
+        hi = np.asarray(f(*(bf16_to_f64(x >> np.uint32(16)) for x in u))).astype(np.uint32)
+        return lo | (hi << np.uint32(16))
+    return g
+
+
 FLOAT_MODS = {"rn", "rz", "rm", "rp", "ftz", "sat", "approx", "full"}
 
 
@@ -156,7 +188,15 @@ def float_op(ctx: Ctx) -> Fn:
     ops = ins.operands
     n_in = len(ops) - 1
     f: Callable[..., Any]
-    if t in (".f16", ".f16x2"):
+    if t in (".bf16", ".bf16x2"):
+        if "ftz" in parts or "sat" in parts:
+            raise unsupported(ins, "bf16 .ftz/.sat")
+        _rn_only(ctx)
+        fb = _BF16.get(op)
+        if fb is None:
+            raise unsupported(ins)
+        f = _bf(fb) if t == ".bf16" else _bf2(fb)
+    elif t in (".f16", ".f16x2"):
         if "ftz" in parts or "sat" in parts:
             raise unsupported(ins, "f16 .ftz/.sat")
         _rn_only(ctx)
@@ -212,8 +252,11 @@ def _f32_64(ctx: Ctx, op: str, t: str, parts: list[str]) -> Callable[..., Any]:
         f = np.multiply
     elif op in ("fma", "mad"):
         if t == ".f64":
-            raise unsupported(ins, "f64 fma is not modelled exactly")
-        f = fma32
+            if op == "mad" and "rn" not in parts:
+                raise unsupported(ins, "mad.f64 without .rn")
+            f = fma64
+        else:
+            f = fma32
     elif op == "div":
         if approx and t == ".f32":
             f = _approx(lambda a: a, t)

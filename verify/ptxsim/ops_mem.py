@@ -33,8 +33,12 @@ def _space(ctx: Ctx, parts: list[str], sym_space: str | None) -> str:
         if sp != "shared::cta":
             raise unsupported(ctx.ins, "distributed shared memory")
         sp = "shared"
-    if sp == "const":
-        raise unsupported(ctx.ins, "constant space")
+    if sp == "const":  # module .const variables live at fixed global addresses (read-only)
+        if sym_space not in (None, "global"):
+            raise unsupported(ctx.ins, "constant space")
+        return "global"
+    if sp == "param" and sym_space == "local":  # a call-site .param variable (inline.py)
+        return "local"
     if sp is None:
         if sym_space in ("shared", "local"):
             raise unsupported(ctx.ins, "generic access through a variable name")
@@ -132,9 +136,9 @@ def cvta(ctx: Ctx) -> Fn:
     t = ptype(parts)
     to = "to" in parts
     sp = next((p for p in parts if p in ("global", "shared", "local", "param", "const")), None)
-    if sp is None or sp in ("param", "const") or t not in (".u64", ".u32"):
+    if sp is None or sp == "param" or t not in (".u64", ".u32"):
         raise unsupported(ins)
-    base = {"global": 0, "shared": SHARED_GENERIC, "local": LOCAL_GENERIC}[sp]
+    base = {"global": 0, "const": 0, "shared": SHARED_GENERIC, "local": LOCAL_GENERIC}[sp]
     d = ctx.set(ins.operands[0], t)
     a = ctx.get(ins.operands[1], t)
     off = DTYPE[t](base & (2 ** (8 * type_size(t)) - 1))

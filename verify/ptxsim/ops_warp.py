@@ -20,6 +20,7 @@ import numpy as np
 
 from verify.ptxsim.access import access
 from verify.ptxsim.errors import NotConverged
+from verify.ptxsim.ops_bf16 import bf16_to_f64
 from verify.ptxsim.parser import PredDst, Reg
 from verify.ptxsim.program import Ctx, Fn
 from verify.ptxsim.values import DTYPE, Idx, unsupported
@@ -232,8 +233,9 @@ def mma(ctx: Ctx) -> Fn:
     parts = ins.parts
     shape = next((p for p in parts if p.startswith("m16n8k")), None)
     if (shape not in ("m16n8k8", "m16n8k16") or "row" not in parts or "col" not in parts
-            or parts[-4:] != ["f32", "f16", "f16", "f32"]):
+            or parts[-4:] not in (["f32", "f16", "f16", "f32"], ["f32", "bf16", "bf16", "f32"])):
         raise unsupported(ins)
+    bf16 = parts[-3] == "bf16"  # same fragment layouts as f16 (PTX ISA, mma.m16n8k8/k16)
     k = 8 if shape == "m16n8k8" else 16
     ops = ins.operands
     dd, aa, bb, cc = (ctx.vec_items(o) for o in ops)
@@ -272,10 +274,10 @@ def mma(ctx: Ctx) -> Fn:
         regs_b = [np.broadcast_to(np.asarray(x(m, idx)), tids.shape).reshape(nw, 32) for x in bget]
         for r, e, row, col in a_pos:
             h = ((regs_a[r] >> np.uint32(16 * e)) & np.uint32(0xFFFF)).astype(np.uint16)
-            A[:, row, col] = h.view(np.float16)
+            A[:, row, col] = bf16_to_f64(h) if bf16 else h.view(np.float16)
         for r, e, row, col in b_pos:
             h = ((regs_b[r] >> np.uint32(16 * e)) & np.uint32(0xFFFF)).astype(np.uint16)
-            B[:, row, col] = h.view(np.float16)
+            B[:, row, col] = bf16_to_f64(h) if bf16 else h.view(np.float16)
         for i, row, col in c_pos:
             C[:, row, col] = np.broadcast_to(np.asarray(cget[i](m, idx)), tids.shape).reshape(
                 nw, 32)

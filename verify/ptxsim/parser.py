@@ -83,6 +83,8 @@ class Var:
     size: int  # bytes; 0 for extern (dynamic) shared
     align: int
     extern: bool = False
+    init: str | None = None  # initialiser text after '=' (module .global / .const variables)
+    ptx_type: str = ".b8"
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,7 @@ class Entry:
     instrs: list[Instr] = field(default_factory=list)
     labels: dict[str, int] = field(default_factory=dict)
     line: int = 0
+    returns: list[Param] = field(default_factory=list)  # .func return parameters
 
     def reg_type(self, name: str) -> str | None:
         if name in self.regs:
@@ -120,6 +123,7 @@ class Module:
     entries: dict[str, Entry]
     vars: list[Var]  # module-level variables
     text: str
+    funcs: dict[str, Entry] = field(default_factory=dict)  # .func definitions by name
 
 
 _TYPES = {
@@ -341,8 +345,9 @@ def _instr(line: int, stmt: str) -> Instr:
 
 
 def _var(stmt: str, line: int) -> Var | None:
-    words = stmt.split()
-    space = next((w[1:] for w in words if w in (".shared", ".local", ".global", ".const")), None)
+    words = stmt.split("=", 1)[0].split()
+    space = next((w[1:] for w in words if w in (".shared", ".local", ".global", ".const",
+                                                ".param")), None)
     if space is None:
         return None
     m = re.search(r"(" + _IDENT + r")\s*(\[\s*(\d*)\s*\])?\s*(=.*)?$", stmt, re.S)
@@ -351,8 +356,9 @@ def _var(stmt: str, line: int) -> Var | None:
     typ = next((w for w in words if w in _TYPES), ".b8")
     align_m = re.search(r"\.align\s+(\d+)", stmt)
     count = int(m.group(3)) if m.group(3) else (0 if m.group(2) else 1)
+    init = m.group(4)[1:].strip() if m.group(4) else None
     return Var(m.group(1), space, count * type_size(typ), int(align_m.group(1)) if align_m else
-               type_size(typ), extern=".extern" in words)
+               type_size(typ), extern=".extern" in words, init=init, ptx_type=typ)
 
 
 def _params(text: str, line: int) -> list[Param]:
@@ -373,6 +379,7 @@ def _params(text: str, line: int) -> list[Param]:
 def parse(text: str) -> Module:
     stmts = _statements(_strip_comments(text))
     entries: dict[str, Entry] = {}
+    funcs: dict[str, Entry] = {}
     mod_vars: list[Var] = []
     cur: Entry | None = None
     depth = 0
@@ -392,16 +399,20 @@ def parse(text: str) -> Module:
             if depth == 0:
                 if cur is not None and not cur.name.startswith(" func "):
                     entries[cur.name] = cur
+                elif cur is not None:
+                    funcs[cur.name[len(" func "):]] = cur
                 cur = None
             continue
         if depth == 0:
-            m = re.search(r"\.(entry|func)\s+(?:\([^)]*\)\s*)?(" + _IDENT + r")\s*(\((.*)\))?",
-                          st, re.S)
+            m = re.search(r"\.(entry|func)\s+(?:\(([^)]*)\)\s*)?(" + _IDENT +
+                          r")\s*(\((.*)\))?", st, re.S)
             if m:
-                kind, name = m.group(1), m.group(2)
+                kind, name = m.group(1), m.group(3)
                 e = Entry(name if kind == "entry" else " func " + name, line=line)
-                if kind == "entry" and m.group(4) is not None and m.group(4).strip():
-                    e.params = _params(m.group(4), line)
+                if m.group(5) is not None and m.group(5).strip():
+                    e.params = _params(m.group(5), line)
+                if kind == "func" and m.group(2) is not None and m.group(2).strip():
+                    e.returns = _params(m.group(2), line)
                 pending = e
                 continue
             if st.startswith((".version", ".target", ".address_size", ".file", ".section")):
@@ -429,7 +440,7 @@ def parse(text: str) -> Module:
                 else:
                     cur.regs[w] = typ
             continue
-        if st.startswith((".shared", ".local", ".global", ".const", ".extern")):
+        if st.startswith((".shared", ".local", ".global", ".const", ".extern", ".param")):
             v = _var(st, line)
             if v is not None:
                 cur.vars.append(v)
@@ -439,4 +450,4 @@ def parse(text: str) -> Module:
         cur.instrs.append(_instr(line, st))
     if depth != 0:
         raise PtxSyntaxError("unbalanced braces at end of PTX")
-    return Module(entries, mod_vars, text)
+    return Module(entries, mod_vars, text, funcs)

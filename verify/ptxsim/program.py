@@ -13,6 +13,7 @@ Steps:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ from verify.ptxsim.parser import (
     Operand,
     Reg,
     Sym,
+    Var,
     Vec,
     type_size,
 )
@@ -38,6 +40,7 @@ from verify.ptxsim.values import (
     Idx,
     Setter,
     imm_getter,
+    imm_value,
     reg_getter,
     reg_setter,
     storage_dtype,
@@ -81,6 +84,8 @@ class Program:
     param_size: int = 0
     param_offsets: list[int] = field(default_factory=list)
     shared_granule: int = 1  # gcd of the widths of every access that may reach shared memory
+    # module-scope .global / .const variables: (name, intent "var" | "const", address, bytes)
+    module_vars: list[tuple[str, str, int, bytes]] = field(default_factory=list)
 
     def code_at_line(self, line: int) -> str:
         """The opcode at a PTX line (for messages)."""
@@ -217,7 +222,34 @@ def _granule(entry: Entry) -> int:
     return min(g, 16) if g else 1
 
 
+VAR_BASE = 0x8000_0000  # module .global/.const variables, below the launch's buffers
+
+
+def _init_bytes(v: Var) -> bytes:
+    """The initial bytes of a module variable: its initialiser (integers or 0f/0d float
+    literals, scalar or brace list), zero-filled; anything else is refused."""
+    out = bytearray(v.size)
+    if v.init is None:
+        return bytes(out)
+    text = v.init.strip()
+    items = [x.strip() for x in text.strip("{}").split(",")] if text.startswith("{") else [text]
+    t = v.ptx_type if v.ptx_type != ".pred" else ".b8"
+    w = type_size(t)
+    if len(items) * w > v.size:
+        raise UnsupportedPtx(f"initialiser of {v.name} is longer than the variable")
+    for i, it in enumerate(items):
+        if not re.fullmatch(r"[-+]?(0[fFdDxX][0-9a-fA-F]+|\d+(\.\d*)?([eE][-+]?\d+)?)U?", it):
+            raise UnsupportedPtx(f"initialiser {it!r} of module variable {v.name} (only numbers "
+                                 "are modelled)")
+        val = imm_value(it, t, Instr(0, "init", None, ()))
+        out[i * w:(i + 1) * w] = np.asarray(val).tobytes()
+    return bytes(out)
+
+
 def build(module: Module, entry: Entry) -> Program:
+    from verify.ptxsim.inline import inline_calls
+
+    entry = inline_calls(module, entry)
     prog = Program(entry)
     for prefix, typ, count in entry.reg_ranges:
         st = storage_dtype(typ)
@@ -235,7 +267,18 @@ def build(module: Module, entry: Entry) -> Program:
     shared = 0
     extern: list[str] = []
     max_align = 16
-    for v in list(module.vars) + entry.vars:
+    vaddr = VAR_BASE
+    param_size: dict[str, Var] = {}  # call-site .param variables: one slot per name, largest
+    for v in entry.vars:
+        if v.space == "param" and v.size > getattr(param_size.get(v.name), "size", -1):
+            param_size[v.name] = v
+    for v in module.vars:
+        if v.space in ("global", "const"):
+            prog.symbols[v.name] = ("global", vaddr)
+            prog.module_vars.append((v.name, "var" if v.space == "global" else "const", vaddr,
+                                     _init_bytes(v)))
+            vaddr += _align(max(v.size, 1), 256) + 4096  # a red zone after each
+    for v in list(module.vars) + entry.vars + list(param_size.values()):
         if v.space == "shared":
             if v.extern or v.size == 0:
                 extern.append(v.name)
@@ -244,7 +287,8 @@ def build(module: Module, entry: Entry) -> Program:
             shared = _align(shared, v.align)
             prog.symbols[v.name] = ("shared", shared)
             shared += v.size
-        elif v.space == "local":
+        elif v.space in ("local", "param") and (v.space == "local" or param_size.get(v.name) is v):
+            # call-site .param variables live in per-thread local memory (see inline.py)
             prog.local_size = _align(prog.local_size, v.align)
             prog.symbols[v.name] = ("local", prog.local_size)
             prog.local_size += v.size
