@@ -119,6 +119,7 @@ def audit(
             next_cp = next(cps, None)
 
     check_cps_at(0)
+    _check_checkpoint_order(store, res)
     pool = _signature_pool(store.size())
     pending: list[SignatureJob] = []
     running: deque[Future[list[int]]] = deque()
@@ -216,6 +217,21 @@ def audit(
     _check_key_index(store, registry, res)
     _check_triggers(store, res)
     return res
+
+
+def _check_checkpoint_order(store: Store, res: AuditResult) -> None:
+    """Checkpoints are issued (or verified, on a mirror) for growing trees: in insertion order the
+    sizes never go down. A row inserted later for a smaller tree is a rollback attempt."""
+    top = -1
+    for row_id, size in store.conn.execute("SELECT id, size FROM checkpoints ORDER BY id"):
+        if size < top:
+            res.add(
+                None,
+                f"checkpoint table goes backwards: row {row_id} (size {size}) was added after a "
+                f"checkpoint of size {top}",
+            )
+            return
+        top = size
 
 
 def _check_triggers(store: Store, res: AuditResult) -> None:

@@ -8,7 +8,8 @@
   moderate limits); ``<NAME>.pub`` holds the name, public key and proof-of-possession
   signature that ``ledger keys register`` appends to the log.
 
-Files are written atomically (temporary file, fsync, rename) and never overwritten.
+Files are written by ``ledger.fsutil.write_atomic`` (``mkstemp`` in the target directory, fsync,
+rename, never following a planted symlink) and never overwritten; ``keys/`` is made 0700.
 """
 
 from __future__ import annotations
@@ -28,32 +29,15 @@ import nacl.utils
 
 from ledger.encoding import b64_decode, b64_encode
 from ledger.entries import node_key_id, pop_message
-from ledger.errors import KeyFileError
+from ledger.errors import BadInput, KeyFileError
+from ledger.fsutil import private_dir, read_small, write_atomic
+
+__all__ = ["write_atomic"]  # re-exported: older callers import it from here
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 MAX_KEY_FILE = 4096
 KIND_SECRET = "kernel-ledger/node-secret-key/v1"
 KIND_PUBLIC = "kernel-ledger/node-public-key/v1"
-
-
-def write_atomic(path: Path, data: bytes, mode: int = 0o644, exclusive: bool = True) -> None:
-    """Write ``data`` to ``path`` via a temporary file, fsync and rename."""
-    if exclusive and path.exists():
-        raise KeyFileError(f"{path} exists already; refusing to overwrite it")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
-    dfd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
 
 
 def check_name(name: str) -> str:
@@ -128,9 +112,9 @@ def _kdf(passphrase: bytes, salt: bytes) -> bytes:
 
 def read_passphrase(path: Path) -> bytes:
     try:
-        data = path.read_bytes()[: 1 << 12]
-    except OSError as e:
-        raise KeyFileError(f"cannot read passphrase file {path}: {e.strerror}") from e
+        data = read_small(path, 1 << 12, "passphrase file")
+    except BadInput as e:
+        raise KeyFileError(str(e)) from e
     data = data.rstrip(b"\r\n")
     if not data:
         raise KeyFileError(f"passphrase file {path} is empty")
@@ -140,7 +124,7 @@ def read_passphrase(path: Path) -> bytes:
 def new_node_key(keydir: Path, name: str, passphrase: bytes | None = None) -> NodePublic:
     """Create ``<name>.key`` (0600) and ``<name>.pub`` in ``keydir``."""
     check_name(name)
-    keydir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_dir(keydir, "key directory")
     sk = nacl.signing.SigningKey.generate()
     seed = bytes(sk)
     pub = bytes(sk.verify_key)
@@ -167,29 +151,45 @@ def load_node_secret(
 ) -> tuple[nacl.signing.SigningKey, NodePublic]:
     check_name(name)
     path = keydir / f"{name}.key"
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as e:
-        raise KeyFileError(f"no node key named {name!r} (looked for {path})") from e
-    obj = _load_json(data, str(path))
+    if not os.path.lexists(path):
+        raise KeyFileError(f"no node key named {name!r} (looked for {path})")
+    obj = _load_json(_read_key_file(path), str(path))
     if obj.get("kind") != KIND_SECRET:
         raise KeyFileError(f"{path} is not a kernel-ledger node secret key")
     if "seed" in obj:
-        seed = b64_decode(str(obj["seed"]), 32, "key seed")
+        try:
+            seed = b64_decode(str(obj["seed"]), 32, "key seed")
+        except BadInput as e:
+            raise KeyFileError(f"{path}: {e}") from e
     else:
         enc = obj.get("encrypted")
         if not isinstance(enc, dict):
             raise KeyFileError(f"{path} holds neither a seed nor an encrypted seed")
         if passphrase is None:
             raise KeyFileError(f"node key {name!r} is encrypted: give --passphrase-file")
-        box = nacl.secret.SecretBox(_kdf(passphrase, b64_decode(str(enc["salt"]), 16, "salt")))
         try:
-            seed = bytes(box.decrypt(b64_decode(str(enc["box"]), what="sealed seed")))
+            salt = b64_decode(str(enc["salt"]), 16, "salt")
+            sealed = b64_decode(str(enc["box"]), what="sealed seed")
+        except (KeyError, BadInput) as e:
+            raise KeyFileError(f"{path}: encrypted seed is malformed ({e})") from e
+        box = nacl.secret.SecretBox(_kdf(passphrase, salt))
+        try:
+            seed = bytes(box.decrypt(sealed))
         except nacl.exceptions.CryptoError as e:
             raise KeyFileError(f"wrong passphrase for node key {name!r}") from e
+    if len(seed) != 32:
+        raise KeyFileError(f"{path}: the seed is not 32 bytes")
     sk = nacl.signing.SigningKey(seed)
     pub_path = keydir / f"{name}.pub"
-    public = NodePublic.from_bytes(pub_path.read_bytes(), str(pub_path))
+    public = NodePublic.from_bytes(_read_key_file(pub_path), str(pub_path))
     if bytes(sk.verify_key) != public.public:
         raise KeyFileError(f"{path} and {pub_path} hold different keys")
     return sk, public
+
+
+def _read_key_file(path: Path) -> bytes:
+    """A key file: a regular file of at most ``MAX_KEY_FILE`` bytes, read once."""
+    try:
+        return read_small(path, MAX_KEY_FILE, "key file")
+    except BadInput as e:
+        raise KeyFileError(str(e)) from e

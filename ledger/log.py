@@ -8,7 +8,12 @@ moment leaves either the whole step or none of it.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import errno
+import os
+import shutil
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +25,9 @@ from ledger import merkle
 from ledger.bundle import Bundle
 from ledger.encoding import b64_encode
 from ledger.entries import bundle_fields, node_key_id, sign_entry
-from ledger.errors import BadInput, KeyFileError, LedgerStateError
-from ledger.keys import NodePublic, write_atomic
+from ledger.errors import BadInput, KeyFileError, LedgerStateError, TamperDetected
+from ledger.fsutil import check_private_dir, fsync_dir, read_small, write_atomic
+from ledger.keys import NodePublic
 from ledger.note import (
     Checkpoint,
     NoteSigner,
@@ -33,7 +39,7 @@ from ledger.note import (
     parse_vkey,
     sign_note,
 )
-from ledger.store import Store, Writer
+from ledger.store import DB_NAME, LOCK_NAME, Store, Writer
 
 LOG_KEY = "log.key"
 LOG_VKEY = "log.vkey"
@@ -44,8 +50,26 @@ def utc_now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def pinned_vkey(home: Path) -> NoteVerifier | None:
+    """The verifier key ``init`` wrote to ``LEDGER_HOME/log.vkey`` (and printed for pinning), or
+    None where there is none (a mirror pins its key in its database at its first sync)."""
+    path = home / LOG_VKEY
+    if not os.path.lexists(path):
+        return None
+    try:
+        text = read_small(path, 4096, "verifier key file").decode("utf-8").strip()
+    except UnicodeDecodeError as e:
+        raise KeyFileError(f"{path} is not UTF-8") from e
+    return parse_vkey(text)
+
+
 def check_origin(origin: str) -> str:
-    if not origin or len(origin) > 200 or any(c.isspace() or c == "+" for c in origin):
+    if (
+        not origin
+        or len(origin) > 200
+        or not origin.isprintable()
+        or any(c.isspace() or c == "+" for c in origin)
+    ):
         raise BadInput(
             f"bad origin {origin!r}: use a schema-less URL-like name with no spaces or '+', "
             "e.g. example.com/kernels"
@@ -84,36 +108,97 @@ class Log:
 
     @classmethod
     def init(cls, home: Path, origin: str) -> Log:
+        """Create a ledger in ``home``. Everything is validated first, then built in a private
+        temporary directory next to ``home`` and renamed into place, so a failure or a crash
+        leaves no half-built ledger that would block a second ``init``."""
         check_origin(origin)
-        if (home / "ledger.db").exists() or (home / LOG_KEY).exists():
+        if os.path.lexists(home / "ledger.db") or os.path.lexists(home / LOG_KEY):
             raise LedgerStateError(f"{home} holds a ledger already")
+        if os.path.lexists(home) and not home.is_dir():
+            raise LedgerStateError(f"{home} exists and is not a directory")
+        if os.path.lexists(home):
+            check_private_dir(home)
+        parent = home.absolute().parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{home.name}.init-", dir=parent))
+        except OSError as e:
+            raise BadInput(f"cannot create a ledger in {home}: {e.strerror}") from e
+        try:
+            cls._build(tmp, origin)
+            cls._move_into_place(tmp, home)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return cls.open(home)
+
+    @classmethod
+    def _build(cls, home: Path, origin: str) -> None:
         seed = bytes(nacl.signing.SigningKey.generate())
-        home.mkdir(parents=True, exist_ok=True)
         write_atomic(home / LOG_KEY, (format_skey(origin, seed) + "\n").encode(), 0o600)
         signer = parse_skey(format_skey(origin, seed))
         vkey = format_vkey(origin, signer.public)
         write_atomic(home / LOG_VKEY, (vkey + "\n").encode(), 0o644)
         store = Store.create(home, origin)
-        store.set_meta("vkey", vkey)
-        log = cls(store, signer, parse_vkey(vkey))
-        with store.writer() as w:
-            log._checkpoint(w)
-        return log
+        try:
+            store.set_meta("vkey", vkey)
+            log = cls(store, signer, parse_vkey(vkey))
+            with store.writer() as w:
+                log._checkpoint(w)
+        finally:
+            store.close()
+        for name in (LOCK_NAME, DB_NAME + "-wal", DB_NAME + "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(home / name)
+
+    @staticmethod
+    def _move_into_place(tmp: Path, home: Path) -> None:
+        try:
+            os.rename(tmp, home)  # home absent, or an empty directory: one atomic step
+            fsync_dir(home.absolute().parent)
+            return
+        except OSError as e:
+            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise BadInput(f"cannot create a ledger in {home}: {e.strerror}") from e
+        # home holds other files (e.g. keys/ made before init): move ours in, the database
+        # last; it is what marks a ledger as existing
+        for name in (LOG_VKEY, LOG_KEY, DB_NAME):
+            try:
+                os.link(tmp / name, home / name, follow_symlinks=False)
+            except FileExistsError as e:
+                raise LedgerStateError(f"{home} holds a ledger already ({name})") from e
+            except OSError as e:
+                raise BadInput(f"cannot create a ledger in {home}: {e.strerror}") from e
+        fsync_dir(home)
 
     @classmethod
     def open(cls, home: Path) -> Log:
+        check_private_dir(home)
         store = Store.open(home)
+        try:
+            return cls._open(home, store)
+        except BaseException:
+            store.close()
+            raise
+
+    @classmethod
+    def _open(cls, home: Path, store: Store) -> Log:
         vkey = store.meta("vkey")
         if vkey is None:
             raise LedgerStateError(f"{home}: ledger has no verifier key recorded")
+        verifier = parse_vkey(vkey)
+        pinned = pinned_vkey(home)
+        if pinned is not None and (pinned.public, pinned.name) != (verifier.public, verifier.name):
+            raise TamperDetected(
+                f"the database's verifier key is not the one recorded at init in {home / LOG_VKEY}"
+            )
         signer = None
         keyfile = home / LOG_KEY
-        if keyfile.exists():
+        if os.path.lexists(keyfile):
             try:
-                signer = parse_skey(keyfile.read_text("utf-8").strip())
-            except (OSError, UnicodeDecodeError) as e:
-                raise KeyFileError(f"cannot read log key {keyfile}") from e
-        verifier = parse_vkey(vkey)
+                text = read_small(keyfile, 4096, "log key").decode("utf-8").strip()
+            except (BadInput, UnicodeDecodeError) as e:
+                raise KeyFileError(f"cannot read log key {keyfile}: {e}") from e
+            signer = parse_skey(text)
         if signer is not None and signer.public != verifier.public:
             raise KeyFileError(f"{keyfile} does not match the ledger's verifier key")
         return cls(store, signer, verifier)

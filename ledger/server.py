@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import socket
 import struct
 import threading
@@ -573,13 +572,10 @@ class BackgroundServer:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
+    from ledger.fsutil import write_atomic
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_atomic(path, data, 0o644, exclusive=False)
 
 
 def export_tiles(home: Path, dest: Path) -> tuple[int, int]:

@@ -90,9 +90,11 @@ class Store:
 
     @classmethod
     def create(cls, home: Path, origin: str) -> Store:
-        home.mkdir(parents=True, exist_ok=True)
+        from ledger.fsutil import private_dir
+
+        private_dir(home)
         path = home / DB_NAME
-        if path.exists():
+        if os.path.lexists(path):
             raise LedgerStateError(f"{home} holds a ledger already")
         conn = _connect(path)
         migrate(conn)
@@ -179,10 +181,26 @@ class Store:
         return merkle.consistency_proof(old, new, self.stored_hash)
 
     def checkpoint(self) -> bytes:
-        row = self.conn.execute("SELECT note FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()
+        """The latest checkpoint: the one for the largest tree. Never "the last row inserted": a
+        copy of an older, validly signed checkpoint inserted later must not roll the head back
+        (issue 9 item 1); ``ledger audit`` rejects such a table."""
+        row = self.conn.execute(
+            "SELECT note FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1"
+        ).fetchone()
         if row is None:
             raise LedgerStateError("the ledger has no checkpoint yet")
-        return bytes(row[0])
+        note = bytes(row[0])
+        (column,) = self.conn.execute("SELECT max(size) FROM checkpoints").fetchone()
+        try:
+            real = checkpoint_of(note).size
+        except BadInput:
+            return note  # malformed: the signature check of whoever reads it says so
+        if real < column:
+            raise TamperDetected(
+                f"the checkpoint table is altered: the row for size {column} holds a checkpoint "
+                f"of size {real} (run `ledger audit`)"
+            )
+        return note
 
     def checkpoints(self) -> Iterator[tuple[int, bytes]]:
         for size, note in self.conn.execute("SELECT size, note FROM checkpoints ORDER BY id"):
@@ -279,7 +297,9 @@ class Store:
         kernel wakes the next one the moment the lock is released, where SQLite's own busy
         handler would poll with sleeps of up to 100 ms. The lock is released by the kernel when
         a process dies, so a killed writer never blocks the others."""
-        fd = os.open(self.home / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(
+            self.home / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             self.conn.execute("BEGIN IMMEDIATE")

@@ -1,0 +1,165 @@
+"""Files the ledger writes and small files it reads: one atomic writer, private directories,
+bounded reads (issue 9, items 2, 22, 25).
+
+* ``write_atomic``: a temporary file made by ``tempfile.mkstemp`` in the target's own directory
+  (``O_CREAT | O_EXCL | O_NOFOLLOW``, a random name, mode 0600 from birth), written, fsynced,
+  given its final mode, renamed over the target, then the directory fsynced. A symlink planted at
+  any name is never followed; a crash leaves the old file or the new one, and at worst a stray
+  ``.<name>.*.tmp`` that nothing reads. ``exclusive`` refuses to replace an existing target (key
+  files), and the check is made again at the rename with ``link`` + ``unlink`` so a file that
+  appears meanwhile is not overwritten either.
+* ``private_dir``: a directory made (or found) with mode 0700 whatever the umask, refused when it
+  is a symlink, not owned by this user, or writable by group or others.
+* ``read_small``: a regular file (never a fifo, device or ``/dev/zero``), read with a byte limit,
+  refused with one clear ``BadInput`` line when it is larger.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from ledger.errors import BadInput, KeyFileError
+
+# Fault injection for the crash/disk-full campaign (scripts/fault_campaign.py): when set to
+# "<n>", the n-th ``write_atomic`` call of the process fails with ENOSPC after writing half of
+# its data, exactly as a full disk would. Never set in normal use.
+_FAULT_ENV = "LEDGER_FAULT_WRITE_ENOSPC"
+_writes = 0
+
+
+def _maybe_fault(fd: int, data: bytes) -> None:
+    global _writes
+    spec = os.environ.get(_FAULT_ENV)
+    if not spec:
+        return
+    _writes += 1
+    if spec.isdigit() and int(spec) == _writes:
+        os.write(fd, data[: len(data) // 2])
+        raise OSError(28, "No space left on device (injected)")
+
+
+def write_atomic(
+    path: Path, data: bytes, mode: int = 0o644, exclusive: bool = True, fsync: bool = True
+) -> None:
+    """Write ``data`` to ``path`` atomically: temporary file in the same directory, fsync, rename,
+    fsync the directory. Raise ``KeyFileError`` when ``exclusive`` and ``path`` exists, and
+    ``BadInput`` naming the file when the write itself fails (disk full, no permission)."""
+    parent = path.parent
+    if exclusive and os.path.lexists(path):
+        raise KeyFileError(f"{path} exists already; refusing to overwrite it")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    except OSError as e:
+        raise BadInput(f"cannot write {path}: {e.strerror}") from e
+    try:
+        try:
+            _maybe_fault(fd, data)
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fchmod(fd, mode)
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        if exclusive:
+            # link() fails with EEXIST instead of replacing a file that appeared meanwhile
+            try:
+                os.link(tmp, path, follow_symlinks=False)
+            except FileExistsError as e:
+                raise KeyFileError(f"{path} exists already; refusing to overwrite it") from e
+            os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(e, OSError) and not isinstance(e, FileExistsError):
+            raise BadInput(f"cannot write {path}: {e.strerror or e}") from e
+        raise
+    if fsync:
+        fsync_dir(parent)
+
+
+def fsync_dir(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def check_private_dir(directory: Path, what: str = "ledger directory") -> None:
+    """Refuse a directory that is a symlink, is not a directory, belongs to another user, or that
+    group or others may write (they could swap the files the ledger trusts)."""
+    try:
+        st = os.lstat(directory)
+    except OSError as e:
+        raise BadInput(f"{directory}: cannot use {what} ({e.strerror})") from e
+    if stat.S_ISLNK(st.st_mode):
+        # a symlinked LEDGER_HOME is allowed when its target passes the same checks
+        try:
+            st = os.stat(directory)
+        except OSError as e:
+            raise BadInput(f"{directory}: cannot use {what} ({e.strerror})") from e
+    if not stat.S_ISDIR(st.st_mode):
+        raise BadInput(f"{directory}: {what} is not a directory")
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        raise BadInput(f"{directory}: {what} belongs to another user (uid {st.st_uid})")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise BadInput(
+            f"{directory}: {what} is writable by group or others "
+            f"(mode {stat.S_IMODE(st.st_mode):04o}); run `chmod go-w {directory}`"
+        )
+
+
+def private_dir(directory: Path, what: str = "ledger directory") -> Path:
+    """Make ``directory`` (and missing parents) with mode 0700 whatever the umask; refuse an
+    existing one that others could write (``check_private_dir``)."""
+    if not os.path.lexists(directory):
+        try:
+            directory.parent.mkdir(parents=True, exist_ok=True)
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            raise BadInput(f"{directory}: cannot create {what} ({e.strerror})") from e
+        else:
+            os.chmod(directory, 0o700)  # mkdir's mode is masked by the umask
+    check_private_dir(directory, what)
+    return directory
+
+
+def read_small(path: Path, limit: int, what: str = "file") -> bytes:
+    """Read a regular file of at most ``limit`` bytes; anything else is ``BadInput``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise BadInput(f"cannot read {what} {path}: {e.strerror}") from e
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise BadInput(f"{what} {path} is not a regular file")
+        if st.st_size > limit:
+            raise BadInput(f"{what} {path} is larger than {limit} bytes")
+        chunks: list[bytes] = []
+        got = 0
+        while got <= limit:
+            chunk = os.read(fd, min(1 << 16, limit + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+    except OSError as e:
+        raise BadInput(f"cannot read {what} {path}: {e.strerror}") from e
+    finally:
+        os.close(fd)
+    if got > limit:
+        raise BadInput(f"{what} {path} is larger than {limit} bytes")
+    return b"".join(chunks)
