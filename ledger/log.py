@@ -172,7 +172,8 @@ class Log:
 
     @classmethod
     def open(cls, home: Path) -> Log:
-        check_private_dir(home)
+        if os.path.lexists(home):
+            check_private_dir(home)
         store = Store.open(home)
         try:
             return cls._open(home, store)
