@@ -15,6 +15,20 @@ import typer
 
 WITNESS_HOME = "~/.local/share/kernel-ledger-witness"
 
+DEFAULT_SYNC_TIMEOUT = 900.0
+MAX_SECONDS = 7 * 24 * 3600.0
+
+
+def seconds(option: str, value: float) -> float:
+    """A positive, finite number of seconds (at most a week) for ``option``; BadInput if not."""
+    from ledger.errors import BadInput
+
+    if not (0 < value <= MAX_SECONDS):  # also refuses nan
+        raise BadInput(f"{option} must be a number of seconds above 0 and at most "
+                       f"{MAX_SECONDS:.0f}, got {value}")
+    return value
+
+
 WitnessDir = Annotated[
     Path | None,
     typer.Option(
@@ -91,8 +105,19 @@ def register(app: typer.Typer) -> None:
             float, typer.Option("--interval", help="Seconds between polls with --follow.")
         ] = 30.0,
         rounds: Annotated[
-            int | None, typer.Option("--rounds", help="With --follow, stop after N polls.")
+            int | None,
+            typer.Option(
+                "--rounds",
+                help="With --follow, stop after N polls (N >= 1); exit 3 when none succeeded.",
+            ),
         ] = None,
+        timeout: Annotated[
+            float,
+            typer.Option(
+                "--timeout",
+                help="Seconds one sync may take in all (each request: at most 60 s).",
+            ),
+        ] = DEFAULT_SYNC_TIMEOUT,
         home: HomeOpt = None,
         json_out: JsonOpt = False,
     ) -> None:
@@ -104,11 +129,15 @@ def register(app: typer.Typer) -> None:
         from ledger.submit import read_vkey
         from ledger.witness import parse_cosigner_vkey
 
-        if interval <= 0:
-            raise BadInput("--interval must be positive")
+        seconds("--interval", interval)
+        seconds("--timeout", timeout)
+        if rounds is not None and not follow:
+            raise BadInput("--rounds needs --follow")
+        if rounds is not None and rounds < 1:
+            raise BadInput(f"--rounds must be at least 1, got {rounds}")
         pinned = read_vkey(vkey)
         witnesses = [parse_cosigner_vkey(read_vkey(w).vkey) for w in witness or []]
-        remote = Remote(url)
+        remote = Remote(url, timeout=timeout)
 
         def show(r: SyncResult) -> None:
             if json_out:

@@ -21,9 +21,11 @@ One ``sync`` does, in order:
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import multiprocessing
 import os
+import random
 import struct
 import time
 from collections.abc import Callable, Sequence
@@ -49,6 +51,14 @@ from ledger.errors import (
     TamperDetected,
     VerificationFailed,
 )
+from ledger.httpclient import (
+    BYTES,
+    DEFAULT_TIMEOUT,
+    REQUEST_TIMEOUT,
+    BadAnswer,
+    HttpClient,
+    oneline,
+)
 from ledger.keys import write_atomic
 from ledger.note import Checkpoint, NoteVerifier, open_note, parse_checkpoint
 from ledger.store import Store, note_text
@@ -70,44 +80,40 @@ EVIDENCE_DIR = "evidence"
 
 
 class Remote:
-    """The remote ledger's HTTP interface, with timeouts and capped answers."""
+    """The remote ledger's HTTP interface: every request through the bounded ``HttpClient``
+    (an overall deadline per sync, a deadline per request, answers size-capped while they stream,
+    content types checked, no redirect to another host)."""
 
-    def __init__(self, url: str, client: httpx.Client | None = None, timeout: float = 30.0) -> None:
-        if not url.startswith(("http://", "https://")):
-            raise BadInput(f"mirror URL must start with http:// or https://, got {url!r}")
-        self.url = url.rstrip("/")
-        self.client = client or httpx.Client(
-            timeout=httpx.Timeout(timeout, connect=10.0),
-            limits=httpx.Limits(max_connections=8),
-            follow_redirects=False,
+    def __init__(
+        self,
+        url: str,
+        client: httpx.Client | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        request_timeout: float = REQUEST_TIMEOUT,
+    ) -> None:
+        self.http = HttpClient(
+            url, "the mirrored server", timeout, request_timeout, client=client
         )
-        self.requests = 0
+        self.url = self.http.base
+
+    @property
+    def requests(self) -> int:
+        return self.http.requests
+
+    def restart(self) -> None:
+        """Start a new overall deadline (one per sync)."""
+        self.http.restart()
 
     def close(self) -> None:
-        self.client.close()
+        self.http.client.close()  # a client handed in is the Remote's to close, as before
 
     def get(
         self, path: str, limit: int, params: Sequence[tuple[str, str]] | None = None
     ) -> tuple[bytes, httpx.Headers]:
         """GET ``path`` and return the body, refusing one over ``limit`` bytes; 404 is
         ``CannotCheck`` too (the remote cannot serve what its checkpoint promises)."""
-        url = f"{self.url}/{path.lstrip('/')}"
-        self.requests += 1
-        try:
-            with self.client.stream("GET", url, params=list(params or [])) as r:
-                if r.status_code != 200:
-                    raise CannotCheck(f"{url}: the mirror answered HTTP {r.status_code}")
-                length = r.headers.get("content-length")
-                if length is not None and length.isdigit() and int(length) > limit:
-                    raise CannotCheck(f"{url}: answer of {length} bytes is over {limit}")
-                buf = bytearray()
-                for chunk in r.iter_bytes():
-                    buf += chunk
-                    if len(buf) > limit:
-                        raise CannotCheck(f"{url}: answer is over the {limit}-byte limit")
-                return bytes(buf), r.headers
-        except httpx.HTTPError as e:
-            raise CannotCheck(f"cannot reach the mirror at {url}: {e}") from e
+        a = self.http.get_ok(path, limit, params, BYTES)
+        return a.body, a.headers
 
     def checkpoint(self) -> bytes:
         return self.get("checkpoint", MAX_CHECKPOINT_BYTES)[0]
@@ -136,22 +142,23 @@ class Remote:
                 "api/v1/blobs", MAX_BLOB_ANSWER_BYTES, [("d", d.hex()) for d in ask]
             )
             count = headers.get("x-blob-count", "")
-            if not count.isdigit() or not 1 <= int(count) <= len(ask):
+            if not count.isascii() or not count.isdigit() or len(count) > 4 \
+                    or not 1 <= int(count) <= len(ask):
                 raise CannotCheck("the mirror's blob answer has no valid X-Blob-Count")
             pos = 0
             for digest in ask[: int(count)]:
                 if pos + 4 > len(body):
-                    raise VerificationFailed("the mirror's blob answer is truncated")
+                    raise BadAnswer("the mirror's blob answer is truncated")
                 (n,) = struct.unpack_from(">I", body, pos)
                 data = body[pos + 4 : pos + 4 + n]
                 if len(data) != n:
-                    raise VerificationFailed("the mirror's blob answer is truncated")
+                    raise BadAnswer("the mirror's blob answer is truncated")
                 if blake3_digest(data) != digest:
-                    raise TamperDetected(f"blob {digest.hex()} from the mirror has another hash")
+                    raise BadAnswer(f"blob {digest.hex()} from the mirror has another hash")
                 out[digest] = data
                 pos += 4 + n
             if pos != len(body):
-                raise VerificationFailed("the mirror's blob answer has trailing bytes")
+                raise BadAnswer("the mirror's blob answer has trailing bytes")
             todo = todo[int(count) :]
         return out
 
@@ -184,13 +191,76 @@ class TileHashes:
         if data is None:
             data = self.remote.get(path, TILE_WIDTH * merkle.HASH_SIZE)[0]
             if len(data) != width * merkle.HASH_SIZE:
-                raise ProofError(f"remote {path} has {len(data)} bytes, not {width * 32}")
+                raise BadAnswer(
+                    f"remote {path} has {len(data)} bytes, not {width * 32}: the tile does not "
+                    "match the signed checkpoint"
+                )
             self._tiles[path] = data
         row = [data[i * 32 : i * 32 + 32] for i in range(offset, offset + count)]
         while len(row) > 1:
             row = [merkle.node_hash(row[i], row[i + 1]) for i in range(0, len(row), 2)]
         self._hashes[(level, n)] = row[0]
         return row[0]
+
+    def forget(self) -> None:
+        """Drop every fetched tile (they are fetched again on the next ``get``)."""
+        self._tiles.clear()
+        self._hashes.clear()
+
+
+def _consistency_roots(old: int, new: int, path: list[bytes]) -> tuple[bytes, bytes] | None:
+    """The (old, new) roots a consistency path leads to (RFC 9162 2.1.4.2, with the old
+    subtree's hash leading the path when ``old`` is a power of two), or None when the path has
+    the wrong length."""
+    if not path:
+        return None
+    fn, sn = old - 1, new - 1
+    while fn & 1:
+        fn >>= 1
+        sn >>= 1
+    fr = sr = path[0]
+    for c in path[1:]:
+        if sn == 0:
+            return None
+        if fn & 1 or fn == sn:
+            fr = merkle.node_hash(c, fr)
+            sr = merkle.node_hash(c, sr)
+            if not fn & 1:
+                while fn and not fn & 1:
+                    fn >>= 1
+                    sn >>= 1
+        else:
+            sr = merkle.node_hash(sr, c)
+        fn >>= 1
+        sn >>= 1
+    return None if sn != 0 else (fr, sr)
+
+
+def prefix_root(old: int, cp: Checkpoint, hashes: TileHashes) -> bytes:
+    """The root of the first ``old`` leaves (0 < old < cp.size) of the tree that the signed
+    checkpoint ``cp`` commits to, from the remote hash tiles, **authenticated**: the tile hashes
+    used must lead to the signed root, else ``BadAnswer`` (the tiles, not the log, are wrong).
+    Tiles that do not match are fetched once more before giving up.
+
+    A root obtained this way is bound to ``cp.root``; comparing it with another signed root of
+    size ``old`` is a proof either way (consistent, or a fork).
+    """
+    for _attempt in (1, 2):
+        try:
+            proof = merkle.consistency_proof(old, cp.size, hashes.get)
+            path = list(proof)
+            if old & (old - 1) == 0:
+                path.insert(0, hashes.get(old.bit_length() - 1, 0))
+            roots = _consistency_roots(old, cp.size, path)
+            if roots is not None and roots[1] == cp.root:
+                return roots[0]
+        except ProofError:
+            pass
+        hashes.forget()
+    raise BadAnswer(
+        f"the remote hash tiles do not match the signed checkpoint of size {cp.size} "
+        f"(a tile does not match the signed checkpoint; fetched twice)"
+    )
 
 
 @dataclass(frozen=True)
@@ -239,8 +309,15 @@ class Mirror:
 
     def fetch_checkpoint(self) -> tuple[bytes, Checkpoint]:
         note = self.remote.checkpoint()
-        opened = open_note(note, [self.vkey])
-        cp = parse_checkpoint(opened.text)
+        try:
+            opened = open_note(note, [self.vkey])
+            cp = parse_checkpoint(opened.text)
+        except SignatureError:
+            raise
+        except BadInput as e:
+            raise BadAnswer(
+                f"{self.remote.url}/checkpoint is not a signed checkpoint note: {oneline(str(e))}"
+            ) from e
         if cp.origin != self.vkey.name:
             raise VerificationFailed(
                 f"checkpoint origin {cp.origin!r} is not the pinned key's name {self.vkey.name!r}"
@@ -287,26 +364,49 @@ class Mirror:
     def check_consistent(
         self, store: Store, kept: bytes, note: bytes, cp: Checkpoint, hashes: TileHashes
     ) -> None:
+        """Compare the signed checkpoint ``kept`` (verified earlier) with the remote one.
+
+        Evidence is written only for two signed checkpoints that disagree: another root at the
+        same size; a smaller remote tree whose root differs from the root at that size of the
+        verified entries held here; a larger remote tree whose tiles, authenticated against its
+        own signed root, give another root at the kept size. Tiles that do not lead to the signed
+        root are bad data from whoever served them (``BadAnswer``), and a smaller checkpoint that
+        agrees with the verified entries is a stale answer (``CannotCheck``), not a fork.
+        """
         old = parse_checkpoint(note_text(kept))
         if old.size > cp.size:
-            raise self.evidence(store, kept, note, f"its tree shrank from {old.size} to {cp.size}")
+            if cp.size > store.size():
+                raise CannotCheck(
+                    f"the remote serves a checkpoint of size {cp.size}, older than the one "
+                    f"being mirrored (size {old.size}); it may be a stale copy"
+                )
+            if cp.size > 0 and store.root(cp.size) != cp.root:
+                raise self.evidence(
+                    store, kept, note,
+                    f"its tree shrank from {old.size} to {cp.size} with another root at "
+                    f"size {cp.size}",
+                )
+            raise CannotCheck(
+                f"the remote serves a checkpoint of size {cp.size}, older than the one verified "
+                f"here (size {old.size}) but consistent with it; it may be a stale copy"
+            )
         if old.size == cp.size:
             if old.root != cp.root:
                 raise self.evidence(store, kept, note, f"two roots for size {cp.size}")
             return
         if old.size == 0:
             return
-        try:
-            proof = merkle.consistency_proof(old.size, cp.size, hashes.get)
-            merkle.verify_consistency(old.size, cp.size, old.root, cp.root, proof)
-        except ProofError as e:
+        if prefix_root(old.size, cp, hashes) != old.root:
             raise self.evidence(
-                store, kept, note, f"no consistency from size {old.size} to {cp.size} ({e})"
-            ) from e
+                store, kept, note,
+                f"no consistency from size {old.size} to {cp.size} (the signed tree of size "
+                f"{cp.size} holds another tree of size {old.size})",
+            )
 
     # -- the sync --------------------------------------------------------------------------------
 
     def sync(self) -> SyncResult:
+        self.remote.restart()
         t0 = time.perf_counter()
         requests0 = self.remote.requests
         note, cp = self.fetch_checkpoint()
@@ -336,14 +436,21 @@ class Mirror:
         local = store.size()
         start_size = local
         if local > cp.size:
-            raise self.evidence(
-                store, pending.encode() if pending else b"", note, "it holds fewer entries"
+            raise CannotCheck(
+                f"the remote serves a checkpoint of size {cp.size}, older than the {local} "
+                "entries verified here; it may be a stale copy"
             )
         if 0 < local < cp.size:
-            proof = merkle.consistency_proof(local, cp.size, hashes.get)
-            merkle.verify_consistency(local, cp.size, store.root(local), cp.root, proof)
+            if prefix_root(local, cp, hashes) != store.root(local):
+                raise TamperDetected(
+                    f"the {local} entries stored here are not a prefix of the signed tree "
+                    f"of size {cp.size}, although the checkpoints agree: the store was changed"
+                )
         elif local == cp.size and store.root(local) != cp.root:
-            raise self.evidence(store, verified or b"", note, "the stored entries differ")
+            raise TamperDetected(
+                "the entries stored here do not give the signed root, although the checkpoints "
+                "agree: the store was changed"
+            )
         registry = self.registry(store, local)
         blobs_fetched = 0
         if local < cp.size:
@@ -439,9 +546,15 @@ class Mirror:
             try:
                 items = parse_entry_bundle(self.remote.get(path, MAX_ENTRY_TILE_BYTES)[0])
             except BadInput as e:
-                raise VerificationFailed(f"remote {path} is malformed: {e}") from e
+                raise BadAnswer(
+                    f"remote {path} is malformed ({oneline(str(e))}): the tile does not match "
+                    "the signed checkpoint"
+                ) from e
             if len(items) != width:
-                raise ProofError(f"remote {path} holds {len(items)} entries, not {width}")
+                raise BadAnswer(
+                    f"remote {path} holds {len(items)} entries, not {width}: the tile does not "
+                    "match the signed checkpoint"
+                )
             for k, data in enumerate(items):
                 i = t * TILE_WIDTH + k
                 if start <= i < end:
@@ -461,6 +574,19 @@ class Mirror:
         known: set[bytes],
     ) -> int:
         """Verify the entries ``fetched`` (up to ``end``), fetch their blobs, append them."""
+        # first the bytes against the signed root: a tile that does not match it is bad data from
+        # whoever served it; only entries the log signed are then judged as the log's entries
+        probe = copy.deepcopy(frontier)
+        for _i, data in fetched:
+            probe.append(merkle.leaf_hash(data))
+        root = probe.root()
+        if (end < cp.size and prefix_root(end, cp, hashes) != root) or (
+            end == cp.size and root != cp.root
+        ):
+            raise BadAnswer(
+                f"the remote entry tiles up to {end} do not match the signed checkpoint of size "
+                f"{cp.size} (a tile does not match the signed checkpoint)"
+            )
         rows: list[tuple[int, bytes, dict[str, Any]]] = []
         wanted: dict[bytes, None] = {}
         for k, (i, data) in enumerate(fetched):
@@ -475,14 +601,8 @@ class Mirror:
             known.update(present)
             for digest in present:
                 del wanted[digest]
-        root = frontier.root()
-        if end < cp.size:
-            proof = merkle.consistency_proof(end, cp.size, hashes.get)
-            merkle.verify_consistency(end, cp.size, root, cp.root, proof)
-        elif root != cp.root:
-            raise ProofError(
-                f"the remote entries give root {root.hex()}, not the signed root {cp.root.hex()}"
-            )
+        if frontier.root() != root:
+            raise TamperDetected("internal: the entries checked are not the entries hashed")
         blobs = self.remote.blobs(list(wanted))
         with store.writer() as w:
             for digest, blob in blobs.items():
@@ -609,20 +729,39 @@ def follow(
     on_error: Callable[[LedgerError, float], None],
     max_interval: float = 300.0,
     rounds: int | None = None,
+    jitter: Callable[[], float] | None = None,
 ) -> None:
-    """Sync forever (or ``rounds`` times): every ``interval`` seconds while the remote answers,
-    backing off exponentially up to ``max_interval`` while it cannot be reached. Verification
-    failures end the loop by raising."""
+    """Sync forever (or ``rounds`` times, at least 1): every ``interval`` seconds while the remote
+    answers; after a transient failure, wait ``interval * 2**k`` (k failures in a row, at most
+    ``max_interval``), times a random factor in [0.75, 1.25], and try again.
+
+    Transient: ``CannotCheck`` (unreachable, a timeout, an HTTP error status, an HTML page, an
+    answer over its size limit) and ``BadAnswer`` (bytes that do not match the signed checkpoint:
+    bad data from whoever served it). Any other failure (a fork, a checkpoint not signed by the
+    pinned key) ends the loop by raising. With ``rounds``, when not one poll succeeded the last
+    failure is raised (exit 3, or 1 for bad data).
+    """
+    if rounds is not None and rounds < 1:
+        raise BadInput(f"--rounds must be at least 1, got {rounds}")
+    rand = jitter or (lambda: random.uniform(0.75, 1.25))
     delay = interval
-    done = 0
+    done = succeeded = failures = 0
+    last: LedgerError | None = None
     while rounds is None or done < rounds:
         done += 1
         try:
             report(mirror.sync())
+            succeeded += 1
+            failures = 0
             delay = interval
-        except CannotCheck as e:
-            delay = min(max_interval, max(delay, interval) * 2)
+        except (CannotCheck, BadAnswer) as e:
+            failures += 1
+            last = e
+            delay = min(max_interval, interval * 2 ** min(failures, 40)) * rand()
             on_error(e, delay)
         if rounds is not None and done >= rounds:
             break
         time.sleep(delay)
+    if rounds is not None and succeeded == 0 and last is not None:
+        why = f"no poll of {rounds} succeeded; the last: {last}"
+        raise BadAnswer(why) if isinstance(last, BadAnswer) else CannotCheck(why)

@@ -1,0 +1,199 @@
+"""Issue 9, network items 10, 13 and 14 for ``ledger mirror``: an overall deadline that a
+trickling server cannot stretch; bad tiles from an intermediary are bad data (exit 1, retried),
+never fork evidence; ``--follow`` survives maintenance pages and errors, ``--rounds`` is checked
+and reports when no poll succeeded."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ledger import mirror as mirror_mod
+from ledger.errors import CannotCheck
+from ledger.httpclient import BadAnswer
+from ledger.log import Log
+from ledger.mirror import Mirror, Remote, SyncResult, follow
+from ledger.server import BackgroundServer, make_app
+from ledger.store import Store
+from tests.helpers.hostile import HostileServer
+from tests.helpers.ledgers import assert_one_error_line, run_cli
+from tests.test_mirror import Proxy, make_origin, node_key, vkey_of
+from tests.test_server import seal_range
+
+
+@pytest.fixture(scope="module")
+def origin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Log, BackgroundServer]]:
+    log = make_origin(tmp_path_factory.mktemp("hn") / "origin", 300)
+    with BackgroundServer(make_app(log.home)) as srv:
+        yield log, srv
+    log.close()
+
+
+_OPEN: list[Remote] = []
+
+
+def remote(url: str, **kw: object) -> Remote:
+    r = Remote(url, **kw)  # type: ignore[arg-type]
+    _OPEN.append(r)
+    return r
+
+
+@pytest.fixture(autouse=True)
+def _close_remotes() -> Iterator[None]:
+    yield
+    while _OPEN:
+        _OPEN.pop().close()
+
+
+def store_size(home: Path) -> int:
+    if not (home / "ledger.db").exists():
+        return 0
+    s = Store.open(home)
+    try:
+        return s.size()
+    finally:
+        s.close()
+
+
+# -- item 10: deadlines ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["trickle_head", "trickle_body"])
+def test_trickling_server_cannot_hold_the_mirror(
+    origin: tuple[Log, BackgroundServer], tmp_path: Path, mode: str
+) -> None:
+    log, srv = origin
+    with HostileServer(mode, ("/checkpoint",), srv.url) as bad:
+        rem = remote(bad.url, timeout=1.5)
+        t0 = time.monotonic()
+        with pytest.raises(CannotCheck, match="no complete answer in time"):
+            Mirror(tmp_path / "m", rem, vkey_of(log)).sync()
+    # the hostile server would trickle for 30 s (main waited for all of it)
+    assert time.monotonic() - t0 < 10
+    assert store_size(tmp_path / "m") == 0
+
+
+def test_cli_timeout_and_option_checks(
+    origin: tuple[Log, BackgroundServer], tmp_path: Path
+) -> None:
+    log, srv = origin
+    with HostileServer("trickle_body", ("/tile/",), srv.url) as bad:
+        res = run_cli("mirror", bad.url, "--vkey", vkey_of(log), "--timeout", "2",
+                      home=tmp_path / "m")
+    assert "no complete answer in time" in assert_one_error_line(res, 3)
+    for args in (["--timeout", "0"], ["--timeout", "nan"], ["--interval", "inf"],
+                 ["--follow", "--rounds", "-1"], ["--follow", "--rounds", "0"],
+                 ["--rounds", "2"]):
+        code, err = cli_in_process("mirror", srv.url, "--vkey", vkey_of(log), *args,
+                                   "--home", str(tmp_path / "x"))
+        assert code == 2 and err.startswith("ledger: error: ") and err.count("\n") == 1, err
+    assert not (tmp_path / "x").exists()
+
+
+def cli_in_process(*args: str) -> tuple[int, str]:
+    """The CLI in this process (typer's runner): exit code and stderr, for quick option checks."""
+    from typer.testing import CliRunner
+
+    from ledger.cli import app
+
+    res = CliRunner().invoke(app, list(args))
+    return res.exit_code, res.stderr
+
+
+# -- item 13: bad tiles are not a fork -------------------------------------------------------------
+
+
+def test_bad_hash_tile_after_growth_is_bad_data_not_a_fork(tmp_path: Path) -> None:
+    """The scenario of the issue: the mirror holds a verified checkpoint; the log grows; an
+    intermediary serves one bad hash tile. The two signed checkpoints are consistent: no evidence,
+    nothing stored, exit 1 naming the tile; a clean answer then syncs."""
+    log = make_origin(tmp_path / "o", 300)
+    home = tmp_path / "m"
+    with BackgroundServer(make_app(log.home)) as srv:
+        Mirror(home, remote(srv.url), vkey_of(log)).sync()
+        seal_range(log, node_key(log), 300, 320)
+
+        def flip(request: httpx.Request, resp: httpx.Response) -> httpx.Response:
+            body = resp.content
+            if request.url.path.startswith("/tile/0/"):
+                body = bytes([body[0] ^ 1]) + body[1:]
+            return httpx.Response(resp.status_code, headers=resp.headers, content=body)
+
+        bad = remote(srv.url, client=httpx.Client(transport=Proxy(flip)))
+        with pytest.raises(BadAnswer, match="tile does not match the signed checkpoint"):
+            Mirror(home, bad, vkey_of(log)).sync()
+        bad.close()
+        assert not (home / "evidence").exists()
+        assert store_size(home) == 301
+        with HostileServer("garbage", ("/tile/1/",), srv.url) as hs:
+            res = run_cli("mirror", hs.url, "--vkey", vkey_of(log), home=home)
+        assert "does not match the signed checkpoint" in assert_one_error_line(res, 1)
+        assert not (home / "evidence").exists()
+        r = Mirror(home, remote(srv.url), vkey_of(log)).sync()
+        assert (r.old_size, r.new_size) == (301, 321)
+    log.close()
+
+
+# -- item 14: --follow survives transient failures -------------------------------------------------
+
+
+def test_follow_survives_maintenance_pages_and_errors(
+    origin: tuple[Log, BackgroundServer], tmp_path: Path
+) -> None:
+    log, srv = origin
+    answers = ["html200", "503", "garbage", "ok", "html200", "ok"]
+
+    class Flaky(httpx.HTTPTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            if request.url.path == "/checkpoint":
+                kind = answers.pop(0)
+                page = b"<html><body>Down for maintenance</body></html>"
+                if kind == "html200":
+                    return httpx.Response(200, content=page, headers={"content-type": "text/html"})
+                if kind == "503":
+                    return httpx.Response(503, content=page, headers={"content-type": "text/html"})
+                if kind == "garbage":
+                    return httpx.Response(200, content=page, headers={"content-type": "text/plain"})
+            return super().handle_request(request)
+
+    seen: list[int] = []
+    errors: list[tuple[str, float]] = []
+    m = Mirror(tmp_path / "m", remote(srv.url, client=httpx.Client(transport=Flaky())),
+               vkey_of(log))
+
+    def report(r: SyncResult) -> None:
+        seen.append(r.new_size)
+
+    follow(m, 0.001, report, lambda e, d: errors.append((type(e).__name__, d)), rounds=6,
+           jitter=lambda: 1.0)
+    m.remote.close()
+    assert seen == [301, 301]
+    assert [k for k, _ in errors] == ["CannotCheck", "CannotCheck", "BadAnswer", "CannotCheck"]
+    assert [d for _, d in errors] == [0.002, 0.004, 0.008, 0.002]  # reset after a success
+
+
+def test_rounds_all_failed_exits_3(origin: tuple[Log, BackgroundServer], tmp_path: Path) -> None:
+    log, srv = origin
+    with HostileServer("html_503", ("/checkpoint",), srv.url) as bad:
+        res = run_cli("mirror", bad.url, "--vkey", vkey_of(log), "--follow", "--rounds", "2",
+                      "--interval", "0.01", home=tmp_path / "m")
+    assert res.returncode == 3, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 3 and all(ln.startswith("ledger: error: ") for ln in lines)
+    assert "no poll of 2 succeeded" in lines[-1] and "HTTP 503" in lines[-1]
+
+
+def test_jitter_spreads_the_backoff(tmp_path: Path, origin: tuple[Log, BackgroundServer]) -> None:
+    log, _ = origin
+    delays: list[float] = []
+    dead = Mirror(tmp_path / "m", remote("http://127.0.0.1:9"), vkey_of(log))
+    with pytest.raises(CannotCheck):
+        follow(dead, 0.001, lambda r: None, lambda e, d: delays.append(d), rounds=4)
+    dead.remote.close()
+    for k, d in enumerate(delays, 1):
+        assert 0.75 * 0.001 * 2**k <= d <= 1.25 * 0.001 * 2**k
+    assert mirror_mod.follow is follow
