@@ -257,12 +257,20 @@ SeedOpt = Annotated[
     int | None, typer.Option("--seed", help="Override the falsification seed of every test.")
 ]
 NoGpuOpt = Annotated[bool, typer.Option("--no-gpu", help="Never use a CUDA device.")]
+TrustOpt = Annotated[
+    bool,
+    typer.Option(
+        "--trust-bundle-code",
+        help="Where no sandbox (bubblewrap) can be set up, run a bundle's own reference anyway, "
+        "with resource limits only (default: such tests are skipped).",
+    ),
+]
 
 
-def _options(seed: int | None, no_gpu: bool) -> Any:
+def _options(seed: int | None, no_gpu: bool, trust: bool = False) -> Any:
     from verify.context import Options
 
-    return Options(seed=seed, use_gpu=not no_gpu)
+    return Options(seed=seed, use_gpu=not no_gpu, trust_bundle_code=trust)
 
 
 @app.command()
@@ -272,13 +280,16 @@ def check(
     json_out: JsonOpt = False,
     seed: SeedOpt = None,
     no_gpu: NoGpuOpt = False,
+    trust_bundle_code: TrustOpt = False,
 ) -> None:
     """Run the verifier on an unsealed bundle (needs no ledger)."""
     from ledger import wiring
 
     with cli_out.progress("checking", None, enabled=not json_out) as bar:
         ((_, _, report),) = wiring.check_dirs(
-            [directory], _options(seed, no_gpu), progress=lambda s: bar.update(0, s)
+            [directory],
+            _options(seed, no_gpu, trust_bundle_code),
+            progress=lambda s: bar.update(0, s),
         )
     _print_report(report, json_out)
     raise typer.Exit(_report_exit(report, []))
@@ -301,6 +312,7 @@ def seal(
     json_out: JsonOpt = False,
     seed: SeedOpt = None,
     no_gpu: NoGpuOpt = False,
+    trust_bundle_code: TrustOpt = False,
 ) -> None:
     """Check each bundle, refuse all if any check fails, then hash, sign and append each one."""
     from ledger import wiring
@@ -318,7 +330,8 @@ def seal(
 
         checked = []
         for d in directories:
-            checked.extend(wiring.check_dirs([d], _options(seed, no_gpu), progress=step))
+            options = _options(seed, no_gpu, trust_bundle_code)
+            checked.extend(wiring.check_dirs([d], options, progress=step))
             bar.advance()
     bad = [(d, rep) for d, _, rep in checked if rep.verdict == "failed"]
     if bad:
@@ -408,6 +421,7 @@ def verify(
     json_out: JsonOpt = False,
     seed: SeedOpt = None,
     no_gpu: NoGpuOpt = False,
+    trust_bundle_code: TrustOpt = False,
 ) -> None:
     """Rebuild a sealed bundle, re-run every check, confirm hashes, signatures and proofs."""
     from ledger import wiring
@@ -415,7 +429,7 @@ def verify(
     from ledger.receipt import Receipt
     from verify.integrity import Evidence
 
-    options = _options(seed, no_gpu)
+    options = _options(seed, no_gpu, trust_bundle_code)
     required = [r.strip() for r in (require or "").split(",") if r.strip()]
     files = wiring.read_bundle_dir(bundle) if bundle is not None else None
     if receipt is not None:

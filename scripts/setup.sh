@@ -39,6 +39,9 @@ if [ $want_test = 1 ]; then
   command -v go >/dev/null 2>&1 || pkgs+=(golang-go)
   [ -d /usr/share/gocode/src/golang.org/x/mod/sumdb ] || pkgs+=(golang-golang-x-mod-dev)
   command -v chromium >/dev/null 2>&1 || pkgs+=(chromium)
+  # bubblewrap: the sandbox a bundle's own reference runs in (verify/sandbox.py); without it
+  # those falsify checks are skipped
+  command -v bwrap >/dev/null 2>&1 || pkgs+=(bubblewrap)
   if [ ${#pkgs[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
       echo "setup: installing ${pkgs[*]} (Debian packages)" >&2

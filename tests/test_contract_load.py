@@ -232,9 +232,8 @@ def test_missing_metadata() -> None:
         (
             "  target: sm_86\n",
             "  tagret: sm_86\n",
-            "kernel.tagret: unknown field (allowed: name, "
-            "version, entry, target, ptx, source, build, futhark, reference, params, launch, "
-            "resources)",
+            "kernel.tagret: unknown field (allowed: name, version, entry, target, ptx, source, "
+            "build, futhark, futhark_oracle, reference, params, launch, resources)",
         ),
         (
             "build: [nvcc, -arch=sm_86, -ptx, -o, vadd.ptx, vadd.cu]",

@@ -53,7 +53,8 @@ def test_bundled_kernel_passes_every_falsification_test(bundle_dir: Path) -> Non
         assert c.detail.startswith("interpreter ptxsim ")
         assert f"; seed {t.seed}; max " in c.detail
         assert c.detail.endswith(
-            "no race/bounds/barrier/coverage/initialisation/step-limit findings"
+            "no race/bounds/barrier/coverage/initialisation/step-limit findings; "
+            f"oracle trusted:{contract.kernel.reference}"
         )
         assert c.tool == "interpreter" and c.version.startswith("ptxsim ")
 
@@ -150,7 +151,7 @@ def test_wrong_result_fails_with_the_first_bad_element() -> None:
     c = falsify.run_test(kernel, test, wrong, 7, falsify.InterpreterEngine())
     assert c.status == "failed"
     assert ": n=1; seed 7: c[0]: got " in c.detail
-    assert c.detail.endswith("1 of 1 elements of c outside 0 ulp")
+    assert c.detail.endswith("1 of 1 elements of c outside 0 ulp (oracle trusted:vector_add_f32)")
 
 
 def test_unsupported_instruction_is_skipped_never_passed() -> None:
@@ -183,4 +184,6 @@ def test_time_budget_spent_skips_the_remaining_tests() -> None:
     ctx.options = Options(use_gpu=False, timeout=0.0)
     checks = falsify.run(ctx)
     assert [c.status for c in checks] == ["skipped", "skipped"]
-    assert checks[0].detail.endswith(": n=1; seed 7: " + falsify.BUDGET_SPENT)
+    assert checks[0].detail.endswith(
+        ": n=1; seed 7: " + falsify.BUDGET_SPENT + " (oracle trusted:vector_add_f32)"
+    )

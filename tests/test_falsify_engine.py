@@ -179,7 +179,8 @@ def test_cupy_unwritten_output_is_caught_by_poison(monkeypatch: pytest.MonkeyPat
     assert check.status == "failed"
     assert check.detail == (
         "cupy 99.0 on Fake GPU 9000 (GPU): n=1; seed 7: unwritten [coverage/PO1]: c[0] never "
-        "written (still 0xFF poison after the launch); 1 of 1 elements unwritten"
+        "written (still 0xFF poison after the launch); 1 of 1 elements unwritten "
+        "(oracle trusted:vector_add_f32)"
     )
 
 
@@ -229,7 +230,9 @@ def test_findings_attached_to_unsupported_ptx_still_fail(monkeypatch: pytest.Mon
     engine = falsify.InterpreterEngine()
     check = falsify.run_test(contract.kernel, contract.falsification[0], ptx, 7, engine)
     assert check.status == "failed"
-    assert check.detail.endswith(": n=1; seed 7: race [race_free/PO7]: shared byte 4 ...")
+    assert check.detail.endswith(
+        ": n=1; seed 7: race [race_free/PO7]: shared byte 4 ... (oracle trusted:vector_add_f32)"
+    )
 
 
 def test_cupy_run_is_cross_checked_for_races_by_the_interpreter(

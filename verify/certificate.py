@@ -152,6 +152,25 @@ def _property_legs(ctx: Context, contract: Contract, claim: Claim, legs: Legs) -
         legs.failures.append(f"falsify checks for {claim.property} did not run")
 
 
+def oracle_note(ctx: Context) -> str:
+    """``; oracle ...`` naming what the falsify checks compared with (SPEC 3); a certificate that
+    rests only on the bundle's own reference says it is the weaker kind of evidence."""
+    from verify.oracle import ORACLE_IN_DETAIL, WEAKER
+
+    names: list[str] = []
+    for c in ctx.results:
+        if c.id.startswith("falsify."):
+            for m in ORACLE_IN_DETAIL.finditer(c.detail):
+                if m.group(1) not in names:
+                    names.append(m.group(1))
+    if not names:
+        return ""
+    text = "; " + " and ".join(f"oracle {n}" for n in names)
+    if all(n.startswith("bundle:") for n in names):
+        text += f" only: {WEAKER}"
+    return text
+
+
 _TAG = re.compile(r"\[([a-z_]+)/PO[1-8]\]: ")
 
 
@@ -205,7 +224,7 @@ def run(ctx: Context) -> list[Check]:
     claimed = {c.obligation for c, _ in judged}
     unclaimed = [po for po in OBLIGATIONS if po not in claimed]
     tail = f"; not claimed: {', '.join(unclaimed)}" if unclaimed else ""
-    body = "; ".join(lines) + tail
+    body = "; ".join(lines) + tail + oracle_note(ctx)
     if any(legs.state == "failed" for _, legs in judged):
         bad = sorted({c.obligation for c, legs in judged if legs.state == "failed"})
         return [failed(CHECK_ID, f"{', '.join(bad)} not backed: {body}")]

@@ -29,6 +29,9 @@ class Options:
     # PTX interpreter: warp-instructions before a launch counts as "never ends" (PO8); about
     # 35 s of interpretation, and far above what the bundled kernels need at their test sizes
     interp_step_limit: int = 10_000_000
+    # Run a bundle's own reference without a sandbox where none can be set up (rlimits only);
+    # by default such tests are skipped (verify.sandbox)
+    trust_bundle_code: bool = False
 
 
 @dataclass

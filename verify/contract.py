@@ -29,10 +29,13 @@ from verify.expr import eval_expr as eval_expr
 from verify.expr import expr_names as expr_names
 from verify.expr import parse_expr
 from verify.model import (
+    FLOAT_DTYPES,
+    RANDOM,
     Claim,
     Contract,
     Dtype,
     FalsificationTest,
+    FutharkOracle,
     Kernel,
     Launch,
     LeanRef,
@@ -303,8 +306,20 @@ def _param(v: object, path: str) -> Param:
             raise ContractError(f"{path}.{k}: only pointers have {k}")
     if "value" not in d:
         raise ContractError(f"{path}.value: missing (a scalar needs a value expression)")
-    value = _expr(d["value"], f"{path}.value")
+    value = _scalar_value(d["value"], dtype, f"{path}.value")
     return Param(name, "scalar", cast(Dtype, dtype), value=value)
+
+
+def _scalar_value(v: object, dtype: str, path: str) -> str:
+    """A scalar's value: a size expression; a float scalar also "random" or a literal number."""
+    if dtype in FLOAT_DTYPES:
+        if v == RANDOM:
+            return RANDOM
+        if isinstance(v, float):
+            return repr(_num(v, path))
+    elif v == RANDOM or isinstance(v, float):
+        raise ContractError(f"{path}: {v!r} is only allowed for a float scalar (f16, f32, f64)")
+    return _expr(v, path)
 
 
 def _dim3(v: object, path: str) -> tuple[str, str, str]:
@@ -333,6 +348,7 @@ def _kernel(v: object) -> Kernel:
             "source",
             "build",
             "futhark",
+            "futhark_oracle",
             "reference",
             "params",
             "launch",
@@ -389,6 +405,7 @@ def _kernel(v: object) -> Kernel:
         if spills not in ("forbid", "allow"):
             raise ContractError(f"kernel.resources.spills: {spills!r} is not forbid or allow")
         allow_spills = spills == "allow"
+    ref_name, ref_file, ref_function = _reference(d.get("reference"))
     return Kernel(
         name=name,
         version=_str(d["version"], "kernel.version", numbers=True),
@@ -397,14 +414,56 @@ def _kernel(v: object) -> Kernel:
         target=target,
         source=_opt_str(d, "source", path),
         build=build,
-        reference=_opt_str(d, "reference", path),
+        reference=ref_name,
+        reference_file=ref_file,
+        reference_function=ref_function,
         params=tuple(params),
         launch=launch,
         max_registers=max_regs,
         max_shared_bytes=max_shared,
         allow_spills=allow_spills,
         futhark=_opt_str(d, "futhark", path),
+        futhark_oracle=_futhark_oracle(d.get("futhark_oracle")),
     )
+
+
+def _reference(v: object) -> tuple[str, str, str]:
+    """``kernel.reference``: a trusted registry name, or ``{file, function}`` of the bundle."""
+    path = "kernel.reference"
+    if v is None:
+        return "", "", ""
+    if isinstance(v, str):
+        return v, "", ""
+    if not isinstance(v, dict):
+        raise ContractError(
+            f"{path}: expected a trusted reference name or {{file, function}}, got {_type_name(v)}"
+        )
+    _known(v, ("file", "function"), path)
+    for k in ("file", "function"):
+        if v.get(k) is None:
+            raise ContractError(f"{path}.{k}: missing (a bundle reference needs file and function)")
+    file = _str(v["file"], f"{path}.file")
+    if not file.strip():
+        raise ContractError(f"{path}.file: empty")
+    return "", file, _name(v["function"], f"{path}.function")
+
+
+def _futhark_oracle(v: object) -> FutharkOracle | None:
+    path = "kernel.futhark_oracle"
+    if v is None:
+        return None
+    d = _map(v, path)
+    _known(d, ("entry", "args", "results"), path)
+    if d.get("entry") is None:
+        raise ContractError(f"{path}.entry: missing")
+    entry = _name(d["entry"], f"{path}.entry")
+    names: dict[str, tuple[str, ...]] = {}
+    for k in ("args", "results"):
+        items = _list(d.get(k, []), f"{path}.{k}")
+        names[k] = tuple(_name(x, f"{path}.{k}[{i}]") for i, x in enumerate(items))
+    if not names["results"]:
+        raise ContractError(f"{path}.results: must name at least one output parameter")
+    return FutharkOracle(entry, names["args"], names["results"])
 
 
 _EXEC_KEYS = ("sizes", "tolerance", "properties")

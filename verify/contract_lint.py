@@ -11,6 +11,7 @@ validator for the subset of JSON Schema (2020-12) that file uses.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import re
@@ -23,7 +24,15 @@ from typing import Any, Literal
 from ledger.bundle import check_path
 from ledger.errors import BundleError, ContractError, LedgerError
 from verify.expr import eval_expr, expr_names
-from verify.model import OBLIGATIONS, PROPERTIES, Contract, Kernel
+from verify.model import (
+    FLOAT_DTYPES,
+    OBLIGATIONS,
+    PROPERTIES,
+    RANDOM,
+    Contract,
+    Kernel,
+    scalar_literal,
+)
 from verify.report import Check, failed, passed, skipped
 
 _TEST_ID = re.compile(r"FALSIFY-[A-Z0-9-]+")
@@ -103,7 +112,7 @@ def _size_vars(c: Contract) -> set[str]:
     exprs: list[str] = []
     for p in k.params:
         exprs.extend(p.shape)
-        if p.value:
+        if p.value and not _float_constant(p.dtype, p.value):
             exprs.append(p.value)
     if k.launch is not None:
         exprs.extend(k.launch.grid + k.launch.block + (k.launch.shared_bytes,))
@@ -267,14 +276,26 @@ def _kernel(c: Contract, files: Files) -> list[str]:
     return out
 
 
+def _float_constant(dtype: str, value: str) -> bool:
+    """A float scalar's ``random`` or literal value (not a size expression)."""
+    return dtype in FLOAT_DTYPES and (value == RANDOM or scalar_literal(value) is not None)
+
+
 def _reference(c: Contract, files: Files) -> list[str]:
     k = c.kernel
     if k is None:
         if files is None:
             raise _Skip("no kernel extension")
         return ["no kernel extension, so no kernel.reference"]
+    if k.reference_file:
+        if files is None:
+            raise _Skip("no bundle (a bundle reference is checked against the bundle's files)")
+        return _bundle_reference(k, files) + _oracle_problems(c, files)
     if not k.reference:
         return ["kernel.reference is missing"]
+    oracle = _oracle_problems(c, files) if files is not None else []
+    if oracle:
+        return oracle
     try:
         mod = importlib.import_module("verify.references")
         known = getattr(mod, "REFERENCES", {})
@@ -282,6 +303,93 @@ def _reference(c: Contract, files: Files) -> list[str]:
         known = {}
     if k.reference not in known:
         return [f"kernel.reference {k.reference!r} is not in the trusted reference registry"]
+    return []
+
+
+MAX_REFERENCE_BYTES = 1 << 20
+# What a bundle reference may import: numpy, and the standard modules that compute nothing unsafe.
+# The sandbox (verify.sandbox), not this list, is what contains the code; this gate tells an author
+# early that a reference must be numpy only (SPEC 3).
+REFERENCE_IMPORTS = ("numpy", "math", "__future__", "typing", "collections", "dataclasses")
+
+
+def _bundle_reference(k: Kernel, files: Mapping[str, bytes]) -> list[str]:
+    """``kernel.reference: {file, function}``: a numpy-only Python file of the bundle."""
+    field = "kernel.reference.file"
+    problem = _bundle_path(files, field, k.reference_file)
+    if problem:
+        return [problem]
+    if not k.reference_file.endswith(".py"):
+        return [f"{field} {k.reference_file!r} is not a .py file"]
+    data = files[k.reference_file]
+    if len(data) > MAX_REFERENCE_BYTES:
+        return [f"{field} is {len(data)} bytes, over the {MAX_REFERENCE_BYTES}-byte limit"]
+    try:
+        tree = ast.parse(data.decode("utf-8"), filename=k.reference_file)
+    except (UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        return [f"{field} {k.reference_file!r} is not valid Python: {e}"]
+    out = []
+    for node in ast.walk(tree):
+        mods: list[str] = []
+        if isinstance(node, ast.Import):
+            mods = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            mods = ["." if node.level else (node.module or "")]
+        for m in mods:
+            if m.split(".")[0] not in REFERENCE_IMPORTS:
+                out.append(f"{k.reference_file} imports {m!r} (a reference uses numpy only)")
+    fn = k.reference_function
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == fn]
+    if not defs:
+        out.append(f"kernel.reference.function {fn!r} is not a top-level def in {k.reference_file}")
+    elif len(defs[0].args.posonlyargs) + len(defs[0].args.args) < 2:
+        out.append(f"{k.reference_file}: {fn} must take (inputs, sizes)")
+    return out
+
+
+def _oracle_problems(c: Contract, files: Mapping[str, bytes]) -> list[str]:
+    """``kernel.futhark_oracle``: the entry is in the spec, args and results name parameters."""
+    k = c.kernel
+    if k is None or k.futhark_oracle is None:
+        return []
+    o = k.futhark_oracle
+    where = "kernel.futhark_oracle"
+    out = []
+    if not k.futhark:
+        out.append(f"{where} needs kernel.futhark (the spec whose entry is the oracle)")
+    elif k.futhark in files:
+        from verify.futhark import parse_futhark
+
+        try:
+            entries, _ = parse_futhark(files[k.futhark])
+        except LedgerError as e:
+            entries = []
+            out.append(f"{where}: {k.futhark} could not be read: {e}")
+        if entries and o.entry not in {e.name for e in entries}:
+            out.append(f"{where}.entry {o.entry!r} is not an entry point of {k.futhark}")
+    params = {p.name: p for p in k.params}
+    sizes = _size_vars(c)
+    for a in o.args:
+        if a not in params and a not in sizes:
+            out.append(f"{where}.args: {a!r} is neither a parameter nor a size variable")
+    for r in o.results:
+        p = params.get(r)
+        if p is None or p.kind != "ptr" or p.intent == "in":
+            out.append(f"{where}.results: {r!r} is not an out/inout pointer parameter")
+    return out
+
+
+UNFINISHED = "LEDGER-NEW: UNFINISHED"  # the marker `ledger new` puts in every stub it writes
+
+
+def _unfinished(c: Contract, files: Files) -> list[str]:
+    """No file still carries the ``ledger new`` scaffold marker (an unfinished stub)."""
+    if files is None:
+        raise _Skip("no bundle")
+    marker = UNFINISHED.encode()
+    stubs = sorted(p for p, d in files.items() if marker in d)
+    if stubs:
+        return [f"{', '.join(stubs)} still marked {UNFINISHED!r} (a `ledger new` stub to fill in)"]
     return []
 
 
@@ -359,7 +467,8 @@ GATES: tuple[tuple[str, str, Callable[[Contract, Files], list[str]]], ...] = (
     ("executable", "pv verify (tests exist) - stronger: tests must be runnable", _executable),
     ("launch", "new: every size binding gives a valid launch", _launch),
     ("kernel", "new: the executable-kernel extension and its bundle paths", _kernel),
-    ("reference", "new: a trusted reference implementation", _reference),
+    ("unfinished", "new: no `ledger new` stub left unfinished", _unfinished),
+    ("reference", "new: a trusted reference, or a bundle reference run in a sandbox", _reference),
     ("certificate", "pv audit (obligation -> test -> proof chain)", _certificate),
     ("lean-status", "pv enforce / proof status (no sorry)", _lean_status),
     ("lean-exists", "pv verify (named proofs exist), against the bundle", _lean_exists),

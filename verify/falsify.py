@@ -12,9 +12,13 @@ One check per falsification test of ``ctx.contract``. For each size binding of a
 4. launch on the engine (``choose_engine``: CuPy on a CUDA device, else the PTX interpreter
    ``verify.ptxsim``); any finding the engine reports fails the test, whether or not the test
    lists the property it violates (a finding is a bug);
-5. compare every ``out``/``inout`` buffer with the TRUSTED reference
-   ``verify.references.REFERENCES[kernel.reference]`` (never code from the bundle) under the
-   test's tolerance (``compare_output``: ulp on the integer encoding for floats, or rel/abs).
+5. compare every ``out``/``inout`` buffer with the oracles (``verify.oracle``): the trusted
+   reference ``verify.references.REFERENCES[kernel.reference]``, or the bundle's own reference run
+   in ``verify.sandbox`` (never in this process), and the Futhark spec's entry when the contract
+   declares one and ``futhark`` is on PATH; under the test's tolerance (``compare_output``: ulp on
+   the integer encoding for floats, or rel/abs). Every detail names its oracle
+   (``oracle trusted:<name>``, ``oracle bundle:<file>#<function>``, ``oracle futhark:<entry>``).
+   The oracles get every binding of a test in one batch (one sandbox start per test).
 
 On a GPU the device cannot report races, barrier divergence, uninitialised reads or bounds:
 coverage is checked from the poison left in ``out`` buffers, and the interpreter is run as well on
@@ -28,6 +32,7 @@ for all tests of the bundle together) was spent, never ``passed``.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import re
@@ -45,8 +50,10 @@ from verify.compare import describe_tolerance as describe_tolerance
 from verify.compare import np_dtype as np_dtype
 from verify.compare import ulp_distance as ulp_distance
 from verify.context import Context, Options
-from verify.model import FalsificationTest, Kernel, Tolerance
+from verify.model import FLOAT_DTYPES, RANDOM, FalsificationTest, Kernel, Tolerance, scalar_literal
+from verify.oracle import ORACLE_IN_DETAIL, OracleCase, Oracles, Result, oracles_for
 from verify.report import Check, failed, passed, skipped
+from verify.sandbox import OutputSpec
 
 Dim3 = tuple[int, int, int]
 MAX_LAUNCH_BYTES = 512 << 20  # all buffers of one launch together
@@ -238,6 +245,7 @@ class Case:
     block: Dim3
     dynamic_shared: int
     inputs: dict[str, np.ndarray[Any, Any]]  # copies of the in/inout values, for the reference
+    shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # pointer dims
 
 
 class TooLarge(CannotCheck):
@@ -287,7 +295,17 @@ def make_case(
     args: list[Arg] = []
     inputs: dict[str, np.ndarray[Any, Any]] = {}
     total = 0
+    shapes: dict[str, tuple[int, ...]] = {}
     for p in kernel.params:
+        if p.kind == "scalar" and p.dtype in FLOAT_DTYPES and p.value == RANDOM:
+            drawn = random_values(rng, p.dtype, 1, test.input_low, test.input_high)
+            args.append(ScalarArg(p.name, float(drawn[0]), p.dtype))
+            continue
+        literal = scalar_literal(p.value) if p.dtype in FLOAT_DTYPES else None
+        if p.kind == "scalar" and literal is not None:
+            with np.errstate(over="ignore"):
+                args.append(ScalarArg(p.name, float(np_dtype(p.dtype).type(literal)), p.dtype))
+            continue
         if p.kind == "scalar":
             val = _eval(p.value or "0", sizes, f"param {p.name}")
             sdt = np_dtype(p.dtype)
@@ -303,6 +321,7 @@ def make_case(
         if any(d < 0 for d in dims):
             raise BadInput(f"param {p.name}: negative shape {dims}")
         count = math.prod(dims)
+        shapes[p.name] = tuple(dims)
         dt = np_dtype(p.dtype)
         total += count * dt.itemsize
         if total > MAX_LAUNCH_BYTES:
@@ -322,7 +341,7 @@ def make_case(
     threads = math.prod(grid) * math.prod(block)
     if threads > MAX_THREADS:
         raise TooLarge(f"{threads} threads in one launch (at most {MAX_THREADS} are run)")
-    return Case(dict(sizes), args, grid, block, shared, inputs)
+    return Case(dict(sizes), args, grid, block, shared, inputs, shapes)
 
 
 def copy_case(case: Case) -> Case:
@@ -331,7 +350,23 @@ def copy_case(case: Case) -> Case:
         BufferArg(a.name, a.intent, a.data.copy()) if isinstance(a, BufferArg) else a
         for a in case.args
     ]
-    return Case(case.sizes, args, case.grid, case.block, case.dynamic_shared, case.inputs)
+    return Case(
+        case.sizes, args, case.grid, case.block, case.dynamic_shared, case.inputs, case.shapes
+    )
+
+
+def oracle_case(kernel: Kernel, case: Case) -> OracleCase:
+    """What the oracles receive for ``case``: in/inout pointers and scalars (0-d arrays)."""
+    inputs = dict(case.inputs)
+    for a in case.args:
+        if isinstance(a, ScalarArg):
+            inputs[a.name] = np.array(a.value, dtype=np_dtype(a.dtype))
+    outputs = [
+        OutputSpec(p.name, p.dtype, case.shapes.get(p.name, ()))
+        for p in kernel.params
+        if p.kind == "ptr" and p.intent != "in"
+    ]
+    return OracleCase(inputs, case.sizes, outputs)
 
 
 def poison_findings(case: Case, expected: Mapping[str, np.ndarray[Any, Any]]) -> list[Observed]:
@@ -370,12 +405,6 @@ def _fmt_sizes(bindings: Sequence[Mapping[str, int]]) -> str:
     return "; ".join(",".join(f"{k}={v}" for k, v in b.items()) for b in bindings)
 
 
-def _reference(kernel: Kernel) -> Any:
-    from verify.references import REFERENCES
-
-    return REFERENCES.get(kernel.reference) if kernel.reference else None
-
-
 @dataclass
 class _Worst:
     """The largest errors seen over every buffer and binding of one test."""
@@ -410,10 +439,12 @@ def launch_and_judge(
     case: Case,
     ptx: bytes,
     engine: Engine,
-    reference: Any,
+    expected_by: Mapping[str, Result],
     worst: _Worst,
 ) -> tuple[str, str] | None:
-    """Run ``case`` on ``engine``; None when it passed, else (status, reason)."""
+    """Run ``case`` on ``engine`` and compare with each oracle's outputs (``expected_by``: oracle
+    name -> outputs or an error; the first is the primary oracle); None when it passed, else
+    (status, reason)."""
     try:
         outcome = engine.launch(
             ptx, kernel.entry, case.grid, case.block, case.args, case.dynamic_shared
@@ -422,34 +453,60 @@ def launch_and_judge(
         return "skipped", f"{engine.name} could not run it: {e}"
     except BadInput as e:  # verify.ptxsim.PtxSyntaxError: PTX the interpreter cannot read
         return "skipped", f"{engine.name} could not read the PTX: {e}"
-    try:
-        expected = dict(reference(dict(case.inputs), dict(case.sizes)))
-    except (KeyError, ValueError, TypeError, IndexError) as e:
-        return "failed", f"reference {kernel.reference!r} could not compute: {e!r}"
+    for name, result in expected_by.items():
+        if isinstance(result, str):
+            return "failed", f"oracle {name}: {result}"
+    primary = next(iter(expected_by.values()))
+    assert not isinstance(primary, str)
     findings = list(outcome.findings)
     if not engine.observes_findings:
-        findings += poison_findings(case, expected)
+        findings += poison_findings(case, primary)
     if findings:
         return "failed", _finding_text(findings)
     by_name = {p.name: p for p in kernel.params}
-    for a in case.args:
-        if not isinstance(a, BufferArg) or a.intent == "in":
-            continue
-        if a.name not in expected:
-            return "failed", f"reference {kernel.reference!r} gives no value for output {a.name}"
-        try:
-            cmp = compare_output(
-                a.name, a.data, expected[a.name], by_name[a.name].dtype, test.tolerance
-            )
-        except BadInput as e:
-            return "failed", str(e)
-        if cmp.bad:
-            tol = describe_tolerance(test.tolerance)
-            return "failed", (
-                f"{cmp.first}; {cmp.bad} of {a.data.size} elements of {a.name} outside {tol}"
-            )
-        worst.add(cmp)
+    for name, expected in expected_by.items():
+        assert not isinstance(expected, str)
+        for a in case.args:
+            if not isinstance(a, BufferArg) or a.intent == "in":
+                continue
+            if a.name not in expected:
+                return "failed", f"oracle {name} gives no value for output {a.name}"
+            try:
+                cmp = compare_output(
+                    a.name, a.data, expected[a.name], by_name[a.name].dtype, test.tolerance
+                )
+            except BadInput as e:
+                return "failed", f"{e} (oracle {name})"
+            if cmp.bad:
+                tol = describe_tolerance(test.tolerance)
+                return "failed", (
+                    f"{cmp.first}; {cmp.bad} of {a.data.size} elements of {a.name} outside {tol} "
+                    f"(oracle {name})"
+                )
+            worst.add(cmp)
     return None
+
+
+def _expected(kernel: Kernel, oracles: Oracles, cases: Sequence[Case]) -> list[dict[str, Result]]:
+    """Every oracle's outputs for every case (one batch per oracle); raises ``CannotCheck``."""
+    batch = [oracle_case(kernel, c) for c in cases]
+    per_case: list[dict[str, Result]] = [{} for _ in cases]
+    assert oracles.primary is not None
+    for oracle in [oracles.primary, *oracles.extra]:
+        for i, r in enumerate(oracle.compute(batch)):
+            per_case[i][oracle.name] = r
+    return per_case
+
+
+def _oracle_text(oracles: Oracles) -> str:
+    names = [o.name for o in [oracles.primary, *oracles.extra] if o is not None]
+    how = [o.how for o in [oracles.primary, *oracles.extra] if o is not None and o.how]
+    text = " and ".join(f"oracle {n}" for n in names)
+    if how:
+        text += f" ({'; '.join(how)})"
+    if oracles.notes:
+        text += f"; {'; '.join(oracles.notes)}"
+    return text
 
 
 def has_entry(ptx: bytes, entry: str) -> bool:
@@ -471,54 +528,89 @@ def run_test(
     *,
     cross_check: Engine | None = None,
     deadline: float | None = None,
+    oracles: Oracles | None = None,
 ) -> Check:
     """One ``falsify.<TEST-ID>`` check (steps 1-5 of the module docstring).
 
     When ``engine`` cannot observe findings (a GPU), ``cross_check`` (default: the interpreter)
     runs the test's smallest binding to look for races, barrier divergence, bounds and
     uninitialised reads. Past ``deadline`` (``time.monotonic()``), no further binding starts and
-    the test is skipped.
+    the test is skipped. ``oracles`` default to ``oracles_for(kernel, {}, Options())`` (enough
+    for a trusted reference; a bundle reference needs the bundle's files).
     """
     cid = f"falsify.{test.id}"
     tool = engine.name
     version = engine.version
     if not test.executable or not test.sizes:
         return skipped(cid, "not executable: no sizes/properties", tool, version)
-    reference = _reference(kernel)
-    if reference is None:
-        return failed(
-            cid,
-            f"kernel.reference {kernel.reference!r} is not in the trusted reference registry",
-            tool,
-            version,
-        )
+    if oracles is None:
+        try:
+            oracles = oracles_for(kernel, {}, Options())
+        except CannotCheck as e:
+            return skipped(cid, f"no oracle can run here: {e}", tool, version)
+    if oracles.primary is None:
+        return failed(cid, oracles.problem, tool, version)
     if not has_entry(ptx, kernel.entry):
         return failed(
             cid, f"kernel.entry {kernel.entry!r} is not an .entry of the PTX", tool, version
         )
+    check = _judge_test(kernel, test, ptx, seed, engine, cross_check, deadline, oracles)
+    if ORACLE_IN_DETAIL.search(check.detail) is None:  # every detail names its oracle
+        check = Check(
+            check.id, check.status, f"{check.detail} ({_oracle_text(oracles)})", tool, version
+        )
+    return check
+
+
+def _judge_test(
+    kernel: Kernel,
+    test: FalsificationTest,
+    ptx: bytes,
+    seed: int,
+    engine: Engine,
+    cross_check: Engine | None,
+    deadline: float | None,
+    oracles: Oracles,
+) -> Check:
+    cid = f"falsify.{test.id}"
+    tool = engine.name
+    version = engine.version
+    assert oracles.primary is not None
     rng = np.random.default_rng(seed)
     worst = _Worst()
+    cases: list[Case] = []
     for sizes in test.sizes:
         where = f"{engine.description}: {_fmt_sizes([sizes])}; seed {seed}"
-        if deadline is not None and time.monotonic() > deadline:
-            return skipped(cid, f"{where}: {BUDGET_SPENT}", tool, version)
         try:
-            case = make_case(kernel, test, sizes, rng)
+            cases.append(make_case(kernel, test, sizes, rng))
         except CannotCheck as e:
             return skipped(cid, f"{where}: {e}", tool, version)
         except BadInput as e:
             return failed(cid, f"{where}: {e}", tool, version)
-        verdict = launch_and_judge(kernel, test, case, ptx, engine, reference, worst)
+    try:
+        expected = _expected(kernel, oracles, cases)
+    except CannotCheck as e:
+        where = f"{engine.description}: {_fmt_sizes(test.sizes)}; seed {seed}"
+        return skipped(
+            cid, f"{where}: oracle {oracles.primary.name} cannot run: {e}", tool, version
+        )
+    for case, want in zip(cases, expected, strict=True):
+        where = f"{engine.description}: {_fmt_sizes([case.sizes])}; seed {seed}"
+        if deadline is not None and time.monotonic() > deadline:
+            return skipped(cid, f"{where}: {BUDGET_SPENT}", tool, version)
+        verdict = launch_and_judge(kernel, test, case, ptx, engine, want, worst)
         if verdict is not None:
             status, reason = verdict
             return Check(cid, status, f"{where}: {reason}", tool, version)  # type: ignore[arg-type]
     summary = (
         f"{engine.description}: {_fmt_sizes(test.sizes)}; seed {seed}; {worst.text(test.tolerance)}"
     )
+    against = _oracle_text(oracles)
     if engine.observes_findings:
         return passed(
             cid,
-            f"{summary}; no race/bounds/barrier/coverage/initialisation/step-limit findings",
+            f"{summary}; no race/bounds/barrier/coverage/initialisation/step-limit findings; "
+            f"{against}",
             tool,
             version,
         )
@@ -529,14 +621,15 @@ def run_test(
     where = f"{checker.description}: {_fmt_sizes([small])}"
     try:
         case = make_case(kernel, test, small, np.random.default_rng(seed))
+        (want,) = _expected(kernel, oracles, [case])
     except (BadInput, CannotCheck) as e:  # already built once above, so not expected
-        return skipped(cid, f"{summary}; partial: {where}: {e}", tool, version)
-    verdict = launch_and_judge(kernel, test, case, ptx, checker, reference, _Worst())
+        return skipped(cid, f"{summary}; partial: {where}: {e}; {against}", tool, version)
+    verdict = launch_and_judge(kernel, test, case, ptx, checker, want, _Worst())
     if verdict is None:
         return passed(
             cid,
             f"{summary}; coverage from poison; {where}: no race/bounds/barrier/"
-            "initialisation/step-limit findings",
+            f"initialisation/step-limit findings; {against}",
             tool,
             version,
         )
@@ -544,7 +637,8 @@ def run_test(
     if status == "skipped":
         return skipped(
             cid,
-            f"{summary}; partial: races, barriers and bounds not checked: {where}: {reason}",
+            f"{summary}; partial: races, barriers and bounds not checked: {where}: {reason}; "
+            f"{against}",
             tool,
             version,
         )
@@ -565,6 +659,14 @@ def run(ctx: Context) -> list[Check]:
             failed(f"falsify.{t.id}", f"the kernel's PTX {kernel.ptx!r} is not in the bundle")
             for t in contract.falsification
         ]
+    files = {f.path: f.data for f in ctx.bundle.files}
+    try:
+        oracles = oracles_for(kernel, files, ctx.options)
+    except CannotCheck as e:
+        return [
+            skipped(f"falsify.{t.id}", f"no oracle can run here: {e}")
+            for t in contract.falsification
+        ]
     engine = choose_engine(ctx.options)
     cross: Engine | None = None
     if not engine.observes_findings:
@@ -573,5 +675,9 @@ def run(ctx: Context) -> list[Check]:
     deadline = time.monotonic() + ctx.options.timeout
     for t in contract.falsification:
         seed = ctx.options.seed if ctx.options.seed is not None else t.seed
-        checks.append(run_test(kernel, t, ptx, seed, engine, cross_check=cross, deadline=deadline))
+        checks.append(
+            run_test(
+                kernel, t, ptx, seed, engine, cross_check=cross, deadline=deadline, oracles=oracles
+            )
+        )
     return checks

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Dtype = Literal["f16", "f32", "f64", "s32", "u32", "s64", "u64", "u8", "s8"]
+FLOAT_DTYPES = ("f16", "f32", "f64")
+RANDOM = "random"  # a float scalar's value drawn from the test's input range (seeded)
 OBLIGATIONS = ("PO1", "PO2", "PO3", "PO4", "PO5", "PO6", "PO7", "PO8")
 
 # What each proof obligation means, and the dynamic properties that can back it (SPEC 8).
@@ -46,7 +48,26 @@ class Param:
     dtype: Dtype
     intent: Literal["in", "out", "inout"] = "in"  # pointers only
     shape: tuple[str, ...] = ()  # pointers: element counts as expressions of the sizes
-    value: str = ""  # scalars: an expression of the sizes
+    value: str = ""  # scalars: an expression of the sizes; float scalars also "random" or a
+    # literal number (its text, e.g. "2.5"): see ``scalar_literal``
+
+
+def scalar_literal(value: str) -> float | None:
+    """The number a float scalar's ``value`` text spells (``"2.5"``, ``"-1e-3"``), else None."""
+    try:
+        f = float(value)
+    except ValueError:
+        return None
+    return f if f == f and abs(f) != float("inf") else None
+
+
+@dataclass(frozen=True)
+class FutharkOracle:
+    """``kernel.futhark_oracle``: the spec's entry point used as an oracle (issue 8)."""
+
+    entry: str
+    args: tuple[str, ...]  # parameter or size-variable names, in the entry's argument order
+    results: tuple[str, ...]  # out/inout pointer parameter names, in the entry's result order
 
 
 @dataclass(frozen=True)
@@ -94,13 +115,16 @@ class Kernel:
     target: str = "sm_86"
     source: str = ""  # bundle path of the .cu file, if any
     build: tuple[str, ...] = ()  # argv that rebuilds ``ptx`` from ``source`` (run in the bundle)
-    reference: str = ""  # name in verify's trusted reference registry
+    reference: str = ""  # name in verify's trusted reference registry ("" with reference_file)
+    reference_file: str = ""  # {file, function} form: a Python file of the bundle ...
+    reference_function: str = ""  # ... and the function in it (run only in verify.sandbox)
     params: tuple[Param, ...] = ()
     launch: Launch | None = None
     max_registers: int | None = None
     max_shared_bytes: int | None = None
     allow_spills: bool = False
     futhark: str = ""  # bundle path of the Futhark spec
+    futhark_oracle: FutharkOracle | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,572 @@
+"""Run a bundle's own reference (``kernel.reference: {file, function}``) in a sandbox (SPEC 3).
+
+Code from a bundle never runs in the verifier's process. ``run_reference`` runs it in a child
+process, and only inside bubblewrap (``bwrap``):
+
+- ``--unshare-all``: new user, pid, network, ipc, uts and cgroup namespaces (the network namespace
+  holds only a downed loopback: no socket reaches anything, no name resolves);
+- ``--cap-drop ALL``, ``--new-session`` (no terminal injection), ``--die-with-parent``, a cleared
+  environment (``HOME=/tmp``; no ``LEDGER_HOME``, no keys, no user files);
+- its only files: ``/usr`` and the Python interpreter's prefix, read-only; numpy's package
+  directory, read-only, at ``/site``; the job directory, read-only, at ``/job`` (a scratch copy of
+  the bundle and the input ``.npy`` files); a private ``/tmp`` tmpfs of ``Limits.tmp_bytes``;
+- a seccomp filter (``--seccomp``) that refuses to create processes (``fork``, ``vfork``, ``clone``
+  without ``CLONE_THREAD``; ``clone3`` answers ENOSYS so threads fall back to ``clone``): the
+  reference is one process, and a fork bomb gets EAGAIN. This is the process limit: RLIMIT_NPROC
+  does not bind a process whose real uid is root, which is how this tool often runs;
+- rlimits: CPU seconds, address space, file size, open files, no core dumps; a wall-clock timeout
+  after which the child's whole process group is killed (the pid namespace dies with it);
+- bounded output: what the reference prints goes to a log stream cut at ``Limits.log_bytes`` (more
+  kills the run); results come back on stdout as ``.npy`` records (``numpy.save`` bytes), at most
+  ``Limits.result_bytes`` in all (more kills the run). The child never writes to the host's disk.
+
+Results are validated here with ``numpy.load(allow_pickle=False)``: each a plain numeric array
+(bool, int, uint or float; never object, string, complex or structured), named as an output of the
+contract, with exactly the contract's element count, shaped as the contract gives or flat.
+
+All cases of one call run in one sandbox start (the runner loops over them), so the start-up cost
+is paid once per test (docs/benchmarks.md, "Sandboxed references").
+
+Without bubblewrap, where it cannot set up its namespaces, or with ``LEDGER_SANDBOX=off`` in the
+environment, ``SandboxUnavailable`` (a ``CannotCheck``) says why and the caller reports
+``skipped``. ``trust=True`` (the CLI's
+``--trust-bundle-code``) runs the same runner without a sandbox where none is available, with the
+rlimits only, and the ``how`` text says so (a sandbox, when there is one, is still used).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import json
+import math
+import os
+import platform
+import resource
+import selectors
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ledger.errors import CannotCheck
+
+MAX_MESSAGE = 300  # characters of an error the reference raised
+
+
+class SandboxUnavailable(CannotCheck):
+    """No sandbox can be set up here (and bundle code was not trusted explicitly)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    wall_seconds: float = 120.0  # all cases of one start together
+    cpu_seconds: int = 120
+    mem_bytes: int = 4 << 30  # address space of the reference's process
+    result_bytes: int = 1 << 30  # all result records together
+    log_bytes: int = 1 << 20  # what the reference prints; more kills the run
+    tmp_bytes: int = 16 << 20  # its private /tmp (tmpfs)
+    file_bytes: int = 16 << 20  # RLIMIT_FSIZE
+    open_files: int = 64
+
+
+DEFAULT_LIMITS = Limits()
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """An output the contract expects: parameter name, model dtype, shape (element counts)."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Case:
+    inputs: Mapping[str, np.ndarray[Any, Any]]  # pointer inputs and scalars (0-d) by name
+    sizes: Mapping[str, int]
+    outputs: Sequence[OutputSpec]
+
+
+@dataclass
+class CaseResult:
+    outputs: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
+    error: str = ""  # "" when the reference computed this case
+
+
+@dataclass
+class RunResult:
+    how: str  # "bubblewrap 0.8.0 sandbox" or "no sandbox (--trust-bundle-code): rlimits only"
+    cases: list[CaseResult]
+    seconds: float
+    log: str  # the head of what the reference printed
+
+
+# --- availability -----------------------------------------------------------------------------
+
+
+def sandbox_status() -> tuple[str | None, str]:
+    """(bwrap path, "bubblewrap X.Y.Z") when a trial sandbox runs here, else (None, why not)."""
+    if os.environ.get("LEDGER_SANDBOX", "").lower() == "off":
+        return None, "no sandbox: turned off (LEDGER_SANDBOX=off)"
+    return _probe()
+
+
+@functools.lru_cache(maxsize=1)
+def _probe() -> tuple[str | None, str]:
+    if not sys.platform.startswith("linux"):
+        return None, f"no sandbox on {sys.platform} (bubblewrap needs Linux)"
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return None, "no sandbox: bubblewrap (bwrap) is not installed"
+    try:
+        ver = subprocess.run(
+            [bwrap, "--version"], capture_output=True, text=True, timeout=20, check=False
+        ).stdout.strip()
+        argv = _bwrap_argv(bwrap, Path("/nonexistent"), None, ["/bin/true"], probe=True)
+        trial = subprocess.run(
+            argv, capture_output=True, text=True, timeout=20, check=False, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, f"no sandbox: bwrap could not run ({e})"
+    if trial.returncode != 0:
+        why = (trial.stderr.strip().splitlines() or ["no message"])[-1][:200]
+        return None, f"no sandbox: bwrap cannot set up its namespaces here ({why})"
+    return bwrap, ver or "bubblewrap"
+
+
+# --- seccomp: no new processes ------------------------------------------------------------------
+
+_AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+# (fork, vfork, clone, clone3) system call numbers; None where the call does not exist.
+_NR = {"x86_64": (57, 58, 56, 435), "aarch64": (None, None, 220, 435)}
+_CLONE_THREAD = 0x00010000
+_RET_ALLOW = 0x7FFF0000
+_RET_ERRNO = 0x00050000
+_RET_KILL = 0x80000000
+_EAGAIN, _ENOSYS = 11, 38
+
+
+def seccomp_program(machine: str | None = None) -> bytes | None:
+    """A classic-BPF seccomp filter refusing process creation, or None for an unknown arch."""
+    arch = machine or platform.machine()
+    if arch not in _AUDIT_ARCH:
+        return None
+    fork, vfork, clone, clone3 = _NR[arch]
+    ins: list[tuple[int, int, int, int]] = []  # (code, jt, jf, k) with jt/jf as labels first
+
+    def ld(off: int) -> None:
+        ins.append((0x20, 0, 0, off))
+
+    def jeq(k: int, jt: str, jf: str = "") -> None:
+        ins.append((0x15, jt, jf, k))  # type: ignore[arg-type]
+
+    def ret(k: int) -> None:
+        ins.append((0x06, 0, 0, k))
+
+    labels: dict[str, int] = {}
+    ld(4)
+    jeq(_AUDIT_ARCH[arch], "", "kill")
+    ld(0)
+    if arch == "x86_64":
+        ins.append((0x35, "deny", "", 0x40000000))  # type: ignore[arg-type]  # x32 ABI: refuse
+    for nr in (fork, vfork):
+        if nr is not None:
+            jeq(nr, "deny")
+    jeq(clone3, "nosys")
+    jeq(clone, "clone")
+    ret(_RET_ALLOW)
+    labels["clone"] = len(ins)
+    ld(16)  # args[0], low 32 bits: the clone flags
+    ins.append((0x45, "allow", "deny", _CLONE_THREAD))  # type: ignore[arg-type]
+    labels["allow"] = len(ins)
+    ret(_RET_ALLOW)
+    labels["deny"] = len(ins)
+    ret(_RET_ERRNO | _EAGAIN)
+    labels["nosys"] = len(ins)
+    ret(_RET_ERRNO | _ENOSYS)
+    labels["kill"] = len(ins)
+    ret(_RET_KILL)
+
+    def rel(target: object, pc: int) -> int:
+        return 0 if target in ("", 0) else labels[str(target)] - pc - 1
+
+    out = b""
+    for pc, (code, jt, jf, k) in enumerate(ins):
+        out += struct.pack("<HBBI", code, rel(jt, pc), rel(jf, pc), k)
+    return out
+
+
+# --- the runner (executed inside the sandbox; stdlib + numpy only) ------------------------------
+
+RUNNER = r"""
+import io, json, os, struct, sys
+job, site = sys.argv[1], sys.argv[2]
+if site:
+    sys.path.insert(0, site)
+out = os.fdopen(os.dup(1), "wb")
+os.dup2(2, 1)  # what the reference prints goes to the log stream, never to the results
+def rec(kind, case, name, payload):
+    nb = name.encode("utf-8", "replace")[:200]
+    out.write(kind + struct.pack("<IH", case, len(nb)) + nb + struct.pack("<Q", len(payload)))
+    out.write(payload)
+def err(e):
+    return (type(e).__name__ + ": " + str(e))[:300].encode("utf-8", "replace")
+try:
+    import importlib.util
+    import numpy as np
+    spec = json.load(open(os.path.join(job, "job.json")))
+    path = os.path.join(job, "bundle", spec["file"])
+    sys.path.insert(0, os.path.dirname(path))
+    ms = importlib.util.spec_from_file_location("bundle_reference", path)
+    mod = importlib.util.module_from_spec(ms)
+    ms.loader.exec_module(mod)
+    fn = getattr(mod, spec["function"])
+except BaseException as e:
+    rec(b"F", 0, "", err(e))
+    out.flush()
+    os._exit(0)
+for i, case in enumerate(spec["cases"]):
+    try:
+        inputs = {n: np.load(os.path.join(job, "in", str(i), n + ".npy"), allow_pickle=False)
+                  for n in case["inputs"]}
+        res = fn(inputs, dict(case["sizes"]))
+        if not isinstance(res, dict):
+            raise TypeError("returned " + type(res).__name__ + ", not a dict of arrays")
+        for name, arr in res.items():
+            buf = io.BytesIO()
+            np.save(buf, np.asarray(arr), allow_pickle=False)
+            rec(b"A", i, str(name), buf.getvalue())
+        rec(b"D", i, "", b"")
+    except BaseException as e:
+        rec(b"E", i, "", err(e))
+out.flush()
+os._exit(0)
+"""
+
+
+# --- running --------------------------------------------------------------------------------
+
+
+def _numpy_dirs() -> list[tuple[Path, str]]:
+    """numpy's package directory (and its bundled libraries) with their names under /site."""
+    pkg = Path(np.__file__).resolve().parent
+    dirs = [(pkg, "numpy")]
+    libs = pkg.parent / "numpy.libs"
+    if libs.is_dir():
+        dirs.append((libs, "numpy.libs"))
+    return dirs
+
+
+def _bwrap_argv(
+    bwrap: str,
+    job: Path,
+    seccomp_fd: int | None,
+    command: Sequence[str],
+    probe: bool = False,
+    tmp_bytes: int = DEFAULT_LIMITS.tmp_bytes,
+) -> list[str]:
+    argv = [
+        bwrap,
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--clearenv",
+        "--setenv", "PATH", "/usr/bin:/bin",
+        "--setenv", "HOME", "/tmp",
+        "--setenv", "LANG", "C.UTF-8",
+        "--setenv", "OPENBLAS_NUM_THREADS", "1",
+        "--setenv", "OMP_NUM_THREADS", "1",
+        "--setenv", "MKL_NUM_THREADS", "1",
+        "--ro-bind", "/usr", "/usr",
+    ]  # fmt: skip
+    for d in ("/bin", "/lib", "/lib64", "/sbin"):
+        p = Path(d)
+        if p.is_symlink():
+            argv += ["--symlink", os.readlink(p), d]
+        elif p.is_dir():
+            argv += ["--ro-bind", d, d]
+    prefix = Path(sys.base_prefix).resolve()
+    if not prefix.is_relative_to("/usr"):
+        argv += ["--ro-bind", str(prefix), str(prefix)]
+    exe = Path(sys.executable).resolve()
+    if not (exe.is_relative_to("/usr") or exe.is_relative_to(prefix)):
+        argv += ["--ro-bind", str(exe), str(exe)]
+    if not probe:
+        for src, name in _numpy_dirs():
+            argv += ["--ro-bind", str(src), f"/site/{name}"]
+        argv += ["--ro-bind", str(job), "/job", "--chdir", "/job/bundle"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
+    return argv + list(command)
+
+
+def _set_limits(limits: Limits) -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (limits.mem_bytes, limits.mem_bytes))
+    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _write_job(
+    job: Path, files: Mapping[str, bytes], ref_file: str, function: str, cases: Sequence[Case]
+) -> None:
+    bundle = job / "bundle"
+    for path, data in files.items():
+        target = bundle / path  # bundle paths are checked relative paths (ledger.bundle)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    spec_cases = []
+    for i, case in enumerate(cases):
+        d = job / "in" / str(i)
+        d.mkdir(parents=True)
+        for name, arr in case.inputs.items():
+            np.save(d / f"{name}.npy", np.asarray(arr), allow_pickle=False)
+        spec_cases.append({"inputs": sorted(case.inputs), "sizes": dict(case.sizes)})
+    (job / "job.json").write_text(
+        json.dumps({"file": ref_file, "function": function, "cases": spec_cases})
+    )
+    (job / "runner.py").write_text(RUNNER)
+    for p in [job, *job.rglob("*")]:  # readable by whatever uid the sandbox maps to
+        p.chmod(0o755 if p.is_dir() else 0o644)
+
+
+def run_reference(
+    files: Mapping[str, bytes],
+    ref_file: str,
+    function: str,
+    cases: Sequence[Case],
+    *,
+    trust: bool = False,
+    limits: Limits | None = None,
+) -> RunResult:
+    """Run ``function`` of the bundle file ``ref_file`` on every case, in one child process.
+
+    Raises ``SandboxUnavailable`` when no sandbox can be set up and ``trust`` is False. Never
+    raises for what the reference does: its errors, a limit it hits, output it should not give
+    are in the case results (``error``)."""
+    lim = limits or DEFAULT_LIMITS
+    bwrap, version = sandbox_status()
+    if bwrap is None and not trust:
+        raise SandboxUnavailable(version)
+    t0 = time.perf_counter()
+    job = Path(tempfile.mkdtemp(prefix="ledger-sandbox-"))
+    seccomp_file = None
+    try:
+        _write_job(job, files, ref_file, function, cases)
+        exe = str(Path(sys.executable).resolve())
+        pass_fds: tuple[int, ...] = ()
+        if bwrap is not None:
+            program = seccomp_program()
+            fd = None
+            if program is not None:
+                seccomp_file = tempfile.TemporaryFile()
+                seccomp_file.write(program)
+                seccomp_file.seek(0)
+                fd = seccomp_file.fileno()
+                pass_fds = (fd,)
+            cmd = [exe, "-I", "-S", "-B", "/job/runner.py", "/job", "/site"]
+            argv = _bwrap_argv(bwrap, job, fd, cmd, tmp_bytes=lim.tmp_bytes)
+            nproc = "one process (seccomp)" if program is not None else "no process limit"
+            how = f"{version} sandbox (no network, scratch copy only, {nproc})"
+            env = {"PATH": "/usr/bin:/bin"}
+            cwd = job
+        else:
+            site = str(_numpy_dirs()[0][0].parent)
+            argv = [exe, "-I", "-S", "-B", str(job / "runner.py"), str(job), site]
+            how = "no sandbox (--trust-bundle-code): bundle code ran with rlimits only"
+            env = {"PATH": "/usr/bin:/bin", "HOME": str(job), "LANG": "C.UTF-8",
+                   "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}  # fmt: skip
+            cwd = job / "bundle"
+        results, log = _run(argv, env, cwd, pass_fds, lim, len(cases))
+    finally:
+        if seccomp_file is not None:
+            seccomp_file.close()
+        shutil.rmtree(job, ignore_errors=True)
+    checked = [_validate(r, c) for r, c in zip(results, cases, strict=True)]
+    return RunResult(how, checked, time.perf_counter() - t0, log)
+
+
+def _run(
+    argv: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    pass_fds: tuple[int, ...],
+    lim: Limits,
+    n_cases: int,
+) -> tuple[list[_RawCase], str]:
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            pass_fds=pass_fds,
+            preexec_fn=lambda: _set_limits(lim),
+        )
+    except OSError as e:
+        raise CannotCheck(f"could not start the reference process: {e}") from e
+    assert proc.stdout is not None and proc.stderr is not None
+    chunks: list[bytes] = []
+    log = bytearray()
+    got = 0
+    problem = ""
+    deadline = time.monotonic() + lim.wall_seconds
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ, "out")
+    sel.register(proc.stderr, selectors.EVENT_READ, "log")
+    open_streams = 2
+    logged = 0
+    try:
+        while open_streams and not problem:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                problem = f"ran past the {lim.wall_seconds:g} s time limit and was killed"
+                break
+            for key, _ in sel.select(timeout=min(left, 1.0)):
+                data = os.read(key.fd, 1 << 16)
+                if not data:
+                    sel.unregister(key.fileobj)
+                    open_streams -= 1
+                elif key.data == "out":
+                    got += len(data)
+                    if got > lim.result_bytes:
+                        problem = f"returned more than {lim.result_bytes} bytes and was killed"
+                        break
+                    chunks.append(data)
+                else:
+                    logged += len(data)
+                    if len(log) < 4096:
+                        log += data[: 4096 - len(log)]
+                    if logged > lim.log_bytes:
+                        problem = f"printed more than {lim.log_bytes} bytes and was killed"
+                        break
+    finally:
+        sel.close()
+        if problem or open_streams:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            problem = problem or f"ran past the {lim.wall_seconds:g} s time limit and was killed"
+        proc.stdout.close()
+        proc.stderr.close()
+    log_text = log.decode("utf-8", "replace")
+    if not problem and proc.returncode:
+        rc = proc.returncode
+        what = f"signal {-rc} ({_signame(-rc)})" if rc < 0 else f"status {rc}"
+        problem = f"the reference process ended with {what}"
+    raws = _parse(b"".join(chunks), n_cases)
+    for r in raws:
+        if not r.error and (problem or not r.done):
+            r.error = problem or "the reference process ended before it gave this case's results"
+    return raws, log_text
+
+
+def _signame(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return "unknown"
+
+
+@dataclass
+class _RawCase:
+    error: str = ""
+    done: bool = False
+    arrays: dict[str, bytes] = field(default_factory=dict)  # unvalidated .npy payloads
+
+
+_HEADER = struct.Struct("<cIH")
+_LENGTH = struct.Struct("<Q")
+
+
+def _parse(data: bytes, n_cases: int) -> list[_RawCase]:
+    """Records ``kind(1) case(u32) name_len(u16) name len(u64) payload``; bounded, never trusted."""
+    results = [_RawCase() for _ in range(n_cases)]
+    pos = 0
+    while pos + _HEADER.size <= len(data):
+        kind, case, nlen = _HEADER.unpack_from(data, pos)
+        pos += _HEADER.size
+        name = data[pos : pos + nlen].decode("utf-8", "replace")
+        pos += nlen
+        if pos + _LENGTH.size > len(data):
+            break
+        (plen,) = _LENGTH.unpack_from(data, pos)
+        pos += _LENGTH.size
+        payload = data[pos : pos + plen]
+        pos += plen
+        if kind == b"F":
+            for r in results:
+                r.error = r.error or f"the reference could not be loaded: {_message(payload)}"
+            continue
+        if case >= n_cases or results[case].error or results[case].done:
+            continue
+        r = results[case]
+        if kind == b"E":
+            r.error = f"the reference raised {_message(payload)}"
+        elif kind == b"A":
+            if name in r.arrays:
+                r.error = f"output {name!r} returned twice"
+            elif len(r.arrays) >= 64:
+                r.error = "more than 64 outputs returned"
+            else:
+                r.arrays[name] = payload
+        elif kind == b"D":
+            r.done = True
+    return results
+
+
+def _message(payload: bytes) -> str:
+    text = payload[:MAX_MESSAGE].decode("utf-8", "replace")
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+
+
+def _validate(r: _RawCase, case: Case) -> CaseResult:
+    if r.error:
+        return CaseResult(error=r.error)
+    want = {o.name: o for o in case.outputs}
+    out: dict[str, np.ndarray[Any, Any]] = {}
+    for name, payload in r.arrays.items():
+        spec = want.get(name)
+        if spec is None:
+            return CaseResult(error=f"returned {name!r}, which is not an output of the contract")
+        try:
+            arr = np.load(io.BytesIO(payload), allow_pickle=False)
+        except (ValueError, OSError, EOFError) as e:
+            return CaseResult(
+                error=f"output {name!r} is not a plain .npy array: {_message(str(e).encode())}"
+            )
+        if not isinstance(arr, np.ndarray) or arr.dtype.hasobject:
+            return CaseResult(error=f"output {name!r} is an object array")
+        if arr.dtype.kind not in "biuf" or arr.dtype.fields is not None:
+            return CaseResult(error=f"output {name!r} has dtype {arr.dtype}, not a number type")
+        count = math.prod(spec.shape)
+        if arr.size != count or arr.shape not in (spec.shape, (count,)):
+            return CaseResult(
+                error=f"output {name!r} has shape {arr.shape}, the contract gives {spec.shape}"
+            )
+        out[name] = arr
+    return CaseResult(outputs=out)
