@@ -254,7 +254,14 @@ def keys_list(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
 # -- check, seal, verify ---------------------------------------------------------------------------
 
 SeedOpt = Annotated[
-    int | None, typer.Option("--seed", help="Override the falsification seed of every test.")
+    int | None,
+    typer.Option(
+        "--seed",
+        min=0,
+        max=2**63 - 1,
+        help="Seed of the verifier's own draws (chosen sizes, fresh inputs); default: a fresh "
+        "one, recorded in each falsify detail. Reproduces a run exactly.",
+    ),
 ]
 NoGpuOpt = Annotated[bool, typer.Option("--no-gpu", help="Never use a CUDA device.")]
 TrustOpt = Annotated[

@@ -67,8 +67,9 @@ def test_all_backed_passes_with_the_evidence_per_obligation() -> None:
         "PO1 ok (VectorAdd.index_injective; falsify.FALSIFY-VADD-001; falsify.FALSIFY-VADD-002); "
         "PO2 ok (VectorAdd.guard_in_bounds; falsify.FALSIFY-VADD-001; falsify.FALSIFY-VADD-002); "
         "PO5 ok (VectorAdd.resources_fit; ptx.assemble); "
-        "PO8 ok (VectorAdd.work_bounded; falsify.FALSIFY-VADD-001; falsify.FALSIFY-VADD-002); "
-        "not claimed: PO3, PO4, PO6, PO7"
+        "PO8 ok (VectorAdd.work_bounded; falsify.FALSIFY-VADD-001; falsify.FALSIFY-VADD-002; "
+        "tolerance ulp 0); "
+        "not claimed: PO3, PO4, PO6, PO7; size domain: 1 ≤ n ≤ 2^24"
     )
 
 
@@ -111,7 +112,8 @@ def test_theorem_missing_from_the_lean_files_fails() -> None:
     assert check.status == "failed"
     assert check.detail == (
         "PO1 not backed: PO1 FAILED (VectorAdd.no_such_theorem: VectorAdd.no_such_theorem not "
-        "found in the bundle's Lean files); not claimed: PO2, PO3, PO4, PO5, PO6, PO7, PO8"
+        "found in the bundle's Lean files); not claimed: PO2, PO3, PO4, PO5, PO6, PO7, PO8; "
+        "size domain: 1 ≤ n ≤ 2^24"
     )
 
 
@@ -247,3 +249,37 @@ def test_bundled_vector_add_end_to_end() -> None:
     else:
         assert (kernel.status, cert.status) == ("passed", "passed"), cert.detail
     assert "PO1 " in cert.detail and "not claimed: PO3, PO4, PO6, PO7" in cert.detail
+
+
+def test_tests_run_at_author_sizes_only_leave_the_obligation_partial() -> None:
+    from verify.falsify import AUTHOR_ONLY
+
+    results = evidence()
+    results = [
+        passed(c.id, f"n=1; seed 7; {AUTHOR_ONLY}: the contract declares no kernel.size_domain")
+        if c.id.startswith("falsify.")
+        else c
+        for c in results
+    ]
+    check = run(context(results))
+    assert check.status == "skipped"
+    assert check.detail.startswith(
+        "partial: falsify.FALSIFY-VADD-001 backed by author-chosen sizes only (sizes not extended)"
+    )
+    assert "PO1 partial (VectorAdd.index_injective; missing falsify.FALSIFY-VADD-001, " in (
+        check.detail
+    )
+
+
+def test_tolerance_relied_on_is_reported_for_value_claims() -> None:
+    base = load_contract(Bundle.from_dir(ROOT / "bundles" / "gemm_tiled").file("contract.yaml"))
+    claim = Claim("PO8", "VectorAdd.work_bounded", "reference")
+    tests = tuple(
+        dataclasses.replace(t, id=i) for t, i in zip(base.falsification, TESTS, strict=True)
+    )
+    contract = dataclasses.replace(with_claims(claim), falsification=tests)
+    check = run(context(evidence(), contract))
+    assert (
+        "PO8 ok (VectorAdd.work_bounded; falsify.FALSIFY-VADD-001; falsify.FALSIFY-VADD-002; "
+        "tolerance rel 1e-05 or abs 2e-05)"
+    ) in check.detail

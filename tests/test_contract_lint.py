@@ -62,6 +62,20 @@ def test_each_fixture_trips_exactly_its_gate(gate: str) -> None:
             "kernel.reference 'no_such_reference' is not in the trusted reference registry",
         ),
         ("certificate", "certificate[3] property race_free is listed by no executable test"),
+        (
+            "tolerance",
+            "FALSIFY-CLEAN-001: the prediction says 'exactly' but the tolerance allows ulp 1e+06 "
+            "(make it {ulp: 0} or state the real bound); FALSIFY-CLEAN-001: tolerance ulp 1e+06 "
+            "is above 4 with no justification (add tolerance.why: the error analysis that needs "
+            "this bound)",
+        ),
+        (
+            "domain",
+            "kernel.size_domain is missing: declare the sizes the claim covers, e.g. size_domain: "
+            "{n: {min: 1, max: 1048576}} (one entry per size variable: n; add multiple_of: N for "
+            'a real restriction and size_constraints: ["..."] for relations); the verifier '
+            "chooses its own sizes inside it",
+        ),
         ("lean-status", "Clean.guard_in_bounds (proof_obligations[1].lean) has status 'sorry'"),
     ],
 )
@@ -299,7 +313,7 @@ def test_run_on_clean_bundle_sets_the_contract() -> None:
     assert schema.id == "contract.schema" and schema.status == "passed"
     assert schema.detail == (
         "contract.yaml parsed: kernel clean_vadd version 1.0.0, 1 falsification tests, "
-        "4 claims, 6 Lean theorems named"
+        "4 claims, 6 Lean theorems named; size domain: 1 ≤ n ≤ 2^20"
     )
     assert (schema.tool, schema.version) == ("PyYAML", yaml.__version__)
     assert ctx.contract is not None and ctx.contract.name == "clean_vadd"

@@ -233,7 +233,8 @@ def test_missing_metadata() -> None:
             "  target: sm_86\n",
             "  tagret: sm_86\n",
             "kernel.tagret: unknown field (allowed: name, version, entry, target, ptx, source, "
-            "build, futhark, futhark_oracle, reference, params, launch, resources)",
+            "build, futhark, futhark_oracle, reference, params, launch, resources, size_domain, "
+            "size_constraints)",
         ),
         (
             "build: [nvcc, -arch=sm_86, -ptx, -o, vadd.ptx, vadd.cu]",
@@ -274,7 +275,7 @@ def test_missing_metadata() -> None:
         (
             "tolerance: {ulp: 0}",
             "tolerance: {ulps: 0}",
-            "falsification_tests[0].tolerance.ulps: unknown field (allowed: ulp, rel, abs)",
+            "falsification_tests[0].tolerance.ulps: unknown field (allowed: ulp, rel, abs, why)",
         ),
         (
             "{n: 1000}",

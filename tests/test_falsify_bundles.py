@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 BUNDLES = sorted(p for p in (ROOT / "bundles").iterdir() if (p / "contract.yaml").is_file())
 PLANTED_DIR = ROOT / "tests" / "fixtures" / "planted"
 PLANTED = sorted(p for p in PLANTED_DIR.iterdir() if (p / "contract.yaml").is_file())
-CPU = Options(use_gpu=False)
+RUN_SEED = 20261201  # the run's seed, fixed so the suite is reproducible (default: fresh)
+CPU = Options(use_gpu=False, seed=RUN_SEED)
 
 # planted fixture -> (the finding kind with its property/obligation tag, what its message names)
 EXPECTED = {
@@ -51,7 +52,8 @@ def test_bundled_kernel_passes_every_falsification_test(bundle_dir: Path) -> Non
     for c, t in zip(checks, contract.falsification, strict=True):
         assert c.status == "passed", f"{c.id}: {c.detail}"
         assert c.detail.startswith("interpreter ptxsim ")
-        assert f"; seed {t.seed}; max " in c.detail
+        assert f"; seed {t.seed} and at seed {RUN_SEED}; chosen " in c.detail
+        assert f" at seed {RUN_SEED} (domain " in c.detail
         assert c.detail.endswith(
             "no race/bounds/barrier/coverage/initialisation/step-limit findings; "
             f"oracle trusted:{contract.kernel.reference}"
@@ -98,11 +100,24 @@ def test_no_contract_or_no_kernel_gives_no_checks() -> None:
     assert falsify.run(ctx) == []
 
 
-def test_seed_option_overrides_the_contract_seed() -> None:
+def test_seed_option_seeds_the_chosen_sizes_and_reproduces_the_run() -> None:
     ctx, _ = vadd_parts()
     ctx.options = Options(use_gpu=False, seed=12345)
     checks = falsify.run(ctx)
-    assert all(c.status == "passed" and "; seed 12345; " in c.detail for c in checks)
+    assert all(c.status == "passed" and " and at seed 12345; chosen " in c.detail for c in checks)
+    assert [c.detail for c in falsify.run(ctx)] == [c.detail for c in checks]  # exactly again
+    assert "; seed 7 and at seed 12345; " in checks[0].detail  # the contract's seed as well
+
+
+def test_a_fresh_seed_by_default_recorded_in_the_detail() -> None:
+    ctx, _ = vadd_parts()
+    ctx.options = Options(use_gpu=False)
+    seeds = set()
+    for _ in range(2):
+        [first, _second] = falsify.run(ctx)
+        assert first.status == "passed", first.detail
+        seeds.add(first.detail.split("; seed 7 and at seed ", 1)[1].split(";", 1)[0])
+    assert len(seeds) == 2 and all(s.isdigit() for s in seeds)
 
 
 def test_step_limit_is_a_failure_not_a_pass() -> None:

@@ -32,7 +32,7 @@ from typing import Any
 
 from ledger.errors import LedgerError
 from verify.context import Context
-from verify.model import OBLIGATIONS, PROPERTIES, Claim, Contract
+from verify.model import OBLIGATIONS, PROPERTIES, Claim, Contract, domain_text
 from verify.report import Check, failed, passed, skipped
 
 CHECK_ID = "certificate"
@@ -45,6 +45,7 @@ class Legs:
     evidence: list[str] = field(default_factory=list)
     missing: list[tuple[str, str]] = field(default_factory=list)  # (check id, reason)
     failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. the tolerance relied on
 
     @property
     def state(self) -> str:
@@ -145,7 +146,7 @@ def _property_legs(ctx: Context, contract: Contract, claim: Claim, legs: Legs) -
     if bad:
         legs.failures.append(f"{', '.join(bad)} failed")
     elif good:
-        legs.evidence.extend(good)
+        _size_and_tolerance_legs(ctx, contract, claim, good, legs)
     elif other:
         legs.missing.append((", ".join(o.split(" ")[0] for o in other), "; ".join(other)))
     else:
@@ -169,6 +170,29 @@ def oracle_note(ctx: Context) -> str:
     if all(n.startswith("bundle:") for n in names):
         text += f" only: {WEAKER}"
     return text
+
+
+def _size_and_tolerance_legs(
+    ctx: Context, contract: Contract, claim: Claim, good: list[str], legs: Legs
+) -> None:
+    """Passed tests back the claim; those that ran at the author's sizes only (``falsify``
+    could not extend them) leave it partial; value claims name the tolerance relied on."""
+    from verify.contract_lint import tolerance_text
+    from verify.falsify import AUTHOR_ONLY
+
+    extended = []
+    for cid in good:
+        c = ctx.result(cid)
+        if c is not None and AUTHOR_ONLY in c.detail:
+            legs.missing.append((cid, f"{cid} backed by author-chosen sizes only ({AUTHOR_ONLY})"))
+        else:
+            extended.append(cid)
+    legs.evidence.extend(extended)
+    if claim.property in ("rounding", "reference"):
+        by_id = {f"falsify.{t.id}": t for t in contract.falsification}
+        tols = sorted({tolerance_text(by_id[c].tolerance) for c in good if c in by_id})
+        if tols:
+            legs.notes.append(f"tolerance {' / '.join(tols)}")
 
 
 _TAG = re.compile(r"\[([a-z_]+)/PO[1-8]\]: ")
@@ -205,6 +229,7 @@ def _line(claim: Claim, legs: Legs) -> str:
     if legs.failures:
         return f"{claim.obligation} FAILED ({claim.theorem or '?'}: {'; '.join(legs.failures)})"
     shown = [claim.theorem] + [e for e in legs.evidence if e not in (claim.theorem, "lean.kernel")]
+    shown += legs.notes
     if legs.missing:
         shown.append("missing " + ", ".join(label for label, _ in legs.missing))
         return f"{claim.obligation} partial ({'; '.join(shown)})"
@@ -224,6 +249,9 @@ def run(ctx: Context) -> list[Check]:
     claimed = {c.obligation for c, _ in judged}
     unclaimed = [po for po in OBLIGATIONS if po not in claimed]
     tail = f"; not claimed: {', '.join(unclaimed)}" if unclaimed else ""
+    if contract.kernel is not None:
+        k = contract.kernel
+        tail += f"; size domain: {domain_text(k.size_domain, k.size_constraints)}"
     body = "; ".join(lines) + tail + oracle_note(ctx)
     if any(legs.state == "failed" for _, legs in judged):
         bad = sorted({c.obligation for c, legs in judged if legs.state == "failed"})

@@ -23,7 +23,9 @@ from verify.report import Check
 class Options:
     """Trusted settings of one verification run (from the CLI, never from the bundle)."""
 
-    seed: int | None = None  # falsification seed override; None: the contract's seed
+    # seed of the verifier's own draws in falsify.* (chosen sizes and their inputs, the author's
+    # sizes again); None: a fresh one per run. The contract's seeds are used as well, never alone.
+    seed: int | None = None
     timeout: float = 300.0  # per external tool run, seconds
     use_gpu: bool = True  # try CuPy when a device exists
     # PTX interpreter: warp-instructions before a launch counts as "never ends" (PO8); about

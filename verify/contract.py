@@ -27,7 +27,7 @@ from ledger.errors import ContractError
 from verify.context import Context
 from verify.expr import eval_expr as eval_expr
 from verify.expr import expr_names as expr_names
-from verify.expr import parse_expr
+from verify.expr import parse_expr, parse_relation
 from verify.model import (
     FLOAT_DTYPES,
     RANDOM,
@@ -40,13 +40,18 @@ from verify.model import (
     Launch,
     LeanRef,
     Param,
+    SizeRange,
     Tolerance,
+    domain_text,
 )
 from verify.report import Check, failed, passed, skipped
 
 MAX_BYTES = 256 * 1024
 MAX_DEPTH = 32
 MAX_NODES = 10_000
+MAX_SIZE = 1 << 40  # a size binding's largest value (falsification_tests[i].sizes)
+MAX_DOMAIN_VARS = 16
+MAX_CONSTRAINTS = 16
 
 DTYPES = ("f16", "f32", "f64", "s32", "u32", "s64", "u64", "u8", "s8")
 INTENTS = ("in", "out", "inout")
@@ -353,6 +358,8 @@ def _kernel(v: object) -> Kernel:
             "params",
             "launch",
             "resources",
+            "size_domain",
+            "size_constraints",
         ),
         path,
     )
@@ -424,6 +431,8 @@ def _kernel(v: object) -> Kernel:
         allow_spills=allow_spills,
         futhark=_opt_str(d, "futhark", path),
         futhark_oracle=_futhark_oracle(d.get("futhark_oracle")),
+        size_domain=_size_domain(d.get("size_domain")),
+        size_constraints=_size_constraints(d.get("size_constraints")),
     )
 
 
@@ -466,6 +475,55 @@ def _futhark_oracle(v: object) -> FutharkOracle | None:
     return FutharkOracle(entry, names["args"], names["results"])
 
 
+def _size_domain(v: object) -> tuple[SizeRange, ...]:
+    """``kernel.size_domain``: ``{name: {min, max, multiple_of?}}``, every key required but
+    ``multiple_of`` (the bounds are part of the claim, so there is no silent default)."""
+    if v is None:
+        return ()
+    path = "kernel.size_domain"
+    d = _map(v, path)
+    if not d:
+        raise ContractError(f"{path}: must name at least one size variable")
+    if len(d) > MAX_DOMAIN_VARS:
+        raise ContractError(f"{path}: more than {MAX_DOMAIN_VARS} size variables")
+    out = []
+    for name, spec in d.items():
+        p = f"{path}.{name}"
+        _name(name, p)
+        sd = _map(spec, p)
+        _known(sd, ("min", "max", "multiple_of"), p)
+        for k in ("min", "max"):
+            if sd.get(k) is None:
+                raise ContractError(f"{p}.{k}: missing (the domain's bounds are part of the claim)")
+        lo = _int(sd["min"], f"{p}.min", 0, MAX_SIZE)
+        hi = _int(sd["max"], f"{p}.max", 0, MAX_SIZE)
+        if lo > hi:
+            raise ContractError(f"{p}: min {lo} is above max {hi}")
+        step = _int(sd.get("multiple_of", 1), f"{p}.multiple_of", 1, 1 << 20)
+        if -(-lo // step) * step > hi:
+            raise ContractError(f"{p}: no multiple of {step} lies in [{lo}, {hi}]")
+        out.append(SizeRange(name, lo, hi, step))
+    return tuple(out)
+
+
+def _size_constraints(v: object) -> tuple[str, ...]:
+    if v is None:
+        return ()
+    path = "kernel.size_constraints"
+    items = _list(v, path)
+    if len(items) > MAX_CONSTRAINTS:
+        raise ContractError(f"{path}: more than {MAX_CONSTRAINTS} relations")
+    out = []
+    for i, x in enumerate(items):
+        text = _str(x, f"{path}[{i}]")
+        try:
+            parse_relation(text)
+        except ContractError as e:
+            raise ContractError(f"{path}[{i}]: expected a relation: {e}") from e
+        out.append(text)
+    return tuple(out)
+
+
 _EXEC_KEYS = ("sizes", "tolerance", "properties")
 
 
@@ -494,10 +552,11 @@ def _ftest(v: object, path: str) -> FalsificationTest:
         binding = {}
         for k, x in sm.items():
             _name(k, f"{path}.sizes[{i}]")
-            binding[k] = _int(x, f"{path}.sizes[{i}].{k}", 0, 1 << 40)
+            binding[k] = _int(x, f"{path}.sizes[{i}].{k}", 0, MAX_SIZE)
         sizes.append(binding)
     td = _map(d["tolerance"], f"{path}.tolerance")
-    _known(td, ("ulp", "rel", "abs"), f"{path}.tolerance")
+    _known(td, ("ulp", "rel", "abs", "why"), f"{path}.tolerance")
+    why = _opt_str(td, "why", f"{path}.tolerance")
     tol: dict[str, float | None] = {}
     for k in ("ulp", "rel", "abs"):
         if td.get(k) is not None:
@@ -525,7 +584,7 @@ def _ftest(v: object, path: str) -> FalsificationTest:
         rule,
         prediction,
         tuple(sizes),
-        Tolerance(**tol),
+        Tolerance(**tol, why=why),
         props,
         seed=seed,
         input_low=low,
@@ -676,7 +735,8 @@ def run(ctx: Context) -> list[Check]:
         "contract.schema",
         f"contract.yaml parsed: kernel {k.name if k else '(none)'} version {contract.version}, "
         f"{len(contract.falsification)} falsification tests, {len(contract.claims)} claims, "
-        f"{len(contract.lean_refs)} Lean theorems named",
+        f"{len(contract.lean_refs)} Lean theorems named"
+        + (f"; size domain: {domain_text(k.size_domain, k.size_constraints)}" if k else ""),
         "PyYAML",
         yaml.__version__,
     )

@@ -23,17 +23,20 @@ from typing import Any, Literal
 
 from ledger.bundle import check_path
 from ledger.errors import BundleError, ContractError, LedgerError
-from verify.expr import eval_expr, expr_names
+from verify.expr import eval_expr, expr_names, relation_names
 from verify.model import (
     FLOAT_DTYPES,
     OBLIGATIONS,
     PROPERTIES,
     RANDOM,
     Contract,
+    FalsificationTest,
     Kernel,
+    Tolerance,
     scalar_literal,
 )
 from verify.report import Check, failed, passed, skipped
+from verify.sizes import domain_problems
 
 _TEST_ID = re.compile(r"FALSIFY-[A-Z0-9-]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -195,6 +198,136 @@ def _launch(c: Contract, files: Files) -> list[str]:
                 problems = [str(e)]
             where = ", ".join(f"{k}={v}" for k, v in binding.items())
             out.extend(f"{t.id} sizes[{i}] ({where}): {p}" for p in problems)
+    return out
+
+
+def _domain_example(names: list[str]) -> str:
+    return "{" + ", ".join(f"{n}: {{min: 1, max: 1048576}}" for n in names) + "}"
+
+
+def _domain(c: Contract, files: Files) -> list[str]:
+    """Every size variable has a declared domain; the author's sizes lie inside it; the launch
+    is valid at the domain's corners (each variable at its min and its max, the others at min)."""
+    k = c.kernel
+    if k is None:
+        raise _Skip("no kernel extension")
+    needed = sorted(_size_vars(c))
+    if not k.size_domain:
+        if not needed:
+            return []
+        return [
+            f"kernel.size_domain is missing: declare the sizes the claim covers, e.g. "
+            f"size_domain: {_domain_example(needed)} (one entry per size variable: "
+            f"{', '.join(needed)}; add multiple_of: N for a real restriction and "
+            'size_constraints: ["..."] for relations); the verifier chooses its own sizes '
+            "inside it"
+        ]
+    out: list[str] = []
+    declared = {r.name for r in k.size_domain}
+    missing = [n for n in needed if n not in declared]
+    if missing:
+        out.append(
+            f"kernel.size_domain does not declare {', '.join(missing)} "
+            f"(add e.g. {_domain_example(missing)[1:-1]})"
+        )
+    for r in k.size_domain:
+        if r.name not in needed:
+            out.append(f"kernel.size_domain.{r.name} names no size variable of params or launch")
+    for rel in k.size_constraints:
+        unknown = sorted(relation_names(rel) - declared)
+        if unknown:
+            out.append(f"size_constraints {rel!r} uses undeclared {', '.join(unknown)}")
+    if out:
+        return out
+    for t in c.falsification:
+        for i, binding in enumerate(t.sizes):
+            where = ", ".join(f"{n}={v}" for n, v in binding.items())
+            for p in domain_problems(k, binding):
+                out.append(f"{t.id} sizes[{i}] ({where}) is outside the size domain: {p}")
+    if k.launch is None or out or _launch(c, files):
+        return out  # a launch that fails at the author's sizes is the "launch" gate's report
+    low = {r.name: -(-r.min // r.multiple_of) * r.multiple_of for r in k.size_domain}
+    corners = [("minimum", low)]
+    for r in k.size_domain:
+        corners.append(
+            (f"maximum of {r.name}", {**low, r.name: r.max // r.multiple_of * r.multiple_of})
+        )
+    for label, point in corners:
+        if domain_problems(k, point):
+            continue  # excluded by a relation: not part of the claim
+        try:
+            problems = _launch_problems(c, point)
+        except ContractError as e:
+            problems = [str(e)]
+        where = ", ".join(f"{n}={v}" for n, v in point.items())
+        out.extend(f"at the domain's {label} ({where}): {p}" for p in problems)
+    return out
+
+
+# Tolerances that contradict the claim (issue 15): words that promise an exact result, and the
+# bounds above which a tolerance needs a written justification (``tolerance.why``).
+_EXACT = re.compile(
+    r"\b(?:0|zero) ulps?\b|\bexactly\b(?! once| one\b)|\bbit[- ]for[- ]bit\b|\bbit-exact\b"
+    r"|\bround(?:s|ed|ing)?[- ]to[- ]nearest[- ]even\b|\bcorrectly rounded\b",
+    re.I,
+)
+ULP_BOUND = 4.0
+REL_BOUND = 1e-4
+ABS_BOUND = 1e-3  # times the largest input magnitude (at least 1)
+
+
+def tolerance_text(tol: Tolerance) -> str:
+    """The tolerance as the certificate reports it, e.g. ``rel 1e-05 or abs 0.0001``."""
+    pairs = (("ulp", tol.ulp), ("rel", tol.rel), ("abs", tol.abs))
+    shown = [f"{k} {v:g}" for k, v in pairs if v is not None]
+    return " or ".join(shown) if shown else "ulp 0"
+
+
+def _is_exact(tol: Tolerance) -> bool:
+    return all(v in (None, 0.0) for v in (tol.ulp, tol.rel, tol.abs))
+
+
+def _tolerance_problems(c: Contract, t: FalsificationTest) -> list[str]:
+    tol = t.tolerance
+    out = []
+    texts = [("prediction", t.prediction), ("rule", t.rule)]
+    texts += [
+        (f"certificate {cl.obligation} statement", cl.statement)
+        for cl in c.claims
+        if cl.property in t.properties and cl.property in ("rounding", "reference")
+    ]
+    if not _is_exact(tol):
+        for where, text in texts:
+            m = _EXACT.search(text)
+            if m:
+                out.append(
+                    f"{t.id}: the {where} says {m.group(0)!r} but the tolerance allows "
+                    f"{tolerance_text(tol)} (make it {{ulp: 0}} or state the real bound)"
+                )
+                break
+    if tol.why.strip():
+        return out
+    scale = max(1.0, abs(t.input_low), abs(t.input_high))
+    loose = []
+    if tol.ulp is not None and tol.ulp > ULP_BOUND:
+        loose.append(f"ulp {tol.ulp:g} is above {ULP_BOUND:g}")
+    if tol.rel is not None and tol.rel > REL_BOUND:
+        loose.append(f"rel {tol.rel:g} is above {REL_BOUND:g}")
+    if tol.abs is not None and tol.abs > ABS_BOUND * scale:
+        loose.append(f"abs {tol.abs:g} is above {ABS_BOUND * scale:g} ({ABS_BOUND:g} x inputs)")
+    if loose:
+        out.append(
+            f"{t.id}: tolerance {', '.join(loose)} with no justification "
+            "(add tolerance.why: the error analysis that needs this bound)"
+        )
+    return out
+
+
+def _tolerance(c: Contract, files: Files) -> list[str]:
+    out: list[str] = []
+    for t in c.falsification:
+        if t.executable:
+            out.extend(_tolerance_problems(c, t))
     return out
 
 
@@ -465,7 +598,9 @@ GATES: tuple[tuple[str, str, Callable[[Contract, Files], list[str]]], ...] = (
     ("obligations", "pv validate (PV-VAL-005) and PV-PRV-001 provability", _obligations),
     ("falsification", "pv PV-PRV-002 and audit (tests exist, ids)", _falsification),
     ("executable", "pv verify (tests exist) - stronger: tests must be runnable", _executable),
+    ("tolerance", "new: tolerances match the obligation's words; loose ones justified", _tolerance),
     ("launch", "new: every size binding gives a valid launch", _launch),
+    ("domain", "new: a declared size domain holding the author's sizes", _domain),
     ("kernel", "new: the executable-kernel extension and its bundle paths", _kernel),
     ("unfinished", "new: no `ledger new` stub left unfinished", _unfinished),
     ("reference", "new: a trusted reference, or a bundle reference run in a sandbox", _reference),

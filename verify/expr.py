@@ -170,3 +170,44 @@ def expr_names(expr: str) -> frozenset[str]:
         elif t[0] != "int":
             stack.extend(x for x in t[1:] if isinstance(x, tuple))
     return frozenset(out)
+
+
+# Relations between size variables (``kernel.size_constraints``): ``expr OP expr`` with OP one of
+# <= < >= > == !=, each side an expression of the grammar above.
+_RELATION = re.compile(r"^(.*?)(<=|>=|==|!=|<|>)(.*)$", re.S)
+_COMPARE = {
+    "<=": lambda a, b: a <= b,
+    "<": lambda a, b: a < b,
+    ">=": lambda a, b: a >= b,
+    ">": lambda a, b: a > b,
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+}
+
+
+@lru_cache(maxsize=1024)
+def parse_relation(text: str) -> tuple[str, str, str]:
+    """Split ``"rows * cols <= 1048576"`` into (lhs, op, rhs), both sides parsed; else
+    ``ContractError``."""
+    if len(text) > MAX_EXPR_CHARS:
+        raise ContractError(f"relation longer than {MAX_EXPR_CHARS} characters")
+    m = _RELATION.match(text)
+    if m is None:
+        raise ContractError(f"relation {text!r}: needs one of <= < >= > == !=")
+    lhs, op, rhs = m.group(1).strip(), m.group(2), m.group(3).strip()
+    if any(c in rhs for c in "<>=!"):
+        raise ContractError(f"relation {text!r}: only one comparison is allowed")
+    parse_expr(lhs)
+    parse_expr(rhs)
+    return lhs, op, rhs
+
+
+def eval_relation(text: str, sizes: Mapping[str, int]) -> bool:
+    """Whether the size binding satisfies the relation."""
+    lhs, op, rhs = parse_relation(text)
+    return bool(_COMPARE[op](eval_expr(lhs, sizes), eval_expr(rhs, sizes)))
+
+
+def relation_names(text: str) -> frozenset[str]:
+    lhs, _, rhs = parse_relation(text)
+    return expr_names(lhs) | expr_names(rhs)

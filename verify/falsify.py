@@ -519,6 +519,76 @@ def _smallest(bindings: Sequence[Mapping[str, int]]) -> Mapping[str, int]:
     return min(bindings, key=lambda b: (sum(b.values()), sorted(b.items())))
 
 
+# --- sizes and seeds (issue 15) ----------------------------------------------------------------
+
+# Work units (``verify.sizes.cost``) of one launch at a verifier-chosen size: the interpreter
+# runs 2^16 in about 0.3 s; a device far more (still within MAX_THREADS and MAX_LAUNCH_BYTES).
+CPU_COST_CAP = 1 << 16
+GPU_COST_CAP = 1 << 22
+AUTHOR_ONLY = "sizes not extended"  # the certificate marks such tests "author-chosen sizes only"
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One launch of a test: its sizes, the seed of its inputs, and who chose the sizes."""
+
+    sizes: Mapping[str, int]
+    seed: int
+    chosen: str = ""  # why the verifier chose it ("n block+1 (256)"); "" for the author's
+
+
+def fresh_seed() -> int:
+    """A seed for this run when ``--seed`` is not given (recorded in every falsify detail)."""
+    import secrets
+
+    return secrets.randbelow(1 << 32)
+
+
+def _stream(run_seed: int, test_id: str, purpose: int) -> np.random.Generator:
+    import zlib
+
+    return np.random.default_rng([run_seed, zlib.crc32(test_id.encode()), purpose])
+
+
+def plan_bindings(
+    kernel: Kernel, test: FalsificationTest, run_seed: int, cost_cap: int
+) -> tuple[list[Binding], str]:
+    """The author's sizes at the contract's seed, the verifier's sizes at ``run_seed``, then
+    the author's sizes again at ``run_seed`` (when it differs); and a phrase for the detail."""
+    from verify.model import domain_text
+    from verify.sizes import choose_sizes
+
+    plan = choose_sizes(kernel, test.sizes, _stream(run_seed, test.id, 1), cost_cap)
+    out = [Binding(s, test.seed) for s in test.sizes]
+    out += [Binding(c.sizes, run_seed, c.why) for c in plan.chosen]
+    if run_seed != test.seed:
+        out += [Binding(s, run_seed) for s in test.sizes]
+    if not plan.chosen:
+        phrase = "; ".join(plan.notes)
+    else:
+        phrase = (
+            f"chosen {_fmt_chosen([c.sizes for c in plan.chosen])} at seed {run_seed} "
+            f"(domain {domain_text(kernel.size_domain, kernel.size_constraints)}"
+            + "".join(f"; {n}" for n in plan.notes)
+            + ")"
+        )
+    return out, phrase
+
+
+def _fmt_chosen(bindings: Sequence[Mapping[str, int]]) -> str:
+    keys = list(bindings[0]) if bindings else []
+    if len(keys) == 1:
+        return f"{keys[0]}=" + ",".join(str(b[keys[0]]) for b in bindings)
+    return f"({','.join(keys)})=" + " ".join(
+        "(" + ",".join(str(b.get(k, "?")) for k in keys) + ")" for b in bindings
+    )
+
+
+def _where(engine: Engine, b: Binding) -> str:
+    origin = f" (chosen: {b.chosen})" if b.chosen else ""
+    return f"{engine.description}: {_fmt_sizes([b.sizes])}{origin}; seed {b.seed}"
+
+
 def run_test(
     kernel: Kernel,
     test: FalsificationTest,
@@ -529,14 +599,19 @@ def run_test(
     cross_check: Engine | None = None,
     deadline: float | None = None,
     oracles: Oracles | None = None,
+    run_seed: int | None = None,
+    bindings: Sequence[Binding] | None = None,
 ) -> Check:
     """One ``falsify.<TEST-ID>`` check (steps 1-5 of the module docstring).
 
-    When ``engine`` cannot observe findings (a GPU), ``cross_check`` (default: the interpreter)
-    runs the test's smallest binding to look for races, barrier divergence, bounds and
-    uninitialised reads. Past ``deadline`` (``time.monotonic()``), no further binding starts and
-    the test is skipped. ``oracles`` default to ``oracles_for(kernel, {}, Options())`` (enough
-    for a trusted reference; a bundle reference needs the bundle's files).
+    ``seed`` seeds the inputs at the author's sizes (the contract's seed); ``run_seed`` (default
+    ``seed``) seeds the inputs at the sizes the verifier chooses (``plan_bindings``) and the
+    random draws among them; ``bindings`` replaces that plan (tests). When ``engine`` cannot
+    observe findings (a GPU), ``cross_check`` (default: the interpreter) runs the test's smallest
+    author binding to look for races, barrier divergence, bounds and uninitialised reads. Past
+    ``deadline`` (``time.monotonic()``), no further binding starts and the test is skipped.
+    ``oracles`` default to ``oracles_for(kernel, {}, Options())`` (enough for a trusted
+    reference; a bundle reference needs the bundle's files).
     """
     cid = f"falsify.{test.id}"
     tool = engine.name
@@ -554,7 +629,16 @@ def run_test(
         return failed(
             cid, f"kernel.entry {kernel.entry!r} is not an .entry of the PTX", tool, version
         )
-    check = _judge_test(kernel, test, ptx, seed, engine, cross_check, deadline, oracles)
+    if run_seed is None:
+        run_seed = seed
+    cap = CPU_COST_CAP if engine.observes_findings else GPU_COST_CAP
+    test_s = test if test.seed == seed else dataclasses.replace(test, seed=seed)
+    plan, phrase = plan_bindings(kernel, test_s, run_seed, cap)
+    if bindings is not None:
+        plan = list(bindings)
+    check = _judge_test(
+        kernel, test, ptx, (seed, run_seed, plan, phrase), engine, cross_check, deadline, oracles
+    )
     if ORACLE_IN_DETAIL.search(check.detail) is None:  # every detail names its oracle
         check = Check(
             check.id, check.status, f"{check.detail} ({_oracle_text(oracles)})", tool, version
@@ -566,7 +650,7 @@ def _judge_test(
     kernel: Kernel,
     test: FalsificationTest,
     ptx: bytes,
-    seed: int,
+    seeds: tuple[int, int, list[Binding], str],
     engine: Engine,
     cross_check: Engine | None,
     deadline: float | None,
@@ -576,34 +660,47 @@ def _judge_test(
     tool = engine.name
     version = engine.version
     assert oracles.primary is not None
-    rng = np.random.default_rng(seed)
+    seed, run_seed, plan, phrase = seeds
+    rngs: dict[int, np.random.Generator] = {
+        seed: np.random.default_rng(seed),
+        run_seed: _stream(run_seed, test.id, 0)
+        if run_seed != seed
+        else np.random.default_rng(seed),
+    }
     worst = _Worst()
-    cases: list[Case] = []
-    for sizes in test.sizes:
-        where = f"{engine.description}: {_fmt_sizes([sizes])}; seed {seed}"
+    cases: list[tuple[Binding, Case]] = []
+    too_large: list[str] = []
+    for b in plan:
+        where = _where(engine, b)
         try:
-            cases.append(make_case(kernel, test, sizes, rng))
+            cases.append((b, make_case(kernel, test, b.sizes, rngs[b.seed])))
         except CannotCheck as e:
+            if b.chosen:  # a chosen size past the launch caps: noted, the others still run
+                too_large.append(f"{_fmt_sizes([b.sizes])} not run ({e})")
+                continue
             return skipped(cid, f"{where}: {e}", tool, version)
         except BadInput as e:
             return failed(cid, f"{where}: {e}", tool, version)
     try:
-        expected = _expected(kernel, oracles, cases)
+        expected = _expected(kernel, oracles, [c for _, c in cases])
     except CannotCheck as e:
         where = f"{engine.description}: {_fmt_sizes(test.sizes)}; seed {seed}"
         return skipped(
             cid, f"{where}: oracle {oracles.primary.name} cannot run: {e}", tool, version
         )
-    for case, want in zip(cases, expected, strict=True):
-        where = f"{engine.description}: {_fmt_sizes([case.sizes])}; seed {seed}"
+    for (b, case), want in zip(cases, expected, strict=True):
+        where = _where(engine, b)
         if deadline is not None and time.monotonic() > deadline:
             return skipped(cid, f"{where}: {BUDGET_SPENT}", tool, version)
         verdict = launch_and_judge(kernel, test, case, ptx, engine, want, worst)
         if verdict is not None:
             status, reason = verdict
             return Check(cid, status, f"{where}: {reason}", tool, version)  # type: ignore[arg-type]
+    again = f" and at seed {run_seed}" if run_seed != seed else ""
+    extra = "".join(f"; {t}" for t in too_large)
     summary = (
-        f"{engine.description}: {_fmt_sizes(test.sizes)}; seed {seed}; {worst.text(test.tolerance)}"
+        f"{engine.description}: {_fmt_sizes(test.sizes)}; seed {seed}{again}; {phrase}{extra}; "
+        f"{worst.text(test.tolerance)}"
     )
     against = _oracle_text(oracles)
     if engine.observes_findings:
@@ -673,11 +770,19 @@ def run(ctx: Context) -> list[Check]:
         cross = InterpreterEngine(step_limit=ctx.options.interp_step_limit)
     checks: list[Check] = []
     deadline = time.monotonic() + ctx.options.timeout
+    run_seed = ctx.options.seed if ctx.options.seed is not None else fresh_seed()
     for t in contract.falsification:
-        seed = ctx.options.seed if ctx.options.seed is not None else t.seed
         checks.append(
             run_test(
-                kernel, t, ptx, seed, engine, cross_check=cross, deadline=deadline, oracles=oracles
+                kernel,
+                t,
+                ptx,
+                t.seed,
+                engine,
+                cross_check=cross,
+                deadline=deadline,
+                oracles=oracles,
+                run_seed=run_seed,
             )
         )
     return checks

@@ -78,10 +78,41 @@ class Launch:
 
 
 @dataclass(frozen=True)
+class SizeRange:
+    """The declared domain of one size variable (``kernel.size_domain.<name>``): part of the
+    claim. The verifier chooses its own sizes inside it (``verify.sizes``)."""
+
+    name: str
+    min: int
+    max: int
+    multiple_of: int = 1
+
+    def text(self) -> str:
+        """``n a multiple of 4, 1 ≤ n ≤ 2^20``."""
+        rng = f"{_num_text(self.min)} ≤ {self.name} ≤ {_num_text(self.max)}"
+        if self.multiple_of > 1:
+            return f"{self.name} a multiple of {self.multiple_of}, {rng}"
+        return rng
+
+
+def _num_text(v: int) -> str:
+    if v >= 1024 and v & (v - 1) == 0:
+        return f"2^{v.bit_length() - 1}"
+    return str(v)
+
+
+def domain_text(domain: tuple[SizeRange, ...], constraints: tuple[str, ...] = ()) -> str:
+    """The size domain as one phrase, e.g. ``n a multiple of 4, 1 ≤ n ≤ 2^20; k <= 4096``."""
+    parts = [r.text() for r in domain] + list(constraints)
+    return "; ".join(parts) if parts else "no size domain declared"
+
+
+@dataclass(frozen=True)
 class Tolerance:
     ulp: float | None = None  # max units in the last place
     rel: float | None = None  # max |got-want| / max(|want|, tiny)
     abs: float | None = None  # max |got-want| (combined with rel: pass if either holds)
+    why: str = ""  # the author's justification of a loose bound (contract.lint asks for it)
 
 
 @dataclass(frozen=True)
@@ -125,6 +156,8 @@ class Kernel:
     allow_spills: bool = False
     futhark: str = ""  # bundle path of the Futhark spec
     futhark_oracle: FutharkOracle | None = None
+    size_domain: tuple[SizeRange, ...] = ()  # one per size variable; () when not declared
+    size_constraints: tuple[str, ...] = ()  # relations such as "rows * cols <= 1048576"
 
 
 @dataclass(frozen=True)

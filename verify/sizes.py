@@ -1,0 +1,321 @@
+"""Sizes the verifier chooses itself (issue 15): edges of the launch shape, a prime, the domain's
+maximum, random draws, all inside the contract's declared ``kernel.size_domain``.
+
+A contract's author lists the sizes its falsification tests run at; a careless or dishonest one
+lists only "nice" sizes (multiples of the block), where an unguarded tail or a dropped edge tile
+never shows. ``choose_sizes`` derives more bindings from the kernel's launch expressions and its
+size domain, the way property-based testing picks its own inputs:
+
+- per size variable (the others at the domain's minimum): the minimum; ``tile - 1``, ``tile``,
+  ``tile + 1`` for each tile read from the grid expressions (``ceil_div(n, 256)``, ``n // 32``,
+  ``(n + 15) // 16`` give 256, 32, 16; a grid dimension equal to the variable gives 1);
+  ``block - 1``, ``block``, ``block + 1`` for the block's thread count and each of its dimensions
+  above 1; the first prime above two blocks (or two tiles); the domain's maximum, or, when that
+  launch is over the engine's cost cap, the largest value under the cap (the detail says so);
+- every variable at once: each at ``tile + 1``, each at ``tile - 1``, each at its prime;
+- ``RANDOM_DRAWS`` bindings drawn log-uniformly inside the domain (seeded: ``--seed``
+  reproduces them), under the cost cap.
+
+Every value is snapped to the domain's ``multiple_of`` (both neighbours), must satisfy
+``size_constraints``, and must differ from the author's bindings. The cost of a binding is the
+largest of its thread count, its buffer elements and the product of its size variables (a GEMM's
+``m * n * k``); bindings over the engine's cap are not run (``cost_cap`` in ``verify.falsify``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ledger.errors import ContractError
+from verify.expr import eval_expr, eval_relation, expr_names, parse_expr
+from verify.model import Kernel, SizeRange
+
+RANDOM_DRAWS = 3
+MAX_CHOSEN = 12  # bindings per test at most
+ALLOWANCE_LAUNCHES = 2  # a test's chosen sizes together cost at most this many capped launches
+
+
+@dataclass(frozen=True)
+class Chosen:
+    sizes: dict[str, int]
+    why: str  # e.g. "n block+1", "random", "m,n,k tile+1"
+
+
+@dataclass(frozen=True)
+class Plan:
+    chosen: tuple[Chosen, ...]
+    notes: tuple[str, ...]  # what could not be chosen, and why
+
+
+def tiles(kernel: Kernel) -> dict[str, set[int]]:
+    """Tile sizes per size variable, read from the grid expressions."""
+    out: dict[str, set[int]] = {}
+    if kernel.launch is None:
+        return out
+    for g in kernel.launch.grid:
+        try:
+            tree = parse_expr(str(g))
+        except ContractError:
+            continue
+        found = _tile_of(tree)
+        if found is not None:
+            out.setdefault(found[0], set()).add(found[1])
+    return out
+
+
+def _tile_of(t: tuple[object, ...]) -> tuple[str, int] | None:
+    """``ceil_div(n, T)``, ``n // T``, ``(n + T - 1) // T`` -> (n, T); ``n`` -> (n, 1)."""
+    if t[0] == "name":
+        return str(t[1]), 1
+    if t[0] in ("ceil_div", "//") and len(t) == 3:
+        a, b = t[1], t[2]
+        if not (isinstance(b, tuple) and b[0] == "int" and int(b[1]) > 0):
+            return None
+        size = int(b[1])
+        if isinstance(a, tuple) and a[0] == "name":
+            return str(a[1]), size
+        if (
+            isinstance(a, tuple)
+            and a[0] == "+"
+            and isinstance(a[1], tuple)
+            and a[1][0] == "name"
+            and isinstance(a[2], tuple)
+            and a[2][0] == "int"
+        ):
+            return str(a[1][1]), size
+    return None
+
+
+def block_sizes(kernel: Kernel) -> list[int]:
+    """The block's thread count and each of its dimensions above 1 (constant blocks only)."""
+    if kernel.launch is None:
+        return []
+    try:
+        dims = [eval_expr(b, {}) for b in kernel.launch.block]
+    except ContractError:
+        return []
+    out = [math.prod(dims)] + [d for d in dims if d > 1]
+    return sorted({d for d in out if d > 1})
+
+
+def next_prime(n: int) -> int:
+    """The smallest prime above ``n``."""
+    c = max(2, n + 1)
+    while any(c % p == 0 for p in range(2, math.isqrt(c) + 1)):
+        c += 1
+    return c
+
+
+def snap(r: SizeRange, v: int) -> list[int]:
+    """``v`` made legal for the range: itself, or both neighbouring multiples, clamped."""
+    q = r.multiple_of
+    lo = -(-r.min // q) * q
+    hi = r.max // q * q
+    if v % q == 0:
+        cands = [v]
+    else:
+        cands = [v // q * q, v // q * q + q]
+    return sorted({min(max(c, lo), hi) for c in cands})
+
+
+LAUNCH_OVERHEAD = 4096  # cost units of one launch however small (the interpreter's set-up)
+
+
+def grid_vars(kernel: Kernel) -> set[str]:
+    """Size variables the grid expressions use (the launch spreads them over blocks)."""
+    out: set[str] = set()
+    if kernel.launch is not None:
+        for g in kernel.launch.grid:
+            try:
+                out |= expr_names(str(g))
+            except ContractError:
+                continue
+    return out
+
+
+def cost(kernel: Kernel, sizes: Mapping[str, int]) -> int:
+    """Work units of one launch: threads times the trips of the loops over the size variables
+    the grid does not spread (each taken in steps of the block's smallest dimension above 1),
+    plus buffer elements, plus ``LAUNCH_OVERHEAD``. A rough model of the interpreter's time
+    (about 5 microseconds a unit on one core; docs/benchmarks.md)."""
+    threads = elements = 0
+    trips = 1
+    try:
+        if kernel.launch is not None:
+            grid = [eval_expr(g, sizes) for g in kernel.launch.grid]
+            block = [eval_expr(b, sizes) for b in kernel.launch.block]
+            threads = math.prod(grid) * math.prod(block)
+            step = min([d for d in block if d > 1], default=1)
+            spread = grid_vars(kernel)
+            for name, v in sizes.items():
+                if name not in spread:
+                    trips *= max(1, -(-v // step))
+        for p in kernel.params:
+            if p.kind == "ptr":
+                elements += math.prod(eval_expr(d, sizes) for d in p.shape)
+    except ContractError:
+        pass  # make_case reports the expression that does not evaluate
+    return max(threads, 1) * trips + elements + LAUNCH_OVERHEAD
+
+
+def domain_problems(kernel: Kernel, binding: Mapping[str, int]) -> list[str]:
+    """Why a size binding lies outside the kernel's declared size domain (empty: inside)."""
+    out = []
+    for r in kernel.size_domain:
+        if r.name not in binding:
+            continue
+        v = binding[r.name]
+        if not r.min <= v <= r.max:
+            out.append(f"{r.name}={v} is outside [{r.min}, {r.max}]")
+        elif v % r.multiple_of:
+            out.append(f"{r.name}={v} is not a multiple of {r.multiple_of}")
+    if out:
+        return out
+    for rel in kernel.size_constraints:
+        try:
+            if not eval_relation(rel, binding):
+                out.append(f"breaks size_constraints {rel!r}")
+        except ContractError as e:
+            out.append(str(e))
+    return out
+
+
+def in_domain(kernel: Kernel, sizes: Mapping[str, int]) -> bool:
+    return not domain_problems(kernel, sizes)
+
+
+def choose_sizes(
+    kernel: Kernel,
+    author: Sequence[Mapping[str, int]],
+    rng: np.random.Generator,
+    cost_cap: int,
+    allowance: int | None = None,
+) -> Plan:
+    """The verifier's own bindings for one test (module docstring).
+
+    Candidates are taken in order of priority (edges first, then joint edges, primes, the
+    maximum, random draws, and the exact tile and block sizes last) while their total cost stays
+    within ``allowance`` (default ``ALLOWANCE_LAUNCHES * cost_cap``) and their number within
+    ``MAX_CHOSEN``; each launch must cost at most ``cost_cap``. The result runs cheapest first.
+    """
+    domain = {r.name: r for r in kernel.size_domain}
+    if not domain:
+        return Plan((), ("sizes not extended: the contract declares no kernel.size_domain",))
+    if allowance is None:
+        allowance = ALLOWANCE_LAUNCHES * cost_cap
+    notes: list[str] = []
+    base = {n: snap(r, r.min)[0] for n, r in domain.items()}
+    tile_map = tiles(kernel)
+    blocks = block_sizes(kernel)
+    if not tile_map and not blocks:
+        notes.append("no tile or block size readable from the launch expressions")
+    tiers: list[list[tuple[dict[str, int], str]]] = [[] for _ in range(7)]
+    joint: dict[str, dict[str, int]] = {"tile+1": {}, "tile-1": {}, "prime": {}}
+
+    def propose(tier: int, name: str, value: int, why: str) -> None:
+        for v in snap(domain[name], value):
+            tiers[tier].append(({**base, name: v}, f"{name} {why}"))
+
+    for name, r in domain.items():
+        var_tiles = sorted(t for t in tile_map.get(name, ()) if t > 1)
+        units = [(t, "tile") for t in var_tiles] or [(b, "block") for b in blocks]
+        propose(0, name, r.min, "min")
+        for i, (u, label) in enumerate(units):
+            tier = 0 if i == 0 else 3
+            propose(tier, name, u - 1, f"{label}-1 ({u})")
+            propose(tier, name, u + 1, f"{label}+1 ({u})")
+            propose(6, name, u, f"{label} ({u})")
+        if var_tiles:  # the block's own sizes matter less where the grid tiles the variable
+            for b in blocks:
+                if b not in var_tiles:
+                    propose(3, name, b - 1, f"block-1 ({b})")
+                    propose(3, name, b + 1, f"block+1 ({b})")
+        unit = max([u for u, _ in units], default=1)
+        prime = next_prime(2 * unit)
+        propose(2, name, prime, f"prime above two {units[0][1] + 's' if units else 'units'}")
+        edge = units[0][0] if units else 1
+        joint["tile+1"][name] = snap(r, edge + 1)[-1]
+        joint["tile-1"][name] = snap(r, max(edge - 1, r.min))[0]
+        joint["prime"][name] = snap(r, prime)[-1]
+        top = snap(r, r.max)[-1]
+        at_top = {**base, name: top}
+        if cost(kernel, at_top) <= cost_cap:
+            tiers[4].append((at_top, f"{name} max"))
+        else:
+            fit = _largest_under(kernel, r, base, cost_cap)
+            note = f"max {name}={top} not run (over the engine's cost cap of {cost_cap})"
+            if fit is not None:
+                tiers[4].append(({**base, name: fit}, f"{name} largest under the cap"))
+                note += f"; largest run {name}={fit}"
+            notes.append(note)
+    if len(domain) > 1:
+        for label, values in joint.items():
+            tiers[1].append((dict(values), f"all {label}"))
+    for _ in range(RANDOM_DRAWS):
+        point = _draw(kernel, domain, rng, cost_cap)
+        if point is not None:
+            tiers[5].append((point, "random"))
+    seen = {_key(a) for a in author}
+    chosen: list[tuple[int, Chosen]] = []
+    spent = 0
+    left_out = 0
+    for proposals in tiers:
+        for sizes, why in proposals:
+            k = _key(sizes)
+            if k in seen or not in_domain(kernel, sizes):
+                continue
+            seen.add(k)
+            c = cost(kernel, sizes)
+            if c > cost_cap:
+                continue
+            if len(chosen) >= MAX_CHOSEN or spent + c > allowance:
+                left_out += 1
+                continue
+            spent += c
+            chosen.append((c, Chosen(sizes, why)))
+    if left_out:
+        notes.append(f"{left_out} more candidate sizes not run (the per-test allowance)")
+    chosen.sort(key=lambda cc: cc[0])  # stable: cheapest first, priority order among equals
+    picked = tuple(c for _, c in chosen)
+    if not picked:
+        notes.append("sizes not extended: no binding inside the domain and under the cost cap")
+    return Plan(picked, tuple(notes))
+
+
+def _key(sizes: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(sizes.items()))
+
+
+def _largest_under(kernel: Kernel, r: SizeRange, base: Mapping[str, int], cap: int) -> int | None:
+    """The largest legal value of ``r.name`` (others at ``base``) whose launch fits ``cap``."""
+    q = r.multiple_of
+    lo, hi = -(-r.min // q), r.max // q  # in units of q
+    if cost(kernel, {**base, r.name: lo * q}) > cap:
+        return None
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if cost(kernel, {**base, r.name: mid * q}) <= cap:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo * q
+
+
+def _draw(
+    kernel: Kernel, domain: Mapping[str, SizeRange], rng: np.random.Generator, cap: int
+) -> dict[str, int] | None:
+    """One binding drawn log-uniformly in the domain, inside its relations and under ``cap``."""
+    for _ in range(64):
+        point = {}
+        for name, r in domain.items():
+            lo, hi = max(r.min, 1), max(r.max, 1)
+            v = round(math.exp(rng.uniform(math.log(lo), math.log(hi + 1))))
+            vs = snap(r, min(max(v, r.min), r.max))
+            point[name] = vs[int(rng.integers(len(vs)))]
+        if in_domain(kernel, point) and cost(kernel, point) <= cap:
+            return point
+    return None
