@@ -701,6 +701,15 @@ def _register_network_commands() -> None:
 _register_network_commands()
 
 
+def _register_new_command() -> None:
+    from ledger import scaffold  # `ledger new` (SPEC 7)
+
+    scaffold.register(app)
+
+
+_register_new_command()
+
+
 def _click_error() -> type[Exception]:
     """Typer 0.2x vendors click as ``typer._click``; older typers use ``click`` itself."""
     try:

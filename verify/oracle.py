@@ -42,7 +42,7 @@ Arrays = dict[str, np.ndarray[Any, Any]]
 Result = Arrays | str  # the outputs of one case, or why the oracle could not compute them
 
 # How falsify details and the certificate spell an oracle: "oracle <kind>:<name>".
-ORACLE_IN_DETAIL = re.compile(r"\boracle ((?:trusted|bundle|futhark):[^\s;,()]+)")
+ORACLE_IN_DETAIL = re.compile(r"\boracle ((?:trusted|bundle|futhark):[^\s;,()]*[^\s;,():])")
 WEAKER = (
     "the author's own executable spec, run in a sandbox: agreement with it is weaker than "
     "agreement with a reference the verifier ships"
