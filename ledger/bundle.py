@@ -17,6 +17,7 @@ The limits keep a ``bundle`` log entry under the C2SP 65,535-byte entry limit: a
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -37,6 +38,9 @@ CONTRACT_NAME = "contract.yaml"
 REQUIRED_SUFFIXES = (".ptx", ".lean", ".fut")
 
 _RECEIPT = re.compile(r"ledger-receipt[^/]*\.json")
+# the temporary file a receipt is written through (ledger.fsutil.write_atomic); one left by a
+# crash must not change the bundle's digest either
+_RECEIPT_TMP = re.compile(r"\.ledger-receipt[^/]*\.json\.[^/]*\.tmp")
 _BAD_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
 _MANIFEST_LINE = re.compile(rb"([0-9a-f]{64})  ([^\n]+)\n")
 
@@ -166,8 +170,33 @@ def parse_manifest(manifest: bytes) -> list[tuple[str, bytes]]:
     return rows
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+# what is compared to decide that a directory entry did not change while the bundle was read
+_Stamp = tuple[int, int, int, int, int, int]
+
+
+def _stamp(st: os.stat_result) -> _Stamp:
+    return (
+        st.st_dev,
+        st.st_ino,
+        stat.S_IFMT(st.st_mode),
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_ctime_ns,
+    )
+
+
 def read_dir(root: Path) -> dict[str, bytes]:
-    """Read a bundle directory with the limits of this module; raise ``BundleError``."""
+    """Read a bundle directory with the limits of this module; raise ``BundleError``.
+
+    Every file is reached through directory file descriptors (``openat`` with ``O_NOFOLLOW``,
+    checked with ``fstat`` on the open descriptor), never by a path after the walk, so swapping a
+    subdirectory or a file for a symlink while the bundle is read cannot redirect a read. Each
+    file is read once; the bytes returned are the bytes that were read, and the caller hashes and
+    checks exactly those. When the bundle changes while it is read (a file or a directory
+    replaced, grown, added or removed) it is refused."""
     try:
         st = os.lstat(root)
     except OSError as e:
@@ -176,65 +205,123 @@ def read_dir(root: Path) -> dict[str, bytes]:
         raise BundleError(f"{root}: bundle directory is a symlink")
     if not stat.S_ISDIR(st.st_mode):
         raise BundleError(f"{root}: not a directory")
-    found: dict[str, int] = {}
-    _walk(root, "", 0, found)
-    total = sum(found.values())
-    if total > MAX_TOTAL_BYTES:
-        raise BundleError(f"{root}: bundle is larger than {MAX_TOTAL_BYTES} bytes")
-    out: dict[str, bytes] = {}
-    for rel, size in found.items():
-        data = _read_regular(root / rel, size)
-        out[rel] = data
-    return out
+    try:
+        fd = os.open(root, _DIR_FLAGS)
+    except OSError as e:
+        raise BundleError(f"{root}: cannot read bundle directory ({e.strerror})") from e
+    opened: list[tuple[int, str, dict[str, _Stamp]]] = []
+    try:
+        if _stamp(os.fstat(fd))[:3] != _stamp(st)[:3]:
+            raise BundleError(f"{root}: changed while reading")
+        out: dict[str, bytes] = {}
+        _walk(root, fd, "", 0, out, opened)
+        # second look: every directory still lists the same entries, unchanged
+        for dfd, rel, seen in opened:
+            if _listing(root, dfd, rel) != seen:
+                raise BundleError(f"{root / rel if rel else root}: changed while reading")
+        return out
+    finally:
+        for dfd, _, _ in opened:
+            os.close(dfd)
+        if not opened or opened[0][0] != fd:
+            os.close(fd)
 
 
-def _walk(root: Path, prefix: str, depth: int, found: dict[str, int]) -> None:
-    if depth >= MAX_DEPTH:
-        raise BundleError(f"{root}: directories nest deeper than {MAX_DEPTH}")
+def _listing(root: Path, dfd: int, prefix: str) -> dict[str, _Stamp]:
     here = root / prefix if prefix else root
     try:
-        with os.scandir(os.fsencode(here)) as it:
-            entries = sorted(it, key=lambda d: d.name)
+        names = os.listdir(dfd)
+        return {
+            n: _stamp(os.stat(n, dir_fd=dfd, follow_symlinks=False))
+            for n in names
+            if not (prefix == "" and _is_receipt_or_temp(n))
+        }
     except OSError as err:
         raise BundleError(f"{here}: cannot list directory ({err.strerror})") from err
-    for e in entries:
+
+
+def _is_receipt_or_temp(name: str) -> bool:
+    return is_receipt_name(name) or _RECEIPT_TMP.fullmatch(name) is not None
+
+
+def _walk(
+    root: Path,
+    dfd: int,
+    prefix: str,
+    depth: int,
+    out: dict[str, bytes],
+    opened: list[tuple[int, str, dict[str, _Stamp]]],
+) -> None:
+    if depth >= MAX_DEPTH:
+        if opened:
+            os.close(dfd)
+        raise BundleError(f"{root}: directories nest deeper than {MAX_DEPTH}")
+    try:
+        listing = _listing(root, dfd, prefix)
+    except BaseException:
+        if opened:  # a subdirectory's descriptor; read_dir closes the root's
+            os.close(dfd)
+        raise
+    opened.append((dfd, prefix, listing))
+    here = root / prefix if prefix else root
+    for name in sorted(listing, key=os.fsencode):
         try:
-            name = e.name.decode("utf-8")
+            os.fsencode(name).decode("utf-8")
         except UnicodeDecodeError as err:
-            raise BundleError(f"{here}: file name is not UTF-8: {e.name!r}") from err
+            raise BundleError(f"{here}: file name is not UTF-8: {os.fsencode(name)!r}") from err
         rel = f"{prefix}/{name}" if prefix else name
-        st = e.stat(follow_symlinks=False)
-        if stat.S_ISLNK(st.st_mode):
+        st_mode = listing[name][2]
+        if stat.S_ISLNK(st_mode):
             raise BundleError(f"{rel}: symlinks are not allowed in a bundle")
-        if stat.S_ISDIR(st.st_mode):
-            _walk(root, rel, depth + 1, found)
+        if stat.S_ISDIR(st_mode):
+            child = _open_at(dfd, name, rel, _DIR_FLAGS, listing[name])
+            _walk(root, child, rel, depth + 1, out, opened)
             continue
-        if not stat.S_ISREG(st.st_mode):
+        if not stat.S_ISREG(st_mode):
             raise BundleError(f"{rel}: not a regular file (device, fifo or socket)")
-        if depth == 0 and is_receipt_name(rel):
-            continue
         check_path(rel)
-        if st.st_size > MAX_FILE_BYTES:
-            raise BundleError(f"{rel}: {st.st_size} bytes is over the {MAX_FILE_BYTES}-byte limit")
-        found[rel] = st.st_size
-        if len(found) > MAX_FILES:
+        size = listing[name][3]
+        if size > MAX_FILE_BYTES:
+            raise BundleError(f"{rel}: {size} bytes is over the {MAX_FILE_BYTES}-byte limit")
+        if len(out) + 1 > MAX_FILES:
             raise BundleError(f"{root}: bundle has more than {MAX_FILES} files")
+        if sum(len(v) for v in out.values()) + size > MAX_TOTAL_BYTES:
+            raise BundleError(f"{root}: bundle is larger than {MAX_TOTAL_BYTES} bytes")
+        fd = _open_at(dfd, name, rel, _FILE_FLAGS, listing[name])
+        try:
+            out[rel] = _read_fd(fd, rel, listing[name])
+        finally:
+            os.close(fd)
 
 
-def _read_regular(path: Path, size: int) -> bytes:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+def _open_at(dfd: int, name: str, rel: str, flags: int, want: _Stamp) -> int:
+    """Open ``name`` relative to the directory ``dfd`` without following a link, and make sure
+    it is still the very file that was listed (same device, inode and type)."""
     try:
-        fd = os.open(path, flags)
+        fd = os.open(name, flags, dir_fd=dfd)
     except OSError as e:
-        raise BundleError(f"{path}: cannot open ({e.strerror})") from e
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise BundleError(f"{path}: changed while reading (not a regular file)")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
-    finally:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+            raise BundleError(f"{rel}: changed while reading") from e
+        raise BundleError(f"{rel}: cannot open ({e.strerror})") from e
+    if _stamp(os.fstat(fd))[:3] != want[:3]:
         os.close(fd)
-    if len(data) > MAX_FILE_BYTES or len(data) != size:
-        raise BundleError(f"{path}: changed while reading")
-    return data
+        raise BundleError(f"{rel}: changed while reading")
+    return fd
+
+
+def _read_fd(fd: int, rel: str, want: _Stamp) -> bytes:
+    chunks: list[bytes] = []
+    got = 0
+    try:
+        while got <= MAX_FILE_BYTES:
+            chunk = os.read(fd, min(1 << 20, MAX_FILE_BYTES + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        after = _stamp(os.fstat(fd))
+    except OSError as e:
+        raise BundleError(f"{rel}: cannot read ({e.strerror})") from e
+    if got != want[3] or after != want:
+        raise BundleError(f"{rel}: changed while reading")
+    return b"".join(chunks)

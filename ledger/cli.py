@@ -440,16 +440,15 @@ def verify(
     required = [r.strip() for r in (require or "").split(",") if r.strip()]
     files = wiring.read_bundle_dir(bundle) if bundle is not None else None
     if receipt is not None:
-        try:
-            data = receipt.read_bytes()[: 1 << 21]
-        except OSError as e:
-            raise BadInput(f"cannot read receipt {receipt}: {e.strerror}") from e
-        rec = Receipt.from_bytes(data)
+        from ledger.fsutil import read_small
+        from ledger.receipt import MAX_RECEIPT_BYTES
+
+        rec = Receipt.from_bytes(read_small(receipt, MAX_RECEIPT_BYTES, "receipt"))
         wiring.match_receipt(rec, hash)
         vk = parse_vkey(vkey_opt) if vkey_opt else _home_vkey(home)
-        if files is None:
+        if files is None and wiring.entry_type(rec.item.entry) == "bundle":
             files = wiring.read_bundle_dir(receipt.parent)
-        ev = Evidence(rec.item, rec.checkpoint, rec.signer, None, False)
+        ev = Evidence(rec.item, rec.checkpoint, rec.signer, rec.revocation, False)
     else:
         log = _open_log(home)
         index = log.store.resolve(hash)
@@ -457,6 +456,7 @@ def verify(
         ev = wiring.evidence_from_store(log, index)
         if files is None:
             files = wiring.files_from_store(log, ev.item.entry)
+    wiring.check_given_files(ev, bundle, receipt)
     with cli_out.progress("verifying", None, enabled=not json_out) as bar:
         report = wiring.verify_evidence(ev, vk, files, options, lambda s: bar.update(0, s))
     _print_report(report, json_out)

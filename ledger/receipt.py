@@ -7,11 +7,15 @@ manifest leaves out):
     {"format": "kernel-ledger-receipt/v1", "origin": ..., "index": N,
      "entry": base64, "inclusion": [base64, ...], "checkpoint": "<signed note text>",
      "tlog_proof": "<C2SP tlog-proof text>",
-     "signer": {"index": R, "entry": base64, "inclusion": [base64, ...]}}
+     "signer": {"index": R, "entry": base64, "inclusion": [base64, ...]},
+     "revocation": {"index": V, "entry": base64, "inclusion": [base64, ...]}}
 
 ``inclusion`` proves the entry in the tree of the checkpoint; ``signer`` carries the node key's
 ``key-registration`` entry and its inclusion proof in the same tree, so the signer's registration is
-checked offline too. ``tlog_proof`` repeats the entry's proof in the C2SP tlog-proof@v1 text form
+checked offline too. ``revocation`` (optional) carries the signer's ``key-revocation`` entry when
+the key was revoked inside the receipt's tree, so an offline check fails as an online one would;
+its absence proves nothing (a receipt cannot show that no revocation exists).
+``tlog_proof`` repeats the entry's proof in the C2SP tlog-proof@v1 text form
 (``c2sp.org/tlog-proof@v1``, ``index``, proof hashes, blank line, checkpoint) for other clients.
 Receipts are untrusted input: parsed with limits, every hash and signature re-checked.
 """
@@ -44,6 +48,7 @@ class Receipt:
     item: Included
     checkpoint: bytes
     signer: Included | None
+    revocation: Included | None = None
 
     def to_json(self) -> dict[str, Any]:
         obj: dict[str, Any] = {
@@ -61,6 +66,12 @@ class Receipt:
                 "entry": b64_encode(self.signer.entry),
                 "inclusion": [b64_encode(h) for h in self.signer.inclusion],
             }
+        if self.revocation is not None:
+            obj["revocation"] = {
+                "index": self.revocation.index,
+                "entry": b64_encode(self.revocation.entry),
+                "inclusion": [b64_encode(h) for h in self.revocation.inclusion],
+            }
         return obj
 
     def to_bytes(self) -> bytes:
@@ -72,33 +83,38 @@ class Receipt:
             raise BadInput(f"receipt is larger than {MAX_RECEIPT_BYTES} bytes")
         try:
             obj = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise BadInput("receipt is not JSON") from e
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:  # ValueError: int digits
+            raise BadInput("receipt is not JSON (or nests too deeply)") from e
         if not isinstance(obj, dict) or obj.get("format") != FORMAT:
             raise BadInput(f"not a receipt (format is not {FORMAT!r})")
         try:
             item = _included(obj)
             signer = _included(obj["signer"]) if "signer" in obj else None
-            checkpoint = str(obj["checkpoint"]).encode("utf-8")
-            origin = str(obj["origin"])
-        except (KeyError, TypeError, ValueError) as e:
-            raise BadInput(f"receipt is malformed ({e})") from e
-        return cls(origin, item, checkpoint, signer)
+            revocation = _included(obj["revocation"]) if "revocation" in obj else None
+            if not isinstance(obj["checkpoint"], str) or not isinstance(obj["origin"], str):
+                raise BadInput("receipt checkpoint and origin must be strings")
+            checkpoint = obj["checkpoint"].encode("utf-8")
+            origin = obj["origin"]
+        except (KeyError, TypeError, ValueError, UnicodeEncodeError) as e:
+            raise BadInput(f"receipt is malformed ({type(e).__name__}: {str(e)[:80]})") from e
+        return cls(origin, item, checkpoint, signer, revocation)
 
 
 def _included(obj: Any) -> Included:
     if not isinstance(obj, dict):
         raise BadInput("receipt item is not an object")
     index = obj["index"]
-    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < 1 << 63:
         raise BadInput("receipt index is not a non-negative integer")
     proof = obj["inclusion"]
     if not isinstance(proof, list) or len(proof) > MAX_PROOF:
         raise BadInput("receipt inclusion proof is not a list of at most 64 hashes")
+    if not isinstance(obj["entry"], str) or not all(isinstance(h, str) for h in proof):
+        raise BadInput("receipt entry and proof hashes must be base64 strings")
     return Included(
         index,
-        b64_decode(str(obj["entry"]), what="receipt entry"),
-        tuple(b64_decode(str(h), 32, "proof hash") for h in proof),
+        b64_decode(obj["entry"], what="receipt entry"),
+        tuple(b64_decode(h, 32, "proof hash") for h in proof),
     )
 
 

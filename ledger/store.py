@@ -262,12 +262,31 @@ class Store:
         }
         if not found:
             raise UnknownHash(f"no bundle digest or leaf hash starts with {t}")
+        for idx in found:
+            self._recheck_names(idx, t)
         if len(found) > 1:
             shown = ", ".join(str(i) for i in sorted(found)[:10])
             raise UnknownHash(
                 f"{t} is ambiguous: it matches entries {shown}; give more digits or an index"
             )
         return found.pop()
+
+    def _recheck_names(self, idx: int, prefix: str) -> None:
+        """The ``leaf_hash`` and ``bundle_digest`` columns are an index, editable by whoever can
+        write the file: the entry they lead to must itself carry the name asked for."""
+        from ledger.entries import decode_entry
+
+        data = self.entry(idx)
+        names = [merkle.leaf_hash(data).hex()]
+        try:
+            names.append(str(decode_entry(data).get("bundle_digest", "")))
+        except BadInput:
+            pass
+        if not any(n.startswith(prefix) for n in names if n):
+            raise TamperDetected(
+                f"the database's index leads {prefix} to entry {idx}, whose leaf hash and bundle "
+                "digest do not start with it (run `ledger audit`)"
+            )
 
     def key_rows(self) -> list[tuple[bytes, str, bytes, int, int | None, str]]:
         """(key id, name, public key, registered index, revoked index, reason) per node key."""

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ import nacl.signing
 from ledger import merkle
 from ledger.bundle import Bundle, parse_manifest
 from ledger.entries import decode_entry, node_key_id
-from ledger.errors import BadInput, LedgerError, UnknownHash
+from ledger.errors import BadInput, LedgerError, TamperDetected, UnknownHash
 from ledger.keys import write_atomic
 from ledger.log import Log, Sealed
 from ledger.note import NoteVerifier
@@ -111,35 +112,69 @@ def seal_checked(
 
 
 def make_receipt(log: Log, index: int) -> Receipt:
+    """A fresh receipt for entry ``index`` against the log's latest checkpoint, carrying the
+    signer's registration and, when the key was revoked inside that tree, its revocation (so an
+    offline check of the receipt fails as an online one would)."""
+    ev = evidence_from_store(log, index)
+    if ev.history_problem is not None:
+        raise TamperDetected(f"cannot write a receipt: {ev.history_problem}")
+    return Receipt(log.origin, ev.item, ev.checkpoint, ev.signer, ev.revocation)
+
+
+def _key_events(
+    log: Log, signer: str, size: int, root: bytes | None
+) -> tuple[int | None, int | None, str | None]:
+    """Replay the stored entries ``0 .. size-1`` (never the ``keys``/``revocations`` index, which
+    is only a hint): the index of the signer's registration and of its revocation, and a problem
+    when the entries do not rebuild the checkpoint's tree (then a revocation could be hidden)."""
     store = log.store
-    note = store.checkpoint()
-    cp = checkpoint_of(note)
-    entry = store.entry(index)
-    signer = None
-    obj = decode_entry(entry)
-    if obj["type"] == "bundle":
-        row = store.key_row(bytes.fromhex(str(obj["signer"])))
-        if row is not None:
-            signer = Included(
-                row[3], store.entry(row[3]), tuple(store.inclusion_proof(row[3], cp.size))
-            )
-    return Receipt(
-        log.origin,
-        Included(index, entry, tuple(store.inclusion_proof(index, cp.size))),
-        note,
-        signer,
-    )
+    frontier = merkle.Frontier()
+    reg = rev = None
+    needle = f'"key_id":"{signer}"'.encode()
+    expect = 0
+    for idx, data in store.conn.execute(
+        "SELECT idx, data FROM entries WHERE idx < ? ORDER BY idx", (size,)
+    ):
+        data = bytes(data)
+        if idx != expect:
+            return reg, rev, f"entry {expect} is missing from the stored log (run `ledger audit`)"
+        expect += 1
+        frontier.append(merkle.leaf_hash(data))
+        if needle in data:
+            try:
+                obj = decode_entry(data)
+            except LedgerError:
+                continue
+            if obj.get("key_id") != signer:
+                continue
+            if obj["type"] == "key-registration" and reg is None:
+                reg = idx
+            elif obj["type"] == "key-revocation" and rev is None:
+                rev = idx
+    if expect != size:
+        return reg, rev, f"the stored log ends at {expect} entries, before its checkpoint of {size}"
+    if root is not None and frontier.root() != root:
+        return reg, rev, (
+            "the stored entries do not rebuild the checkpoint's tree, so a revocation could be "
+            "hidden (run `ledger audit`)"
+        )
+    return reg, rev, None
 
 
 def evidence_from_store(log: Log, index: int) -> Evidence:
     """Collect the evidence for entry ``index`` from a (possibly tampered) store. Whatever cannot
     be produced is left empty, so the matching check fails with its own message instead of the
-    command stopping."""
+    command stopping. The signer's registration and revocation come from replaying the signed
+    entries up to the checkpoint, never from the key index tables."""
     store = log.store
     note = store.checkpoint()
     entry = store.entry(index)
+    root: bytes | None = None
     try:
-        size = min(checkpoint_of(note).size, store.size())
+        cp = checkpoint_of(note)
+        size, root = min(cp.size, store.size()), cp.root
+        if cp.size > store.size():
+            root = None  # the checkpoint claims more than is stored: inclusion fails anyway
     except LedgerError:
         size = store.size()
 
@@ -150,17 +185,20 @@ def evidence_from_store(log: Log, index: int) -> Evidence:
             return ()
 
     signer = revocation = None
+    problem = None
     try:
         obj = decode_entry(entry)
     except LedgerError:
         obj = {"type": ""}
     if obj["type"] == "bundle":
-        row = store.key_row(bytes.fromhex(str(obj["signer"])))
-        if row is not None and row[3] < size:
-            signer = Included(row[3], store.entry(row[3]), proof(row[3]))
-            if row[4] is not None and row[4] < size:
-                revocation = Included(row[4], store.entry(row[4]), proof(row[4]))
-    return Evidence(Included(index, entry, proof(index)), note, signer, revocation, True)
+        reg, rev, problem = _key_events(log, str(obj["signer"]), size, root)
+        if reg is not None:
+            signer = Included(reg, store.entry(reg), proof(reg))
+        if rev is not None:
+            revocation = Included(rev, store.entry(rev), proof(rev))
+    return Evidence(
+        Included(index, entry, proof(index)), note, signer, revocation, True, problem
+    )
 
 
 def verify_evidence(
@@ -199,6 +237,27 @@ def files_from_store(log: Log, entry_bytes: bytes) -> dict[str, bytes] | None:
             return None
         out[rel] = data
     return out
+
+
+def entry_type(entry: bytes) -> str:
+    try:
+        return str(decode_entry(entry)["type"])
+    except LedgerError:
+        return ""
+
+
+def check_given_files(ev: Evidence, bundle_dir: Path | None, receipt: Path | None) -> None:
+    """``verify`` of a key entry has no bundle to check: a ``--bundle`` given with it, or a
+    receipt of it lying in a bundle directory, is bad input, not something to ignore and then
+    report "verified" (issue 9 item 4)."""
+    etype = entry_type(ev.item.entry)
+    if etype == "bundle":
+        return
+    what = f"entry {ev.item.index} is a {etype or 'malformed'} entry, not a bundle"
+    if bundle_dir is not None:
+        raise BadInput(f"{what}: --bundle does not apply to it")
+    if receipt is not None and os.path.lexists(receipt.parent / "contract.yaml"):
+        raise BadInput(f"{what}, but its receipt lies in the bundle directory {receipt.parent}")
 
 
 def match_receipt(receipt: Receipt, text: str) -> None:

@@ -40,7 +40,10 @@ class Evidence:
     checkpoint: bytes
     signer: Included | None
     revocation: Included | None = None
-    revocations_known: bool = True  # False offline: later revocations cannot be seen
+    revocations_known: bool = True  # False offline: a receipt cannot prove "not revoked"
+    # set when the stored log could not be replayed up to the checkpoint (online), so the
+    # absence of a revocation cannot be relied on: integrity.signer fails with this text
+    history_problem: str | None = None
 
 
 def _note_text(note: bytes) -> bytes:
@@ -177,15 +180,25 @@ def _check_signer(
         try:
             rev = decode_entry(ev.revocation.entry)
             verify_signature(rev, vkey.public)
+            if cp is None:
+                raise ValueError("no trusted checkpoint to prove the revocation against")
+            _included(ev.revocation, cp)
             if rev["type"] == "key-revocation" and rev["key_id"] == sid:
                 return failed(
                     "integrity.signer",
                     f"{detail}, revoked at entry {ev.revocation.index}: {rev['reason']}",
                 ), pub
-        except LedgerError as e:
+            raise ValueError(f"entry {ev.revocation.index} is not a revocation of {sid}")
+        except (LedgerError, ValueError) as e:
             return failed("integrity.signer", f"revocation evidence is invalid: {e}"), pub
+    if ev.history_problem is not None:
+        return failed("integrity.signer", f"{detail}; {ev.history_problem}"), pub
     if ev.revocations_known:
         detail += "; not revoked"
     else:
-        detail += "; revocations after the receipt's checkpoint cannot be seen offline"
+        size = f" of size {cp.size}" if cp is not None else ""
+        detail += (
+            f"; no revocation in the receipt, but offline a receipt cannot prove that the key was "
+            f"not revoked, in its own tree{size} or later: verify against the log to rule it out"
+        )
     return passed("integrity.signer", detail), pub
