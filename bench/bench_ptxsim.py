@@ -13,14 +13,26 @@ Each launch reports thread-instructions per second. Times are the best of ``--re
 one core (the interpreter is single-threaded numpy). Results are checked before timing counts.
 
 Run: ``.venv/bin/python bench/bench_ptxsim.py [--repeat 3] [--write docs/bench/ptxsim.md]``
+
+``--tracking-cost`` (issue 10) measures instead what register definedness and global race
+tracking cost: vector add 10^6 and the mma GEMM 256^3, each run ``--rounds`` times in turn with
+tracking on, with tracking off (``launch(..., tracking=False)``) and, in a child process, with the
+interpreter as it was at git revision ``--baseline-rev`` (before issue 10), interleaved so that
+machine load hits all three alike; it prints the range of each and of the ratios:
+
+``OMP_NUM_THREADS=1 .venv/bin/python bench/bench_ptxsim.py --tracking-cost --rounds 5
+--write docs/bench/ptxsim.md``
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -150,11 +162,126 @@ def bench_softmax(repeat: int) -> list[list[str]]:
     return [row("softmax_rows 256x1024", s, r, "numpy softmax", p)]
 
 
+BASELINE_REV = "7763267"  # main before the issue-10 interpreter changes
+
+
+def tracked_launches() -> dict[str, Callable[[bool], float]]:
+    """The two launches of the issue-10 speed target; each call times one launch."""
+    n = 1_000_000
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    c = np.zeros(n, np.float32)
+    vm = mod("vector_add")
+    M = N = K = 256
+    ha = rng.uniform(-1, 1, M * K).astype(np.float16)
+    hb = rng.uniform(-1, 1, K * N).astype(np.float16)
+    hc = np.zeros(M * N, np.float32)
+    gm = mod("gemm_mma")
+    kw: Callable[[bool], dict[str, bool]] = (lambda t: {"tracking": t}) if (
+        "tracking" in ptxsim.launch.__code__.co_varnames) else (lambda t: {})
+
+    def vadd(track: bool) -> float:
+        c[:] = 0
+        t0 = time.perf_counter()
+        r = ptxsim.launch(vm, "vector_add", ((n + 255) // 256, 1, 1), (256, 1, 1),
+                          [Buffer(a, "in", "a"), Buffer(b, "in", "b"), Buffer(c, "out", "c"),
+                           Scalar(n, ".u32")], **kw(track))
+        dt = time.perf_counter() - t0
+        assert r.findings == () and np.array_equal(c, a + b)
+        return dt
+
+    def gemm(track: bool) -> float:
+        hc[:] = 0
+        t0 = time.perf_counter()
+        r = ptxsim.launch(gm, "gemm_mma", (N // 32, M // 32, 1), (128, 1, 1),
+                          [Buffer(ha, "in", "a"), Buffer(hb, "in", "b"), Buffer(hc, "out", "c"),
+                           Scalar(M, ".u32"), Scalar(N, ".u32"), Scalar(K, ".u32")], **kw(track))
+        dt = time.perf_counter() - t0
+        A, B = ha.reshape(M, K).astype(np.float64), hb.reshape(K, N).astype(np.float64)
+        assert r.findings == () and np.allclose(hc.reshape(M, N), A @ B, rtol=1e-4, atol=2e-4)
+        return dt
+    return {"vector_add 10^6": vadd, "gemm_mma 256^3": gemm}
+
+
+def child() -> None:
+    """--child: time each launch once (the baseline interpreter has no tracking switch)."""
+    runs = tracked_launches()
+    print(json.dumps({k: f(False) for k, f in runs.items()}))
+
+
+def baseline_tree(rev: str, dest: Path) -> Path:
+    """The verify package of ``rev`` (git archive) in ``dest``; ledger comes from ROOT."""
+    arch = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "verify"], check=True,
+                          capture_output=True, timeout=120).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=arch, check=True, timeout=120)
+    return dest
+
+
+def tracking_cost(rounds: int, rev: str) -> tuple[str, dict[str, list[float]]]:
+    runs = tracked_launches()
+    for f in runs.values():  # warm up: compile the programs, touch the memory
+        f(True)
+    res: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as d:
+        base = baseline_tree(rev, Path(d))
+        env = dict(os.environ, PYTHONPATH=f"{base}{os.pathsep}{ROOT}")
+        for i in range(rounds):
+            for name, f in runs.items():
+                for track in ((True, False) if i % 2 == 0 else (False, True)):  # alternate
+                    key = f"{name} tracking {'on' if track else 'off'}"
+                    res.setdefault(key, []).append(f(track))
+            out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child"],
+                                 env=env, cwd=d, capture_output=True, text=True, timeout=600,
+                                 check=True).stdout
+            for name, sec in json.loads(out.strip().splitlines()[-1]).items():
+                res.setdefault(f"{name} baseline {rev}", []).append(sec)
+    lines = ["| launch | tracking on s | tracking off s | baseline (git " + rev + ") s | "
+             "on / off | on / baseline |", "|---|---|---|---|---|---|"]
+    for name in runs:
+        on, off = res[f"{name} tracking on"], res[f"{name} tracking off"]
+        bl = res[f"{name} baseline {rev}"]
+        r1 = [x / y for x, y in zip(on, off, strict=True)]
+        r2 = [x / y for x, y in zip(on, bl, strict=True)]
+        lines.append(f"| {name} | {min(on):.3f}-{max(on):.3f} | {min(off):.3f}-{max(off):.3f} "
+                     f"| {min(bl):.3f}-{max(bl):.3f} | {min(r1):.2f}-{max(r1):.2f}x "
+                     f"| {min(r2):.2f}-{max(r2):.2f}x |")
+    return "\n".join(lines), res
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--write", type=Path, default=None)
+    ap.add_argument("--tracking-cost", action="store_true")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--baseline-rev", default=BASELINE_REV)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child:
+        child()
+        return
+    if args.tracking_cost:
+        table, _ = tracking_cost(args.rounds, args.baseline_rev)
+        cmd = "OMP_NUM_THREADS=1 .venv/bin/python bench/bench_ptxsim.py " + " ".join(sys.argv[1:])
+        env = (f"Python {platform.python_version()}, numpy {np.__version__}, "
+               f"{platform.machine()}, {os.cpu_count()} CPUs visible, load average "
+               f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} at the end; {ptxsim.ENGINE}")
+        print(table)
+        print(f"\ncommand: {cmd}\n{env}")
+        if args.write is not None:
+            text = args.write.read_text() if args.write.exists() else ""
+            marker, end = "<!-- tracking-results -->", "<!-- /tracking-results -->"
+            block = (f"{marker}\n\nCommand: `{cmd.strip()}`  \n{env}; ranges over "
+                     f"{args.rounds} interleaved rounds\n\n{table}\n{end}\n")
+            if marker in text and end in text:
+                text = text[: text.index(marker)] + block + text[text.index(end) + len(end) + 1:]
+            else:
+                bench = "<!-- bench-results -->"
+                i = text.index(bench) if bench in text else len(text)
+                text = text[:i] + block + "\n" + text[i:]
+            args.write.write_text(text)
+        return
     rows = (bench_vadd(args.repeat) + bench_mma(args.repeat) + bench_tiled(args.repeat)
             + bench_softmax(args.repeat))
     head = ["launch", "ptxsim s", "thread-instr", "M thread-instr/s", "peer", "peer s",

@@ -117,11 +117,16 @@ def _param_bytes(prog: Program, args: Sequence[Buffer | Scalar], gs: GlobalSpace
 
 def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[int, int, int],
            args: Sequence[Buffer | Scalar], dynamic_shared: int = 0, step_limit: int = 50_000_000,
-           max_findings: int = 20, tracking: bool = True) -> SimResult:
+           max_findings: int = 20, tracking: bool = True,
+           schedule_seed: int | None = None) -> SimResult:
     """Run one kernel launch; buffers are modified in place; returns the findings.
 
     ``tracking=False`` turns off register definedness and global race tracking (only to
-    measure their cost in bench/bench_ptxsim.py; the falsification runner never does)."""
+    measure their cost in bench/bench_ptxsim.py; the falsification runner never does).
+    ``schedule_seed``: when the run ends without a finding, run the launch again on copies of
+    the original buffers under a second schedule seeded with it (atomics on one location and
+    conflicting stores of one instruction applied in a seeded thread order, cp.async copies
+    landing when issued) and report ``schedule_dependent`` for an output that differs."""
     prog = module.program(entry)
     if any(x < 1 for x in (*grid, *block)) or block[0] * block[1] * block[2] > 1024 or \
             dynamic_shared < 0:
@@ -139,6 +144,7 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
             if a.data.ndim != 1 or not a.data.flags.c_contiguous:
                 raise PtxSyntaxError(f"buffer {a.name!r} must be a 1-D contiguous array")
             bufs.append((a.name, a.intent, a.data))
+    original = [d.copy() for _, _, d in bufs] if schedule_seed is not None else None
     gs = GlobalSpace(bufs, prog.module_vars)
     params = _param_bytes(prog, args, gs)
     m = Machine(prog, grid, block, gs, params, dynamic_shared, step_limit, max_findings,
@@ -150,7 +156,48 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
         raise
     if not m.stopped:
         _unwritten(m, gs)
+    if original is not None and schedule_seed is not None and not m.findings:
+        _second_schedule(prog, grid, block, bufs, original, dynamic_shared, step_limit,
+                         schedule_seed, m)
     return SimResult(tuple(m.findings), m.thread_instr, m.warp_instr, ENGINE)
+
+
+def _second_schedule(prog: Program, grid: tuple[int, int, int], block: tuple[int, int, int],
+                     bufs: list[tuple[str, str, np.ndarray]], original: list[np.ndarray],
+                     dynamic_shared: int, step_limit: int, seed: int, first: Machine) -> None:
+    """Run again on copies of the inputs under the seeded schedule; compare the outputs."""
+    from verify.ptxsim.machine import StopRun
+
+    gs2 = GlobalSpace([(n, i, d) for (n, i, _), d in zip(bufs, original, strict=True)],
+                      prog.module_vars)
+    m2 = Machine(prog, grid, block, gs2, first.params, dynamic_shared, step_limit, 1,
+                 tracking=False, schedule_seed=seed)
+    try:
+        m2.run()
+    except UnsupportedPtx:
+        return
+    if m2.findings:  # a finding only this schedule shows (e.g. a step limit): report it too
+        first.findings.extend(m2.findings)
+        return
+    first.line = 0
+    for (name, intent, d1), d2 in zip(bufs, original, strict=True):
+        if intent == "in":
+            continue
+        diff = np.flatnonzero(d1.view(np.uint8) != d2.view(np.uint8))
+        if diff.size:
+            e = int(diff[0]) // d1.itemsize
+            n_el = np.unique(diff // d1.itemsize).size
+            try:
+                first.report("schedule_dependent",
+                             f"element {e} of output buffer '{name}' is {d1[e].item()!r} under "
+                             f"the interpreter's schedule and {d2[e].item()!r} under a second "
+                             f"schedule (seed {seed}: atomics and conflicting stores in another "
+                             "thread order, cp.async copies landing when issued); "
+                             f"{n_el} element(s) differ: the result depends on the order "
+                             "threads run", None,
+                             None, key=("schedule", name))
+            except StopRun:
+                return
 
 
 def _unwritten(m: Machine, gs: GlobalSpace) -> None:

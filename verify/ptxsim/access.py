@@ -67,7 +67,11 @@ def _global(m: Machine, addr: np.ndarray, w: int, t: np.ndarray, align: int,
                 out[sel] = view[o // w]
             else:
                 sv = np.broadcast_to(np.asarray(store), addr.shape)[sel]
-                view[o // w] = sv
+                if m.prio is not None:  # second schedule: stores of one instruction land in
+                    po = np.argsort(m.prio[t[sel]], kind="stable")  # the seeded thread order
+                    view[(o // w)[po]] = sv[po]
+                else:
+                    view[o // w] = sv
         else:  # aligned to the access but not to the element size: go byte by byte
             byts = o[:, None] + np.arange(w)[None, :]
             if store is None:
@@ -126,6 +130,9 @@ def _shared(m: Machine, saddr: np.ndarray, w: int, t: np.ndarray, align: int,
     elif track:
         _mark(sh, flat, w, t, m.line, m.report)
     sv = np.broadcast_to(np.asarray(store).astype(UINT[w]), saddr.shape)
+    if m.prio is not None and flat.size > 1:  # second schedule: the seeded thread order
+        po = np.argsort(m.prio[t], kind="stable")
+        flat, sv = flat[po], sv[po]
     if not (flat & (w - 1)).any():
         sh.data.view(UINT[w])[flat // w] = sv
     else:

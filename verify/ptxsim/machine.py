@@ -104,7 +104,8 @@ class CpAsync:
 class Machine:
     def __init__(self, prog: Program, grid: tuple[int, int, int], block: tuple[int, int, int],
                  gspace: GlobalSpace, params: bytes, dynamic_shared: int, step_limit: int,
-                 max_findings: int, tracking: bool = True) -> None:
+                 max_findings: int, tracking: bool = True,
+                 schedule_seed: int | None = None) -> None:
         self.prog = prog
         self.tracking = tracking  # definedness and global race tracking (bench: off vs on)
         self.grid, self.block = grid, block
@@ -123,6 +124,11 @@ class Machine:
         self.block_of = t // self.pb
         self.exited = local >= self.nthreads_block
         self.pad = self.exited.copy()  # lanes padding the last warp of a block: never run
+        # second schedule (issue 10): a seeded thread priority orders atomics on one location and
+        # conflicting stores of one instruction; cp.async copies land as soon as they are issued
+        self.prio: np.ndarray | None = None
+        if schedule_seed is not None:
+            self.prio = np.random.default_rng(schedule_seed).permutation(self.T).astype(np.int64)
         self.bar_epoch = np.zeros(self.nblk, np.int32)  # barriers each block passed
         self.D: dict[str, np.ndarray] = {}  # register -> per-lane "holds a defined value"
         self.full: set[str] = set()  # registers defined in every lane

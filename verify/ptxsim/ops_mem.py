@@ -182,7 +182,7 @@ def _group(m: Machine, space: str, a: np.ndarray, tids: np.ndarray) -> tuple[
         sh = (a >= np.uint64(SHARED_GENERIC)) & (a < np.uint64(SHARED_GENERIC + (1 << 32)))
         lo = (a >= np.uint64(LOCAL_GENERIC)) & (a < np.uint64(LOCAL_GENERIC + (1 << 32)))
         owner = np.where(sh, m.block_of[tids], np.where(lo, tids, -1))
-    order = np.lexsort((tids, a, owner))
+    order = np.lexsort((tids if m.prio is None else m.prio[tids], a, owner))
     return order, a[order], owner[order]
 
 
@@ -311,6 +311,8 @@ def cp_async(ctx: Ctx) -> Fn:
         assert m.shared is not None
         flat = m.block_of[tids[good]] * m.shared.stride + d[good].astype(np.int64)
         m.shared.issue_copy(flat, size, tids[good], m.line, m.report)
+        if m.prio is not None:  # second schedule: the copy lands at once (the earliest moment)
+            m.shared.data[flat[:, None] + np.arange(size)[None, :]] = data[good]
         m.cp_pending.append(CpAsync(flat, data[good], tids[good],
                                     m.cp_committed[tids[good]].copy(), m.line,
                                     s[good]))
