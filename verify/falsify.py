@@ -492,8 +492,17 @@ def _expected(kernel: Kernel, oracles: Oracles, cases: Sequence[Case]) -> list[d
     batch = [oracle_case(kernel, c) for c in cases]
     per_case: list[dict[str, Result]] = [{} for _ in cases]
     assert oracles.primary is not None
-    for oracle in [oracles.primary, *oracles.extra]:
-        for i, r in enumerate(oracle.compute(batch)):
+    for i, r in enumerate(oracles.primary.compute(batch)):
+        per_case[i][oracles.primary.name] = r
+    for oracle in list(oracles.extra):
+        try:
+            results = oracle.compute(batch)
+        except CannotCheck as e:  # an extra oracle that cannot run here: said in the detail
+            oracles.extra.remove(oracle)
+            entry = oracle.name.partition(":")[2]
+            oracles.notes.append(f"the {oracle.kind} oracle {entry!r} could not run: {e}")
+            continue
+        for i, r in enumerate(results):
             per_case[i][oracle.name] = r
     return per_case
 
@@ -771,18 +780,21 @@ def run(ctx: Context) -> list[Check]:
     checks: list[Check] = []
     deadline = time.monotonic() + ctx.options.timeout
     run_seed = ctx.options.seed if ctx.options.seed is not None else fresh_seed()
-    for t in contract.falsification:
-        checks.append(
-            run_test(
-                kernel,
-                t,
-                ptx,
-                t.seed,
-                engine,
-                cross_check=cross,
-                deadline=deadline,
-                oracles=oracles,
-                run_seed=run_seed,
+    try:
+        for t in contract.falsification:
+            checks.append(
+                run_test(
+                    kernel,
+                    t,
+                    ptx,
+                    t.seed,
+                    engine,
+                    cross_check=cross,
+                    deadline=deadline,
+                    oracles=oracles,
+                    run_seed=run_seed,
+                )
             )
-        )
+    finally:
+        oracles.close()
     return checks

@@ -113,6 +113,12 @@ class Oracles:
     notes: list[str]  # declared oracles that cannot run here, with the reason
     problem: str = ""  # why there is no primary oracle (a failed check), "" otherwise
 
+    def close(self) -> None:
+        for o in [self.primary, *self.extra]:
+            close = getattr(o, "close", None)
+            if close is not None:
+                close()
+
 
 def oracles_for(kernel: Kernel, files: Mapping[str, bytes], options: Options) -> Oracles:
     """The oracles of ``kernel`` (see the module docstring)."""
