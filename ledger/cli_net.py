@@ -16,6 +16,7 @@ import typer
 WITNESS_HOME = "~/.local/share/kernel-ledger-witness"
 
 DEFAULT_SYNC_TIMEOUT = 900.0
+DEFAULT_SUBMIT_TIMEOUT = 300.0
 MAX_SECONDS = 7 * 24 * 3600.0
 
 
@@ -184,16 +185,23 @@ def register(app: typer.Typer) -> None:
         passphrase_file: Annotated[
             Path | None, typer.Option("--passphrase-file", help="Passphrase of an encrypted key.")
         ] = None,
+        timeout: Annotated[
+            float,
+            typer.Option("--timeout", help="Seconds to keep trying in all (retries back off)."),
+        ] = DEFAULT_SUBMIT_TIMEOUT,
         home: HomeOpt = None,
         json_out: JsonOpt = False,
     ) -> None:
         """Check a bundle locally, sign it with a node key registered in a remote log, and submit
         it (shared sealing); re-sign when the log moved on."""
         from ledger import wiring
+        from ledger.httpclient import check_base_url
         from ledger.keys import load_node_secret, read_passphrase
         from ledger.submit import read_vkey, submit_bundle
         from verify.context import Options
 
+        seconds("--timeout", timeout)
+        check_base_url(server, "--server")
         pinned = read_vkey(vkey)
         pw = read_passphrase(passphrase_file) if passphrase_file else None
         sk, _pub = load_node_secret(home_dir(home) / "keys", key, pw)
@@ -206,7 +214,7 @@ def register(app: typer.Typer) -> None:
                 cli_out.emit_json({"refused": str(directory), "report": report.to_json()})
             raise typer.Exit(1)
         done = submit_bundle(
-            server, bundle, wiring.contract_fields(bundle, report), sk, pinned
+            server, bundle, wiring.contract_fields(bundle, report), sk, pinned, timeout=timeout
         )
         if json_out:
             cli_out.emit_json(
@@ -285,6 +293,9 @@ def register(app: typer.Typer) -> None:
     def witness_add_checkpoint(
         url: Annotated[str, typer.Argument(help="Base URL of the witness.")],
         vkey: Annotated[str, typer.Option("--vkey", help="The witness's cosignature key.")],
+        timeout: Annotated[
+            float, typer.Option("--timeout", help="Seconds the exchange may take in all.")
+        ] = 120.0,
         home: HomeOpt = None,
     ) -> None:
         """Send this log's latest checkpoint to a witness and keep its cosignature, which
@@ -292,5 +303,6 @@ def register(app: typer.Typer) -> None:
         from ledger.submit import read_vkey
         from ledger.witness import request_cosignature
 
-        note = request_cosignature(home_dir(home), url, read_vkey(vkey).vkey)
+        seconds("--timeout", timeout)
+        note = request_cosignature(home_dir(home), url, read_vkey(vkey).vkey, timeout=timeout)
         sys.stdout.write(note.decode("utf-8"))

@@ -47,7 +47,8 @@ from ledger.errors import (
     ProofError,
     SignatureError,
 )
-from ledger.httpbody import read_limited_body
+from ledger.httpbody import ClientGone, read_limited_body
+from ledger.httpclient import TEXT, BadAnswer, HttpClient, oneline
 from ledger.keys import write_atomic
 from ledger.note import (
     ALG_COSIGNATURE_V1,
@@ -69,6 +70,7 @@ CHECKPOINTS = "checkpoints"
 MAX_BODY = (1 << 20) + 64 * 64 + 64
 MAX_PROOF_LINES = 64
 SIZE_MEDIA = "text/x.tlog.size"
+MAX_ANSWER = 4096  # cosignature lines
 
 
 class WitnessReject(Exception):
@@ -230,6 +232,8 @@ def make_witness_app(home: Path) -> Starlette:
         except WitnessReject as e:
             media = SIZE_MEDIA if e.status == 409 and e.body[:1].isdigit() else "text/plain"
             return Response(e.body, e.status, media_type=media)
+        except ClientGone:
+            return Response(status_code=400)  # nobody is listening: no answer, no traceback
         return Response(line, 200, media_type="text/plain; charset=utf-8")
 
     async def info(request: Request) -> Response:
@@ -290,12 +294,13 @@ def request_cosignature(
     url: str,
     witness_vkey: str,
     client: httpx.Client | None = None,
+    timeout: float = 120.0,
 ) -> bytes:
     """Ask the witness at ``url`` to cosign the log's latest checkpoint; return the cosigned note
-    (also stored for ``GET /checkpoint``)."""
+    (also stored for ``GET /checkpoint``). Every request goes through the bounded
+    ``HttpClient`` (``timeout`` seconds in all, answers capped, no redirects)."""
     wv = parse_cosigner_vkey(witness_vkey)
-    own = client is None
-    http = client or httpx.Client(timeout=httpx.Timeout(30.0, connect=10.0))
+    http = HttpClient(url, "the witness", timeout=timeout, client=client)
     store = Store.open(home)
     try:
         note = store.checkpoint()
@@ -311,32 +316,33 @@ def request_cosignature(
                 + b"\n"
                 + note
             )
-            try:
-                r = http.post(url.rstrip("/") + "/add-checkpoint", content=body)
-            except httpx.HTTPError as e:
-                raise CannotCheck(f"cannot reach the witness at {url}: {e}") from e
-            if r.status_code == 409 and r.headers.get("content-type", "").startswith(SIZE_MEDIA):
-                text = r.content.strip()
-                if not text.isdigit() or len(text) > 20:
-                    raise CannotCheck("the witness's 409 answer holds no size")
+            r = http.post(
+                "add-checkpoint", body, MAX_ANSWER, {"Content-Type": "text/plain"}, types=TEXT
+            )
+            if r.status == 409 and r.media_type == SIZE_MEDIA:
+                text = r.body.strip()
+                if not text.isascii() or not text.isdigit() or len(text) > 20:
+                    raise BadAnswer("the witness's 409 answer holds no size")
                 old = int(text)
                 continue
-            if r.status_code != 200:
+            if r.status != 200:
                 raise CannotCheck(
-                    f"the witness refused the checkpoint: HTTP {r.status_code} "
-                    f"{r.text.strip()[:200]}"
+                    f"the witness refused the checkpoint: HTTP {r.status} {r.snippet()}"
                 )
-            lines = r.content
-            if len(lines) > 4096 or not lines.endswith(b"\n"):
-                raise SignatureError("the witness's answer is not cosignature lines")
+            lines = r.body
+            if not lines.endswith(b"\n"):
+                raise BadAnswer("the witness's answer is not cosignature lines")
             try:
                 open_note(note + lines, [wv])
+            except SignatureError as e:
+                raise BadAnswer(f"the witness's answer holds no valid cosignature: {e}") from e
             except BadInput as e:
-                raise SignatureError(f"the witness answered malformed cosignatures: {e}") from e
+                raise BadAnswer(
+                    f"the witness answered malformed cosignatures: {oneline(str(e))}"
+                ) from e
             store.set_meta(_size_meta(url), str(cp.size))
             return merge_cosigned(store, note, lines)
         raise CannotCheck("the witness kept answering 409 (its size keeps changing)")
     finally:
         store.close()
-        if own:
-            http.close()
+        http.close()

@@ -23,7 +23,7 @@ from ledger.mirror import Mirror, Remote
 from ledger.note import open_note, parse_checkpoint, parse_vkey
 from ledger.server import BackgroundServer, make_app
 from ledger.submit import RateLimiter, Rejected, chained_fields, submit_bundle
-from tests.helpers.ledgers import REPO, run_cli
+from tests.helpers.ledgers import REPO, add_node, run_cli
 from tests.test_mirror import make_origin, node_key, vkey_of
 from tests.test_server import bundle_files, fields, raw_status, seal_range
 
@@ -45,9 +45,13 @@ def body_for(log: Log, sk: nacl.signing.SigningKey, i: int, **change: Any) -> by
     return canonical_json({"entry": b64_encode(entry), "files": files})
 
 
-def post(url: str, body: bytes, **headers: str) -> httpx.Response:
+def post(
+    url: str, body: bytes, sk: nacl.signing.SigningKey | None = None, **headers: str
+) -> httpx.Response:
+    """POST a submission body, authenticated by ``sk`` (the signer headers) when given."""
+    auth = submit_mod.auth_headers(sk, body) if sk is not None else {}
     with httpx.Client(timeout=60) as c:
-        return c.post(url + "/api/v1/submit", content=body, headers=headers)
+        return c.post(url + "/api/v1/submit", content=body, headers={**auth, **headers})
 
 
 def test_submit_appends_and_signs_a_checkpoint(
@@ -74,6 +78,7 @@ def test_submit_appends_and_signs_a_checkpoint(
                 "files": {f.path: b64_encode(f.data) for f in bundle.files},
             }
         ),
+        sk,
     )
     assert replay.status_code == 409
 
@@ -108,20 +113,27 @@ def test_refusals(served: tuple[Log, BackgroundServer]) -> None:
     entry = json.loads(__import__("base64").b64decode(obj["entry"]))
     entry["kernel"]["name"] = "forged"
     forged["entry"] = b64_encode(canonical_json(entry))
-    tried["forged signature"] = post(srv.url, canonical_json(forged)).status_code
+    tried["forged signature"] = post(srv.url, canonical_json(forged), sk).status_code
     stranger = nacl.signing.SigningKey.generate()
-    tried["unregistered key"] = post(srv.url, body_for(log, stranger, 903)).status_code
+    tried["unregistered key"] = post(srv.url, body_for(log, stranger, 903), stranger).status_code
     wrong_files = json.loads(good)
     wrong_files["files"]["spec.fut"] = b64_encode(b"-- other\n")
-    tried["files differ"] = post(srv.url, canonical_json(wrong_files)).status_code
+    tried["files differ"] = post(srv.url, canonical_json(wrong_files), sk).status_code
     stale = body_for(log, sk, 904, prev_size=2)
-    tried["stale chain"] = post(srv.url, stale).status_code
-    tried["not JSON"] = post(srv.url, b"{nope").status_code
-    tried["not canonical"] = post(srv.url, json.dumps(obj, indent=1).encode()).status_code
-    tried["extra field"] = post(srv.url, canonical_json({**obj, "x": 1})).status_code
+    tried["stale chain"] = post(srv.url, stale, sk).status_code
+    tried["not JSON"] = post(srv.url, b"{nope", sk).status_code
+    tried["not canonical"] = post(srv.url, json.dumps(obj, indent=1).encode(), sk).status_code
+    tried["extra field"] = post(srv.url, canonical_json({**obj, "x": 1}), sk).status_code
     tried["too large"] = raw_status(srv.url, "/api/v1/submit", "POST", b"{}", 41 << 20)
-    tried["other origin"] = post(srv.url, body_for(log, sk, 905, origin="evil.example")).status_code
-    tried["huge body"] = post(srv.url, b"[" * (submit_mod.MAX_BODY + 1)).status_code
+    tried["other origin"] = post(
+        srv.url, body_for(log, sk, 905, origin="evil.example"), sk
+    ).status_code
+    tried["huge body"] = post(srv.url, b"[" * (submit_mod.MAX_BODY + 1), sk).status_code
+    tried["unsigned"] = post(srv.url, good).status_code
+    tried["signed by another key"] = post(srv.url, good, sk, **{
+        "X-Ledger-Signature": submit_mod.body_signature(stranger, good)}).status_code
+    other = add_node(log, "other")
+    tried["headers name another signer"] = post(srv.url, good, other).status_code
     assert tried == {
         "forged signature": 403,
         "unregistered key": 403,
@@ -130,13 +142,17 @@ def test_refusals(served: tuple[Log, BackgroundServer]) -> None:
         "not JSON": 400,
         "not canonical": 400,
         "extra field": 400,
-        "too large": 413,
+        "too large": 401,  # unauthenticated: refused from the head, before the body
         "other origin": 400,
         "huge body": 413,
+        "unsigned": 401,
+        "signed by another key": 403,
+        "headers name another signer": 403,
     }
-    assert post(srv.url, good).status_code == 200  # and the honest one still goes through
+    good = body_for(log, sk, 902)  # the log moved on (the key registration)
+    assert post(srv.url, good, sk).status_code == 200  # and the honest one still goes through
     log.revoke(node_key_id(bytes(sk.verify_key)), "compromised")
-    assert post(srv.url, body_for(log, sk, 906)).status_code == 403
+    assert post(srv.url, body_for(log, sk, 906), sk).status_code == 403
 
 
 def test_rate_limit(served: tuple[Log, BackgroundServer], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -144,7 +160,7 @@ def test_rate_limit(served: tuple[Log, BackgroundServer], monkeypatch: pytest.Mo
     monkeypatch.setattr(submit_mod, "RATE_BURST", 2.0)
     monkeypatch.setattr(submit_mod, "RATE_PER_SECOND", 0.001)
     sk = node_key(log)
-    codes = [post(srv.url, body_for(log, sk, 910 + i)).status_code for i in range(3)]
+    codes = [post(srv.url, body_for(log, sk, 910 + i), sk).status_code for i in range(3)]
     assert codes == [200, 200, 429]
     now = [0.0]
     limiter = RateLimiter(rate=1.0, burst=2.0, clock=lambda: now[0])
@@ -163,7 +179,7 @@ def test_read_only_server_refuses_and_cli_submit(
 ) -> None:
     log, srv = served
     with BackgroundServer(make_app(log.home)) as ro:
-        assert post(ro.url, body_for(log, node_key(log), 920)).status_code == 404
+        assert post(ro.url, body_for(log, node_key(log), 920), node_key(log)).status_code == 404
     bundle_dir = REPO / "bundles" / "vector_add"
     res = run_cli(
         "submit",
