@@ -280,13 +280,16 @@ def register(app: typer.Typer) -> None:
         wdir: WitnessDir = None,
     ) -> None:
         """Serve POST /add-checkpoint (C2SP tlog-witness)."""
-        import uvicorn
-
+        from ledger.server import run_server, server_config
         from ledger.witness import make_witness_app
 
+        if not 0 < port < 65536:
+            from ledger.errors import BadInput
+
+            raise BadInput(f"--port must be 1..65535, got {port}")
         app_ = make_witness_app(witness_dir(wdir))
         sys.stderr.write(f"ledger: witness on http://{host}:{port}/\n")
-        uvicorn.run(app_, host=host, port=port, log_level="warning", server_header=False)
+        run_server(server_config(app_, host, port))
 
     @witness_app.command("add-checkpoint")
     @handled

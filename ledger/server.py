@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -442,22 +443,38 @@ async def on_crash(request: Request, exc: Exception) -> Response:
     return json_response({"error": "internal error"}, 500)
 
 
+class UIntConvertor(Convertor[int]):
+    """A path integer of 1 to 19 decimal digits (below 2**63): a longer one matches no route
+    (404), so ``int()`` never sees the 4,300-digit strings it refuses with ValueError."""
+
+    regex = "[0-9]{1," + str(MAX_PARAM_DIGITS) + "}"
+
+    def convert(self, value: str) -> int:
+        return int(value)
+
+    def to_string(self, value: int) -> str:
+        return str(value)
+
+
+register_url_convertor("uint", UIntConvertor())
+
+
 def routes(accept_submissions: bool) -> list[BaseRoute]:
     from ledger.web import pages
 
     out: list[BaseRoute] = [
         Route("/checkpoint", get_checkpoint, methods=["GET"]),
         Route("/tile/{rest:path}", get_tile, methods=["GET"]),
-        Route("/api/v1/entries/{index:int}", api_entry, methods=["GET"]),
+        Route("/api/v1/entries/{index:uint}", api_entry, methods=["GET"]),
         Route("/api/v1/lookup/{hash}", api_lookup, methods=["GET"]),
         Route("/api/v1/proof/inclusion", api_inclusion, methods=["GET"]),
         Route("/api/v1/proof/consistency", api_consistency, methods=["GET"]),
-        Route("/api/v1/bundles/{index:int}/files/{path:path}", api_bundle_file, methods=["GET"]),
+        Route("/api/v1/bundles/{index:uint}/files/{path:path}", api_bundle_file, methods=["GET"]),
         Route("/api/v1/blobs/{digest}", api_blob, methods=["GET"]),
         Route("/api/v1/blobs", api_blobs, methods=["GET"]),
         Route("/api/v1/openapi.json", api_openapi, methods=["GET"]),
         Route("/", pages.home, methods=["GET"]),
-        Route("/entry/{index:int}", pages.entry, methods=["GET"]),
+        Route("/entry/{index:uint}", pages.entry, methods=["GET"]),
         Route("/search", pages.search, methods=["GET"]),
     ]
     if accept_submissions:
@@ -494,6 +511,155 @@ def make_app(home: Path, accept_submissions: bool = False) -> Starlette:
     return app
 
 
+# --- connection limits ----------------------------------------------------------------------------
+
+MAX_CONNECTIONS = 1000  # open connections at once (fewer when the file-descriptor limit is low)
+IDLE_TIMEOUT = 10.0  # seconds a connection may stay without a complete request head
+KEEP_ALIVE = 5.0  # seconds an idle keep-alive connection is kept after an answer
+REQUEST_TIMEOUT = 120.0  # seconds one request may take, from its head to the end of its answer
+MAX_HEAD_BYTES = 16 << 10  # request line and headers
+BACKLOG = 128  # listen queue; also how many connections asyncio accepts per wake-up
+
+
+def connection_cap(limit: int = MAX_CONNECTIONS) -> int:
+    """``limit``, lowered to leave room under the process's open-file limit: asyncio accepts up
+    to ``BACKLOG`` connections per wake-up before the protocol can close the surplus, a few
+    wake-ups may pass, and the process needs some descriptors of its own (database, logs)."""
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return limit
+    return max(8, min(limit, soft - 3 * BACKLOG - 64))
+
+
+def raise_file_limit(want: int = 4096) -> None:
+    """Raise the soft open-file limit towards ``want`` (never above the hard limit)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = want if hard == resource.RLIM_INFINITY else min(want, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):
+            pass
+
+
+def guarded_protocol(
+    max_connections: int, idle_timeout: float = IDLE_TIMEOUT,
+    request_timeout: float = REQUEST_TIMEOUT,
+) -> type:
+    """uvicorn's h11 protocol with connection limits that hostile clients cannot exhaust.
+
+    * at most ``max_connections`` open: a new connection over the cap closes the oldest **idle**
+      one (no request in progress), or itself when every connection is busy;
+    * a connection must complete a request head within ``idle_timeout`` seconds of opening or of
+      its last answer, however it trickles bytes (uvicorn's own keep-alive timer restarts on every
+      byte received);
+    * a request in progress for more than ``request_timeout`` seconds (a client that never reads
+      its answer, or uploads forever) is closed.
+    """
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    conns: dict[Any, None] = {}  # insertion order: oldest first
+
+    class Guarded(H11Protocol):
+        _timer: Any = None
+        _busy_since: float | None = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            if len(conns) >= max_connections:
+                victim = next((p for p in conns if not p.busy()), None)
+                if victim is None:
+                    transport.close()
+                    return
+                victim.drop()
+            conns[self] = None
+            self.arm(idle_timeout)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            conns.pop(self, None)
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            super().connection_lost(exc)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._busy_since = None
+            if not self.transport.is_closing():
+                self.arm(idle_timeout)
+
+        def busy(self) -> bool:
+            return self.cycle is not None and not self.cycle.response_complete
+
+        def drop(self) -> None:
+            conns.pop(self, None)
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def arm(self, delay: float) -> None:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = self.loop.call_later(delay, self.check)
+
+        def check(self) -> None:
+            self._timer = None
+            if self.transport.is_closing():
+                return
+            if not self.busy():
+                self.drop()  # no complete request head in time
+                return
+            now = self.loop.time()
+            if self._busy_since is None:
+                self._busy_since = now
+            if now - self._busy_since >= request_timeout:
+                self.drop()
+                return
+            self.arm(min(idle_timeout, request_timeout))
+
+    return Guarded
+
+
+def server_config(
+    app: ASGIApp,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    access_log: bool = False,
+    max_connections: int | None = None,
+    idle_timeout: float = IDLE_TIMEOUT,
+    request_timeout: float = REQUEST_TIMEOUT,
+) -> Any:
+    """The uvicorn configuration of every server of the ledger (``serve``, ``witness serve``,
+    the tests' ``BackgroundServer``): the guarded protocol, keep-alive and head limits."""
+    import uvicorn
+
+    cap = connection_cap() if max_connections is None else max_connections
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=access_log,
+        server_header=False,
+        lifespan="on",
+        http=guarded_protocol(cap, idle_timeout, request_timeout),
+        timeout_keep_alive=int(KEEP_ALIVE),
+        limit_concurrency=cap + 1,  # busy requests over the cap are answered 503
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        backlog=BACKLOG,
+    )
+
+
+def run_server(config: Any) -> None:
+    import uvicorn
+
+    raise_file_limit()
+    uvicorn.Server(config).run()
+
+
 def serve(
     home: Path,
     host: str = "127.0.0.1",
@@ -502,20 +668,9 @@ def serve(
     access_log: bool = False,
 ) -> None:
     """Run the mirror under uvicorn until interrupted."""
-    import uvicorn
-
-    try:
-        Store.open(home).close()
-    except LedgerError:
-        raise
-    uvicorn.run(
-        make_app(home, accept_submissions),
-        host=host,
-        port=port,
-        log_level="warning",
-        access_log=access_log,
-        server_header=False,
-    )
+    Store.open(home).close()
+    raise_file_limit()
+    run_server(server_config(make_app(home, accept_submissions), host, port, access_log))
 
 
 class BackgroundServer:
@@ -525,9 +680,10 @@ class BackgroundServer:
     the tests and the benchmarks, so both exercise the real server and a real socket.
     """
 
-    def __init__(self, app: ASGIApp, host: str = "127.0.0.1") -> None:
+    def __init__(self, app: ASGIApp, host: str = "127.0.0.1", **limits: Any) -> None:
         self.app = app
         self.host = host
+        self.limits = limits
         self.url = ""
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -539,15 +695,7 @@ class BackgroundServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, 0))
         port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            self.app,
-            log_level="warning",
-            access_log=False,
-            lifespan="on",
-            server_header=False,
-            backlog=4096,
-            timeout_keep_alive=30,
-        )
+        config = server_config(self.app, self.host, port, **self.limits)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
