@@ -120,6 +120,7 @@ def audit(
 
     check_cps_at(0)
     _check_checkpoint_order(store, res)
+    _check_recorded_vkey(store, vkey, res)
     pool = _signature_pool(store.size())
     pending: list[SignatureJob] = []
     running: deque[Future[list[int]]] = deque()
@@ -217,6 +218,26 @@ def audit(
     _check_key_index(store, registry, res)
     _check_triggers(store, res)
     return res
+
+
+def _check_recorded_vkey(store: Store, vkey: NoteVerifier, res: AuditResult) -> None:
+    """The ``meta`` table is editable: the key it records must be the trusted one."""
+    from ledger.note import parse_vkey
+
+    text = store.meta("vkey")
+    try:
+        recorded = parse_vkey(text or "")
+    except LedgerError:
+        res.add(None, "the database records no valid verifier key")
+        return
+    if (recorded.name, recorded.public) != (vkey.name, vkey.public):
+        res.add(
+            None,
+            f"the database records verifier key {recorded.name}+{recorded.key_id.hex()}, "
+            f"not the trusted {vkey.name}+{vkey.key_id.hex()}",
+        )
+    if store.origin != vkey.name:
+        res.add(None, f"the database's origin {store.origin!r} is not the key's {vkey.name!r}")
 
 
 def _check_checkpoint_order(store: Store, res: AuditResult) -> None:

@@ -102,6 +102,7 @@ def init(
     else:
         cli_out.plain(f"created ledger {log.origin} in {log.home}")
         cli_out.plain(f"verifier key: {log.store.meta('vkey')}")
+        cli_out.plain("pin it: give it as --vkey to `ledger audit` and `ledger verify` elsewhere")
 
 
 @app.command()
@@ -524,10 +525,19 @@ def show(
         cli_out.plain("  manifest:")
         for line in str(e["manifest"]).splitlines():
             cli_out.plain(f"    {line}")
-    for o in e.get("obligations", []):
-        cli_out.plain(f"  claim {o.get('obligation')}: {o.get('theorem')} / {o.get('property')}")
-    for c in e.get("checks", []):
-        cli_out.plain(f"  check {c.get('id')}: {c.get('status')} - {c.get('detail')}")
+    # stored entries may have odd shapes (written before shapes were validated): show, not crash
+    for o in _items(e.get("obligations")):
+        if isinstance(o, dict):
+            o = f"{o.get('obligation')}: {o.get('theorem')} / {o.get('property')}"
+        cli_out.plain(f"  claim {o}")
+    for c in _items(e.get("checks")):
+        if isinstance(c, dict):
+            c = f"{c.get('id')}: {c.get('status')} - {c.get('detail')}"
+        cli_out.plain(f"  check {c}")
+
+
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [] if value is None else [value]
 
 
 @app.command("log")
@@ -559,7 +569,7 @@ def log_cmd(
                 "type": e["type"],
                 "time": e["time"],
                 "bundle_digest": e.get("bundle_digest"),
-                "kernel": e.get("kernel", {}).get("name")
+                "kernel": (e["kernel"].get("name") if isinstance(e.get("kernel"), dict) else None)
                 if e["type"] == "bundle"
                 else e.get("name", e.get("key_id")),
                 "signer": e.get("signer"),
@@ -587,14 +597,27 @@ def log_cmd(
 
 @app.command()
 @handled
-def audit(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
+def audit(
+    home: HomeOpt = None,
+    json_out: JsonOpt = False,
+    vkey_opt: Annotated[
+        str | None,
+        typer.Option(
+            "--vkey",
+            help="Verifier key to check against (default: the one `init` recorded in "
+            "LEDGER_HOME/log.vkey and printed; a mirror: the key it was pinned to).",
+        ),
+    ] = None,
+) -> None:
     """Recompute every hash, the tree, every chain link and every signature."""
     from ledger.audit import audit as run_audit
+    from ledger.note import parse_vkey
 
     log = _open_log(home)
+    vk = parse_vkey(vkey_opt.strip()) if vkey_opt else log.verifier
     size = log.store.size()
     with cli_out.progress("auditing", size, enabled=not json_out) as bar:
-        res = run_audit(log.store, log.verifier, progress=lambda n: bar.update(n))
+        res = run_audit(log.store, vk, progress=lambda n: bar.update(n))
     if json_out:
         cli_out.emit_json(
             {
@@ -602,6 +625,7 @@ def audit(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
                 "size": res.size,
                 "root": res.root.hex(),
                 "first_bad_index": res.first_bad_index,
+                "vkey": f"{vk.name}+{vk.key_id.hex()}",
                 "checked": {
                     "entries": res.entries,
                     "signatures": res.signatures,
@@ -616,7 +640,7 @@ def audit(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
         cli_out.plain(
             f"audit passed: {res.entries} entries, {res.signatures} signatures, "
             f"{res.hashes} tree hashes, {res.checkpoints} checkpoints, "
-            f"{res.blobs} blobs; root {res.root.hex()}"
+            f"{res.blobs} blobs; root {res.root.hex()}; log key {vk.name}+{vk.key_id.hex()}"
         )
     else:
         for _i, m in res.sorted_problems()[:20]:

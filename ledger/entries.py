@@ -160,6 +160,69 @@ def decode_entry(data: bytes) -> dict[str, Any]:
     return obj
 
 
+MAX_CHECKS = 512
+MAX_OBLIGATIONS = 64
+MAX_TEXT = 1000  # characters of one text field of a bundle entry (check details are cut to 400)
+CHECK_STATUSES = ("passed", "failed", "skipped")
+_KEY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+MAX_KEYS = 16  # keys of one kernel / obligation / check object (later formats may add some)
+_REQUIRED_KEYS: dict[str, frozenset[str]] = {
+    "kernel": frozenset({"name", "version"}),
+    "obligations": frozenset({"obligation", "theorem", "property"}),
+    "checks": frozenset({"id", "status", "detail"}),
+}
+
+
+def _string_map(obj: Any, field: str) -> None:
+    if not isinstance(obj, dict) or len(obj) > MAX_KEYS:
+        raise BadInput(
+            f"bundle entry {field}: each item must be an object of at most {MAX_KEYS} keys"
+        )
+    missing = _REQUIRED_KEYS[field] - obj.keys()
+    if missing:
+        raise BadInput(f"bundle entry {field}: an item lacks {sorted(missing)}")
+    for k, v in obj.items():
+        if not isinstance(v, str) or len(v) > MAX_TEXT:
+            raise BadInput(
+                f"bundle entry {field}.{k} must be text of at most {MAX_TEXT} characters"
+            )
+
+
+def check_entry_shape(entry: Mapping[str, Any]) -> None:
+    """Refuse an entry whose fields have shapes the log does not write (issue 9 item 8).
+
+    A ``bundle``'s ``kernel`` holds ``name`` and ``version``; ``obligations`` is a list of
+    objects with ``obligation``, ``theorem``, ``property``; ``checks`` a list of objects with
+    ``id``, ``status`` (a known one) and ``detail`` (more text keys allowed: ``tool``,
+    ``version``). Key names follow the key-file rule; every value is bounded text. Called before
+    anything is appended (``seal``, the server for submissions, mirrors), so no reader of the log
+    meets an odd shape that the log accepted. ``decode_entry`` stays lenient, so whatever is
+    already stored can still be read and shown."""
+    etype = entry.get("type")
+    if etype == "bundle":
+        _string_map(entry.get("kernel"), "kernel")
+        for field, limit in (("obligations", MAX_OBLIGATIONS), ("checks", MAX_CHECKS)):
+            items = entry.get(field)
+            if not isinstance(items, list) or len(items) > limit:
+                raise BadInput(f"bundle entry {field} must be a list of at most {limit} items")
+            for item in items:
+                _string_map(item, field)
+        for c in entry["checks"]:
+            if c["status"] not in CHECK_STATUSES:
+                raise BadInput(
+                    f"bundle entry check {c['id'][:40]!r} has status {c['status'][:20]!r}"
+                )
+    elif etype == "key-registration":
+        if not isinstance(entry.get("name"), str) or _KEY_NAME.fullmatch(entry["name"]) is None:
+            raise BadInput("key-registration name must be 1-64 letters, digits, '.', '_' or '-'")
+    elif etype == "key-revocation":
+        reason = entry.get("reason")
+        if not isinstance(reason, str) or not reason.strip() or len(reason) > 500:
+            raise BadInput("key-revocation reason must be 1 to 500 characters")
+    else:
+        raise BadInput(f"unknown entry type {str(etype)[:40]!r}")
+
+
 SignatureJob = tuple[int, bytes, bytes, bytes]  # (index, public key, signed bytes, signature)
 
 

@@ -24,7 +24,7 @@ import nacl.signing
 from ledger import merkle
 from ledger.bundle import Bundle
 from ledger.encoding import b64_encode
-from ledger.entries import bundle_fields, node_key_id, sign_entry
+from ledger.entries import bundle_fields, check_entry_shape, node_key_id, sign_entry
 from ledger.errors import BadInput, KeyFileError, LedgerStateError, TamperDetected
 from ledger.fsutil import check_private_dir, fsync_dir, read_small, write_atomic
 from ledger.keys import NodePublic
@@ -246,6 +246,7 @@ class Log:
                 "public_key": b64_encode(public.public),
                 "pop": b64_encode(public.pop),
             }
+            check_entry_shape(fields)
             entry = sign_entry(fields, key)
             idx = w.append(entry, "key-registration")
             self._checkpoint(w)
@@ -300,7 +301,9 @@ class Log:
                     raise BadInput(
                         f"bundle {bundle.digest.hex()} was sealed by this key already (entry {idx})"
                     )
-            entry = sign_entry(bundle_fields(self._chain(w), bundle, fields, kid), node)
+            obj = bundle_fields(self._chain(w), bundle, fields, kid)
+            check_entry_shape(obj)
+            entry = sign_entry(obj, node)
             w.put_blobs((f.digest, f.data) for f in bundle.files)
             idx = w.append(entry, "bundle", bundle.digest)
             self._checkpoint(w)
@@ -317,7 +320,9 @@ class Log:
         with self.store.writer() as w:
             self.check_may_seal(kid)
             for bundle, fields in items:
-                entry = sign_entry(bundle_fields(self._chain(w), bundle, fields, kid), node)
+                obj = bundle_fields(self._chain(w), bundle, fields, kid)
+                check_entry_shape(obj)
+                entry = sign_entry(obj, node)
                 w.put_blobs((f.digest, f.data) for f in bundle.files)
                 idx = w.append(entry, "bundle", bundle.digest)
                 out.append(Sealed(idx, merkle.leaf_hash(entry), entry))
