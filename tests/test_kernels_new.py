@@ -1,6 +1,6 @@
 """The example kernels added after the first six (issue 8): saxpy, bias_gelu, transpose_tiled,
-layernorm_rows. Each bundle carries its own numpy reference (``reference.py``, named by
-``kernel.reference: {file, function}``).
+layernorm_rows, histogram_u32. Each bundle carries its own numpy reference (``reference.py``,
+named by ``kernel.reference: {file, function}``).
 
 1. Each bundle reference agrees with an independent numpy computation written here (these tests
    import the reference file directly; the verifier itself never runs bundle code in-process).
@@ -47,6 +47,7 @@ KERNELS = {
     "bias_gelu": "bias_gelu",
     "transpose_tiled": "transpose",
     "layernorm_rows": "layernorm",
+    "histogram_u32": "histogram",
 }
 # planted fixture -> (entry, what must catch it: a finding kind or "mismatch")
 PLANTED_NEW = {
@@ -58,6 +59,7 @@ PLANTED_NEW = {
     "layernorm_shfl_down": ("layernorm_shfl_down", {"mismatch"}),
     # lanes >= cols exit before full-mask shuffles: the others read an exited lane's register
     "layernorm_lane_exit": ("layernorm_lane_exit", {"shuffle_undefined_lane"}),
+    "histogram_nonatomic": ("histogram_nonatomic", {"race"}),
 }
 
 
@@ -223,11 +225,24 @@ def _layernorm_independent(rng: np.random.Generator) -> None:
             assert abs(float(got[r, c]) - want) <= 1e-6 * max(1.0, abs(want)), (r, c)
 
 
+def _histogram_independent(rng: np.random.Generator) -> None:
+    n = 2500
+    x = rng.integers(0, 2**32 - 1, n, endpoint=True, dtype=np.uint64).astype(np.uint32)
+    got = load_reference(ROOT / "bundles" / "histogram_u32")({"x": x}, {"n": n})["out"]
+    assert got.shape == (3, 256) and got.dtype == np.uint32
+    counts = [[0] * 256 for _ in range(3)]
+    for i, v in enumerate(x.tolist()):
+        counts[i // 1024][v % 256] += 1
+    assert got.tolist() == counts
+    assert [int(r.sum()) for r in got] == [1024, 1024, n - 2048]
+
+
 INDEPENDENT: dict[str, Callable[[np.random.Generator], None]] = {
     "saxpy": _saxpy_independent,
     "bias_gelu": _bias_gelu_independent,
     "transpose_tiled": _transpose_independent,
     "layernorm_rows": _layernorm_independent,
+    "histogram_u32": _histogram_independent,
 }
 
 
