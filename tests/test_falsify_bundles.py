@@ -34,6 +34,13 @@ EXPECTED = {
     "divergent_barrier": ("divergent_barrier [convergence/PO3]: ", ["thread", "line"]),
     "double_write": ("double_write [coverage/PO1]: ", ["buffer 'c' written by thread", "again"]),
     "infinite_loop": ("step_limit [reference/PO8]: ", ["stopped after 200000", "PTX line"]),
+    # the fixtures of the kernels with bundle references (tests/test_kernels_new.py)
+    "saxpy_off_by_one": ("out_of_bounds [bounds/PO2]: ", ["buffer 'x'", "past its end"]),
+    "bias_gelu_row_bias": ("elements of y outside abs 1e-06 or rel 2e-05", ["oracle bundle:"]),
+    "transpose_missing_barrier": ("race [race_free/PO7]: ", ["shared byte", "PTX line"]),
+    "layernorm_shfl_down": ("elements of y outside abs 1e-05 or rel 0.0001", ["oracle bundle:"]),
+    "layernorm_lane_exit": ("shuffle_undefined_lane [initialised/PO6]: ", ["has exited"]),
+    "histogram_nonatomic": ("race [race_free/PO7]: ", ["shared byte", "PTX line"]),
 }
 
 
@@ -54,10 +61,15 @@ def test_bundled_kernel_passes_every_falsification_test(bundle_dir: Path) -> Non
         assert c.detail.startswith("interpreter ptxsim ")
         assert f"; seed {t.seed} and at seed {RUN_SEED}; chosen " in c.detail
         assert f" at seed {RUN_SEED} (domain " in c.detail
-        assert c.detail.endswith(
-            "no race/bounds/barrier/coverage/initialisation/step-limit findings; "
-            f"oracle trusted:{contract.kernel.reference}"
+        k = contract.kernel
+        oracle = (
+            f"oracle bundle:{k.reference_file}#{k.reference_function} ("  # + the sandbox used
+            if k.reference_file
+            else f"oracle trusted:{k.reference}"
         )
+        assert (
+            "no race/bounds/barrier/coverage/initialisation/step-limit findings; " + oracle
+        ) in c.detail
         assert c.tool == "interpreter" and c.version.startswith("ptxsim ")
 
 

@@ -321,3 +321,69 @@ def test_bundles_match_their_sources() -> None:
     assert sorted(s.name for s in planted) == sorted(PLANTED_NEW)
     for s in planted:
         assert "reference.py" in s.sources
+
+
+# --- 5. from bundle to ledger: seal and verify, no change to the verifier ---------------------
+
+
+SEALED = ("saxpy", "histogram_u32")
+
+
+@pytest.fixture(scope="module")
+def sealed_new(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Two of the new bundles (copies; the f32-scalar saxpy and the integer histogram) sealed in
+    one fresh embedded ledger with one ``ledger seal``. Each seal runs every check; the other
+    bundles' checks are run piecewise by test_contract_lint, test_falsify_bundles, test_rebuild,
+    test_ptx_check and test_futhark, which cover every bundle in bundles/."""
+    from tests.helpers.ledgers import cli_json
+
+    root = tmp_path_factory.mktemp("newkernels")
+    home = root / "home"
+    dirs = []
+    for k in SEALED:
+        dst = root / k
+        shutil.copytree(ROOT / "bundles" / k, dst, ignore=shutil.ignore_patterns("ledger-receipt*"))
+        dirs.append(str(dst))
+    cli_json("init", "--origin", "test.example/new-kernels", home=home)
+    cli_json("keys", "new", "author", home=home)
+    cli_json("keys", "register", "author", home=home)
+    seal = cli_json("seal", *dirs, home=home)
+    return {"home": home, "seal": seal}
+
+
+def _sandbox_skip(c: Mapping[str, str]) -> bool:
+    """A falsify check skipped because this machine cannot sandbox bundle code (not a pass)."""
+    return c["status"] == "skipped" and "sandbox" in c["detail"]
+
+
+def test_seal_reports_no_failed_check(sealed_new: dict[str, Any]) -> None:
+    entries = sealed_new["seal"]["entries"]
+    assert len(entries) == len(SEALED)
+    for e in entries:
+        rep = e["report"]
+        failed = [(c["id"], c["detail"]) for c in rep["checks"] if c["status"] == "failed"]
+        assert not failed, failed
+        assert rep["verdict"] in ("partial", "verified")
+        status = {c["id"]: c["status"] for c in rep["checks"]}
+        for cid in ("contract.schema", "contract.lint", "lean.scan", "ptx.assemble"):
+            assert status[cid] == "passed", (cid, rep)
+        falsify = [c for c in rep["checks"] if c["id"].startswith("falsify.")]
+        assert len(falsify) == 2
+        for c in falsify:
+            assert c["status"] == "passed" or _sandbox_skip(c), c
+            if c["status"] == "passed":
+                assert "oracle bundle:reference.py#" in c["detail"], c["detail"]
+
+
+def test_verify_a_sealed_bundle(sealed_new: dict[str, Any]) -> None:
+    """``ledger verify`` of one of them (each verify re-runs every check: one keeps this short;
+    tests/test_falsify_bundles.py runs every bundle's falsification tests)."""
+    from tests.helpers.ledgers import cli_json
+
+    for e in sealed_new["seal"]["entries"][:1]:
+        rep = cli_json("verify", e["bundle_digest"], home=sealed_new["home"])
+        status = {c["id"]: c["status"] for c in rep["checks"]}
+        for cid in ("integrity.manifest", "integrity.signature", "integrity.inclusion"):
+            assert status[cid] == "passed", (cid, rep)
+        assert "failed" not in status.values(), rep
+        assert rep["verdict"] in ("partial", "verified")
