@@ -41,6 +41,7 @@ from verify import falsify  # noqa: E402
 from verify.context import Context, Options  # noqa: E402
 from verify.contract import load_contract  # noqa: E402
 from verify.model import FalsificationTest, Kernel  # noqa: E402
+from verify.oracle import oracles_for  # noqa: E402
 from verify.references import REFERENCES  # noqa: E402
 from verify.report import Check  # noqa: E402
 
@@ -137,6 +138,25 @@ def _outputs(case: falsify.Case) -> dict[str, Any]:
     }
 
 
+def _expected(kernel: Kernel, files: dict[str, bytes], case: falsify.Case) -> dict[str, Any]:
+    """The reference outputs for ``case``, scalars included in its inputs: a trusted reference
+    in this process; a bundle's own ``reference.py`` only through ``verify.oracle`` (its sandbox,
+    so the timing includes the sandbox), never in this process."""
+    oc = falsify.oracle_case(kernel, case)
+    if not kernel.reference_file:
+        return dict(REFERENCES[kernel.reference](dict(oc.inputs), dict(oc.sizes)))
+    oracles = oracles_for(kernel, files, Options(use_gpu=False))
+    try:
+        if oracles.primary is None:
+            raise LedgerError(oracles.problem or "no oracle")
+        [res] = oracles.primary.compute([oc])
+    finally:
+        oracles.close()
+    if isinstance(res, str):
+        raise LedgerError(f"{kernel.reference_file}#{kernel.reference_function}: {res}")
+    return dict(res)
+
+
 def check_test(
     kernel: Kernel,
     test: FalsificationTest,
@@ -145,14 +165,14 @@ def check_test(
     interp: falsify.InterpreterEngine,
     gpu: Any,
     repeat: int = 1,
+    files: dict[str, bytes] | None = None,
 ) -> Row:
     row = Row(kernel.name, test.id, ",".join(f"{k}={v}" for k, v in sizes.items()))
-    reference = REFERENCES[kernel.reference]
     case = falsify.make_case(kernel, test, sizes, np.random.default_rng(test.seed))
     ref_times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        want = dict(reference(dict(case.inputs), dict(case.sizes)))
+        want = _expected(kernel, files or {}, case)
         ref_times.append(time.perf_counter() - t0)
     row.ref_s = min(ref_times)
 
@@ -265,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         if kernel is None:
             continue
         ptx = bundle.file(kernel.ptx)
+        files = {f.path: f.data for f in bundle.files}
         for test in contract.falsification:
             if not test.executable or not test.sizes:
                 continue
@@ -274,7 +295,9 @@ def main(argv: list[str] | None = None) -> int:
                 "all": list(test.sizes),
             }[args.sizes]
             for sizes in chosen:
-                row = check_test(kernel, test, dict(sizes), ptx, interp, gpu, max(1, args.repeat))
+                row = check_test(
+                    kernel, test, dict(sizes), ptx, interp, gpu, max(1, args.repeat), files
+                )
                 rows.append(row)
                 print(" | ".join(row.cells()), flush=True)
     check_rows = time_checks(bundles, args.kernel, max(1, args.repeat)) if args.checks else []

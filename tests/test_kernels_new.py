@@ -387,3 +387,25 @@ def test_verify_a_sealed_bundle(sealed_new: dict[str, Any]) -> None:
             assert status[cid] == "passed", (cid, rep)
         assert "failed" not in status.values(), rep
         assert rep["verdict"] in ("partial", "verified")
+
+
+def test_device_check_runs_a_bundle_reference(tmp_path: Path) -> None:
+    """scripts/device_check.py (the GPU cross-check) takes a bundle's reference through the
+    sandboxed oracle, scalars included (saxpy's random alpha); here interpreter-only."""
+    out = tmp_path / "run.md"
+    argv = ["scripts/device_check.py", "--interpreter-only", "--kernel", "saxpy", "--out", str(out)]
+    res = subprocess.run(
+        [sys.executable, *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if "sandbox" in res.stderr and res.returncode != 0:
+        pytest.skip(f"no sandbox for bundle code here: {res.stderr.strip()[-200:]}")
+    assert res.returncode == 0, res.stderr
+    assert "device_check: 2 runs, 0 disagreed or had findings" in res.stderr
+    rows = [ln for ln in out.read_text().splitlines() if ln.startswith("| saxpy |")]
+    assert [r.split(" | ")[1] for r in rows] == ["FALSIFY-SAXPY-001", "FALSIFY-SAXPY-002"]
+    assert all(r.endswith(" | ok |") for r in rows)
