@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     dirs = sorted(p for p in args.bundles.iterdir() if (p / "contract.yaml").is_file()
                   and (not args.only or p.name in args.only))
     t0 = time.perf_counter()
-    verdicts = campaign(dirs, ptxas, select=args.select)
+    verdicts = campaign(dirs, ptxas, select=args.select, progress=True)
     wall = time.perf_counter() - t0
     killed, counted, rate = kill_rate(verdicts)
     table = Counter((v.bundle, v.mutant.operator, v.status) for v in verdicts)

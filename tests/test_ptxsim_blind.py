@@ -162,3 +162,29 @@ def test_one_element_past_an_exactly_sized_buffer_is_out_of_bounds() -> None:
     assert list(k) == [0, -1, -1, -1]
     assert b.base - (a.base + a.size) >= 1 << 16
     assert "past its end" in gs.describe(a.base + 20)
+
+
+def test_order_dependent_float_atomics_under_a_second_schedule(blind: Module) -> None:
+    """A float atomicAdd total whose rounding depends on the order the warps add in: the
+    interpreter's own schedule gives 1.0, a second seeded schedule another value."""
+    x = np.zeros(1024, np.float32)
+    x[[0, 32, 64, 96]] = [1e8, 1.0, -1e8, 1.0]  # one value per warp; 1e8 + 1 rounds to 1e8
+    seen = set()
+    for seed in (1, 3, 4):
+        out = np.zeros(1, np.float32)
+        r = launch(blind, "warpsum", (4, 1, 1), (256, 1, 1),
+                   [Buffer(x, "in", "x"), Buffer(out, "inout", "out"), Scalar(1024, ".s32")],
+                   schedule_seed=seed)
+        assert out[0] == 1.0  # the first schedule's result is kept
+        seen.update(f.kind for f in r.findings)
+        if r.findings:
+            msg = r.findings[0].message
+            assert "element 0 of output buffer 'out' is 1.0 under the interpreter's schedule" in msg
+            assert f"second schedule (seed {seed}" in msg
+    assert seen == {"schedule_dependent"}
+    # integer atomics commute: no report
+    xi = np.arange(300, dtype=np.int32)
+    r = launch(blind, "histo", (3, 1, 1), (128, 1, 1),
+               [Buffer(xi, "in", "x"), Buffer(np.zeros(64, np.int32), "inout", "out"),
+                Scalar(300, ".s32")], schedule_seed=1)
+    assert r.findings == ()

@@ -150,6 +150,10 @@ class Engine(Protocol):
     ) -> LaunchOutcome: ...
 
 
+SECOND_SCHEDULE_SEED = 1  # fixed: a verdict must not depend on a random draw
+SECOND_SCHEDULE_MAX_THREADS = 1 << 16  # larger launches run once (the run time doubles)
+
+
 class InterpreterEngine:
     """The CPU engine: ``verify.ptxsim``, which reports races, bounds, barriers and coverage."""
 
@@ -203,6 +207,10 @@ class InterpreterEngine:
                 dynamic_shared=dynamic_shared,
                 step_limit=self.step_limit,
                 max_findings=self.max_findings,
+                # issue 10: small launches run again under a second, seeded schedule
+                schedule_seed=SECOND_SCHEDULE_SEED
+                if math.prod(grid) * math.prod(block) <= SECOND_SCHEDULE_MAX_THREADS
+                else None,
             )
         except CannotCheck as e:
             # Findings made before the run met something it cannot model are still bugs.

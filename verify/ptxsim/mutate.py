@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -136,22 +137,70 @@ class Verdict:
     seconds: float
 
 
-def judge(bundle_dir: Path, mutant: Mutant, step_limit: int = 2_000_000,
-          timeout: float = 120.0) -> tuple[str, str]:
-    """Run the bundle's falsification tests on the mutant's PTX: (status, detail)."""
-    from ledger.bundle import Bundle
-    from verify import falsify
-    from verify.contract import load_contract
+_LOADED: dict[Path, tuple[object, object]] = {}
 
-    bundle = Bundle.from_dir(bundle_dir)
-    contract = load_contract(bundle.file("contract.yaml"))
-    if contract is None or contract.kernel is None:
+
+def _bundle(bundle_dir: Path) -> tuple[object, object]:
+    """(contract, oracles) of a bundle, loaded once."""
+    from ledger.bundle import Bundle
+    from verify.context import Options
+    from verify.contract import load_contract
+    from verify.oracle import oracles_for
+
+    if bundle_dir not in _LOADED:
+        bundle = Bundle.from_dir(bundle_dir)
+        contract = load_contract(bundle.file("contract.yaml"))
+        oracles = None
+        if contract is not None and contract.kernel is not None:
+            files = {f.path: f.data for f in bundle.files}
+            oracles = oracles_for(contract.kernel, files, Options(use_gpu=False))
+        _LOADED[bundle_dir] = (contract, oracles)
+    return _LOADED[bundle_dir]
+
+
+def calibrate(bundle_dir: Path, ptx: bytes) -> int:
+    """A step limit for the bundle's mutants: a quarter of the most thread-instructions one
+    launch of the unmutated PTX needs (8 times its warp-instructions when its warps are
+    converged), at least 200,000, checked by running the unmutated PTX under it; a mutant that
+    loops past it is killed by ``step_limit`` without running for minutes."""
+    from verify import falsify
+
+    most = [0]
+
+    class Counting(falsify.InterpreterEngine):
+        def launch(self, *a: object, **k: object) -> falsify.LaunchOutcome:
+            out = super().launch(*a, **k)  # type: ignore[arg-type]
+            most[0] = max(most[0], out.thread_instructions)
+            return out
+
+    status, detail = judge(bundle_dir, Mutant("none", 0, "", "", ptx), 50_000_000,
+                           engine=Counting(step_limit=50_000_000))
+    if status != "survived":
+        raise RuntimeError(f"{bundle_dir.name}: the unmutated PTX does not pass: {detail}")
+    limit = max(200_000, most[0] // 4)
+    status, detail = judge(bundle_dir, Mutant("none", 0, "", "", ptx), limit)
+    if status != "survived":  # a divergent kernel: give it the safe bound
+        limit = max(200_000, 2 * most[0])
+    return limit
+
+
+def judge(bundle_dir: Path, mutant: Mutant, step_limit: int = 2_000_000,
+          timeout: float = 120.0, engine: object = None) -> tuple[str, str]:
+    """Run the bundle's falsification tests on the mutant's PTX (the contract's seeds, so a
+    campaign is reproducible): (status, detail)."""
+    from verify import falsify
+    from verify.model import Contract
+
+    contract, oracles = _bundle(bundle_dir)
+    if not isinstance(contract, Contract) or contract.kernel is None:
         return "not_run", "no kernel in the contract"
-    engine = falsify.InterpreterEngine(step_limit=step_limit)
+    if not isinstance(engine, falsify.InterpreterEngine):
+        engine = falsify.InterpreterEngine(step_limit=step_limit)
     deadline = time.monotonic() + timeout
     skipped = ""
     for t in contract.falsification:
-        c = falsify.run_test(contract.kernel, t, mutant.ptx, t.seed, engine, deadline=deadline)
+        c = falsify.run_test(contract.kernel, t, mutant.ptx, t.seed, engine, deadline=deadline,
+                             oracles=oracles, run_seed=t.seed)  # type: ignore[arg-type]
         if c.status == "failed":
             return "killed", f"{c.id}: {c.detail}"
         if c.status == "skipped":
@@ -162,7 +211,8 @@ def judge(bundle_dir: Path, mutant: Mutant, step_limit: int = 2_000_000,
 
 
 def campaign(bundle_dirs: Sequence[Path], ptxas: str | None, *, operators: Sequence[str] =
-             OPERATORS, select: int | None = None, step_limit: int = 2_000_000) -> list[Verdict]:
+             OPERATORS, select: int | None = None, step_limit: int = 50_000_000,
+             progress: bool = False) -> list[Verdict]:
     """Generate, filter (ptxas) and judge the mutants of every bundle. ``select``: keep every
     ``select``-th mutant of each operator (a deterministic slice) except barrier and wait
     drops, which are always all kept. Without ptxas every mutant counts (say so when
@@ -173,7 +223,9 @@ def campaign(bundle_dirs: Sequence[Path], ptxas: str | None, *, operators: Seque
         if not ptx_files:
             continue
         seen: dict[str, int] = {}
-        for mu in mutants(ptx_files[0].read_bytes()):
+        ptx = ptx_files[0].read_bytes()
+        limit = min(step_limit, calibrate(bdir, ptx))
+        for mu in mutants(ptx):
             if mu.operator not in operators:
                 continue
             k = seen.get(mu.operator, 0)
@@ -185,8 +237,11 @@ def campaign(bundle_dirs: Sequence[Path], ptxas: str | None, *, operators: Seque
                 out.append(Verdict(bdir.name, mu, "rejected", "ptxas rejects it",
                                    time.perf_counter() - t0))
                 continue
-            status, detail = judge(bdir, mu, step_limit)
+            status, detail = judge(bdir, mu, limit)
             out.append(Verdict(bdir.name, mu, status, detail, time.perf_counter() - t0))
+            if progress:
+                print(f"{bdir.name} line {mu.line} {mu.operator}: {status} "
+                      f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
     return out
 
 
