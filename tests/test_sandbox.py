@@ -254,8 +254,12 @@ def test_returning_too_much_is_cut() -> None:
             "output 'y' has shape (5,), the contract gives (4,)",
         ),
         (
-            "return {'y': np.zeros((2, 2), np.float32)}",
-            "output 'y' has shape (2, 2), the contract gives (4,)",
+            "return {'y': np.zeros((2, 3), np.float32)}",
+            "output 'y' has shape (2, 3), the contract gives (4,)",
+        ),
+        (
+            "return {'y': np.zeros((1,) * 9 + (4,), np.float32)}",
+            "output 'y' has shape (1, 1, 1, 1, 1, 1, 1, 1, 1, 4), the contract gives (4,)",
         ),
         (
             "return {'y': np.zeros(4, np.complex64)}",
@@ -283,6 +287,7 @@ def test_a_pickle_written_straight_to_the_result_stream_is_refused() -> None:
         "p = buf.getvalue()\n"
         "rec = b'A' + struct.pack('<IH', 0, 1) + b'y' + struct.pack('<Q', len(p)) + p\n"
         "rec += b'D' + struct.pack('<IH', 0, 0) + struct.pack('<Q', 0)\n"
+        "rec += b'Z' + struct.pack('<IH', 0, 0) + struct.pack('<Q', 0)\n"
         "for fd in range(3, 10):\n"
         "    try:\n"
         "        os.write(fd, rec)\n"
@@ -309,3 +314,17 @@ def test_seccomp_program_is_well_formed() -> None:
     prog = sandbox.seccomp_program("x86_64")
     assert prog is not None and len(prog) % 8 == 0 and 8 < len(prog) < 200
     assert sandbox.seccomp_program("sparc") is None
+
+
+@needs_bwrap
+def test_one_start_serves_every_batch_and_a_killed_one_stays_dead() -> None:
+    src = b"import os\ndef f(inputs, sizes):\n    return {'y': inputs['x'] * 0 + os.getpid()}\n"
+    with sandbox.Session({"ref.py": src}, "ref.py", "f", limits=SMALL) as s:
+        pids = {int(s.run(_cases()).cases[0].outputs["y"][0]) for _ in range(3)}
+    assert len(pids) == 1  # the same process answered all three batches
+    slow = b"def f(inputs, sizes):\n    while True:\n        pass\n"
+    lim = Limits(wall_seconds=2, cpu_seconds=30)
+    with sandbox.Session({"ref.py": slow}, "ref.py", "f", limits=lim) as s:
+        first = s.run(_cases()).cases[0].error
+        second = s.run(_cases()).cases[0].error
+    assert first == second == "ran past the 2 s time limit and was killed"

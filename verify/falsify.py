@@ -453,14 +453,36 @@ def launch_and_judge(
     """Run ``case`` on ``engine`` and compare with each oracle's outputs (``expected_by``: oracle
     name -> outputs or an error; the first is the primary oracle); None when it passed, else
     (status, reason)."""
+    outcome = launch_case(kernel, case, ptx, engine)
+    if isinstance(outcome, tuple):
+        return outcome
+    return judge_case(kernel, test, case, outcome, engine, expected_by, worst)
+
+
+def launch_case(
+    kernel: Kernel, case: Case, ptx: bytes, engine: Engine
+) -> LaunchOutcome | tuple[str, str]:
+    """The engine's outcome, or ("skipped", why) when it could not run the launch."""
     try:
-        outcome = engine.launch(
+        return engine.launch(
             ptx, kernel.entry, case.grid, case.block, case.args, case.dynamic_shared
         )
     except CannotCheck as e:
         return "skipped", f"{engine.name} could not run it: {e}"
     except BadInput as e:  # verify.ptxsim.PtxSyntaxError: PTX the interpreter cannot read
         return "skipped", f"{engine.name} could not read the PTX: {e}"
+
+
+def judge_case(
+    kernel: Kernel,
+    test: FalsificationTest,
+    case: Case,
+    outcome: LaunchOutcome,
+    engine: Engine,
+    expected_by: Mapping[str, Result],
+    worst: _Worst,
+) -> tuple[str, str] | None:
+    """Findings first, then every out/inout buffer against every oracle; None when it passed."""
     for name, result in expected_by.items():
         if isinstance(result, str):
             return "failed", f"oracle {name}: {result}"
@@ -640,6 +662,21 @@ def run_test(
             oracles = oracles_for(kernel, {}, Options())
         except CannotCheck as e:
             return skipped(cid, f"no oracle can run here: {e}", tool, version)
+        try:
+            return run_test(
+                kernel,
+                test,
+                ptx,
+                seed,
+                engine,
+                cross_check=cross_check,
+                deadline=deadline,
+                oracles=oracles,
+                run_seed=run_seed,
+                bindings=bindings,
+            )
+        finally:
+            oracles.close()
     if oracles.primary is None:
         return failed(cid, oracles.problem, tool, version)
     if not has_entry(ptx, kernel.entry):
@@ -698,21 +735,41 @@ def _judge_test(
             return skipped(cid, f"{where}: {e}", tool, version)
         except BadInput as e:
             return failed(cid, f"{where}: {e}", tool, version)
+    # Launch every binding first, then ask the oracles for all of them at once: a sandboxed
+    # reference starts (numpy, the bundle's module) while the kernel runs. The first failure in
+    # binding order is reported, as if each binding were judged right after its launch.
+    launched: list[tuple[Binding, Case, LaunchOutcome]] = []
+    stop: tuple[Binding, str, str] | None = None  # binding, status, reason
+    for b, case in cases:
+        if deadline is not None and time.monotonic() > deadline:
+            stop = (b, "skipped", BUDGET_SPENT)
+            break
+        outcome = launch_case(kernel, case, ptx, engine)
+        if isinstance(outcome, tuple):
+            stop = (b, *outcome)
+            break
+        if engine.observes_findings and outcome.findings:
+            stop = (b, "failed", _finding_text(outcome.findings))
+            break
+        launched.append((b, case, outcome))
     try:
-        expected = _expected(kernel, oracles, [c for _, c in cases])
+        expected = _expected(kernel, oracles, [c for _, c, _ in launched]) if launched else []
     except CannotCheck as e:
+        if stop is not None and stop[1] == "failed":  # a finding is a bug, oracle or not
+            return failed(cid, f"{_where(engine, stop[0])}: {stop[2]}", tool, version)
         where = f"{engine.description}: {_fmt_sizes(test.sizes)}; seed {seed}"
         return skipped(
             cid, f"{where}: oracle {oracles.primary.name} cannot run: {e}", tool, version
         )
-    for (b, case), want in zip(cases, expected, strict=True):
-        where = _where(engine, b)
-        if deadline is not None and time.monotonic() > deadline:
-            return skipped(cid, f"{where}: {BUDGET_SPENT}", tool, version)
-        verdict = launch_and_judge(kernel, test, case, ptx, engine, want, worst)
+    for (b, case, outcome), want in zip(launched, expected, strict=True):
+        verdict = judge_case(kernel, test, case, outcome, engine, want, worst)
         if verdict is not None:
             status, reason = verdict
+            where = _where(engine, b)
             return Check(cid, status, f"{where}: {reason}", tool, version)  # type: ignore[arg-type]
+    if stop is not None:
+        b, status, reason = stop
+        return Check(cid, status, f"{_where(engine, b)}: {reason}", tool, version)  # type: ignore[arg-type]
     again = f" and at seed {run_seed}" if run_seed != seed else ""
     extra = "".join(f"; {t}" for t in too_large)
     summary = (

@@ -88,22 +88,31 @@ class BundleOracle:
     kind = "bundle"
 
     def __init__(self, files: Mapping[str, bytes], file: str, function: str, trust: bool) -> None:
+        """Starts the sandbox at once (one start per bundle, every test a batch of it), so that
+        it loads numpy and the reference while the kernel runs."""
+        from verify import sandbox
+
         self.name = f"bundle:{file}#{function}"
-        self._files, self._file, self._function, self._trust = files, file, function, trust
         self.how = ""
+        self._session: sandbox.Session | None = None
+        self._error: CannotCheck | None = None
+        try:
+            self._session = sandbox.Session(files, file, function, trust=trust)
+            self.how = self._session.how
+        except CannotCheck as e:  # SandboxUnavailable among them: raised again by compute
+            self._error = e
 
     def compute(self, cases: Sequence[OracleCase]) -> list[Result]:
-        from verify.sandbox import run_reference
-
-        run = run_reference(
-            self._files,
-            self._file,
-            self._function,
-            [SandboxCase(c.inputs, c.sizes, c.outputs) for c in cases],
-            trust=self._trust,
-        )
-        self.how = run.how
+        if self._error is not None:
+            raise self._error
+        assert self._session is not None
+        run = self._session.run([SandboxCase(c.inputs, c.sizes, c.outputs) for c in cases])
         return [r.error if r.error else r.outputs for r in run.cases]
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
 
 
 @dataclass
