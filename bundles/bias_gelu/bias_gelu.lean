@@ -18,9 +18,9 @@ theorem row_major_in_bounds (R C r c : Nat) (hr : r < R) (hc : c < C) : r * C + 
 
 /-- PO1 (disjointness): two threads owning the same column index `32 bx + tx` have the same
   `bx` and `tx`; likewise for rows with 8. So no element is written by two threads. -/
-theorem owner_injective (bx₁ tx₁ bx₂ tx₂ by₁ ty₁ by₂ ty₂ : Nat) (h₁ : tx₁ < 32) (h₂ : tx₂ < 32)
-    (h₃ : ty₁ < 8) (h₄ : ty₂ < 8) (hc : 32 * bx₁ + tx₁ = 32 * bx₂ + tx₂)
-    (hr : 8 * by₁ + ty₁ = 8 * by₂ + ty₂) : bx₁ = bx₂ ∧ tx₁ = tx₂ ∧ by₁ = by₂ ∧ ty₁ = ty₂ := by
+theorem owner_injective (gx₁ tx₁ gx₂ tx₂ gy₁ ty₁ gy₂ ty₂ : Nat) (h₁ : tx₁ < 32) (h₂ : tx₂ < 32)
+    (h₃ : ty₁ < 8) (h₄ : ty₂ < 8) (hc : 32 * gx₁ + tx₁ = 32 * gx₂ + tx₂)
+    (hr : 8 * gy₁ + ty₁ = 8 * gy₂ + ty₂) : gx₁ = gx₂ ∧ tx₁ = tx₂ ∧ gy₁ = gy₂ ∧ ty₁ = ty₂ := by
   omega
 
 /-- PO1 (coverage): the grid contains the owner of every `(r, c)` with `r < rows`, `c < cols`. -/

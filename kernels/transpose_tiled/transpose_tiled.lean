@@ -31,11 +31,11 @@ theorem pass_row_cover (a : Nat) (h : a < 32) :
 
 /-- PO1 (disjointness of the output): the output element `(col0 + ty + 8 k, row0 + tx)` of
   block `(bx, by)` determines block, thread and pass: no element of `out` is written twice. -/
-theorem out_owner_injective (bx₁ by₁ tx₁ ty₁ k₁ bx₂ by₂ tx₂ ty₂ k₂ : Nat)
+theorem out_owner_injective (gx₁ gy₁ tx₁ ty₁ k₁ gx₂ gy₂ tx₂ ty₂ k₂ : Nat)
     (a₁ : tx₁ < 32) (a₂ : tx₂ < 32) (b₁ : ty₁ < 8) (b₂ : ty₂ < 8) (c₁ : k₁ < 4) (c₂ : k₂ < 4)
-    (hr : 32 * bx₁ + ty₁ + 8 * k₁ = 32 * bx₂ + ty₂ + 8 * k₂)
-    (hc : 32 * by₁ + tx₁ = 32 * by₂ + tx₂) :
-    bx₁ = bx₂ ∧ ty₁ = ty₂ ∧ k₁ = k₂ ∧ by₁ = by₂ ∧ tx₁ = tx₂ := by
+    (hr : 32 * gx₁ + ty₁ + 8 * k₁ = 32 * gx₂ + ty₂ + 8 * k₂)
+    (hc : 32 * gy₁ + tx₁ = 32 * gy₂ + tx₂) :
+    gx₁ = gx₂ ∧ ty₁ = ty₂ ∧ k₁ = k₂ ∧ gy₁ = gy₂ ∧ tx₁ = tx₂ := by
   omega
 
 /-- PO1 (coverage of the output): every `(c, r)` of `out` (a column `c < cols`, a row
