@@ -320,6 +320,7 @@ def submit_bundle(
     files = {f.path: b64_encode(f.data) for f in bundle.files}
     sent: list[bytes] = []
     attempt = 0
+    reason = ""  # the most telling failure so far (a deadline cut-off does not hide another)
     try:
         while True:
             attempt += 1
@@ -349,11 +350,13 @@ def submit_bundle(
                 why = f"HTTP {r.status}: {_message(r)}"
             except CannotCheck as e:
                 wait, why = 0.0, str(e)
+            if not reason or "no complete answer in time" not in why:
+                reason = why
             backoff = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** min(attempt - 1, 30))
             wait = max(wait, backoff * (0.5 + rand()))
             if time.monotonic() + wait > deadline:
                 raise CannotCheck(
-                    f"gave up after {attempt} attempts in {timeout:g} s; the last: {why}"
+                    f"gave up after {attempt} attempts in {timeout:g} s; the last: {reason}"
                 )
             sleep(wait)
     finally:

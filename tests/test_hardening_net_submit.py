@@ -99,7 +99,7 @@ def test_lost_answer_makes_no_second_entry(log: Log) -> None:
 
 
 def test_concurrent_submissions_all_get_in(log: Log) -> None:
-    keys = [node_key(log), add_node(log, "n2"), add_node(log, "n3")]
+    keys = [node_key(log), add_node(log, "n2")]
     size = log.store.size()
     errors: list[BaseException] = []
     with BackgroundServer(make_app(log.home, accept_submissions=True)) as srv:
@@ -107,14 +107,14 @@ def test_concurrent_submissions_all_get_in(log: Log) -> None:
         def one(i: int) -> None:
             try:
                 submit_bundle(srv.url, Bundle.from_files(bundle_files(100 + i)), fields(100 + i),
-                              keys[i % 3], log.verifier, timeout=120)
-            except BaseException as e:  # noqa: BLE001  (reported below)
+                              keys[i % 2], log.verifier, timeout=120)
+            except BaseException as e:  # reported below
                 errors.append(e)
 
-        threads = [threading.Thread(target=one, args=(i,)) for i in range(12)]
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
         for t in threads:
             t.start()
         for t in threads:
             t.join(180)
     assert not errors, errors
-    assert log.store.size() == size + 12
+    assert log.store.size() == size + 8

@@ -12,11 +12,14 @@ addresses are used.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import socketserver
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 
@@ -224,3 +227,166 @@ class HostileServer:
             sock.sendall(os.urandom(512))
             return False
         return False  # close
+
+
+# -- the campaign: every client against every misbehaviour ----------------------------------------
+
+
+@dataclass
+class Outcome:
+    client: str
+    target: str
+    mode: str
+    result: str  # "refused" (a LedgerError), "not reached", "ACCEPTED", "CRASH"
+    exit_code: int | None
+    message: str
+    seconds: float
+    wrote_nothing: bool
+
+    @property
+    def ok(self) -> bool:
+        one_line = "\n" not in self.message and 0 < len(self.message) <= 600
+        return (
+            self.result in ("refused", "not reached")
+            and self.wrote_nothing
+            and (self.result == "not reached" or (one_line and self.exit_code in (1, 3)))
+        )
+
+
+def _attempt(client: str, target: str, mode: str, hs: HostileServer,
+             call: Callable[[], object], unchanged: Callable[[], bool]) -> Outcome:
+    from ledger.errors import LedgerError
+
+    t0 = time.monotonic()
+    try:
+        call()
+        result, code, msg = "ACCEPTED", 0, ""
+    except LedgerError as e:
+        result, code, msg = "refused", e.exit_code, str(e)
+    except Exception as e:  # a crash is what the campaign looks for
+        result, code, msg = "CRASH", None, f"{type(e).__name__}: {e}"
+    if hs.hits == 0 and result == "ACCEPTED":
+        result = "not reached"
+    return Outcome(client, target, mode, result, code, msg, time.monotonic() - t0, unchanged())
+
+
+def mirror_campaign(
+    upstream: str, vkey: str, base: Path, work: Path, targets: Sequence[str],
+    modes: Sequence[str] = MODES, timeout: float = 2.0,
+) -> list[Outcome]:
+    """``ledger mirror`` (``Mirror.sync``) from a copy of the mirror ``base`` (behind the
+    upstream log, so a sync needs hash tiles, entry tiles and blobs) through a hostile server."""
+    from ledger.mirror import Mirror, Remote
+    from ledger.store import Store
+
+    def state(home: Path) -> tuple[int, bytes]:
+        s = Store.open(home)
+        try:
+            return s.size(), s.checkpoint()
+        finally:
+            s.close()
+
+    before = state(base)
+    out = []
+    for target in targets:
+        for mode in modes:
+            home = work / f"m-{len(out)}"
+            shutil.copytree(base, home)
+            with HostileServer(mode, (target,), upstream) as hs:
+                remote = Remote(hs.url, timeout=timeout, request_timeout=timeout / 2)
+                try:
+                    out.append(_attempt(
+                        "mirror", target, mode, hs,
+                        lambda h=home, r=remote: Mirror(h, r, vkey).sync(),
+                        lambda h=home: state(h) == before and not (h / "evidence").exists()))
+                finally:
+                    remote.close()
+            shutil.rmtree(home, ignore_errors=True)
+    return out
+
+
+def witness_campaign(
+    log_home: Path, witness_vkey: str, upstream: str | None, targets: Sequence[str] = ("/",),
+    modes: Sequence[str] = MODES, timeout: float = 2.0,
+) -> list[Outcome]:
+    """``ledger witness add-checkpoint`` against a hostile witness."""
+    from ledger.server import COSIGNED_META
+    from ledger.store import Store
+    from ledger.witness import request_cosignature
+
+    def state(url: str = "") -> tuple[str | None, str | None]:
+        s = Store.open(log_home)
+        try:
+            return s.meta(COSIGNED_META), s.meta(f"witness.size {url}") if url else None
+        finally:
+            s.close()
+
+    before = state()
+    out = []
+    for target in targets:
+        for mode in modes:
+            with HostileServer(mode, (target,), upstream) as hs:
+                out.append(_attempt(
+                    "witness add-checkpoint", target, mode, hs,
+                    lambda: request_cosignature(log_home, hs.url, witness_vkey, timeout=timeout),
+                    lambda: state(hs.url) == before))
+    return out
+
+
+_AFTER_POST = ("/api/v1/proof/inclusion", "/api/v1/lookup/")
+
+
+def submit_campaign(
+    log_home: Path, upstream: str, node: object, targets: Sequence[str],
+    modes: Sequence[str] = MODES, timeout: float = 2.0,
+) -> list[Outcome]:
+    """``ledger submit`` (``submit_bundle``) through a hostile server in front of a real log
+    server; targeted requests never reach the log, so nothing may be appended, except when the
+    target comes after the POST (the inclusion proof): then the entry is appended once."""
+    from ledger.bundle import Bundle
+    from ledger.log import Log
+    from ledger.submit import submit_bundle
+    from tests.test_server import bundle_files, fields
+
+    log = Log.open(log_home)
+    try:
+        size = log.store.size()
+        out = []
+        for target in targets:
+            for mode in modes:
+                i = 5000 + len(out)
+                with HostileServer(mode, (target,), upstream) as hs:
+                    out.append(_attempt(
+                        "submit", target, mode, hs,
+                        lambda i=i, hs=hs: submit_bundle(
+                                              hs.url, Bundle.from_files(bundle_files(i)),
+                                              fields(i), node,  # type: ignore[arg-type]
+                                              log.verifier, timeout=timeout,
+                                              sleep=lambda s: time.sleep(min(s, 0.05))),
+                        # a POST relayed to the log may append its entry once (a hostile
+                        # answer after it); never twice
+                        lambda n=size, t=target: log.store.size() - n <= (t in _AFTER_POST)))
+                size = log.store.size()
+        return out
+    finally:
+        log.close()
+
+
+def table(outcomes: Sequence[Outcome]) -> str:
+    """A markdown summary: per client, inputs tried and how they ended."""
+    rows = ["| client | targets x modes | refused (exit 1 / 3) | not reached | accepted or crashed "
+            "| wrote nothing | slowest |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for client in dict.fromkeys(o.client for o in outcomes):
+        mine = [o for o in outcomes if o.client == client]
+        refused = [o for o in mine if o.result == "refused"]
+        e1 = sum(o.exit_code == 1 for o in refused)
+        e3 = sum(o.exit_code == 3 for o in refused)
+        bad = sum(o.result in ("ACCEPTED", "CRASH") or (o.result == "refused" and not o.ok)
+                  for o in mine)
+        rows.append(
+            f"| {client} | {len(mine)} | {len(refused)} ({e1} / {e3}) | "
+            f"{sum(o.result == 'not reached' for o in mine)} | {bad} | "
+            f"{sum(o.wrote_nothing for o in mine)}/{len(mine)} | "
+            f"{max(o.seconds for o in mine):.1f} s |"
+        )
+    return "\n".join(rows)
