@@ -4,6 +4,7 @@ the bundle's own reference in the sandbox and name their oracle (SPEC 3, issue 8
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -156,3 +157,21 @@ def test_certificate_says_a_bundle_reference_is_weaker(tmp_path: Path) -> None:
     cert = next(c for c in trusted.checks if c.id == "certificate")
     assert cert.detail.endswith("; oracle trusted:vector_add_f32")
     assert dataclasses.asdict(cert)  # a plain check
+
+
+def test_cli_trust_bundle_code_without_a_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.helpers.ledgers import run_cli
+
+    monkeypatch.setenv("LEDGER_SANDBOX", "off")
+    res = run_cli("check", str(VADD.parent / "saxpy"), "--no-gpu", "--json")
+    assert res.returncode == 0, res.stderr
+    checks = {c["id"]: c for c in json.loads(res.stdout)["checks"]}
+    falsify_checks = [c for i, c in checks.items() if i.startswith("falsify.")]
+    assert falsify_checks and all(c["status"] == "skipped" for c in falsify_checks)
+    assert "no sandbox: turned off (LEDGER_SANDBOX=off)" in falsify_checks[0]["detail"]
+    res = run_cli("check", str(VADD.parent / "saxpy"), "--no-gpu", "--json", "--trust-bundle-code")
+    assert res.returncode == 0, res.stderr
+    checks = {c["id"]: c for c in json.loads(res.stdout)["checks"]}
+    falsify_checks = [c for i, c in checks.items() if i.startswith("falsify.")]
+    assert all(c["status"] == "passed" for c in falsify_checks), falsify_checks
+    assert "bundle code ran with rlimits only" in falsify_checks[0]["detail"]
