@@ -39,7 +39,7 @@ import httpx
 from ledger import merkle
 from ledger.bundle import blake3_digest
 from ledger.bundle import manifest_digests as bundle_manifest_digests
-from ledger.entries import Registry, decode_entry, verify_signature
+from ledger.entries import Registry, check_entry_shape, decode_entry, verify_signature
 from ledger.errors import (
     BadInput,
     CannotCheck,
@@ -666,6 +666,10 @@ def check_entry(
             entry = registry.apply(index, data)
         except BadInput as e:
             raise VerificationFailed(f"remote entry {index} is malformed: {e}") from e
+    try:
+        check_entry_shape(entry)
+    except BadInput as e:
+        raise VerificationFailed(f"remote entry {index} has a shape no log writes: {e}") from e
     if entry["prev_size"] != index or entry["prev_root"] != frontier.root().hex():
         raise TamperDetected(
             f"remote entry {index} is not chained to the tree before it "

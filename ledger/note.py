@@ -330,8 +330,12 @@ def parse_checkpoint(text: bytes) -> Checkpoint:
     origin, size_text, root_text, *ext = lines
     if not origin:
         raise BadInput("checkpoint origin line is empty")
-    if _DECIMAL.fullmatch(size_text) is None or int(size_text) >= 1 << 64:
-        raise BadInput(f"checkpoint size {size_text!r} is not a decimal uint64")
+    if (
+        _DECIMAL.fullmatch(size_text) is None
+        or len(size_text) > 20  # int() of 4,300 digits raises ValueError
+        or int(size_text) >= 1 << 64
+    ):
+        raise BadInput(f"checkpoint size {size_text[:30]!r} is not a decimal uint64")
     root = _unb64(root_text, "checkpoint root hash")
     if len(root) != 32:
         raise BadInput(f"checkpoint root hash must be 32 bytes, got {len(root)}")

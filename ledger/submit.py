@@ -51,6 +51,7 @@ from ledger.canonical import canonical_json, loads_canonical
 from ledger.encoding import b64_decode, b64_encode
 from ledger.entries import (
     bundle_fields,
+    check_entry_shape,
     decode_entry,
     node_key_id,
     sign_entry,
@@ -188,6 +189,10 @@ def parse_submission(body: bytes) -> tuple[bytes, dict[str, Any], dict[str, byte
         raise Rejected(400, str(e)) from e
     if entry["type"] != "bundle":
         raise Rejected(400, "only bundle entries can be submitted")
+    try:
+        check_entry_shape(entry)
+    except BadInput as e:
+        raise Rejected(400, str(e)) from e
     return data, entry, files
 
 

@@ -71,13 +71,13 @@ def parse_tile_path(path: str) -> tuple[str, int, int, int]:
     width = TILE_WIDTH
     if parts[-2].endswith(".p"):
         w = parts[-1]
-        if not w.isascii() or not w.isdigit():
+        if not w.isascii() or not w.isdigit() or len(w) > 3:  # int() of 4,300 digits raises
             raise bad
         width = int(w)
         parts = [*parts[:-2], parts[-2][: -len(".p")]]
     if parts[1] == "entries":
         kind, level = "entries", 0
-    elif parts[1].isascii() and parts[1].isdigit():
+    elif parts[1].isascii() and parts[1].isdigit() and len(parts[1]) <= 3:
         kind, level = "hash", int(parts[1])
     else:
         raise bad

@@ -184,12 +184,27 @@ def test_huge_path_integers_are_404_not_500(
     with httpx.Client(timeout=10) as c:
         for path in (f"/api/v1/entries/{n}", f"/entry/{n}", f"/api/v1/bundles/{n}/files/x",
                      f"/api/v1/proof/inclusion?index={n}", f"/?before={n}",
-                     f"/api/v1/lookup/{n}", f"/search?q={n}"):
+                     f"/api/v1/lookup/{n}", f"/search?q={n}", f"/tile/{n}/000",
+                     f"/tile/0/000.p/{n}", f"/tile/entries/000.p/{n}"):
             r = c.get(srv.url + path)
             assert 400 <= r.status_code < 500, (path, r.status_code)
     got = raw(srv.url, b"POST /api/v1/submit HTTP/1.1\r\nHost: x\r\nContent-Length: "
               + b"9" * 5000 + b"\r\n\r\n")
     assert got.startswith(b"HTTP/1.1 4"), got[:80]
+
+
+def test_witness_refuses_a_huge_checkpoint_size(
+    origin: tuple[Log, BackgroundServer], tmp_path: Path, crash_log: pytest.LogCaptureFixture
+) -> None:
+    log, _ = origin
+    Witness.init(tmp_path / "w", "witness.example").add_log(vkey_of(log))
+    note = log.store.checkpoint()
+    lines = note.split(b"\n")
+    lines[1] = b"9" * 5000  # the size line of the checkpoint
+    with BackgroundServer(make_witness_app(tmp_path / "w")) as ws:
+        r = httpx.post(ws.url + "/add-checkpoint", content=b"old 0\n\n" + b"\n".join(lines),
+                       timeout=10)
+    assert r.status_code == 400, r.text
 
 
 def test_uploads_cut_short_leave_no_traceback(

@@ -118,3 +118,15 @@ def test_concurrent_submissions_all_get_in(log: Log) -> None:
             t.join(180)
     assert not errors, errors
     assert log.store.size() == size + 8
+
+
+def test_odd_entry_shapes_are_refused_by_the_server(log: Log) -> None:
+    """Item 8's shape rules apply to submissions too (``entries.check_entry_shape``)."""
+    from tests.test_submit import body_for, post
+
+    sk = node_key(log)
+    with BackgroundServer(make_app(log.home, accept_submissions=True)) as srv:
+        for change in ({"checks": [{"id": "x", "status": "maybe", "detail": ""}]},
+                       {"obligations": {"PO1": "t"}}, {"kernel": {"name": ["k"]}}):
+            r = post(srv.url, body_for(log, sk, 60, **change), sk)
+            assert r.status_code == 400 and "bundle entry" in r.text, (change, r.text)
