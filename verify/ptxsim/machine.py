@@ -133,6 +133,7 @@ class Machine:
         self.D: dict[str, np.ndarray] = {}  # register -> per-lane "holds a defined value"
         self.full: set[str] = set()  # registers defined in every lane
         self.live_block = np.full(self.nblk, self.nthreads_block, np.int64)
+        self.n_live = self.nblk * self.nthreads_block  # threads not exited
         self.live_warp = np.bincount((t >> 5)[~self.exited], minlength=self.W).astype(np.int64)
         self.special = _Specials(self, local)
         self.shared_size = prog.static_shared + dynamic_shared
@@ -219,10 +220,11 @@ class Machine:
         d[t] = True  # one report per register and line
 
     def mark_defined(self, names: tuple[str, ...], idx: np.ndarray | None, sl: Any) -> None:
+        everyone = idx is None or idx.size == self.n_live  # every thread that will run again
         for w in names:
             if w in self.full:
                 continue
-            if idx is None:
+            if everyone:
                 self.full.add(w)
                 self.D.pop(w, None)
             else:
@@ -281,6 +283,7 @@ class Machine:
     def exit_threads(self, idx: np.ndarray | None) -> None:
         a = self.all_idx(idx)
         self.exited[a] = True
+        self.n_live -= a.size
         self.live_block -= np.bincount(self.block_of[a], minlength=self.nblk)
         self.live_warp -= np.bincount(a >> 5, minlength=self.W)
 

@@ -46,30 +46,24 @@ class GlobalBuffer:
     race: RaceCells | None = None  # global race tracking (created on first access)
 
 
-@dataclass
 class RaceCells:
     """Per element of a global buffer, within one launch: the last plain writer and up to two
-    readers, each with the barrier epoch of its block at the access (ThreadSanitizer-like shadow
-    cells with a bounded history)."""
+    readers, each with its PTX line and the barrier epoch of its block at the access
+    (ThreadSanitizer-like shadow cells with a bounded history). Arrays are made on first use
+    (a buffer only written has no reader cells)."""
 
-    w: np.ndarray
-    w_ep: np.ndarray
-    w_line: np.ndarray
-    r1: np.ndarray
-    r1_ep: np.ndarray
-    r1_line: np.ndarray
-    r2: np.ndarray
-    r2_ep: np.ndarray
-    r2_line: np.ndarray
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.w: np.ndarray | None = None  # writer + 1 (0: none), its epoch, its line: (n, 3)
+        self.r1: np.ndarray | None = None
+        self.r2: np.ndarray | None = None
 
-    @classmethod
-    def new(cls, n: int) -> RaceCells:
-        def neg() -> np.ndarray:
-            return np.full(n, -1, np.int32)
-
-        def zero() -> np.ndarray:
-            return np.zeros(n, np.int32)
-        return cls(neg(), zero(), zero(), neg(), zero(), zero(), neg(), zero(), zero())
+    def cells(self, which: str) -> np.ndarray:
+        c: np.ndarray | None = getattr(self, which)
+        if c is None:
+            c = np.zeros((self.n, 3), np.int32)  # calloc: pages are touched on first use
+            setattr(self, which, c)
+        return c
 
 
 class GlobalSpace:
@@ -137,7 +131,7 @@ class GlobalSpace:
             return
         isz = b.itemsize
         if b.race is None:
-            b.race = RaceCells.new(b.size // max(isz, 1))
+            b.race = RaceCells(b.size // max(isz, 1))
         rc = b.race
         per = max(1, (width + isz - 1) // isz)
         if per == 1:
@@ -155,14 +149,18 @@ class GlobalSpace:
             return res
         # write-write on an out/inout buffer is double_write (note_writes), reported once there
         ww = b.writer is None
-        checks = [(rc.w, rc.w_ep, rc.w_line, "written")] if ww or not write else []
+        checks = [("w", "written")] if ww or not write else []
         if write:
-            checks += [(rc.r1, rc.r1_ep, rc.r1_line, "read"), (rc.r2, rc.r2_ep, rc.r2_line, "read")]
-        for who, wep, wline, verb in checks:
-            o = who[e]
+            checks += [("r1", "read"), ("r2", "read")]
+        for which, verb in checks:
+            cells = getattr(rc, which)
+            if cells is None:
+                continue
+            c = cells[e]
+            o = c[:, 0] - 1
             if not (o >= 0).any():
                 continue
-            bad = np.flatnonzero(conflict(o, wep[e]))
+            bad = np.flatnonzero(conflict(o, c[:, 1]))
             if bad.size:
                 i = bad[0]
                 same = block_of[o[i]] == tb[i]
@@ -170,37 +168,35 @@ class GlobalSpace:
                        "from another block of the same launch")
                 report("global_race", f"element {e[i]} of buffer '{b.name}' "
                        f"{'written' if write else 'read'} by thread {{T{tt[i]}}} at PTX line "
-                       f"{line} and {verb} by thread {{T{o[i]}}} at PTX line {wline[e[i]]} "
+                       f"{line} and {verb} by thread {{T{o[i]}}} at PTX line {c[i, 2]} "
                        f"{how}, without atomics", int(tt[i]), b.base + int(e[i]) * isz)
                 break
+        stamp = np.empty((e.size, 3), np.int32)
+        stamp[:, 0] = tt + 1
+        stamp[:, 1] = ep
+        stamp[:, 2] = line
         if write:
-            rc.w[e] = tt
-            rc.w_ep[e] = ep
-            rc.w_line[e] = line
-            back = rc.w[e]
-            # two threads of this store hit one element
-            dup = np.flatnonzero(back != tt) if ww else back[:0]
-            if dup.size:
-                i = dup[0]
-                report("global_race", f"element {e[i]} of buffer '{b.name}' written by threads "
-                       f"{{T{tt[i]}}} and {{T{back[i]}}} in one store at PTX line {line}",
-                       int(tt[i]), b.base + int(e[i]) * isz)
+            w = rc.cells("w")
+            w[e] = stamp
+            if ww:  # two threads of this store hit one element
+                back = w[e, 0] - 1
+                dup = np.flatnonzero(back != tt)
+                if dup.size:
+                    i = dup[0]
+                    report("global_race", f"element {e[i]} of buffer '{b.name}' written by "
+                           f"threads {{T{tt[i]}}} and {{T{back[i]}}} in one store at PTX line "
+                           f"{line}", int(tt[i]), b.base + int(e[i]) * isz)
             return
-        r1 = rc.r1[e]
-        stale = (r1 < 0) | (r1 == tt) | ((block_of[np.maximum(r1, 0)] == tb) & (rc.r1_ep[e] != ep))
+        r1c = rc.cells("r1")
+        r1 = r1c[e, 0] - 1
+        stale = (r1 < 0) | (r1 == tt) | ((block_of[np.maximum(r1, 0)] == tb) & (r1c[e, 1] != ep))
         if stale.all():
-            rc.r1[e] = tt
-            rc.r1_ep[e] = ep
-            rc.r1_line[e] = line
+            r1c[e] = stamp
             return
         k = np.flatnonzero(stale)
-        rc.r1[e[k]] = tt[k]
-        rc.r1_ep[e[k]] = ep[k]
-        rc.r1_line[e[k]] = line
+        r1c[e[k]] = stamp[k]
         k = np.flatnonzero(~stale)
-        rc.r2[e[k]] = tt[k]
-        rc.r2_ep[e[k]] = ep[k]
-        rc.r2_line[e[k]] = line
+        rc.cells("r2")[e[k]] = stamp[k]
 
     def note_writes(self, b: GlobalBuffer, off: np.ndarray, width: int, threads: np.ndarray,
                     atomic: bool, report: Report, line: int) -> None:
