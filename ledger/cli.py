@@ -34,8 +34,10 @@ keys_app = typer.Typer(
     help="Node keys: create, register, revoke, list (SPEC 5).", no_args_is_help=True
 )
 proof_app = typer.Typer(help="Inclusion and consistency proofs (SPEC 6).", no_args_is_help=True)
+receipt_app = typer.Typer(help="Offline receipts (SPEC 7).", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
 app.add_typer(proof_app, name="proof")
+app.add_typer(receipt_app, name="receipt")
 
 DEFAULT_HOME = "~/.local/share/kernel-ledger"
 HomeOpt = Annotated[
@@ -173,10 +175,12 @@ def keys_register(
     if not (path.suffix == ".pub" or "/" in key):
         check_name(key)
         path = log.keydir / f"{key}.pub"
+    from ledger.fsutil import read_small
+
     try:
-        data = path.read_bytes()[:8192]
-    except OSError as e:
-        raise KeyFileError(f"cannot read public key {path}: {e.strerror}") from e
+        data = read_small(path, 8192, "public key file")
+    except BadInput as e:
+        raise KeyFileError(str(e)) from e
     pub = NodePublic.from_bytes(data, str(path))
     sealed = log.register(pub)
     if json_out:
@@ -343,36 +347,67 @@ def seal(
             bar.advance()
     bad = [(d, rep) for d, _, rep in checked if rep.verdict == "failed"]
     if bad:
+        whys = []
         for d, rep in bad:
             first = next((c for c in rep.checks if c.status == "failed"), None)
-            why = f"{first.id}: {first.detail}" if first else "no checks ran"
-            cli_out.error_line(f"{d}: refused, a check failed ({why})")
+            why = f"a check failed ({first.id}: {first.detail})" if first else "no checks ran"
+            whys.append(why)
+            cli_out.error_line(f"{d}: refused, {why}")
         if json_out:
             cli_out.emit_json(
                 {
                     "entries": [],
-                    "refused": [{"directory": str(d), "report": rep.to_json()} for d, rep in bad],
+                    "refused": [
+                        {"directory": str(d), "reason": why, "report": rep.to_json()}
+                        for (d, rep), why in zip(bad, whys, strict=True)
+                    ]
+                    + [
+                        {
+                            "directory": str(d),
+                            "reason": "not sealed: another bundle of the batch failed a check",
+                            "report": rep.to_json(),
+                        }
+                        for d, _, rep in checked
+                        if rep.verdict != "failed"
+                    ],
                 }
             )
         raise typer.Exit(1)
+    refused: list[Any] = []
     with cli_out.progress("sealing", len(checked), enabled=not json_out) as bar:
         results = wiring.seal_checked(
-            log, checked, sk, write_receipts=not no_receipt, progress=lambda s: bar.advance()
+            log,
+            checked,
+            sk,
+            write_receipts=not no_receipt,
+            progress=lambda s: bar.advance(),
+            refused=refused,
         )
+    raise typer.Exit(_report_seals(results, refused, json_out))
+
+
+def _report_seals(results: list[Any], refused: list[Any], json_out: bool) -> int:
+    """Exactly what a batch appended and what it refused, and why (issue 9 item 19). Exit 0 when
+    everything was sealed with its receipt; 2 when the log refused a bundle; 3 when every bundle
+    was sealed but a receipt could not be written (``ledger receipt write`` makes it later)."""
     if json_out:
-        cli_out.emit_json(
-            {
-                "entries": [
-                    {
-                        "index": r.sealed.index,
-                        "bundle_digest": r.bundle.digest.hex(),
-                        "leaf_hash": r.sealed.leaf_hash.hex(),
-                        "report": r.report.to_json(),
-                    }
-                    for r in results
-                ]
+        entries = []
+        for r in results:
+            item: dict[str, Any] = {
+                "index": r.sealed.index,
+                "bundle_digest": r.bundle.digest.hex(),
+                "leaf_hash": r.sealed.leaf_hash.hex(),
+                "report": r.report.to_json(),
             }
-        )
+            if r.receipt is not None:
+                item["receipt"] = str(r.receipt)
+            if r.receipt_error is not None:
+                item["receipt_error"] = r.receipt_error
+            entries.append(item)
+        obj: dict[str, Any] = {"entries": entries}
+        if refused:
+            obj["refused"] = [{"directory": str(x.directory), "reason": x.reason} for x in refused]
+        cli_out.emit_json(obj)
     else:
         for r in results:
             cli_out.plain(
@@ -382,6 +417,20 @@ def seal(
             cli_out.plain(f"  leaf    {r.sealed.leaf_hash.hex()}")
             if r.receipt is not None:
                 cli_out.plain(f"  receipt {r.receipt}")
+    for r in results:
+        if r.receipt_error is not None:
+            cli_out.error_line(
+                f"{r.directory}: sealed as entry {r.sealed.index}, but its receipt could not be "
+                f"written ({r.receipt_error}); run `ledger receipt write "
+                f"{r.sealed.leaf_hash.hex()} --out {r.directory}`"
+            )
+    for x in refused:
+        cli_out.error_line(f"{x.directory}: refused, nothing appended for it ({x.reason})")
+    if refused:
+        return 2
+    if any(r.receipt_error is not None for r in results):
+        return 3
+    return 0
 
 
 def _only_key(keydir: Path) -> str:
@@ -465,12 +514,14 @@ def verify(
 
 
 def _home_vkey(home: Path | None) -> Any:
-    from ledger.note import parse_vkey
+
+    from ledger.log import pinned_vkey
 
     path = home_dir(home) / "log.vkey"
-    if not path.is_file():
+    vk = pinned_vkey(home_dir(home))
+    if vk is None:
         raise BadInput("give --vkey VKEY: no ledger verifier key to trust at " + str(path))
-    return parse_vkey(path.read_text("utf-8").strip())
+    return vk
 
 
 def _print_report(report: Any, json_out: bool) -> None:
@@ -556,7 +607,7 @@ def log_cmd(
     log = _open_log(home)
     size = log.store.size()
     limit = max(1, min(limit, 10_000))
-    first = max(0, size - limit) if start is None else max(0, start)
+    first = max(0, size - limit) if start is None else max(0, min(start, size))
     items = []
     for i, lh, data in log.store.rows(first):
         if i >= first + limit:
@@ -710,6 +761,30 @@ def proof_consistency(
         cli_out.plain(f"consistency of {old} -> {new}:")
         for h in hashes:
             cli_out.plain(f"  {h}")
+
+
+@receipt_app.command("write")
+@handled
+def receipt_write(
+    hash: Annotated[str, typer.Argument(help="Bundle digest, leaf hash (>= 8 hex) or index.")],
+    out: Annotated[
+        Path, typer.Option("--out", help="Directory to write ledger-receipt.json into.")
+    ] = Path("."),
+    home: HomeOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Write a fresh offline receipt for any sealed entry (e.g. after a crash lost one)."""
+    from ledger import wiring
+
+    log = _open_log(home)
+    index = log.store.resolve(hash)
+    if not out.is_dir():
+        raise BadInput(f"--out {out}: not a directory")
+    path = wiring.write_receipt(log, index, out)
+    if json_out:
+        cli_out.emit_json({"index": index, "receipt": str(path)})
+    else:
+        cli_out.plain(f"receipt for entry {index} written to {path}")
 
 
 def _register_network_commands() -> None:

@@ -10,8 +10,8 @@ bounded reads (issue 9, items 2, 22, 25).
   appears meanwhile is not overwritten either.
 * ``private_dir``: a directory made (or found) with mode 0700 whatever the umask, refused when it
   is a symlink, not owned by this user, or writable by group or others.
-* ``read_small``: a regular file (never a fifo, device or ``/dev/zero``), read with a byte limit,
-  refused with one clear ``BadInput`` line when it is larger.
+* ``read_small``: a small file read with a byte limit (a regular file judged by its size first;
+  a pipe or ``/dev/zero`` never read past the limit), refused with one ``BadInput`` line.
 """
 
 from __future__ import annotations
@@ -137,17 +137,24 @@ def private_dir(directory: Path, what: str = "ledger directory") -> Path:
 
 
 def read_small(path: Path, limit: int, what: str = "file") -> bytes:
-    """Read a regular file of at most ``limit`` bytes; anything else is ``BadInput``."""
+    """Read a file of at most ``limit`` bytes; anything larger, or unreadable, is ``BadInput``.
+    A regular file is judged by its size before a byte is read; anything else (a pipe from
+    ``<(...)``, ``/dev/zero``) is read with the limit and refused past it, never read to its end.
+    """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         raise BadInput(f"cannot read {what} {path}: {e.strerror}") from e
+    except ValueError as e:  # a NUL in the path
+        raise BadInput(f"cannot read {what} {path!r}: {e}") from e
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise BadInput(f"{what} {path} is not a regular file")
-        if st.st_size > limit:
+        if stat.S_ISDIR(st.st_mode):
+            raise BadInput(f"{what} {path} is a directory")
+        if stat.S_ISREG(st.st_mode) and st.st_size > limit:
             raise BadInput(f"{what} {path} is larger than {limit} bytes")
+        if not stat.S_ISREG(st.st_mode):
+            os.set_blocking(fd, True)  # a pipe: wait for its writer, still bounded below
         chunks: list[bytes] = []
         got = 0
         while got <= limit:

@@ -91,7 +91,7 @@ def _load_json(data: bytes, where: str) -> dict[str, Any]:
         raise KeyFileError(f"{where} is larger than {MAX_KEY_FILE} bytes")
     try:
         obj = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise KeyFileError(f"{where} is not a JSON key file") from e
     if not isinstance(obj, dict):
         raise KeyFileError(f"{where} is not a JSON key file")

@@ -80,6 +80,13 @@ class SealResult:
     bundle: Bundle
     report: Report
     receipt: Path | None
+    receipt_error: str | None = None  # the entry was appended; only its receipt is missing
+
+
+@dataclass(frozen=True)
+class Refused:
+    directory: Path
+    reason: str
 
 
 def check_dirs(
@@ -100,19 +107,43 @@ def seal_checked(
     node: nacl.signing.SigningKey,
     write_receipts: bool = True,
     progress: Progress | None = None,
+    refused: list[Refused] | None = None,
 ) -> list[SealResult]:
+    """Append each checked bundle in its own transaction and write its receipt.
+
+    A bundle the log refuses (sealed by this key already, the key revoked meanwhile, an entry
+    over the size limit) is recorded in ``refused`` with the reason and the others go on; with
+    ``refused`` None the first refusal is raised (after the earlier ones were appended). A
+    receipt that cannot be written (disk full) does not undo or hide the seal: the result says
+    so in ``receipt_error`` and ``ledger receipt write`` makes it later (issue 9 items 17, 19).
+    """
     results: list[SealResult] = []
     for d, bundle, report in checked:
         if progress is not None:
             progress(str(d))
-        sealed = log.seal(bundle, contract_fields(bundle, report), node)
+        try:
+            sealed = log.seal(bundle, contract_fields(bundle, report), node)
+        except BadInput as e:
+            if refused is None:
+                raise
+            refused.append(Refused(d, str(e)))
+            continue
         receipt_path = None
+        receipt_error = None
         if write_receipts:
-            receipt = make_receipt(log, sealed.index)
-            receipt_path = d / FILE_NAME
-            write_atomic(receipt_path, receipt.to_bytes(), 0o644, exclusive=False)
-        results.append(SealResult(d, sealed, bundle, report, receipt_path))
+            try:
+                receipt_path = write_receipt(log, sealed.index, d)
+            except (LedgerError, OSError) as e:
+                receipt_error = str(e) if isinstance(e, LedgerError) else (e.strerror or str(e))
+        results.append(SealResult(d, sealed, bundle, report, receipt_path, receipt_error))
     return results
+
+
+def write_receipt(log: Log, index: int, directory: Path) -> Path:
+    """Write a fresh receipt for entry ``index`` as ``directory/ledger-receipt.json``."""
+    path = directory / FILE_NAME
+    write_atomic(path, make_receipt(log, index).to_bytes(), 0o644, exclusive=False)
+    return path
 
 
 def make_receipt(log: Log, index: int) -> Receipt:

@@ -36,11 +36,28 @@ class ToolResult:
         return self.returncode == 0 and not self.timed_out
 
 
+def lower_limit(which: int, soft: int, hard: int | None = None) -> None:
+    """Set a resource limit to at most (``soft``, ``hard``), never above what the process has
+    already: a limit the user set lower (``ulimit -v 4000000``) stays lower, and a limit that
+    cannot be raised is lowered instead of failing the run (issue 9 item 21). Never raises."""
+    want_hard = soft if hard is None else hard
+    try:
+        cur_soft, cur_hard = resource.getrlimit(which)
+        inf = resource.RLIM_INFINITY
+        new_hard = want_hard if cur_hard == inf else min(want_hard, cur_hard)
+        new_soft = min(soft, new_hard)
+        if cur_soft != inf:
+            new_soft = min(new_soft, cur_soft)
+        resource.setrlimit(which, (new_soft, new_hard))
+    except (ValueError, OSError):
+        pass
+
+
 def _limits(mem_bytes: int, cpu_seconds: int, fsize_bytes: int) -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (fsize_bytes, fsize_bytes))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    lower_limit(resource.RLIMIT_AS, mem_bytes)
+    lower_limit(resource.RLIMIT_CPU, cpu_seconds, cpu_seconds + 1)
+    lower_limit(resource.RLIMIT_FSIZE, fsize_bytes)
+    lower_limit(resource.RLIMIT_CORE, 0)
 
 
 def run_tool(
