@@ -399,12 +399,14 @@ def _report_seals(results: list[Any], refused: list[Any], json_out: bool) -> int
                 "leaf_hash": r.sealed.leaf_hash.hex(),
                 "report": r.report.to_json(),
             }
-            if r.receipt is not None:
-                item["receipt"] = str(r.receipt)
-            if r.receipt_error is not None:
-                item["receipt_error"] = r.receipt_error
             entries.append(item)
-        obj: dict[str, Any] = {"entries": entries}
+        obj: dict[str, Any] = {"entries": entries}  # each item exactly as SPEC 8 fixes it
+        missing = [r for r in results if r.receipt_error is not None]
+        if missing:
+            obj["receipt_errors"] = [
+                {"index": r.sealed.index, "directory": str(r.directory), "error": r.receipt_error}
+                for r in missing
+            ]
         if refused:
             obj["refused"] = [{"directory": str(x.directory), "reason": x.reason} for x in refused]
         cli_out.emit_json(obj)

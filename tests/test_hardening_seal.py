@@ -69,7 +69,9 @@ def test_receipt_failure_after_commit_reports_the_seal(home: Path, tmp_path: Pat
     assert res.returncode == 3, res.stderr
     out = json.loads(res.stdout)
     (entry,) = out["entries"]
-    assert entry["index"] == before and "No space left" in entry["receipt_error"]
+    assert set(entry) == {"index", "bundle_digest", "leaf_hash", "report"}  # SPEC 8
+    (err,) = out["receipt_errors"]
+    assert entry["index"] == before == err["index"] and "No space left" in err["error"]
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "sealed as entry" in lines[0] and "receipt write" in lines[0]
     assert "internal error" not in res.stderr

@@ -61,6 +61,7 @@ from typing import Any
 import numpy as np
 
 from ledger.errors import CannotCheck
+from verify.tools import lower_limit
 
 MAX_MESSAGE = 300  # characters of an error the reference raised
 MAX_DIMS = 8  # dimensions of a returned array
@@ -326,11 +327,12 @@ def _bwrap_argv(
 
 
 def _set_limits(limits: Limits) -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (limits.mem_bytes, limits.mem_bytes))
-    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # only ever lowered: a limit the user set lower stays, none fails the run (issue 9 item 21)
+    lower_limit(resource.RLIMIT_AS, limits.mem_bytes)
+    lower_limit(resource.RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + 1)
+    lower_limit(resource.RLIMIT_FSIZE, limits.file_bytes)
+    lower_limit(resource.RLIMIT_NOFILE, limits.open_files)
+    lower_limit(resource.RLIMIT_CORE, 0)
 
 
 def _chmod_tree(root: Path) -> None:
