@@ -19,12 +19,14 @@ from ledger.server import BackgroundServer, make_app
 from ledger.witness import Witness, make_witness_app
 from tests.helpers.hostile import (
     MODES,
+    HostileServer,
     Outcome,
     mirror_campaign,
     submit_campaign,
     table,
     witness_campaign,
 )
+from tests.helpers.ledgers import assert_one_error_line, run_cli
 from tests.test_mirror import make_origin, node_key, vkey_of
 from tests.test_server import seal_range
 
@@ -80,3 +82,18 @@ def test_submit_against_hostile_log_server(world: tuple[Log, BackgroundServer, P
     check(out)
     assert sum(o.result == "refused" for o in out) == len(modes)
     print(table(out))
+
+
+def test_cli_exit_codes_against_a_hostile_witness(
+    world: tuple[Log, BackgroundServer, Path],
+) -> None:
+    """End to end through the real command: one line on stderr, exit 3 for an unusable answer,
+    exit 1 for a complete answer that is not a cosignature; nothing stored either way."""
+    log, _, root = world
+    w = Witness.init(root / "w2", "witness2.example")
+    for mode, code in (("html_503", 3), ("garbage", 1), ("trickle_body", 3)):
+        with HostileServer(mode, ("/",)) as hs:
+            res = run_cli("witness", "add-checkpoint", hs.url, "--vkey", w.vkey, "--timeout", "1",
+                          home=log.home)
+        assert_one_error_line(res, code)
+        assert res.stdout == ""
