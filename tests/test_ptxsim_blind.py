@@ -188,3 +188,33 @@ def test_order_dependent_float_atomics_under_a_second_schedule(blind: Module) ->
                [Buffer(xi, "in", "x"), Buffer(np.zeros(64, np.int32), "inout", "out"),
                 Scalar(300, ".s32")], schedule_seed=1)
     assert r.findings == ()
+
+
+def test_local_memory_starts_poisoned() -> None:
+    ptx = """.version 8.0
+.target sm_86
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+    .local .align 4 .b8 frame[16];
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    st.local.u32 [frame], %r1;
+    ld.local.u32 %r2, [frame+LOAD];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r2;
+    ret;
+}
+"""
+    out = np.zeros(32, np.uint32)
+    r = launch(load_module(ptx.replace("LOAD", "0")), "k", (1, 1, 1), (32, 1, 1),
+               [Buffer(out, "out", "out")])
+    assert r.findings == () and list(out) == list(range(32))
+    r = launch(load_module(ptx.replace("LOAD", "4")), "k", (1, 1, 1), (32, 1, 1),
+               [Buffer(out, "out", "out")])
+    assert kinds(r) == ["uninitialised_read"]
+    assert "local load of 4 bytes at local address 0x4" in r.findings[0].message
+    assert "never stored" in r.findings[0].message

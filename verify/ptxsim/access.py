@@ -165,10 +165,21 @@ def _local(m: Machine, laddr: np.ndarray, w: int, t: np.ndarray, align: int,
         return out
     flat = t[inb] * size + laddr[inb].astype(np.int64)
     byts = flat[:, None] + np.arange(w)[None, :]
+    ever = m.local_ever
     if store is None:
         assert out is not None
+        if ever is not None:
+            ev = ever[byts].all(axis=1)
+            if not ev.all():
+                i = int(np.flatnonzero(~ev)[0])
+                ti = int(t[inb][i])
+                m.report("uninitialised_read", f"local load of {w} bytes at local address "
+                         f"{int(laddr[inb][i]):#x} by thread {{T{ti}}} at PTX line {m.line} "
+                         "reads bytes this thread never stored", ti, int(laddr[inb][i]))
         out[inb] = np.ascontiguousarray(m.local[byts]).view(UINT[w]).reshape(-1)
         return out
+    if ever is not None:
+        ever[byts] = True
     sv = np.ascontiguousarray(np.broadcast_to(np.asarray(store).astype(UINT[w]),
                                               laddr.shape)[inb])
     m.local[byts] = sv.view(np.uint8).reshape(-1, w)

@@ -141,6 +141,8 @@ class Machine:
             if self.shared_size else None
         self.local_size = max(prog.local_size, 0)
         self.local = np.zeros(self.T * self.local_size, np.uint8) if self.local_size else None
+        # local memory starts poisoned: a byte is defined once a store wrote it
+        self.local_ever = np.zeros(self.T * self.local_size, bool) if self.local_size else None
         self.findings: list[Finding] = []
         self.keys: set[tuple[object, ...]] = set()
         self.thread_instr = 0
