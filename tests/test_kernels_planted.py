@@ -23,6 +23,7 @@ BUGS = {
     "divergent_barrier": "dot_divergent_barrier",
     "double_write": "vadd_double_write",
     "infinite_loop": "vadd_infinite_loop",
+    "vadd4_tail": "vadd4_tail",
 }
 
 

@@ -26,6 +26,9 @@ class Options:
     # seed of the verifier's own draws in falsify.* (chosen sizes and their inputs, the author's
     # sizes again); None: a fresh one per run. The contract's seeds are used as well, never alone.
     seed: int | None = None
+    # False: only the author's sizes at the contract's seeds (the behaviour before issue 15); for
+    # bench/bench_sizes.py, which measures what the chosen sizes add. Not a CLI option.
+    extend_sizes: bool = True
     timeout: float = 300.0  # per external tool run, seconds
     use_gpu: bool = True  # try CuPy when a device exists
     # PTX interpreter: warp-instructions before a launch counts as "never ends" (PO8); about

@@ -847,6 +847,9 @@ def run(ctx: Context) -> list[Check]:
     run_seed = ctx.options.seed if ctx.options.seed is not None else fresh_seed()
     try:
         for t in contract.falsification:
+            only_author = (
+                None if ctx.options.extend_sizes else [Binding(s, t.seed) for s in t.sizes]
+            )
             checks.append(
                 run_test(
                     kernel,
@@ -858,6 +861,7 @@ def run(ctx: Context) -> list[Check]:
                     deadline=deadline,
                     oracles=oracles,
                     run_seed=run_seed,
+                    bindings=only_author,
                 )
             )
     finally:

@@ -35,7 +35,11 @@ from verify.expr import eval_expr, eval_relation, expr_names, parse_expr
 from verify.model import Kernel, SizeRange
 
 RANDOM_DRAWS = 3
-MAX_CHOSEN = 12  # bindings per test at most
+MAX_CHOSEN = 16  # bindings per test at most
+# Candidate tiers in the order they are taken: 0 edges (min, first tile or block +-1), 1 every
+# variable at once, 5 random draws, 2 primes, 4 the maximum (or largest under the cap), 3 the
+# other block sizes +-1, 6 the exact tile and block sizes (the "nice" ones authors list).
+TIER_ORDER = (0, 1, 5, 2, 4, 3, 6)
 ALLOWANCE_LAUNCHES = 2  # a test's chosen sizes together cost at most this many capped launches
 
 
@@ -123,6 +127,8 @@ def snap(r: SizeRange, v: int) -> list[int]:
 
 
 LAUNCH_OVERHEAD = 4096  # cost units of one launch however small (the interpreter's set-up)
+TRIP_COST = 2048  # cost units of one trip of a loop over a size variable (measured: 3-16 ms)
+LOOP_STEP = 32  # the largest step assumed for such a loop
 
 
 def grid_vars(kernel: Kernel) -> set[str]:
@@ -138,10 +144,12 @@ def grid_vars(kernel: Kernel) -> set[str]:
 
 
 def cost(kernel: Kernel, sizes: Mapping[str, int]) -> int:
-    """Work units of one launch: threads times the trips of the loops over the size variables
-    the grid does not spread (each taken in steps of the block's smallest dimension above 1),
-    plus buffer elements, plus ``LAUNCH_OVERHEAD``. A rough model of the interpreter's time
-    (about 5 microseconds a unit on one core; docs/benchmarks.md)."""
+    """Work units of one launch (about 5 microseconds each in the interpreter on one core;
+    docs/benchmarks.md): its threads and buffer elements, ``LAUNCH_OVERHEAD``, and
+    ``TRIP_COST`` per trip of the loops over the size variables the grid does not spread (each
+    taken in steps of the block's smallest dimension above 1, at most ``LOOP_STEP``). The
+    interpreter steps every thread of a launch together, so a long loop costs about as much in a
+    single block as in many: the trips, not the threads, dominate there."""
     threads = elements = 0
     trips = 1
     try:
@@ -149,7 +157,7 @@ def cost(kernel: Kernel, sizes: Mapping[str, int]) -> int:
             grid = [eval_expr(g, sizes) for g in kernel.launch.grid]
             block = [eval_expr(b, sizes) for b in kernel.launch.block]
             threads = math.prod(grid) * math.prod(block)
-            step = min([d for d in block if d > 1], default=1)
+            step = min([d for d in block if d > 1] + [LOOP_STEP])
             spread = grid_vars(kernel)
             for name, v in sizes.items():
                 if name not in spread:
@@ -159,7 +167,7 @@ def cost(kernel: Kernel, sizes: Mapping[str, int]) -> int:
                 elements += math.prod(eval_expr(d, sizes) for d in p.shape)
     except ContractError:
         pass  # make_case reports the expression that does not evaluate
-    return max(threads, 1) * trips + elements + LAUNCH_OVERHEAD
+    return threads + elements + LAUNCH_OVERHEAD + (trips - 1) * TRIP_COST
 
 
 def domain_problems(kernel: Kernel, binding: Mapping[str, int]) -> list[str]:
@@ -197,8 +205,9 @@ def choose_sizes(
 ) -> Plan:
     """The verifier's own bindings for one test (module docstring).
 
-    Candidates are taken in order of priority (edges first, then joint edges, primes, the
-    maximum, random draws, and the exact tile and block sizes last) while their total cost stays
+    Candidates are taken in order of priority (``TIER_ORDER``: edges first, then joint edges,
+    random draws, primes, the maximum, and the exact tile and block sizes last) while their total
+    cost stays
     within ``allowance`` (default ``ALLOWANCE_LAUNCHES * cost_cap``) and their number within
     ``MAX_CHOSEN``; each launch must cost at most ``cost_cap``. The result runs cheapest first.
     """
@@ -263,8 +272,8 @@ def choose_sizes(
     chosen: list[tuple[int, Chosen]] = []
     spent = 0
     left_out = 0
-    for proposals in tiers:
-        for sizes, why in proposals:
+    for tier in TIER_ORDER:
+        for sizes, why in tiers[tier]:
             k = _key(sizes)
             if k in seen or not in_domain(kernel, sizes):
                 continue
