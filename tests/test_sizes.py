@@ -243,10 +243,10 @@ def test_vector_add_gets_the_edges_a_prime_and_random_draws() -> None:
     assert got["n min"] == 1
     assert got["n tile-1 (256)"] == 255 and got["n tile+1 (256)"] == 257
     assert got["n prime above two tiles"] == 521
-    assert got["n largest under the cap"] == 15360
+    assert got["n largest under the cap"] == 3072
     assert sum(c.why == "random" for c in plan.chosen) == sizes.RANDOM_DRAWS
     assert plan.notes == (
-        "max n=16777216 not run (over the engine's cost cap of 65536); largest run n=15360",
+        "max n=16777216 not run (over the cost cap of 16384 for it); largest run n=3072",
     )
     costs = [sizes.cost(contract_kernel("vector_add"), c.sizes) for c in plan.chosen]
     assert costs == sorted(costs) and max(costs) <= falsify.CPU_COST_CAP

@@ -40,7 +40,9 @@ MAX_CHOSEN = 16  # bindings per test at most
 # variable at once, 5 random draws, 2 primes, 4 the maximum (or largest under the cap), 3 the
 # other block sizes +-1, 6 the exact tile and block sizes (the "nice" ones authors list).
 TIER_ORDER = (0, 1, 5, 2, 4, 3, 6)
-ALLOWANCE_LAUNCHES = 2  # a test's chosen sizes together cost at most this many capped launches
+MANDATORY = (0, 1)  # the edges always run (each under the cost cap); the rest within allowances
+BIG_SHARE = 4  # the maximum and the random draws each cost at most cost_cap / BIG_SHARE
+ALLOWANCE_LAUNCHES = 1  # the non-edge chosen sizes of a test cost at most this many capped launches
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,7 @@ def snap(r: SizeRange, v: int) -> list[int]:
 
 
 LAUNCH_OVERHEAD = 4096  # cost units of one launch however small (the interpreter's set-up)
-TRIP_COST = 2048  # cost units of one trip of a loop over a size variable (measured: 3-16 ms)
+TRIP_COST = 4096  # cost units of one trip of a loop over a size variable (measured: 3-16 ms)
 LOOP_STEP = 32  # the largest step assumed for such a loop
 
 
@@ -206,9 +208,9 @@ def choose_sizes(
     """The verifier's own bindings for one test (module docstring).
 
     Candidates are taken in order of priority (``TIER_ORDER``: edges first, then joint edges,
-    random draws, primes, the maximum, and the exact tile and block sizes last) while their total
-    cost stays
-    within ``allowance`` (default ``ALLOWANCE_LAUNCHES * cost_cap``) and their number within
+    random draws, primes, the maximum, and the exact tile and block sizes last); the edges always,
+    the others while their total cost stays within ``allowance`` (default
+    ``ALLOWANCE_LAUNCHES * cost_cap``) and the number of bindings within
     ``MAX_CHOSEN``; each launch must cost at most ``cost_cap``. The result runs cheapest first.
     """
     domain = {r.name: r for r in kernel.size_domain}
@@ -252,11 +254,12 @@ def choose_sizes(
         joint["prime"][name] = snap(r, prime)[-1]
         top = snap(r, r.max)[-1]
         at_top = {**base, name: top}
-        if cost(kernel, at_top) <= cost_cap:
+        big_cap = cost_cap // BIG_SHARE
+        if cost(kernel, at_top) <= big_cap:
             tiers[4].append((at_top, f"{name} max"))
         else:
-            fit = _largest_under(kernel, r, base, cost_cap)
-            note = f"max {name}={top} not run (over the engine's cost cap of {cost_cap})"
+            fit = _largest_under(kernel, r, base, big_cap)
+            note = f"max {name}={top} not run (over the cost cap of {big_cap} for it)"
             if fit is not None:
                 tiers[4].append(({**base, name: fit}, f"{name} largest under the cap"))
                 note += f"; largest run {name}={fit}"
@@ -265,7 +268,7 @@ def choose_sizes(
         for label, values in joint.items():
             tiers[1].append((dict(values), f"all {label}"))
     for _ in range(RANDOM_DRAWS):
-        point = _draw(kernel, domain, rng, cost_cap)
+        point = _draw(kernel, domain, rng, cost_cap // BIG_SHARE)
         if point is not None:
             tiers[5].append((point, "random"))
     seen = {_key(a) for a in author}
@@ -281,10 +284,11 @@ def choose_sizes(
             c = cost(kernel, sizes)
             if c > cost_cap:
                 continue
-            if len(chosen) >= MAX_CHOSEN or spent + c > allowance:
-                left_out += 1
-                continue
-            spent += c
+            if tier not in MANDATORY:
+                if len(chosen) >= MAX_CHOSEN or spent + c > allowance:
+                    left_out += 1
+                    continue
+                spent += c
             chosen.append((c, Chosen(sizes, why)))
     if left_out:
         notes.append(f"{left_out} more candidate sizes not run (the per-test allowance)")
