@@ -688,8 +688,14 @@ def run_test(
     cap = CPU_COST_CAP if engine.observes_findings else GPU_COST_CAP
     test_s = test if test.seed == seed else dataclasses.replace(test, seed=seed)
     plan, phrase = plan_bindings(kernel, test_s, run_seed, cap)
-    if bindings is not None:
+    if bindings is not None:  # the caller's bindings (tests, Options.extend_sizes off)
         plan = list(bindings)
+        picked = [b.sizes for b in plan if b.chosen]
+        phrase = (
+            f"chosen {_fmt_chosen(picked)} at seed {run_seed}"
+            if picked
+            else f"{AUTHOR_ONLY}: only the author's sizes were run"
+        )
     check = _judge_test(
         kernel, test, ptx, (seed, run_seed, plan, phrase), engine, cross_check, deadline, oracles
     )
@@ -770,7 +776,9 @@ def _judge_test(
     if stop is not None:
         b, status, reason = stop
         return Check(cid, status, f"{_where(engine, b)}: {reason}", tool, version)  # type: ignore[arg-type]
-    again = f" and at seed {run_seed}" if run_seed != seed else ""
+    again = ""
+    if run_seed != seed and any(b.seed == run_seed and not b.chosen for b in plan):
+        again = f" and at seed {run_seed}"
     extra = "".join(f"; {t}" for t in too_large)
     summary = (
         f"{engine.description}: {_fmt_sizes(test.sizes)}; seed {seed}{again}; {phrase}{extra}; "
