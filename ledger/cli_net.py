@@ -73,8 +73,8 @@ def register(app: typer.Typer) -> None:
             from ledger.errors import BadInput
 
             raise BadInput(f"--port must be 1..65535, got {port}")
-        sys.stderr.write(f"ledger: serving {home_dir(home)} on http://{host}:{port}/\n")
-        run(home_dir(home), host, port, accept_submissions, access_log)
+        announce = f"ledger: serving {home_dir(home)} on http://{host}:{port}/"
+        run(home_dir(home), host, port, accept_submissions, access_log, announce)
 
     @app.command("export-tiles")
     @handled
@@ -288,8 +288,7 @@ def register(app: typer.Typer) -> None:
 
             raise BadInput(f"--port must be 1..65535, got {port}")
         app_ = make_witness_app(witness_dir(wdir))
-        sys.stderr.write(f"ledger: witness on http://{host}:{port}/\n")
-        run_server(server_config(app_, host, port))
+        run_server(server_config(app_, host, port), f"ledger: witness on http://{host}:{port}/")
 
     @witness_app.command("add-checkpoint")
     @handled

@@ -23,6 +23,7 @@ import json
 import logging
 import socket
 import struct
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -653,11 +654,36 @@ def server_config(
     )
 
 
-def run_server(config: Any) -> None:
+def listen_socket(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here so that an address in use or a bad host is one error
+    line and exit 2 (uvicorn would log it on its own and exit 3)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, kind, proto, _, addr = infos[0]
+        sock = socket.socket(family, kind, proto)
+    except (OSError, UnicodeError) as e:
+        why = getattr(e, "strerror", None) or e
+        raise BadInput(f"cannot listen on {host}:{port}: {why}") from e
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        sock.listen(BACKLOG)
+    except OSError as e:
+        sock.close()
+        raise BadInput(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
+    return sock
+
+
+def run_server(config: Any, announce: str | None = None) -> None:
+    """Bind, print ``announce`` (once listening), and serve until interrupted."""
     import uvicorn
 
     raise_file_limit()
-    uvicorn.Server(config).run()
+    sock = listen_socket(config.host, config.port)
+    if announce:
+        sys.stderr.write(announce + "\n")
+        sys.stderr.flush()
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 def serve(
@@ -666,11 +692,13 @@ def serve(
     port: int = 8080,
     accept_submissions: bool = False,
     access_log: bool = False,
+    announce: str | None = None,
 ) -> None:
     """Run the mirror under uvicorn until interrupted."""
     Store.open(home).close()
     raise_file_limit()
-    run_server(server_config(make_app(home, accept_submissions), host, port, access_log))
+    config = server_config(make_app(home, accept_submissions), host, port, access_log)
+    run_server(config, announce)
 
 
 class BackgroundServer:

@@ -199,3 +199,18 @@ def test_huge_numbers_and_bad_paths(home: Path, tmp_path: Path) -> None:
     assert_one_error_line(run_cli("log", home=f), 2)
     assert_one_error_line(run_cli("check", str(tmp_path / ("x" * 5000))), 2)
     assert_one_error_line(run_cli("proof", "inclusion", "0", "--size", "9" * 30, home=home), 2)
+
+
+def test_serve_on_a_busy_port_is_one_line(home: Path) -> None:
+    import socket
+
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    try:
+        port = str(busy.getsockname()[1])
+        assert_one_error_line(run_cli("serve", "--port", port, home=home, timeout=60), 2)
+        res = run_cli("witness", "serve", "--port", port, "--dir", str(home.parent / "w"))
+        assert res.returncode == 2 and "ERROR" not in res.stderr, res.stderr
+    finally:
+        busy.close()
