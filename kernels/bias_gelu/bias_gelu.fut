@@ -9,7 +9,7 @@
 -- input { [[10f32]] [0f32] }
 -- output { [[10f32]] }
 
-let gelu_tanh (v: f32) : f32 =
+def gelu_tanh (v: f32) : f32 =
   let u = f32.sqrt (2f32 / f32.pi) * (v + 0.044715f32 * v * v * v)
   in 0.5f32 * v * (1f32 + f32.tanh u)
 
