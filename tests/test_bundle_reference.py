@@ -175,3 +175,60 @@ def test_cli_trust_bundle_code_without_a_sandbox(monkeypatch: pytest.MonkeyPatch
     falsify_checks = [c for i, c in checks.items() if i.startswith("falsify.")]
     assert all(c["status"] == "passed" for c in falsify_checks), falsify_checks
     assert "bundle code ran with rlimits only" in falsify_checks[0]["detail"]
+
+
+@pytest.mark.parametrize(
+    "value, want",
+    [("random", "random"), ("2.5", "2.5"), ("-1e-3", "-0.001"), ("n", "n"), ("3", "3")],
+)
+def test_float_scalar_values(value: str, want: str) -> None:
+    text = _files()["contract.yaml"].decode()
+    text = text.replace(
+        "- {name: n, scalar: u32, value: n}",
+        f"- {{name: n, scalar: u32, value: n}}\n    - {{name: alpha, scalar: f32, value: {value}}}",
+    )
+    k = load_contract(text.encode()).kernel
+    assert k is not None and k.params[-1].value == want
+
+
+@pytest.mark.parametrize(
+    "param, msg",
+    [
+        ("{name: m, scalar: u32, value: random}", "'random' is only allowed for a float scalar"),
+        ("{name: m, scalar: s32, value: 2.5}", "2.5 is only allowed for a float scalar"),
+    ],
+)
+def test_random_and_literals_are_for_float_scalars(param: str, msg: str) -> None:
+    text = _files()["contract.yaml"].decode()
+    text = text.replace(
+        "- {name: n, scalar: u32, value: n}", f"- {{name: n, scalar: u32, value: n}}\n    - {param}"
+    )
+    with pytest.raises(ContractError, match=msg):
+        load_contract(text.encode())
+
+
+def test_random_scalar_is_drawn_in_range_and_passed_as_0d() -> None:
+    import numpy as np
+
+    text = (
+        _files()["contract.yaml"]
+        .decode()
+        .replace(
+            "- {name: n, scalar: u32, value: n}",
+            "- {name: n, scalar: u32, value: n}\n    - {name: alpha, scalar: f32, value: random}\n"
+            "    - {name: beta, scalar: f16, value: 0.1}",
+        )
+    )
+    c = load_contract(text.encode())
+    assert c.kernel is not None
+    test = c.falsification[1]  # inputs within +-1.5e38
+    case = falsify.make_case(c.kernel, test, {"n": 4}, np.random.default_rng(3))
+    alpha = next(a for a in case.args if a.name == "alpha")
+    beta = next(a for a in case.args if a.name == "beta")
+    assert isinstance(alpha, falsify.ScalarArg) and -1.5e38 <= alpha.value <= 1.5e38
+    assert alpha.value == float(np.float32(alpha.value))  # already rounded to f32
+    assert isinstance(beta, falsify.ScalarArg) and beta.value == float(np.float16(0.1))
+    oc = falsify.oracle_case(c.kernel, case)
+    assert oc.inputs["alpha"].shape == () and oc.inputs["alpha"].dtype == np.float32
+    assert oc.inputs["n"].dtype == np.uint32 and int(oc.inputs["n"]) == 4
+    assert [o.name for o in oc.outputs] == ["c"] and oc.outputs[0].shape == (4,)

@@ -5,8 +5,8 @@ implements exactly the command line verify/futhark_oracle.py uses, and nothing m
 
 - ``futhark --version`` prints ``Futhark 0.25.99 (stand-in)``;
 - ``futhark c -o ./OUT ./SPEC.fut`` logs the call and writes ``OUT``, a Python program; it does
-  NOT compile Futhark: the spec carries a line ``-- stand-in: <numpy expression>`` over the
-  entry's parameter names, which OUT evaluates;
+  NOT compile Futhark: the spec carries a line ``-- stand-in: <Python expression>`` over the
+  entry's parameter names, which OUT evaluates element by element (pure Python, f32 results);
 - ``OUT -e ENTRY -b`` reads the arguments from stdin in Futhark's binary data format (decoded by
   the stand-in's own code, independent of the verifier's) and writes the result the same way.
 
@@ -53,31 +53,33 @@ expr = re.search(r"^-- stand-in: (.*)$", text, re.M).group(1)
 entries = {}
 for m in re.finditer(r"^entry\s+(\w+)\s*(?:\[\w+\]\s*)*((?:\(\w+\s*:[^)]*\)\s*)+)", text, re.M):
     entries[m.group(1)] = re.findall(r"\((\w+)\s*:", m.group(2))
-prog = """#!PYTHON
+prog = """#!PYTHON -S
 import struct, sys
-import numpy as np
 ENTRIES = %r
 EXPR = %r
-T = {b' f32': '<f4', b' f64': '<f8', b' i32': '<i4', b' i64': '<i8', b' u32': '<u4', b' u64': '<u8'}
-R = {v: k for k, v in T.items()}
+T = {b' f32': 'f', b' f64': 'd', b' i32': 'i', b' i64': 'q', b' u32': 'I', b' u64': 'Q'}
 entry = sys.argv[sys.argv.index('-e') + 1]
 data = sys.stdin.buffer.read()
-vals, pos = [], 0
+vals, pos, out_type = [], 0, b' f32'
 while pos < len(data):
     assert data[pos:pos + 2] == b'b\\x02', 'not binary'
     nd, ty = data[pos + 2], data[pos + 3:pos + 7]
     pos += 7
     dims = struct.unpack_from('<%%dQ' %% nd, data, pos)
     pos += 8 * nd
-    n = int(np.prod(dims)) if nd else 1
-    a = np.frombuffer(data, T[ty], n, pos).reshape(dims)
-    pos += n * a.itemsize
-    vals.append(a)
-env = dict(zip(ENTRIES[entry], vals), np=np)
-r = np.asarray(eval(EXPR, env))
-head = b'b\\x02' + bytes([r.ndim]) + R[r.dtype.str]
-dims = b''.join(struct.pack('<Q', d) for d in r.shape)
-sys.stdout.buffer.write(head + dims + r.tobytes())
+    n = 1
+    for d in dims:
+        n *= d
+    vals.append(list(struct.unpack_from('<%%d%%s' %% (n, T[ty]), data, pos)) if nd else
+                struct.unpack_from('<' + T[ty], data, pos)[0])
+    pos += n * struct.calcsize(T[ty])
+names = ENTRIES[entry]
+length = max(len(v) for v in vals if isinstance(v, list))
+code = compile(EXPR, 'stand-in', 'eval')
+res = [eval(code, {k: (v[i] if isinstance(v, list) else v) for k, v in zip(names, vals)})
+       for i in range(length)]
+body = struct.pack('<%%df' %% length, *res)  # the stand-in's entries return one []f32
+sys.stdout.buffer.write(b'b\\x02\\x01' + out_type + struct.pack('<Q', length) + body)
 """ % (entries, expr)
 with open(out, "w") as f:
     f.write(prog.replace("#!PYTHON", "#!" + sys.executable))

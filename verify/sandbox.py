@@ -4,7 +4,7 @@ Code from a bundle never runs in the verifier's process. ``run_reference`` runs 
 process, and only inside bubblewrap (``bwrap``):
 
 - ``--unshare-all``: new user, pid, network, ipc, uts and cgroup namespaces (the network namespace
-  holds only a downed loopback: no socket reaches anything, no name resolves);
+  holds only its own loopback: no socket reaches the host or beyond, no name resolves);
 - ``--cap-drop ALL``, ``--new-session`` (no terminal injection), ``--die-with-parent``, a cleared
   environment (``HOME=/tmp``; no ``LEDGER_HOME``, no keys, no user files);
 - its only files: ``/usr`` and the Python interpreter's prefix, read-only; numpy's package
@@ -15,7 +15,8 @@ process, and only inside bubblewrap (``bwrap``):
   reference is one process, and a fork bomb gets EAGAIN. This is the process limit: RLIMIT_NPROC
   does not bind a process whose real uid is root, which is how this tool often runs;
 - rlimits: CPU seconds, address space, file size, open files, no core dumps; a wall-clock timeout
-  after which the child's whole process group is killed (the pid namespace dies with it);
+  per batch after which the child's whole process group is killed (the pid namespace dies with
+  it);
 - bounded output: what the reference prints goes to a log stream cut at ``Limits.log_bytes`` (more
   kills the run); results come back on stdout as ``.npy`` records (``numpy.save`` bytes), at most
   ``Limits.result_bytes`` in all (more kills the run). The child never writes to the host's disk.
@@ -25,14 +26,17 @@ Results are validated here with ``numpy.load(allow_pickle=False)``: each a plain
 contract, with exactly the contract's element count (any shape of at most ``MAX_DIMS`` dimensions,
 read in row-major order, as the trusted references return e.g. ``(rows, cols)``).
 
-All cases of one call run in one sandbox start (the runner loops over them), so the start-up cost
-is paid once per test (docs/benchmarks.md, "Sandboxed references").
+One ``Session`` is one sandbox start for one bundle: it starts when the bundle's falsify checks
+begin, imports numpy and the reference while the kernel runs, and then serves every test's batch of
+cases (inputs written as ``.npy`` into the read-only job directory, the batch named on the child's
+stdin, results read back up to a batch-end record). ``run_reference`` is one session with one
+batch. Costs: docs/benchmarks.md, "Sandboxed bundle references".
 
 Without bubblewrap, where it cannot set up its namespaces, or with ``LEDGER_SANDBOX=off`` in the
 environment, ``SandboxUnavailable`` (a ``CannotCheck``) says why and the caller reports
-``skipped``. ``trust=True`` (the CLI's
-``--trust-bundle-code``) runs the same runner without a sandbox where none is available, with the
-rlimits only, and the ``how`` text says so (a sandbox, when there is one, is still used).
+``skipped``. ``trust=True`` (the CLI's ``--trust-bundle-code``) runs the same runner without a
+sandbox where none is available, with the rlimits only, and the ``how`` text says so (a sandbox,
+when there is one, is still used).
 """
 
 from __future__ import annotations
