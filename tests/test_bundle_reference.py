@@ -232,3 +232,34 @@ def test_random_scalar_is_drawn_in_range_and_passed_as_0d() -> None:
     assert oc.inputs["alpha"].shape == () and oc.inputs["alpha"].dtype == np.float32
     assert oc.inputs["n"].dtype == np.uint32 and int(oc.inputs["n"]) == 4
     assert [o.name for o in oc.outputs] == ["c"] and oc.outputs[0].shape == (4,)
+
+
+@needs_bwrap
+def test_gpu_path_cross_checks_with_a_second_batch_of_the_same_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a (fake) GPU the values come from CuPy and the interpreter re-runs the smallest
+    binding: the bundle reference answers both from one sandbox start."""
+    import sys
+
+    from tests.test_falsify_engine import fake_cupy
+
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(1))
+    files = _files()
+    bundle = _bundle(tmp_path, files)
+    ctx = Context(bundle, Options(use_gpu=True, seed=5))
+    ctx.contract = load_contract(files["contract.yaml"])
+    starts: list[object] = []
+    real = sandbox.Session.__init__
+
+    def counting(self: sandbox.Session, *a: object, **kw: object) -> None:
+        starts.append(a)
+        real(self, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sandbox.Session, "__init__", counting)
+    checks = falsify.run(ctx)
+    assert [c.status for c in checks] == ["passed", "passed"], [c.detail for c in checks]
+    assert checks[0].detail.startswith("cupy 99.0 on Fake GPU 9000 (GPU)")
+    assert "coverage from poison; interpreter ptxsim" in checks[0].detail
+    assert "oracle bundle:reference.py#vadd (bubblewrap" in checks[0].detail
+    assert len(starts) == 1
