@@ -514,27 +514,39 @@ def make_app(home: Path, accept_submissions: bool = False) -> Starlette:
 
 # --- connection limits ----------------------------------------------------------------------------
 
-MAX_CONNECTIONS = 1000  # open connections at once (fewer when the file-descriptor limit is low)
+MAX_CONNECTIONS = 4096  # open connections at once (fewer when the file-descriptor limit is low)
 IDLE_TIMEOUT = 10.0  # seconds a connection may stay without a complete request head
 KEEP_ALIVE = 5.0  # seconds an idle keep-alive connection is kept after an answer
 REQUEST_TIMEOUT = 120.0  # seconds one request may take, from its head to the end of its answer
 MAX_HEAD_BYTES = 16 << 10  # request line and headers
-BACKLOG = 128  # listen queue; also how many connections asyncio accepts per wake-up
+MAX_BACKLOG = 1024  # listen queue; also how many connections asyncio accepts per wake-up
+
+
+def _soft_file_limit() -> int | None:
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def listen_backlog() -> int:
+    """The listen queue: ``MAX_BACKLOG``, smaller under a low open-file limit (asyncio accepts up
+    to this many connections per wake-up, before the protocol can close any surplus)."""
+    soft = _soft_file_limit()
+    return MAX_BACKLOG if soft is None else max(16, min(MAX_BACKLOG, soft // 8))
 
 
 def connection_cap(limit: int = MAX_CONNECTIONS) -> int:
     """``limit``, lowered to leave room under the process's open-file limit: asyncio accepts up
-    to ``BACKLOG`` connections per wake-up before the protocol can close the surplus, a few
-    wake-ups may pass, and the process needs some descriptors of its own (database, logs)."""
-    import resource
-
-    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
+    to ``listen_backlog()`` connections per wake-up before the protocol can close the surplus, a
+    few wake-ups may pass, and the process needs some descriptors of its own (database, logs)."""
+    soft = _soft_file_limit()
+    if soft is None:
         return limit
-    return max(8, min(limit, soft - 3 * BACKLOG - 64))
+    return max(8, min(limit, soft - 3 * listen_backlog() - 64))
 
 
-def raise_file_limit(want: int = 4096) -> None:
+def raise_file_limit(want: int = 16384) -> None:
     """Raise the soft open-file limit towards ``want`` (never above the hard limit)."""
     import resource
 
@@ -650,7 +662,7 @@ def server_config(
         timeout_keep_alive=int(KEEP_ALIVE),
         limit_concurrency=cap + 1,  # busy requests over the cap are answered 503
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
-        backlog=BACKLOG,
+        backlog=listen_backlog(),
     )
 
 

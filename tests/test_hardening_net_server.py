@@ -229,3 +229,32 @@ def test_uploads_cut_short_leave_no_traceback(
             with httpx.Client(timeout=10) as c:  # and the servers still answer
                 assert c.get(url + "/").status_code == 200
         time.sleep(0.3)  # let the servers notice the disconnects
+
+
+def test_slow_upload_is_cut_off(
+    origin: tuple[Log, BackgroundServer], crash_log: pytest.LogCaptureFixture
+) -> None:
+    """An authenticated-looking upload trickled one byte per 50 ms holds its connection for at
+    most the request deadline (0.6 s here, 120 s by default), not for as long as it trickles."""
+    log, _ = origin
+    kid = node_key_id(bytes(node_key(log).verify_key)).hex()
+    app = make_app(log.home, accept_submissions=True)
+    with BackgroundServer(app, idle_timeout=0.3, request_timeout=0.6) as srv:
+        with socket.create_connection(host_port(srv.url), timeout=5) as s:
+            s.sendall(f"POST /api/v1/submit HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n"
+                      f"X-Ledger-Signer: {kid}\r\nX-Ledger-Signature: {'A' * 86}==\r\n\r\n"
+                      .encode())
+            t0 = time.monotonic()
+            gone = False
+            while time.monotonic() - t0 < 8:
+                try:
+                    s.sendall(b"[")
+                except OSError:
+                    gone = True
+                    break
+                if closed_by_server(s, 0.05):
+                    gone = True
+                    break
+            assert gone and time.monotonic() - t0 < 8
+        with httpx.Client(timeout=10) as c:
+            assert c.get(srv.url + "/checkpoint").status_code == 200
