@@ -679,7 +679,7 @@ def listen_socket(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(addr)
-        sock.listen(BACKLOG)
+        sock.listen(listen_backlog())
     except OSError as e:
         sock.close()
         raise BadInput(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
