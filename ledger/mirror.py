@@ -39,6 +39,7 @@ import httpx
 from ledger import merkle
 from ledger.bundle import blake3_digest
 from ledger.bundle import manifest_digests as bundle_manifest_digests
+from ledger.encoding import b64_encode
 from ledger.entries import Registry, check_entry_shape, decode_entry, verify_signature
 from ledger.errors import (
     BadInput,
@@ -237,13 +238,19 @@ def _consistency_roots(old: int, new: int, path: list[bytes]) -> tuple[bytes, by
 
 
 def prefix_root(old: int, cp: Checkpoint, hashes: TileHashes) -> bytes:
+    """``prefix_proof``'s root."""
+    return prefix_proof(old, cp, hashes)[0]
+
+
+def prefix_proof(old: int, cp: Checkpoint, hashes: TileHashes) -> tuple[bytes, list[bytes]]:
     """The root of the first ``old`` leaves (0 < old < cp.size) of the tree that the signed
     checkpoint ``cp`` commits to, from the remote hash tiles, **authenticated**: the tile hashes
     used must lead to the signed root, else ``BadAnswer`` (the tiles, not the log, are wrong).
     Tiles that do not match are fetched once more before giving up.
 
     A root obtained this way is bound to ``cp.root``; comparing it with another signed root of
-    size ``old`` is a proof either way (consistent, or a fork).
+    size ``old`` is a proof either way (consistent, or a fork). Also returns the path used
+    (RFC 9162 consistency proof, led by the old subtree's hash when ``old`` is a power of two).
     """
     for _attempt in (1, 2):
         try:
@@ -253,7 +260,7 @@ def prefix_root(old: int, cp: Checkpoint, hashes: TileHashes) -> bytes:
                 path.insert(0, hashes.get(old.bit_length() - 1, 0))
             roots = _consistency_roots(old, cp.size, path)
             if roots is not None and roots[1] == cp.root:
-                return roots[0]
+                return roots[0], path
         except ProofError:
             pass
         hashes.forget()
@@ -349,7 +356,16 @@ class Mirror:
             store.set_meta(VKEY_META, self.vkey_text)
         return store
 
-    def evidence(self, store: Store, kept: bytes, remote: bytes, why: str) -> RewriteDetected:
+    def evidence(
+        self,
+        store: Store,
+        kept: bytes,
+        remote: bytes,
+        why: str,
+        proof: tuple[int, int, bytes, list[bytes]] | None = None,
+    ) -> RewriteDetected:
+        """Write both signed checkpoints (and, for a larger remote tree, the authenticated
+        consistency path that shows the disagreement) to ``evidence/``."""
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
         folder = self.home / EVIDENCE_DIR
         folder.mkdir(parents=True, exist_ok=True)
@@ -357,6 +373,13 @@ class Mirror:
         b = folder / f"{stamp}-remote.checkpoint"
         write_atomic(a, kept, 0o644)
         write_atomic(b, remote, 0o644)
+        if proof is not None:
+            old, new, got, path = proof
+            text = (
+                f"kernel-ledger consistency evidence\nold {old} {b64_encode(got)}\nnew {new}\n"
+                + "".join(b64_encode(h) + "\n" for h in path)
+            )
+            write_atomic(folder / f"{stamp}-consistency.proof", text.encode("ascii"), 0o644)
         return RewriteDetected(
             f"the remote log was rewritten: {why}; both signed checkpoints are kept in {a} and {b}"
         )
@@ -396,11 +419,13 @@ class Mirror:
             return
         if old.size == 0:
             return
-        if prefix_root(old.size, cp, hashes) != old.root:
+        got, path = prefix_proof(old.size, cp, hashes)
+        if got != old.root:
             raise self.evidence(
                 store, kept, note,
                 f"no consistency from size {old.size} to {cp.size} (the signed tree of size "
                 f"{cp.size} holds another tree of size {old.size})",
+                (old.size, cp.size, got, path),
             )
 
     # -- the sync --------------------------------------------------------------------------------

@@ -14,14 +14,15 @@ import nacl.signing
 import pytest
 
 from ledger import mirror as mirror_mod
+from ledger.encoding import b64_decode
 from ledger.entries import node_key_id
 from ledger.errors import CannotCheck, RewriteDetected, SignatureError
 from ledger.httpclient import BadAnswer
 from ledger.log import Log
 from ledger.mirror import Mirror, Remote, follow
-from ledger.note import open_note, parse_vkey
+from ledger.note import open_note, parse_checkpoint, parse_vkey
 from ledger.server import BackgroundServer, make_app
-from ledger.store import Store
+from ledger.store import Store, note_text
 from tests.helpers.ledgers import add_node, new_ledger, run_cli
 from tests.test_server import seal_range
 
@@ -229,9 +230,20 @@ def test_forked_history_is_detected_and_kept_as_evidence(tmp_path: Path) -> None
         res = run_cli("mirror", srv_b.url, "--vkey", vkey, home=home)
     assert res.returncode == 1, res.stderr
     assert "rewritten" in res.stderr and str(home / "evidence") in res.stderr
-    kept = sorted((home / "evidence").iterdir())
+    kept = sorted((home / "evidence").glob("*.checkpoint"))
     assert len(kept) == 2
     notes = {p.name.rsplit("-", 1)[1]: p.read_bytes() for p in kept}
+    # the authenticated consistency path: it leads to b's signed root, and from the same hashes
+    # to another root at a's size than a's signed root
+    [proof] = (home / "evidence").glob("*-consistency.proof")
+    _head, old_line, new_line, *hashes = proof.read_text().splitlines()
+    old_size, got = int(old_line.split()[1]), b64_decode(old_line.split()[2], 32, "root")
+    new_size = int(new_line.split()[1])
+    path = [b64_decode(h, 32, "hash") for h in hashes]
+    roots = mirror_mod._consistency_roots(old_size, new_size, path)
+    a_cp = parse_checkpoint(note_text(a.store.checkpoint()))
+    b_cp = parse_checkpoint(note_text(b.store.checkpoint()))
+    assert roots == (got, b_cp.root) and got != a_cp.root and old_size == a_cp.size
     assert notes["verified.checkpoint"] == a.store.checkpoint()
     assert notes["remote.checkpoint"] == b.store.checkpoint()
     for note in notes.values():  # both are validly signed by the same log key: proof of a fork
