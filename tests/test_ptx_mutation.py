@@ -59,6 +59,7 @@ def test_every_barrier_and_wait_dropped_from_the_mma_gemm_is_caught(op: str,
 SAMPLE = [("vector_add", "flip_bound"), ("vector_add", "drop_store"),
           ("dot_shfl", "halve_shuffle"), ("dot_shfl", "drop_barrier"),
           ("softmax_rows", "drop_barrier"), ("gemm_tiled", "add_to_sub"),
+          ("histogram_u32", "drop_barrier"),
           ("f16_convert", "flip_bound")]
 
 

@@ -218,3 +218,42 @@ def test_local_memory_starts_poisoned() -> None:
     assert kinds(r) == ["uninitialised_read"]
     assert "local load of 4 bytes at local address 0x4" in r.findings[0].message
     assert "never stored" in r.findings[0].message
+
+
+def test_plain_zeroing_races_with_atomics() -> None:
+    """Atomics never race with each other, but a plain store of the counter they update does."""
+    ptx = """.version 8.0
+.target sm_86
+.address_size 64
+.visible .entry k(.param .u64 tot)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [tot];
+    mov.u32 %r1, %tid.x;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra SKIP;
+    st.global.u32 [%rd1], 0;
+SKIP:
+    BARRIER
+    atom.global.add.u32 %r2, [%rd1], 1;
+    ret;
+}
+"""
+    tot = np.zeros(1, np.uint32)
+    r = launch(load_module(ptx.replace("BARRIER", "bar.sync 0;")), "k", (1, 1, 1), (64, 1, 1),
+               [Buffer(tot, "inout", "tot")])
+    assert r.findings == () and tot[0] == 64  # one block, ordered by the barrier
+    r = launch(load_module(ptx.replace("BARRIER", "")), "k", (1, 1, 1), (64, 1, 1),
+               [Buffer(tot, "inout", "tot")])
+    assert kinds(r) == ["global_race"]
+    msg = r.findings[0].message
+    assert "written atomically by thread (block (0, 0, 0), thread (1, 0, 0))" in msg
+    assert "written by thread (block (0, 0, 0), thread (0, 0, 0)) at PTX line 13" in msg
+    r = launch(load_module(ptx.replace("BARRIER", "bar.sync 0;")), "k", (2, 1, 1), (64, 1, 1),
+               [Buffer(tot, "inout", "tot")])
+    # both blocks zero the total (a double write) while the other block counts into it
+    assert sorted(kinds(r)) == ["double_write", "global_race"]
+    race = next(f for f in r.findings if f.kind == "global_race")
+    assert "from another block of the same launch" in race.message

@@ -84,9 +84,9 @@ def _global(m: Machine, addr: np.ndarray, w: int, t: np.ndarray, align: int,
             m.g.note_writes(b, o, w, t[sel], atomic, m.report, m.line)
             if m.cp_pending and not atomic:
                 m.check_copy_sources(b.base + o, w, t[sel])
-        if m.tracking and not atomic:
+        if m.tracking and (store is not None or not atomic):
             m.g.track_race(b, o, w, t[sel], store is not None, m.block_of, m.bar_epoch, m.line,
-                           m.report)
+                           m.report, atomic)
     return out
 
 
@@ -125,10 +125,8 @@ def _shared(m: Machine, saddr: np.ndarray, w: int, t: np.ndarray, align: int,
             return res
         byts = flat[:, None] + np.arange(w)[None, :]
         return np.ascontiguousarray(sh.data[byts]).view(UINT[w]).reshape(-1)
-    if track and not atomic:
-        sh.track_write(flat, w, t, m.line, m.report)
-    elif track:
-        _mark(sh, flat, w, t, m.line, m.report)
+    if track:
+        sh.track_write(flat, w, t, m.line, m.report, atomic=atomic)
     sv = np.broadcast_to(np.asarray(store).astype(UINT[w]), saddr.shape)
     if m.prio is not None and flat.size > 1:  # second schedule: the seeded thread order
         po = np.argsort(m.prio[t], kind="stable")
@@ -139,13 +137,6 @@ def _shared(m: Machine, saddr: np.ndarray, w: int, t: np.ndarray, align: int,
         sh.data[flat[:, None] + np.arange(w)[None, :]] = np.ascontiguousarray(sv).view(
             np.uint8).reshape(-1, w)
     return None
-
-
-def _mark(sh: Any, flat: np.ndarray, w: int, t: np.ndarray, line: int, report: Any) -> None:
-    b, tt = sh.granules(flat, w, t)
-    if sh.n_inflight:
-        sh.check_inflight(b, tt, line, report, "written (atomic)")
-    sh.ever[b] = True
 
 
 def _local(m: Machine, laddr: np.ndarray, w: int, t: np.ndarray, align: int,

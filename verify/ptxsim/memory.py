@@ -122,7 +122,7 @@ class GlobalSpace:
 
     def track_race(self, b: GlobalBuffer, off: np.ndarray, width: int, t: np.ndarray,
                    write: bool, block_of: np.ndarray, epoch: np.ndarray, line: int,
-                   report: Report) -> None:
+                   report: Report, atomic: bool = False) -> None:
         """Global race detection: a plain access and another thread's plain write of the same
         element with no barrier between them (same block: the same barrier epoch) or from
         another block of the launch (no order at all). Reads of buffers the launch may not
@@ -149,9 +149,8 @@ class GlobalSpace:
             return res
         # write-write on an out/inout buffer is double_write (note_writes), reported once there
         ww = b.writer is None
-        checks = [("w", "written")] if ww or not write else []
-        if write:
-            checks += [("r1", "read"), ("r2", "read")]
+        checks = [("w", "written"), ("r1", "read"), ("r2", "read")] if write else [
+            ("w", "written")]
         for which, verb in checks:
             cells = getattr(rc, which)
             if cells is None:
@@ -160,25 +159,32 @@ class GlobalSpace:
             o = c[:, 0] - 1
             if not (o >= 0).any():
                 continue
-            bad = np.flatnonzero(conflict(o, c[:, 1]))
+            hit = conflict(o, c[:, 1])
+            if which == "w" and write:
+                prev_atomic = c[:, 2] < 0
+                # atomic vs atomic: never; plain vs plain on out/inout: double_write's
+                hit &= ~prev_atomic if atomic else (prev_atomic | ww)
+            bad = np.flatnonzero(hit)
             if bad.size:
                 i = bad[0]
                 same = block_of[o[i]] == tb[i]
                 how = ("in the same barrier interval of their block" if same else
                        "from another block of the same launch")
+                verb2 = verb + (" atomically" if c[i, 2] < 0 else "")
                 report("global_race", f"element {e[i]} of buffer '{b.name}' "
-                       f"{'written' if write else 'read'} by thread {{T{tt[i]}}} at PTX line "
-                       f"{line} and {verb} by thread {{T{o[i]}}} at PTX line {c[i, 2]} "
-                       f"{how}, without atomics", int(tt[i]), b.base + int(e[i]) * isz)
+                       f"{'written' if write else 'read'}{' atomically' if atomic else ''} by "
+                       f"thread {{T{tt[i]}}} at PTX line {line} and {verb2} by thread "
+                       f"{{T{o[i]}}} at PTX line {abs(int(c[i, 2]))} {how}",
+                       int(tt[i]), b.base + int(e[i]) * isz)
                 break
         stamp = np.empty((e.size, 3), np.int32)
         stamp[:, 0] = tt + 1
         stamp[:, 1] = ep
-        stamp[:, 2] = line
+        stamp[:, 2] = -line if atomic else line
         if write:
             w = rc.cells("w")
             w[e] = stamp
-            if ww:  # two threads of this store hit one element
+            if ww and not atomic:  # two threads of this store hit one element
                 back = w[e, 0] - 1
                 dup = np.flatnonzero(back != tt)
                 if dup.size:
@@ -239,6 +245,7 @@ class SharedSpace:
         self.lastw = np.full(n, -1, np.int32)
         self.lastw_line = np.zeros(n, np.int32)
         self.lastw_ep = np.zeros(n, np.int32)
+        self.lastw_atomic = np.zeros(n, bool)  # the last write was an atomic
         self.ra = np.full(n, -1, np.int32)
         self.ra_line = np.zeros(n, np.int32)
         self.ra_ep = np.zeros(n, np.int32)
@@ -312,8 +319,9 @@ class SharedSpace:
             bad = cand[self._conflict(lw[cand], self.lastw_ep[b[cand]], tt[cand])]
             if bad.size:
                 i = bad[0]
+                how = " atomically" if self.lastw_atomic[b[i]] else ""
                 report("race", f"shared byte {{S{b[i] * G}}} read by thread {{T{tt[i]}}} at PTX "
-                       f"line {line} and written by thread {{T{lw[i]}}} at PTX line "
+                       f"line {line} and written{how} by thread {{T{lw[i]}}} at PTX line "
                        f"{self.lastw_line[b[i]]} in the same barrier interval",
                        int(tt[i]), int(b[i]) * G)
         ev = self.ever[b]
@@ -348,23 +356,35 @@ class SharedSpace:
             self.rb_ep[b[same_b]] = ep[same_b]
 
     def track_write(self, flat: np.ndarray, width: int, t: np.ndarray, line: int,
-                    report: Report, init: bool = True) -> None:
+                    report: Report, init: bool = True, atomic: bool = False) -> None:
+        """A write in the current barrier interval. Two atomics never race with each other; an
+        atomic and another thread's plain access of the same bytes do (the plain zeroing of an
+        accumulator that atomics update, a plain read of it, without a barrier between)."""
         b, tt = self.granules(flat, width, t)
         G = self.granule
         if self.n_inflight and init:
-            self.check_inflight(b, tt, line, report, "written")
+            self.check_inflight(b, tt, line, report, "written (atomic)" if atomic else "written")
+        how = " atomically" if atomic else ""
         for who, wline, wep, verb in ((self.lastw, self.lastw_line, self.lastw_ep, "written"),
                                       (self.ra, self.ra_line, self.ra_ep, "read"),
                                       (self.rb, self.rb_line, self.rb_ep, "read")):
             other = who[b]
-            bad = np.flatnonzero(self._conflict(other, wep[b], tt))
+            hit = self._conflict(other, wep[b], tt)
+            if who is self.lastw:
+                prev_atomic = self.lastw_atomic[b]
+                if atomic:
+                    hit &= ~prev_atomic
+                if hit.any():
+                    verb = np.where(prev_atomic, "written atomically", "written")[
+                        int(np.flatnonzero(hit)[0])]
+            bad = np.flatnonzero(hit)
             if bad.size:
                 i = bad[0]
-                report("race", f"shared byte {{S{b[i] * G}}} written by thread {{T{tt[i]}}} at PTX "
-                       f"line {line} and {verb} by thread {{T{other[i]}}} at PTX line "
+                report("race", f"shared byte {{S{b[i] * G}}} written{how} by thread {{T{tt[i]}}} "
+                       f"at PTX line {line} and {verb} by thread {{T{other[i]}}} at PTX line "
                        f"{wline[b[i]]} in the same barrier interval", int(tt[i]), int(b[i]) * G)
                 break
-        if b.size > width // G:
+        if b.size > width // G and not atomic:
             order = np.argsort(b, kind="stable")
             bs, ts = b[order], tt[order]
             dup = np.flatnonzero((bs[1:] == bs[:-1]) & (ts[1:] != ts[:-1]))
@@ -375,6 +395,7 @@ class SharedSpace:
                        int(ts[i + 1]), int(bs[i]) * G)
         self.lastw[b] = tt
         self.lastw_line[b] = line
+        self.lastw_atomic[b] = atomic
         if self.epochs:
             self.lastw_ep[b] = self.warp_epoch[tt >> 5]
         if init:

@@ -234,7 +234,9 @@ def atom(ctx: Ctx) -> Fn:
             old[order] = (base[gidx].astype(np.uint64) + excl).astype(ut)
             last = np.r_[first[1:] - 1, sa.size - 1]
             final = (base.astype(np.uint64) + (incl[last] - incl[first] + vs[first])).astype(ut)
-            access(m, space, a[sel], w, tids[sel], w, store=final, atomic=True)
+            # every participant stores its location's final value: the race tracking sees each
+            # thread's atomic access (a plain access by another thread races with any of them)
+            access(m, space, sa, w, tids[order], w, store=final[gidx], atomic=True)
         else:
             for r in range(int(rank.max()) + 1 if rank.size else 0):
                 sel = order[rank == r]
