@@ -41,6 +41,7 @@ EXPECTED = {
     "layernorm_shfl_down": ("elements of y outside abs 1e-05 or rel 0.0001", ["oracle bundle:"]),
     "layernorm_lane_exit": ("shuffle_undefined_lane [initialised/PO6]: ", ["has exited"]),
     "histogram_nonatomic": ("race [race_free/PO7]: ", ["shared byte", "PTX line"]),
+    "scan_up_unguarded": ("elements of out outside ", ["oracle bundle:reference.py#scan_blocks"]),
     "vadd4_tail": ("unwritten [coverage/PO1]: ", ["buffer 'c' were never written"]),
 }
 

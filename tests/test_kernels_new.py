@@ -1,6 +1,6 @@
 """The example kernels added after the first six (issue 8): saxpy, bias_gelu, transpose_tiled,
-layernorm_rows, histogram_u32. Each bundle carries its own numpy reference (``reference.py``,
-named by ``kernel.reference: {file, function}``).
+layernorm_rows, histogram_u32, scan_block_u32. Each bundle carries its own numpy reference
+(``reference.py``, named by ``kernel.reference: {file, function}``).
 
 1. Each bundle reference agrees with an independent numpy computation written here (these tests
    import the reference file directly; the verifier itself never runs bundle code in-process).
@@ -48,6 +48,7 @@ KERNELS = {
     "transpose_tiled": "transpose",
     "layernorm_rows": "layernorm",
     "histogram_u32": "histogram",
+    "scan_block_u32": "scan_blocks",
 }
 # planted fixture -> (entry, what must catch it: a finding kind or "mismatch")
 PLANTED_NEW = {
@@ -60,6 +61,8 @@ PLANTED_NEW = {
     # lanes >= cols exit before full-mask shuffles: the others read an exited lane's register
     "layernorm_lane_exit": ("layernorm_lane_exit", {"shuffle_undefined_lane"}),
     "histogram_nonatomic": ("histogram_nonatomic", {"race"}),
+    # lanes l < o add their own value (shfl.up returns it): wrong sums, no finding
+    "scan_up_unguarded": ("scan_up_unguarded", {"mismatch"}),
 }
 
 
@@ -237,12 +240,24 @@ def _histogram_independent(rng: np.random.Generator) -> None:
     assert [int(r.sum()) for r in got] == [1024, 1024, n - 2048]
 
 
+def _scan_independent(rng: np.random.Generator) -> None:
+    n = 600
+    x = rng.integers(0, 2**32 - 1, n, endpoint=True, dtype=np.uint64).astype(np.uint32)
+    got = load_reference(ROOT / "bundles" / "scan_block_u32")({"x": x}, {"n": n})["out"]
+    assert got.shape == (n,) and got.dtype == np.uint32
+    total = 0
+    for i, v in enumerate(x.tolist()):
+        total = v if i % 256 == 0 else (total + v) % 2**32
+        assert int(got[i]) == total, i
+
+
 INDEPENDENT: dict[str, Callable[[np.random.Generator], None]] = {
     "saxpy": _saxpy_independent,
     "bias_gelu": _bias_gelu_independent,
     "transpose_tiled": _transpose_independent,
     "layernorm_rows": _layernorm_independent,
     "histogram_u32": _histogram_independent,
+    "scan_block_u32": _scan_independent,
 }
 
 
