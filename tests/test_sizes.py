@@ -396,3 +396,24 @@ def test_a_domain_wider_than_the_launch_fails_at_the_chosen_size() -> None:
     assert "(chosen: " in check.detail and "launch.grid must be three positive integers" in (
         check.detail
     )
+
+
+# --- the CLI: a fresh seed by default, --seed reproduces a run exactly ---------------------------
+
+
+def test_cli_seed_reproduces_a_check_and_a_fresh_one_is_recorded() -> None:
+    from tests.helpers.ledgers import assert_one_error_line, cli_json, run_cli
+
+    vadd = str(BUNDLES / "vector_add")
+
+    def falsify_details(*extra: str) -> list[str]:
+        report = cli_json("check", vadd, "--no-gpu", *extra)
+        return [c["detail"] for c in report["checks"] if c["id"].startswith("falsify.")]
+
+    fresh = falsify_details()
+    m = re.search(r"; seed 7 and at seed (\d+); chosen ", fresh[0])
+    assert m, fresh[0]
+    assert falsify_details("--seed", m.group(1)) == fresh  # the recorded seed replays the run
+    assert f" at seed {m.group(1)}; chosen n=" in fresh[1]
+    line = assert_one_error_line(run_cli("check", vadd, "--seed", "-1"), 2)
+    assert "--seed" in line
