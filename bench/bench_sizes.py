@@ -66,7 +66,7 @@ def cli_time(bundle_dir: Path) -> tuple[float, float, str]:
     cpu = (after.children_user - before.children_user) + (
         after.children_system - before.children_system
     )
-    verdict = "?"
+    verdict = f"exit {p.returncode}, no report"
     if '"verdict": "' in p.stdout:
         verdict = p.stdout.split('"verdict": "', 1)[1].split('"', 1)[0]
     return dt, cpu, verdict
@@ -96,7 +96,7 @@ def main() -> None:
         cli: list[float] = []
         cli_cpu: list[float] = []
         launches = 0
-        verdict = "not run"
+        verdicts: set[str] = set()
         statuses: set[str] = set()
         for _ in range(args.repeat):
             t, _, st = falsify_time(bundle, Options(use_gpu=False, seed=1, extend_sizes=False))
@@ -110,13 +110,14 @@ def main() -> None:
             statuses |= set(st)
             if not args.no_cli:
                 t, cpu, verdict = cli_time(d)
+                verdicts.add(verdict)
                 cli.append(t)
                 cli_cpu.append(cpu)
         added = [b - a for a, b in zip(off, on, strict=True)]
         print(
             f"| {d.name} | {rng(off)} | {rng(on)} | {rng(fresh)} | {rng(added)} | {launches} | "
             f"{rng(cli) if cli else 'not run'} | {rng(cli_cpu) if cli else 'not run'} | "
-            f"{verdict} |"
+            f"{'/'.join(sorted(verdicts)) or 'not run'} |"
             + ("" if statuses <= {"passed"} else f" falsify statuses {sorted(statuses)}")
         )
     print(f"load average at end {os.getloadavg()}")

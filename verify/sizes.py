@@ -35,7 +35,7 @@ from verify.expr import eval_expr, eval_relation, expr_names, parse_expr
 from verify.model import Kernel, SizeRange
 
 RANDOM_DRAWS = 3
-MAX_CHOSEN = 16  # bindings per test at most
+MAX_CHOSEN = 12  # bindings per test at most
 # Candidate tiers in the order they are taken: 0 edges (min, first tile or block +-1), 1 every
 # variable at once, 5 random draws, 2 primes, 4 the maximum (or largest under the cap), 3 the
 # other block sizes +-1, 6 the exact tile and block sizes (the "nice" ones authors list).
@@ -234,6 +234,8 @@ def choose_sizes(
     for name, r in domain.items():
         var_tiles = sorted(t for t in tile_map.get(name, ()) if t > 1)
         units = [(t, "tile") for t in var_tiles] or [(b, "block") for b in blocks]
+        if not var_tiles and r.multiple_of > 1:  # the declared granularity is its edge unit
+            units = [(r.multiple_of, "step")] + units
         propose(0, name, r.min, "min")
         for i, (u, label) in enumerate(units):
             tier = 0 if i == 0 else 3
