@@ -328,3 +328,22 @@ def test_one_start_serves_every_batch_and_a_killed_one_stays_dead() -> None:
         first = s.run(_cases()).cases[0].error
         second = s.run(_cases()).cases[0].error
     assert first == second == "ran past the 2 s time limit and was killed"
+
+
+@needs_bwrap
+def test_no_job_directory_is_left_behind() -> None:
+    import tempfile
+    import uuid
+
+    name = f"probe_{uuid.uuid4().hex}.py"  # other processes may use the sandbox meanwhile
+    tmp = Path(tempfile.gettempdir())
+    for body in ("return {'y': inputs['x']}", "while True:\n    pass", "os._exit(3)"):
+        src = HEADER + "def ref(inputs, sizes):\n" + f"    {body}\n".replace("\n", "\n    ")
+        lim = Limits(wall_seconds=1, cpu_seconds=5)
+        run_reference({name: src.encode()}, name, "ref", _cases(), limits=lim)
+    session = sandbox.Session({name: b"def ref(i, s): pass\n"}, name, "ref", limits=SMALL)
+    del session  # never closed: collected, it still cleans up
+    import gc
+
+    gc.collect()
+    assert [d for d in tmp.glob("ledger-sandbox-*") if (d / "bundle" / name).exists()] == []

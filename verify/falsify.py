@@ -846,6 +846,7 @@ def run(ctx: Context) -> list[Check]:
             skipped(f"falsify.{t.id}", f"no oracle can run here: {e}")
             for t in contract.falsification
         ]
+    oracles.start()  # a sandboxed reference loads while the kernel runs
     engine = choose_engine(ctx.options)
     cross: Engine | None = None
     if not engine.observes_findings:

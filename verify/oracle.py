@@ -88,14 +88,20 @@ class BundleOracle:
     kind = "bundle"
 
     def __init__(self, files: Mapping[str, bytes], file: str, function: str, trust: bool) -> None:
-        """Starts the sandbox at once (one start per bundle, every test a batch of it), so that
-        it loads numpy and the reference while the kernel runs."""
-        from verify import sandbox
-
         self.name = f"bundle:{file}#{function}"
         self.how = ""
-        self._session: sandbox.Session | None = None
+        self._args = (files, file, function, trust)
+        self._session: Any = None
         self._error: CannotCheck | None = None
+
+    def start(self) -> None:
+        """Start the sandbox now (one start per bundle, every test a batch of it), so that it
+        loads numpy and the reference while the kernel runs; ``compute`` starts it otherwise."""
+        from verify import sandbox
+
+        if self._session is not None or self._error is not None:
+            return
+        files, file, function, trust = self._args
         try:
             self._session = sandbox.Session(files, file, function, trust=trust)
             self.how = self._session.how
@@ -103,6 +109,7 @@ class BundleOracle:
             self._error = e
 
     def compute(self, cases: Sequence[OracleCase]) -> list[Result]:
+        self.start()
         if self._error is not None:
             raise self._error
         assert self._session is not None
@@ -121,6 +128,13 @@ class Oracles:
     extra: list[Oracle]
     notes: list[str]  # declared oracles that cannot run here, with the reason
     problem: str = ""  # why there is no primary oracle (a failed check), "" otherwise
+
+    def start(self) -> None:
+        """Start what can start ahead (a bundle reference's sandbox)."""
+        for o in [self.primary, *self.extra]:
+            start = getattr(o, "start", None)
+            if start is not None:
+                start()
 
     def close(self) -> None:
         for o in [self.primary, *self.extra]:

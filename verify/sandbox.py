@@ -57,6 +57,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -378,6 +379,10 @@ class Session:
         except BaseException:
             self.close()
             raise
+        # A caller that never closes the session (or dies first) still leaves nothing behind:
+        # the child is killed and the job directory removed when the session is collected or
+        # the interpreter exits.
+        self._finalizer = weakref.finalize(self, _cleanup, self.proc, self._job, self._seccomp)
 
     def _start(
         self,
@@ -538,22 +543,35 @@ class Session:
                 self.proc.wait(timeout=10)
 
     def close(self) -> None:
-        if self.proc is not None:
-            for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-                with contextlib.suppress(OSError):
-                    if f is not None:
-                        f.close()
-            self._kill()
-        if self._seccomp is not None:
-            self._seccomp.close()
-            self._seccomp = None
-        shutil.rmtree(self._job, ignore_errors=True)
+        finalizer = getattr(self, "_finalizer", None)
+        if finalizer is not None:
+            finalizer()
+        else:
+            _cleanup(self.proc, self._job, self._seccomp)
+        self._seccomp = None
 
     def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _cleanup(proc: subprocess.Popen[bytes] | None, job: Path, seccomp: Any) -> None:
+    """Stop the child (its whole process group) and remove the job directory."""
+    if proc is not None:
+        for f in (proc.stdin, proc.stdout, proc.stderr):
+            with contextlib.suppress(OSError):
+                if f is not None:
+                    f.close()
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)
+    if seccomp is not None:
+        seccomp.close()
+    shutil.rmtree(job, ignore_errors=True)
 
 
 def run_reference(
