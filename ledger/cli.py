@@ -73,8 +73,16 @@ def handled(fn: Callable[P, R]) -> Callable[P, R]:
         except sqlite3.Error as e:  # the database could not be used (locked, I/O, corrupt)
             cli_out.error_line(f"the ledger database could not be used: {e}")
             raise typer.Exit(CannotCheck.exit_code) from None
+        except OSError as e:  # disk full, I/O error, a closed stdout: the system, not a bug
+            cli_out.error_line(_os_error(e))
+            raise typer.Exit(CannotCheck.exit_code) from None
 
     return wrapper
+
+
+def _os_error(e: OSError) -> str:
+    where = f" ({e.filename})" if e.filename else ""
+    return f"could not complete: {e.strerror or e}{where}"
 
 
 def _open_log(home: Path | None) -> Any:
@@ -847,6 +855,9 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         cli_out.error_line("interrupted")
         code = 130
+    except OSError as e:
+        cli_out.error_line(_os_error(e))
+        code = 3
     except Exception as e:  # a bug; SystemExit is not an Exception
         if os.environ.get("LEDGER_DEBUG"):
             raise

@@ -141,8 +141,16 @@ def new_node_key(keydir: Path, name: str, passphrase: bytes | None = None) -> No
         }
     pop = sk.sign(pop_message(name, pub)).signature
     public = NodePublic(name, pub, pop)
-    write_atomic(keydir / f"{name}.key", (json.dumps(secret, indent=1) + "\n").encode(), 0o600)
-    write_atomic(keydir / f"{name}.pub", public.to_bytes(), 0o644)
+    key_path, pub_path = keydir / f"{name}.key", keydir / f"{name}.pub"
+    if os.path.lexists(key_path):
+        raise KeyFileError(f"{key_path} exists already; refusing to overwrite it")
+    if os.path.lexists(pub_path) and not os.path.islink(pub_path):
+        # a .pub without its .key is what a crash between the two writes leaves: the secret
+        # was never stored, so the public half is void and is replaced
+        os.unlink(pub_path)
+    # the public half first, the secret last: the secret file is what makes the key exist
+    write_atomic(pub_path, public.to_bytes(), 0o644)
+    write_atomic(key_path, (json.dumps(secret, indent=1) + "\n").encode(), 0o600)
     return public
 
 

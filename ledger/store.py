@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ledger import merkle
-from ledger.errors import BadInput, LedgerStateError, TamperDetected, UnknownHash
+from ledger.errors import BadInput, CannotCheck, LedgerStateError, TamperDetected, UnknownHash
 from ledger.note import Checkpoint, parse_checkpoint
 
 DB_NAME = "ledger.db"
@@ -316,9 +316,13 @@ class Store:
         kernel wakes the next one the moment the lock is released, where SQLite's own busy
         handler would poll with sleeps of up to 100 ms. The lock is released by the kernel when
         a process dies, so a killed writer never blocks the others."""
-        fd = os.open(
-            self.home / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-        )
+        try:
+            fd = os.open(
+                self.home / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+            )
+        except OSError as e:
+            lock = self.home / LOCK_NAME
+            raise CannotCheck(f"cannot take the write lock {lock}: {e.strerror}") from e
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             self.conn.execute("BEGIN IMMEDIATE")
