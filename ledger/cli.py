@@ -398,6 +398,32 @@ def _report_seals(results: list[Any], refused: list[Any], json_out: bool) -> int
     """Exactly what a batch appended and what it refused, and why (issue 9 item 19). Exit 0 when
     everything was sealed with its receipt; 2 when the log refused a bundle; 3 when every bundle
     was sealed but a receipt could not be written (``ledger receipt write`` makes it later)."""
+    try:
+        _print_seals(results, refused, json_out)
+    except OSError as e:  # stdout is a full disk or a closed pipe: the seals still happened
+        for r in results:
+            cli_out.error_line(
+                f"{r.directory}: sealed as entry {r.sealed.index} (leaf "
+                f"{r.sealed.leaf_hash.hex()}), but the output could not be written ({e.strerror})"
+            )
+        return 3
+    for r in results:
+        if r.receipt_error is not None:
+            cli_out.error_line(
+                f"{r.directory}: sealed as entry {r.sealed.index}, but its receipt could not be "
+                f"written ({r.receipt_error}); run `ledger receipt write "
+                f"{r.sealed.leaf_hash.hex()} --out {r.directory}`"
+            )
+    for x in refused:
+        cli_out.error_line(f"{x.directory}: refused, nothing appended for it ({x.reason})")
+    if refused:
+        return 2
+    if any(r.receipt_error is not None for r in results):
+        return 3
+    return 0
+
+
+def _print_seals(results: list[Any], refused: list[Any], json_out: bool) -> None:
     if json_out:
         entries = []
         for r in results:
@@ -427,20 +453,6 @@ def _report_seals(results: list[Any], refused: list[Any], json_out: bool) -> int
             cli_out.plain(f"  leaf    {r.sealed.leaf_hash.hex()}")
             if r.receipt is not None:
                 cli_out.plain(f"  receipt {r.receipt}")
-    for r in results:
-        if r.receipt_error is not None:
-            cli_out.error_line(
-                f"{r.directory}: sealed as entry {r.sealed.index}, but its receipt could not be "
-                f"written ({r.receipt_error}); run `ledger receipt write "
-                f"{r.sealed.leaf_hash.hex()} --out {r.directory}`"
-            )
-    for x in refused:
-        cli_out.error_line(f"{x.directory}: refused, nothing appended for it ({x.reason})")
-    if refused:
-        return 2
-    if any(r.receipt_error is not None for r in results):
-        return 3
-    return 0
 
 
 def _only_key(keydir: Path) -> str:
