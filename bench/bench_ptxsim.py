@@ -242,15 +242,18 @@ def tracking_cost(rounds: int, rev: str) -> tuple[str, dict[str, list[float]]]:
             for name, sec in json.loads(out.strip().splitlines()[-1]).items():
                 res.setdefault(f"{name} baseline {rev}", []).append(sec)
     lines = ["| launch (CPU s, one core) | tracking on | tracking off | baseline (git " + rev
-             + ") | on / off | on / baseline |", "|---|---|---|---|---|---|"]
+             + ") | on / off: best-of, median round (range) | on / baseline: best-of, median "
+             "round (range) |", "|---|---|---|---|---|---|"]
     for name in runs:
         on, off = res[f"{name} tracking on"], res[f"{name} tracking off"]
         bl = res[f"{name} baseline {rev}"]
-        r1 = [x / y for x, y in zip(on, off, strict=True)]
-        r2 = [x / y for x, y in zip(on, bl, strict=True)]
+        r1 = sorted(x / y for x, y in zip(on, off, strict=True))
+        r2 = sorted(x / y for x, y in zip(on, bl, strict=True))
         lines.append(f"| {name} | {min(on):.3f}-{max(on):.3f} | {min(off):.3f}-{max(off):.3f} "
-                     f"| {min(bl):.3f}-{max(bl):.3f} | {min(r1):.2f}-{max(r1):.2f}x "
-                     f"| {min(r2):.2f}-{max(r2):.2f}x |")
+                     f"| {min(bl):.3f}-{max(bl):.3f} | {min(on) / min(off):.2f}x, "
+                     f"{r1[len(r1) // 2]:.2f}x ({r1[0]:.2f}-{r1[-1]:.2f}x) "
+                     f"| {min(on) / min(bl):.2f}x, {r2[len(r2) // 2]:.2f}x "
+                     f"({r2[0]:.2f}-{r2[-1]:.2f}x) |")
     return "\n".join(lines), res
 
 
