@@ -592,15 +592,18 @@ def _stream(run_seed: int, test_id: str, purpose: int) -> np.random.Generator:
 def plan_bindings(
     kernel: Kernel, test: FalsificationTest, run_seed: int, cost_cap: int
 ) -> tuple[list[Binding], str]:
-    """The author's sizes at the contract's seed, the verifier's sizes at ``run_seed``, then
-    the author's sizes again at ``run_seed`` (when it differs); and a phrase for the detail."""
+    """The author's sizes at the contract's seed, then the verifier's sizes at ``run_seed`` (or,
+    when none can be chosen, the author's sizes again at ``run_seed``, so that the contract's seed
+    is never used alone); and a phrase for the detail."""
     from verify.model import domain_text
     from verify.sizes import choose_sizes
 
     plan = choose_sizes(kernel, test.sizes, _stream(run_seed, test.id, 1), cost_cap)
     out = [Binding(s, test.seed) for s in test.sizes]
     out += [Binding(c.sizes, run_seed, c.why) for c in plan.chosen]
-    if run_seed != test.seed:
+    if (
+        run_seed != test.seed and not plan.chosen
+    ):  # the run's seed is used, never the contract's alone
         out += [Binding(s, run_seed) for s in test.sizes]
     if not plan.chosen:
         phrase = "; ".join(plan.notes)

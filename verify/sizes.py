@@ -235,7 +235,7 @@ def choose_sizes(
         var_tiles = sorted(t for t in tile_map.get(name, ()) if t > 1)
         units = [(t, "tile") for t in var_tiles] or [(b, "block") for b in blocks]
         if not var_tiles and r.multiple_of > 1:  # the declared granularity is its edge unit
-            units = [(r.multiple_of, "step")] + units
+            units = [(r.multiple_of, "step"), *units]
         propose(0, name, r.min, "min")
         for i, (u, label) in enumerate(units):
             tier = 0 if i == 0 else 3
