@@ -97,15 +97,17 @@ def _tile_of(t: tuple[object, ...]) -> tuple[str, int] | None:
 
 
 def block_sizes(kernel: Kernel) -> list[int]:
-    """The block's thread count and each of its dimensions above 1 (constant blocks only)."""
+    """The block's x dimension (or, when it is 1, its thread count) first, then its thread count
+    and its other dimensions above 1 (constant blocks only)."""
     if kernel.launch is None:
         return []
     try:
         dims = [eval_expr(b, {}) for b in kernel.launch.block]
     except ContractError:
         return []
-    out = [math.prod(dims)] + [d for d in dims if d > 1]
-    return sorted({d for d in out if d > 1})
+    first = dims[0] if dims[0] > 1 else math.prod(dims)  # x: the lanes a loop usually strides
+    rest = sorted({d for d in [math.prod(dims), *dims] if d > 1 and d != first})
+    return ([first] if first > 1 else []) + rest
 
 
 def next_prime(n: int) -> int:
@@ -149,7 +151,7 @@ def cost(kernel: Kernel, sizes: Mapping[str, int]) -> int:
     """Work units of one launch (about 5 microseconds each in the interpreter on one core;
     docs/benchmarks.md): its threads and buffer elements, ``LAUNCH_OVERHEAD``, and
     ``TRIP_COST`` per trip of the loops over the size variables the grid does not spread (each
-    taken in steps of the block's smallest dimension above 1, at most ``LOOP_STEP``). The
+    taken in steps of the block's x dimension, at most ``LOOP_STEP``). The
     interpreter steps every thread of a launch together, so a long loop costs about as much in a
     single block as in many: the trips, not the threads, dominate there."""
     threads = elements = 0
@@ -159,7 +161,7 @@ def cost(kernel: Kernel, sizes: Mapping[str, int]) -> int:
             grid = [eval_expr(g, sizes) for g in kernel.launch.grid]
             block = [eval_expr(b, sizes) for b in kernel.launch.block]
             threads = math.prod(grid) * math.prod(block)
-            step = min([d for d in block if d > 1] + [LOOP_STEP])
+            step = min(block[0] if block[0] > 1 else max(math.prod(block), 1), LOOP_STEP)
             spread = grid_vars(kernel)
             for name, v in sizes.items():
                 if name not in spread:
