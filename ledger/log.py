@@ -157,7 +157,7 @@ class Log:
             fsync_dir(home.absolute().parent)
             return
         except OSError as e:
-            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
                 raise BadInput(f"cannot create a ledger in {home}: {e.strerror}") from e
         # home holds other files (e.g. keys/ made before init): move ours in, the database
         # last; it is what marks a ledger as existing
