@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import sys
 import time
@@ -35,6 +36,17 @@ from verify.ptxsim.mutate import OPERATORS, campaign, kill_rate  # noqa: E402
 def find_ptxas() -> str | None:
     cand = shutil.which("ptxas") or "/usr/local/cuda-13.0/bin/ptxas"
     return cand if Path(cand).is_file() else None
+
+
+def killer(detail: str) -> str:
+    """The finding kind in a failed check's detail (``race [race_free/PO7]: ...``), or the
+    value comparison."""
+    m = re.search(r"(\w+) \[\w+/PO\d\]", detail)
+    if m:
+        return m.group(1)
+    if "outside" in detail:
+        return "values outside the tolerance"
+    return "other: " + detail.split(": ")[-1][:60]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,8 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(f"- {v.bundle} line {v.mutant.line} {v.mutant.operator} "
                          f"`{v.mutant.before}` -> `{v.mutant.after or '(dropped)'}`: "
                          f"{v.status} ({v.detail[:200]})")
-    kinds = Counter(v.detail.split(": ", 3)[-1].split(" ")[0] for v in verdicts
-                    if v.status == "killed")
+    kinds = Counter(killer(v.detail) for v in verdicts if v.status == "killed")
     lines += ["", "## What killed them (first failing check's finding kind or value check)", ""]
     lines += [f"- {k}: {n}" for k, n in kinds.most_common()]
     text = "\n".join(lines) + "\n"
