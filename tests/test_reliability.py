@@ -50,7 +50,11 @@ def crash_rounds(home: Path, rounds: int, seed: int) -> dict[str, int]:
     killed_mid_run = 0
     for r in range(rounds):
         proc = _worker(home, f"crash{r}", 100_000)
-        time.sleep(rng.uniform(0.2, 0.5))
+        # time the kill from the worker's "ready" (ledger open, key loaded), not from its start:
+        # on a loaded machine start-up alone can outlast a fixed delay
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == "ready\n"
+        time.sleep(rng.uniform(0.1, 0.4))
         os.kill(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == -signal.SIGKILL

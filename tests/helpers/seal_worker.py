@@ -1,6 +1,8 @@
 """A sealing process for the crash and concurrency tests: seals COUNT fresh bundles into the ledger
 at HOME, one transaction each (as ``ledger seal`` does), and prints ``done <index> <digest>``
-after each commit returns, flushed, so a parent that kills it knows what was reported done.
+after each commit returns, flushed, so a parent that kills it knows what was reported done. It
+prints ``ready`` once the ledger is open and the key loaded, so a parent can time its kill from
+there rather than from process start (start-up time varies with the machine's load).
 
 usage: python -m tests.helpers.seal_worker HOME PREFIX COUNT
 """
@@ -21,6 +23,8 @@ def main() -> None:
     home, prefix, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     log = Log.open(home)
     sk, _ = load_node_secret(log.keydir, "node")
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(count):
             salt = f"{prefix}-{i}"
