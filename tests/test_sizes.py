@@ -283,6 +283,25 @@ def test_chosen_sizes_respect_the_domain_and_are_reproducible() -> None:
     assert len(set(random_draws)) > len(chosen("gemm_tiled").chosen)  # seeds differ in draws
 
 
+def test_hostile_launch_and_domain_stay_cheap_to_plan() -> None:
+    """A tile of 10^15 and a domain at 2^40: no huge prime search, nothing over the cap."""
+    k = contract_kernel("vector_add")
+    assert k.launch is not None
+    wide = dataclasses.replace(
+        k,
+        launch=dataclasses.replace(k.launch, grid=("ceil_div(n, 1000000000000000)", "1", "1")),
+        size_domain=(SizeRange("n", 1, 1 << 40),),
+    )
+    plan = sizes.choose_sizes(wide, ({"n": 7},), np.random.default_rng(1), 1 << 16)
+    assert plan.chosen and all(sizes.cost(wide, c.sizes) <= 1 << 16 for c in plan.chosen)
+    far = dataclasses.replace(k, size_domain=(SizeRange("n", 1 << 39, 1 << 40, 1 << 20),))
+    plan = sizes.choose_sizes(far, ({"n": 1 << 39},), np.random.default_rng(1), 1 << 16)
+    assert plan.chosen == ()
+    assert plan.notes[-1] == (
+        "sizes not extended: no binding inside the domain and under the cost cap"
+    )
+
+
 def test_without_a_domain_the_test_says_its_sizes_are_the_authors_only() -> None:
     k = dataclasses.replace(contract_kernel("vector_add"), size_domain=())
     plan = sizes.choose_sizes(k, ({"n": 1},), np.random.default_rng(1), 1 << 16)

@@ -35,6 +35,9 @@ from verify.expr import eval_expr, eval_relation, expr_names, parse_expr
 from verify.model import Kernel, SizeRange
 
 RANDOM_DRAWS = 3
+MAX_UNIT = (
+    1 << 24
+)  # tiles and block sizes above this are ignored (hostile contracts: no huge primes)
 MAX_CHOSEN = 12  # bindings per test at most
 # Candidate tiers in the order they are taken: 0 edges (min, first tile or block +-1), 1 every
 # variable at once, 5 random draws, 2 primes, 4 the maximum (or largest under the cap), 3 the
@@ -107,7 +110,7 @@ def block_sizes(kernel: Kernel) -> list[int]:
         return []
     first = dims[0] if dims[0] > 1 else math.prod(dims)  # x: the lanes a loop usually strides
     rest = sorted({d for d in [math.prod(dims), *dims] if d > 1 and d != first})
-    return ([first] if first > 1 else []) + rest
+    return [d for d in ([first] if first > 1 else []) + rest if d <= MAX_UNIT]
 
 
 def next_prime(n: int) -> int:
@@ -234,7 +237,7 @@ def choose_sizes(
             tiers[tier].append(({**base, name: v}, f"{name} {why}"))
 
     for name, r in domain.items():
-        var_tiles = sorted(t for t in tile_map.get(name, ()) if t > 1)
+        var_tiles = sorted(t for t in tile_map.get(name, ()) if 1 < t <= MAX_UNIT)
         units = [(t, "tile") for t in var_tiles] or [(b, "block") for b in blocks]
         if not var_tiles and r.multiple_of > 1:  # the declared granularity is its edge unit
             units = [(r.multiple_of, "step"), *units]
@@ -250,8 +253,9 @@ def choose_sizes(
                     propose(3, name, b - 1, f"block-1 ({b})")
                     propose(3, name, b + 1, f"block+1 ({b})")
         unit = max([u for u, _ in units], default=1)
-        prime = next_prime(2 * unit)
-        propose(2, name, prime, f"prime above two {units[0][1] + 's' if units else 'units'}")
+        prime = next_prime(2 * unit) if 2 * unit < min(r.max, MAX_UNIT) else snap(r, r.max)[-1]
+        if 2 * unit < min(r.max, MAX_UNIT):
+            propose(2, name, prime, f"prime above two {units[0][1] + 's' if units else 'units'}")
         edge = units[0][0] if units else 1
         joint["tile+1"][name] = snap(r, edge + 1)[-1]
         joint["tile-1"][name] = snap(r, max(edge - 1, r.min))[0]
