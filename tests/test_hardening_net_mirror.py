@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from ledger import mirror as mirror_mod
-from ledger.errors import CannotCheck
+from ledger.errors import CannotCheck, VerificationFailed
 from ledger.httpclient import BadAnswer
 from ledger.log import Log
 from ledger.mirror import Mirror, Remote, SyncResult, follow
@@ -197,3 +197,35 @@ def test_jitter_spreads_the_backoff(tmp_path: Path, origin: tuple[Log, Backgroun
     for k, d in enumerate(delays, 1):
         assert 0.75 * 0.001 * 2**k <= d <= 1.25 * 0.001 * 2**k
     assert mirror_mod.follow is follow
+
+
+def test_mirror_refuses_an_entry_shape_no_log_writes(tmp_path: Path) -> None:
+    """Item 8's shape rules on the mirror: a log that appended an odd-shaped (but validly signed
+    and chained) entry is refused, nothing of the batch is stored, and it is not a fork."""
+    from ledger.bundle import Bundle
+    from ledger.entries import node_key_id, sign_entry
+    from ledger.log import utc_now
+    from ledger.note import Checkpoint, format_checkpoint, open_note, parse_checkpoint, sign_note
+    from ledger.submit import chained_fields
+    from tests.test_server import bundle_files, fields
+
+    log = make_origin(tmp_path / "o", 2)
+    sk = node_key(log)
+    bundle = Bundle.from_files(bundle_files(70))
+    cp = parse_checkpoint(open_note(log.store.checkpoint(), [log.verifier]).text)
+    odd = {**fields(70), "checks": [{"id": "x", "status": "maybe", "detail": ""}]}
+    entry = sign_entry(
+        chained_fields(bundle, odd, cp, node_key_id(bytes(sk.verify_key)), utc_now()), sk
+    )
+    assert log.signer is not None
+    with log.store.writer() as w:  # as a log without the shape check would have appended it
+        w.put_blobs((f.digest, f.data) for f in bundle.files)
+        w.append(entry, "bundle", bundle.digest)
+        note = sign_note(format_checkpoint(Checkpoint(log.origin, w.size, w.root(), ())),
+                         [log.signer])
+        w.put_checkpoint(note, w.size)
+    with BackgroundServer(make_app(log.home)) as srv:
+        with pytest.raises(VerificationFailed, match="remote entry 3 has a shape no log writes"):
+            Mirror(tmp_path / "m", remote(srv.url), vkey_of(log)).sync()
+    assert store_size(tmp_path / "m") == 0 and not (tmp_path / "m" / "evidence").exists()
+    log.close()
