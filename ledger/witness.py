@@ -23,10 +23,13 @@ meta (``ledger.server.COSIGNED_META``), which ``GET /checkpoint`` then serves.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
+import os
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -52,6 +55,7 @@ from ledger.httpclient import TEXT, BadAnswer, HttpClient, oneline
 from ledger.keys import write_atomic
 from ledger.note import (
     ALG_COSIGNATURE_V1,
+    Checkpoint,
     NoteVerifier,
     cosign,
     format_skey,
@@ -171,13 +175,20 @@ class Witness:
             raise WitnessReject(403, f"checkpoint signature: {e}") from e
         except BadInput as e:
             raise WitnessReject(400, f"malformed note: {e}") from e
+        if cp.size < old:  # C2SP tlog-witness: checked before the 409 of a stale old size
+            raise WitnessReject(400, f"checkpoint size {cp.size} is below old size {old}")
+        with _state_lock(self.home):  # check-and-persist is atomic across processes too
+            return self._add_locked(cp, old, proof, note, opened.text, now)
+
+    def _add_locked(
+        self, cp: Checkpoint, old: int, proof: list[bytes], note: bytes, text: bytes,
+        now: int | None,
+    ) -> bytes:
         latest = self.latest(cp.origin)
         have = checkpoint_of(latest) if latest is not None else None
         have_size = have.size if have is not None else 0
         if old != have_size:
             raise WitnessReject(409, f"witness holds size {have_size}", f"{have_size}\n".encode())
-        if cp.size < old:
-            raise WitnessReject(400, f"checkpoint size {cp.size} is below old size {old}")
         if have is not None:
             if cp.size == have.size:
                 if cp.root != have.root:
@@ -190,7 +201,17 @@ class Witness:
         path = self._state_path(cp.origin)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, note, 0o644, exclusive=False)
-        return cosign(opened.text, self.signer, int(time.time()) if now is None else now)
+        return cosign(text, self.signer, int(time.time()) if now is None else now)
+
+
+@contextlib.contextmanager
+def _state_lock(home: Path) -> Iterator[None]:
+    fd = os.open(home / ".state.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def parse_request(body: bytes) -> tuple[int, list[bytes], bytes]:
@@ -230,8 +251,9 @@ def make_witness_app(home: Path) -> Starlette:
             body = await _read_body(request, MAX_BODY)
             line = witness.add_checkpoint(body)
         except WitnessReject as e:
-            media = SIZE_MEDIA if e.status == 409 and e.body[:1].isdigit() else "text/plain"
-            return Response(e.body, e.status, media_type=media)
+            if e.status == 409 and e.body[:1].isdigit():  # exactly text/x.tlog.size, no charset
+                return Response(e.body, 409, headers={"Content-Type": SIZE_MEDIA})
+            return Response(e.body, e.status, media_type="text/plain")
         except ClientGone:
             return Response(status_code=400)  # nobody is listening: no answer, no traceback
         return Response(line, 200, media_type="text/plain; charset=utf-8")
