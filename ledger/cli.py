@@ -496,6 +496,19 @@ def verify(
             "exit 3 when one is skipped.",
         ),
     ] = None,
+    witness: Annotated[
+        list[str] | None,
+        typer.Option("--witness", help="Witness cosignature key (or file) to require."),
+    ] = None,
+    quorum: Annotated[
+        int | None,
+        typer.Option("--quorum", help="Cosignatures needed (default: every --witness)."),
+    ] = None,
+    policy: Annotated[
+        Path | None,
+        typer.Option("--policy", help="Trust policy file (default: $LEDGER_POLICY, else "
+                     "$XDG_CONFIG_HOME/kernel-ledger/policy.json)."),
+    ] = None,
     home: HomeOpt = None,
     json_out: JsonOpt = False,
     seed: SeedOpt = None,
@@ -503,36 +516,56 @@ def verify(
     trust_bundle_code: TrustOpt = False,
 ) -> None:
     """Rebuild a sealed bundle, re-run every check, confirm hashes, signatures and proofs."""
-    from ledger import wiring
+    import dataclasses
+
+    from ledger import trust, wiring
     from ledger.note import parse_vkey
     from ledger.receipt import Receipt
     from verify.integrity import Evidence
 
     options = _options(seed, no_gpu, trust_bundle_code)
+    prove: trust.Prover | None = None
+    pol, witnesses, need = trust.resolve(policy, witness or [], quorum)
+    memory = trust.CheckpointMemory.default()
     required = [r.strip() for r in (require or "").split(",") if r.strip()]
     files = wiring.read_bundle_dir(bundle) if bundle is not None else None
     if receipt is not None:
         from ledger.fsutil import read_small
         from ledger.receipt import MAX_RECEIPT_BYTES
 
-        rec = Receipt.from_bytes(read_small(receipt, MAX_RECEIPT_BYTES, "receipt"))
+        data = read_small(receipt, MAX_RECEIPT_BYTES, "receipt")
+        rec = Receipt.from_bytes(data)
         wiring.match_receipt(rec, hash)
-        vk = parse_vkey(vkey_opt) if vkey_opt else _home_vkey(home)
+        vk = parse_vkey(vkey_opt) if vkey_opt else pol.log if pol and pol.log else _home_vkey(home)
+        prove = trust.receipt_prover(data, vk, memory)
         if files is None and wiring.entry_type(rec.item.entry) == "bundle":
             files = wiring.read_bundle_dir(receipt.parent)
         ev = Evidence(rec.item, rec.checkpoint, rec.signer, rec.revocation, False)
     else:
         log = _open_log(home)
         index = log.store.resolve(hash)
-        vk = parse_vkey(vkey_opt) if vkey_opt else log.verifier
+        vk = parse_vkey(vkey_opt) if vkey_opt else pol.log if pol and pol.log else log.verifier
         ev = wiring.evidence_from_store(log, index)
+        ev = dataclasses.replace(ev, checkpoint=trust.with_cosignatures(
+            ev.checkpoint, log.store.meta("witness.cosigned_note")))
+        prove = _store_prover(log.store)
         if files is None:
             files = wiring.files_from_store(log, ev.item.entry)
     wiring.check_given_files(ev, bundle, receipt)
     with cli_out.progress("verifying", None, enabled=not json_out) as bar:
         report = wiring.verify_evidence(ev, vk, files, options, lambda s: bar.update(0, s))
+    report, problem = trust.apply(
+        report, lambda: trust.guard(ev.checkpoint, vk, witnesses, need, memory, prove)
+    )
+    if problem is not None:
+        cli_out.error_line(problem)
     _print_report(report, json_out)
     raise typer.Exit(_report_exit(report, required))
+
+
+def _store_prover(store: Any) -> Any:
+    size = store.size()
+    return lambda a, b: store.consistency_proof(a, b) if b <= size else None
 
 
 def _home_vkey(home: Path | None) -> Any:
@@ -807,6 +840,54 @@ def receipt_write(
         cli_out.emit_json({"index": index, "receipt": str(path)})
     else:
         cli_out.plain(f"receipt for entry {index} written to {path}")
+
+
+@receipt_app.command("refresh")
+@handled
+def receipt_refresh(
+    file: Annotated[Path, typer.Argument(help="The receipt (ledger-receipt.json) to refresh.")],
+    server: Annotated[str, typer.Option("--server", help="Base URL of the log server.")],
+    vkey_opt: Annotated[
+        str | None, typer.Option("--vkey", help="Trusted log verifier key (or a file).")
+    ] = None,
+    witness: Annotated[
+        list[str] | None,
+        typer.Option("--witness", help="Witness cosignature key (or file) to require."),
+    ] = None,
+    quorum: Annotated[
+        int | None,
+        typer.Option("--quorum", help="Cosignatures needed (default: every --witness)."),
+    ] = None,
+    policy: Annotated[Path | None, typer.Option("--policy", help="Trust policy file.")] = None,
+    home: HomeOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Bring a receipt up to the server's newest (cosigned) checkpoint with a consistency proof
+    from the receipt's own checkpoint (issue 14)."""
+    from ledger import trust
+    from ledger.refresh import refresh_receipt
+    from ledger.submit import read_vkey
+
+    pol, witnesses, need = trust.resolve(policy, witness or [], quorum)
+    if vkey_opt:
+        vk = read_vkey(vkey_opt)
+    elif pol is not None and pol.log is not None:
+        vk = pol.log
+    else:
+        vk = _home_vkey(home)
+    done = refresh_receipt(
+        file, server, vk, witnesses, need, trust.CheckpointMemory.default()
+    )
+    if json_out:
+        cli_out.emit_json(
+            {"receipt": str(file), "old_size": done.old_size, "new_size": done.new_size,
+             "cosignatures": done.cosignatures}
+        )
+    else:
+        cli_out.plain(
+            f"receipt {file}: size {done.old_size} -> {done.new_size}, "
+            f"{done.cosignatures} cosignature(s); {done.memory}"
+        )
 
 
 def _register_network_commands() -> None:

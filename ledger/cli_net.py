@@ -138,9 +138,15 @@ def register(app: typer.Typer) -> None:
             raise BadInput(f"--rounds must be at least 1, got {rounds}")
         pinned = read_vkey(vkey)
         witnesses = [parse_cosigner_vkey(read_vkey(w).vkey) for w in witness or []]
+        from ledger import trust  # issue 14: trust policy witnesses, checkpoint memory
+
+        if not witnesses:
+            witnesses = list(trust.resolve(None, [], None)[1])
+        memory = trust.CheckpointMemory.default()
         remote = Remote(url, timeout=timeout)
 
         def show(r: SyncResult) -> None:
+            trust.remember_store(home_dir(home), pinned, memory)
             if json_out:
                 line = r.to_json()
                 sys.stdout.write(

@@ -1,0 +1,437 @@
+"""What a verifier trusts beyond one signed checkpoint (issue 14): a witness quorum, a trust policy
+named once in the user's configuration, and a memory of the largest checkpoint verified per log.
+
+Witness quorum (``check_quorum``)
+    The checkpoint a verdict rests on must carry at least K valid cosignature/v1 lines (C2SP
+    tlog-cosignature) by distinct witnesses among those given. Lines by other keys are ignored;
+    an invalid line by a given witness counts as missing.
+
+Trust policy (``load_policy``)
+    A JSON file ``{"log": VKEY, "witnesses": [WVKEY, ...], "quorum": K}`` (every field optional;
+    K defaults to the number of witnesses). Found at ``--policy FILE``, else ``$LEDGER_POLICY``,
+    else ``$XDG_CONFIG_HOME/kernel-ledger/policy.json`` (``~/.config/...`` when unset); absent
+    means no policy. Command-line ``--witness`` / ``--quorum`` / ``--vkey`` override it.
+
+Checkpoint memory (``CheckpointMemory``)
+    Like the Go command's sumdb cache of the latest verified tree: per log (origin and log key),
+    the signed note of the largest checkpoint verified, in
+    ``$LEDGER_CACHE_DIR`` (else ``$XDG_CACHE_HOME/kernel-ledger``, else ``~/.cache/kernel-ledger``)
+    ``/checkpoints/<sha256(vkey)[:32]>``, written atomically under a lock. A new checkpoint is
+    compared with it: the same size must have the same root; a larger one must be proved
+    consistent (the proof is verified against both signed roots) before it replaces the memory;
+    a smaller one fails unless it is proved a prefix of the remembered tree. A failure writes both
+    signed notes (and the proof, if any) to ``<cache>/evidence/`` and raises ``Equivocation``
+    (exit 1). A larger checkpoint that cannot be proved consistent here (offline, no proof) is
+    accepted but not remembered: the memory only ever holds checkpoints proven to extend it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ledger import merkle
+from ledger.encoding import b64_encode
+from ledger.errors import (
+    BadInput,
+    LedgerError,
+    ProofError,
+    RewriteDetected,
+    SignatureError,
+    VerificationFailed,
+)
+from ledger.fsutil import private_dir, read_small, write_atomic
+from ledger.note import (
+    ALG_COSIGNATURE_V1,
+    Checkpoint,
+    NoteVerifier,
+    open_note,
+    parse_checkpoint,
+    parse_vkey,
+)
+
+POLICY_ENV = "LEDGER_POLICY"
+CACHE_ENV = "LEDGER_CACHE_DIR"
+MAX_POLICY_BYTES = 64 * 1024
+MAX_WITNESSES = 64
+
+# (old size, new size) -> consistency proof hashes, or None when none can be had here
+Prover = Callable[[int, int], "Sequence[bytes] | None"]
+
+
+class Equivocation(RewriteDetected):
+    """Two signed checkpoints of one log that cannot both be true (exit 1)."""
+
+
+class QuorumMissing(SignatureError):
+    """Fewer valid witness cosignatures than the quorum (exit 1)."""
+
+
+# -- witness quorum ------------------------------------------------------------------------------
+
+
+def note_text(note: bytes) -> bytes:
+    cut = note.find(b"\n\n")
+    return note if cut < 0 else note[: cut + 1]
+
+
+def who(v: NoteVerifier) -> str:
+    return f"{v.name}+{v.key_id.hex()}"
+
+
+def check_quorum(
+    note: bytes, witnesses: Sequence[NoteVerifier], quorum: int
+) -> tuple[list[str], list[str]]:
+    """(witnesses with a valid cosignature, witnesses without one); ``QuorumMissing`` when fewer
+    than ``quorum`` cosigned, ``BadInput`` for a quorum that cannot be met or a non-witness key."""
+    if not 0 <= quorum <= len(witnesses):
+        raise BadInput(f"--quorum {quorum}: must be between 0 and the {len(witnesses)} witnesses")
+    distinct: dict[tuple[str, bytes], NoteVerifier] = {}
+    for w in witnesses:
+        if w.alg != ALG_COSIGNATURE_V1:
+            raise BadInput(f"witness key {w.name}: not a cosignature/v1 key (alg 0x04)")
+        distinct[(w.name, w.key_id)] = w
+    if len(distinct) < quorum:
+        raise BadInput(f"--quorum {quorum}: only {len(distinct)} distinct witness keys given")
+    good: list[str] = []
+    bad: list[str] = []
+    for w in distinct.values():
+        try:
+            open_note(note, [w])
+            good.append(who(w))
+        except LedgerError:
+            bad.append(who(w))
+    if len(good) < quorum:
+        raise QuorumMissing(
+            f"the checkpoint carries {len(good)} of the {quorum} required witness cosignatures; "
+            f"missing: {', '.join(bad)}"
+        )
+    return good, bad
+
+
+# -- trust policy --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Policy:
+    log: NoteVerifier | None
+    witnesses: tuple[NoteVerifier, ...]
+    quorum: int
+    source: str = ""
+
+
+def config_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "kernel-ledger"
+
+
+def policy_path(option: Path | None) -> Path | None:
+    """The policy file in force: ``option``, else $LEDGER_POLICY, else the config default when it
+    exists; None when there is none."""
+    if option is not None:
+        return option
+    env = os.environ.get(POLICY_ENV)
+    if env:
+        return Path(env)
+    default = config_dir() / "policy.json"
+    return default if default.exists() else None
+
+
+def parse_witness(text: str) -> NoteVerifier:
+    v = parse_vkey(text.strip())
+    if v.alg != ALG_COSIGNATURE_V1:
+        raise BadInput(f"{v.name}: a witness key must be a cosignature/v1 key (alg 0x04)")
+    return v
+
+
+def load_policy(path: Path) -> Policy:
+    data = read_small(path, MAX_POLICY_BYTES, "trust policy")
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise BadInput(f"trust policy {path} is not JSON") from e
+    if not isinstance(obj, dict) or set(obj) - {"log", "witnesses", "quorum"}:
+        raise BadInput(f'trust policy {path}: expected {{"log", "witnesses", "quorum"}} only')
+    log = obj.get("log")
+    if log is not None and not isinstance(log, str):
+        raise BadInput(f"trust policy {path}: log must be a verifier key string")
+    ws = obj.get("witnesses", [])
+    if not isinstance(ws, list) or len(ws) > MAX_WITNESSES or not all(
+        isinstance(w, str) for w in ws
+    ):
+        raise BadInput(f"trust policy {path}: witnesses must be a list of at most 64 keys")
+    witnesses = tuple(parse_witness(w) for w in ws)
+    quorum = obj.get("quorum", len(witnesses))
+    if not isinstance(quorum, int) or isinstance(quorum, bool) or not 0 <= quorum <= len(ws):
+        raise BadInput(f"trust policy {path}: quorum must be 0..{len(ws)}")
+    return Policy(parse_vkey(log) if log else None, witnesses, quorum, str(path))
+
+
+def resolve(
+    option: Path | None, witness_keys: Sequence[str], quorum: int | None
+) -> tuple[Policy | None, tuple[NoteVerifier, ...], int]:
+    """The policy in force and the witnesses and quorum to require (options override it)."""
+    path = policy_path(option)
+    policy = load_policy(path) if path is not None else None
+    if witness_keys:
+        witnesses = tuple(parse_witness(_key_text(w)) for w in witness_keys)
+    else:
+        witnesses = policy.witnesses if policy else ()
+    if quorum is None:
+        quorum = policy.quorum if policy and not witness_keys else len(witnesses)
+    if not 0 <= quorum <= len(witnesses):
+        raise BadInput(f"--quorum {quorum}: must be between 0 and the {len(witnesses)} witnesses")
+    return policy, witnesses, quorum
+
+
+def _key_text(text: str) -> str:
+    """A key given inline or as a file holding it."""
+    if "+" in text and not os.path.exists(text):
+        return text
+    return read_small(Path(text), 4096, "witness key file").decode("utf-8", "replace").strip()
+
+
+# -- checkpoint memory ---------------------------------------------------------------------------
+
+
+def cache_dir() -> Path:
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kernel-ledger"
+
+
+@dataclass
+class CheckpointMemory:
+    root: Path
+
+    @classmethod
+    def default(cls) -> CheckpointMemory:
+        return cls(cache_dir())
+
+    def path(self, vkey: NoteVerifier) -> Path:
+        return self.root / "checkpoints" / hashlib.sha256(vkey.vkey.encode()).hexdigest()[:32]
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        private_dir(self.root, "checkpoint cache")
+        private_dir(self.root / "checkpoints", "checkpoint cache")
+        fd = os.open(self.root / "checkpoints" / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def remembered(self, vkey: NoteVerifier) -> bytes | None:
+        path = self.path(vkey)
+        if not path.exists():
+            return None
+        return read_small(path, 1 << 20, "remembered checkpoint")
+
+    def evidence(
+        self, kept: bytes, seen: bytes, why: str, proof: Sequence[bytes] | None = None
+    ) -> Equivocation:
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        folder = private_dir(self.root / "evidence", "evidence directory")
+        a = folder / f"{stamp}-remembered.checkpoint"
+        b = folder / f"{stamp}-presented.checkpoint"
+        write_atomic(a, kept, 0o644)
+        write_atomic(b, seen, 0o644)
+        if proof is not None:
+            text = "".join(b64_encode(h) + "\n" for h in proof)
+            write_atomic(folder / f"{stamp}-consistency.proof", text.encode(), 0o644)
+        return Equivocation(
+            f"the log equivocates: {why}; both signed checkpoints are kept in {a} and {b}"
+        )
+
+    def observe(self, note: bytes, vkey: NoteVerifier, prove: Prover | None = None) -> str:
+        """Compare the verified signed checkpoint ``note`` with the one remembered for ``vkey``'s
+        log; remember it when it is proven to extend it. Returns a one-line account;
+        ``Equivocation`` (with the evidence written) when the two cannot both be true."""
+        cp = parse_checkpoint(open_note(note, [vkey]).text)
+        with self._locked():
+            kept = self.remembered(vkey)
+            if kept is None:
+                self._store(vkey, note)
+                return f"first checkpoint remembered for {vkey.name} (size {cp.size})"
+            try:
+                old = parse_checkpoint(open_note(kept, [vkey]).text)
+            except LedgerError:
+                self._store(vkey, note)  # a damaged cache file: start again from this one
+                return f"remembered checkpoint was unreadable; now size {cp.size}"
+            return self._compare(kept, old, note, cp, vkey, prove)
+
+    def _compare(
+        self, kept: bytes, old: Checkpoint, note: bytes, cp: Checkpoint, vkey: NoteVerifier,
+        prove: Prover | None,
+    ) -> str:
+        if cp.size == old.size:
+            if cp.root != old.root:
+                raise self.evidence(kept, note, f"two roots for tree size {cp.size}")
+            if len(note) > len(kept) and note_text(note) == note_text(kept):
+                self._store(vkey, note)  # keep the copy with more cosignatures
+            return f"same as the checkpoint remembered (size {cp.size})"
+        small, big = (cp, old) if cp.size < old.size else (old, cp)
+        proof = prove(small.size, big.size) if prove is not None and small.size > 0 else None
+        if small.size > 0 and proof is None:
+            if cp.size < old.size:
+                raise self.evidence(
+                    kept, note,
+                    f"checkpoint of size {cp.size} is older than the size {old.size} already "
+                    "verified and nothing here proves it a prefix of it (refresh the receipt with "
+                    "`ledger receipt refresh`, or verify online)",
+                )
+            return (
+                f"larger than the remembered size {old.size}, but no consistency proof here "
+                "(offline): not remembered"
+            )
+        if small.size > 0:
+            try:
+                merkle.verify_consistency(
+                    small.size, big.size, small.root, big.root, list(proof or [])
+                )
+            except (ProofError, LedgerError) as e:
+                raise self.evidence(
+                    kept, note,
+                    f"no consistency from size {small.size} to {big.size} ({e})", proof,
+                ) from e
+        if cp.size > old.size:
+            self._store(vkey, note)
+            return f"consistent with the remembered size {old.size}; now remembering {cp.size}"
+        return f"a proven prefix of the remembered size {old.size}"
+
+    def keep_unwitnessed(self, note: bytes) -> Path:
+        """Keep a checkpoint that lacked its witness quorum (evidence of a split view)."""
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        folder = private_dir(self.root / "evidence", "evidence directory")
+        path = folder / f"{stamp}-unwitnessed.checkpoint"
+        write_atomic(path, note, 0o644)
+        return path
+
+    def _store(self, vkey: NoteVerifier, note: bytes) -> None:
+        write_atomic(self.path(vkey), note, 0o600, exclusive=False)
+
+
+# -- the guard the commands apply -----------------------------------------------------------------
+
+
+def guard(
+    note: bytes,
+    vkey: NoteVerifier,
+    witnesses: Sequence[NoteVerifier],
+    quorum: int,
+    memory: CheckpointMemory | None,
+    prove: Prover | None,
+) -> str:
+    """Require the quorum on ``note`` (already verified under ``vkey``), then compare it with
+    the checkpoint memory. Returns a one-line account; raises ``QuorumMissing`` (the presented
+    note is kept as evidence) or ``Equivocation``."""
+    parts: list[str] = []
+    if witnesses:
+        try:
+            good, _bad = check_quorum(note, witnesses, quorum)
+        except QuorumMissing as e:
+            if memory is not None:
+                kept = memory.keep_unwitnessed(note)
+                raise QuorumMissing(f"{e}; the checkpoint is kept in {kept}") from e
+            raise
+        parts.append(f"{len(good)} of {len(witnesses)} witnesses cosigned (quorum {quorum})")
+    if memory is not None:
+        parts.append(memory.observe(note, vkey, prove))
+    return "; ".join(parts)
+
+
+def receipt_consistency(data: bytes) -> tuple[bytes, list[bytes]] | None:
+    """The ``consistency`` member of a refreshed receipt: (old signed checkpoint, proof hashes)
+    from the receipt's earlier checkpoint to its current one; None when absent or malformed."""
+    from ledger.encoding import b64_decode
+
+    try:
+        obj = json.loads(data.decode("utf-8"))
+        c = obj["consistency"]
+        old = c["old_checkpoint"].encode("utf-8")
+        hashes = [b64_decode(h, 32, "proof hash") for h in c["hashes"][:64]]
+    except (KeyError, TypeError, ValueError, AttributeError, UnicodeError, LedgerError,
+            RecursionError):
+        return None
+    return old, hashes
+
+
+def receipt_prover(
+    data: bytes, vkey: NoteVerifier, memory: CheckpointMemory
+) -> Prover:
+    """A prover for an offline receipt: its carried consistency proof, usable when it starts at
+    the remembered checkpoint's size (the roots are checked by ``observe``)."""
+    carried = receipt_consistency(data)
+
+    def prove(old: int, new: int) -> Sequence[bytes] | None:
+        if carried is None:
+            return None
+        note, hashes = carried
+        try:
+            cp = parse_checkpoint(open_note(note, [vkey]).text)
+        except LedgerError:
+            return None
+        return hashes if cp.size == old else None
+
+    return prove
+
+
+def with_cosignatures(note: bytes, cosigned: str | None) -> bytes:
+    """``note`` with the cosignature lines a log collected for that very checkpoint (the store's
+    ``witness.cosigned_note`` meta), else ``note`` itself."""
+    if cosigned:
+        data = cosigned.encode("utf-8")
+        if note_text(data) == note_text(note):
+            return data
+    return note
+
+
+def apply(report: Any, run: Callable[[], str]) -> tuple[Any, str | None]:
+    """Run the guard when the report's ``integrity.checkpoint`` passed and fold its outcome into
+    that check (failed with the reason, or passed with the account appended). Returns the new
+    report and the failure line (None when it passed or did not run)."""
+    from verify.report import failed, passed
+
+    checks = list(report.checks)
+    at = next((i for i, c in enumerate(checks) if c.id == "integrity.checkpoint"), None)
+    if at is None or checks[at].status != "passed":
+        return report, None
+    base = checks[at].detail
+    problem: str | None = None
+    try:
+        account = run()
+    except VerificationFailed as e:
+        problem = str(e)
+        checks[at] = failed("integrity.checkpoint", f"{base}; but {problem}")
+    else:
+        if account:
+            checks[at] = passed("integrity.checkpoint", f"{base}; {account}")
+    return dataclasses.replace(report, checks=tuple(checks)), problem
+
+
+def remember_store(home: Path, vkey: NoteVerifier, memory: CheckpointMemory) -> str:
+    """Compare the checkpoint a ledger directory holds (a mirror after a sync) with the memory,
+    proving consistency from the entries it holds."""
+    from ledger.store import Store
+
+    store = Store.open(home)
+    try:
+        size = store.size()
+        note = store.checkpoint()
+        return memory.observe(
+            note, vkey, lambda a, b: store.consistency_proof(a, b) if b <= size else None
+        )
+    finally:
+        store.close()

@@ -1,0 +1,25 @@
+"""Suite-wide isolation: the verifier's checkpoint memory (issue 14) and the user's trust policy
+live under the user's cache and config directories; the tests use a private pair instead, so a
+developer's own ~/.cache/kernel-ledger and ~/.config/kernel-ledger are neither read nor written."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache_and_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    root = tmp_path_factory.mktemp("user-dirs")
+    saved = {k: os.environ.get(k) for k in ("LEDGER_CACHE_DIR", "XDG_CONFIG_HOME", "LEDGER_POLICY")}
+    os.environ["LEDGER_CACHE_DIR"] = str(root / "cache")
+    os.environ["XDG_CONFIG_HOME"] = str(root / "config")
+    os.environ.pop("LEDGER_POLICY", None)
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v

@@ -1,0 +1,250 @@
+"""Issue 14: verifiers that a lying log cannot fool.
+
+An equivocating log: one log key, two databases forked after ``init`` (A registers node "alice",
+B registers node "bob"), so two different, validly signed checkpoints of the same size exist.
+Three witnesses: w1 and w2 saw history A, w3 saw only history B.
+
+* checkpoint memory: one verifier (one cache) that sees A then B fails with exit 1 and keeps both
+  signed notes as evidence;
+* witness quorum: a verifier requiring 2 of {w1, w2, w3} accepts A and refuses B (only w3), naming
+  the missing witnesses and keeping B's note;
+* cosigned receipts: a receipt refreshed from the server carries the new checkpoint with the
+  witnesses' cosignatures and a consistency proof, and verifies offline with nothing but the log's
+  and the witnesses' verifier keys; the refreshed proof advances an offline verifier's memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ledger import trust
+from ledger.log import Log
+from ledger.note import open_note, parse_vkey
+from ledger.server import BackgroundServer, make_app
+from ledger.wiring import write_receipt
+from ledger.witness import Witness, make_witness_app, request_cosignature
+from tests.helpers.ledgers import add_node, run_cli
+
+ORIGIN = "fork.example/log"
+
+
+@dataclass
+class Fork:
+    root: Path
+    a: Path
+    b: Path
+    vkey: str
+    witnesses: dict[str, Witness]
+    index: int  # the last entry, present in both histories at different content
+
+
+def _cosign(home: Path, w: Witness) -> bytes:
+    with BackgroundServer(make_witness_app(w.home)) as srv:
+        return request_cosignature(home, srv.url, w.vkey, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def fork(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fork]:
+    root = tmp_path_factory.mktemp("fork")
+    a, b = root / "A", root / "B"
+    log = Log.init(a, ORIGIN)
+    add_node(log, "common")  # a shared prefix, then the fork
+    log.close()
+    shutil.copytree(a, b)
+    for home, name in ((a, "alice"), (b, "bob")):
+        log = Log.open(home)
+        add_node(log, name)
+        index = log.store.size() - 1
+        log.close()
+    vkey = (a / "log.vkey").read_text().strip()
+    ws = {}
+    for name in ("w1", "w2", "w3"):
+        w = Witness.init(root / name, f"{name}.example")
+        w.add_log(vkey)
+        ws[name] = w
+    _cosign(a, ws["w1"])
+    _cosign(a, ws["w2"])
+    _cosign(b, ws["w3"])
+    yield Fork(root, a, b, vkey, ws, index)
+
+
+def _run(*args: str, cache: Path, home: Path | None = None) -> tuple[int, str, str]:
+    """The CLI as a subprocess with its own checkpoint cache and no user policy."""
+    old = dict(os.environ)
+    os.environ.update({"LEDGER_CACHE_DIR": str(cache), "XDG_CONFIG_HOME": str(cache / "cfg")})
+    os.environ.pop("LEDGER_POLICY", None)
+    try:
+        r = run_cli(*args, home=home, timeout=120)
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    return r.returncode, r.stdout, r.stderr
+
+
+def test_the_fork_is_two_validly_signed_checkpoints_of_one_size(fork: Fork) -> None:
+    vk = parse_vkey(fork.vkey)
+    notes = [Log.open(h).store.checkpoint() for h in (fork.a, fork.b)]
+    cps = [trust.parse_checkpoint(open_note(n, [vk]).text) for n in notes]
+    assert cps[0].size == cps[1].size and cps[0].root != cps[1].root
+    # the witnesses that saw A refuse B's checkpoint at the same size (never two cosignatures)
+    with pytest.raises(Exception, match=r"409|refused"):
+        _cosign(fork.b, fork.witnesses["w1"])
+
+
+def test_checkpoint_memory_catches_a_log_showing_two_histories(fork: Fork, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    idx = str(fork.index)
+    code, _out, err = _run("verify", idx, "--home", str(fork.a), cache=cache)
+    assert code == 0, err
+    code, out, err = _run("verify", idx, "--home", str(fork.b), "--vkey", fork.vkey, cache=cache)
+    assert code == 1, (out, err)
+    assert "equivocates" in err and "two roots for tree size" in err
+    evidence = sorted((cache / "evidence").iterdir())
+    assert [p.name.split("-", 1)[1] for p in evidence] == [
+        "presented.checkpoint",
+        "remembered.checkpoint",
+    ]
+    vk = parse_vkey(fork.vkey)
+    roots = {trust.parse_checkpoint(open_note(p.read_bytes(), [vk]).text).root for p in evidence}
+    assert len(roots) == 2  # both signed checkpoints, both valid under the log key
+    # the memory still holds A's checkpoint: A keeps verifying
+    code, _out, err = _run("verify", idx, "--home", str(fork.a), cache=cache)
+    assert code == 0, err
+
+
+def test_a_2_of_3_witness_quorum_refuses_the_history_the_witnesses_did_not_see(
+    fork: Fork, tmp_path: Path
+) -> None:
+    wargs = [a for w in fork.witnesses.values() for a in ("--witness", w.vkey)]
+    idx = str(fork.index)
+    # a fresh verifier (empty memory) given history B: only w3 cosigned it
+    code, out, err = _run(
+        "verify", idx, "--home", str(fork.b), "--vkey", fork.vkey, *wargs, "--quorum", "2",
+        "--json", cache=tmp_path / "c1",
+    )
+    assert code == 1, (out, err)
+    assert "1 of the 2 required witness cosignatures" in err
+    w1 = fork.witnesses["w1"].vkey
+    missing = err.split("missing: ", 1)[1]
+    assert "w1.example+" + w1.split("+")[1] in missing and "w2.example+" in missing
+    assert "w3.example" not in missing
+    report = json.loads(out)
+    assert report["verdict"] == "failed"
+    [cp] = [c for c in report["checks"] if c["id"] == "integrity.checkpoint"]
+    assert cp["status"] == "failed" and "missing" in cp["detail"]
+    kept = [p.name for p in (tmp_path / "c1" / "evidence").iterdir()]
+    assert any(n.endswith("unwitnessed.checkpoint") for n in kept)
+    # history A carries w1 and w2: the quorum holds
+    code, out, err = _run(
+        "verify", idx, "--home", str(fork.a), *wargs, "--quorum", "2", cache=tmp_path / "c2"
+    )
+    assert code == 0, err
+    # the default quorum is every witness given: A lacks w3
+    code, _out, err = _run("verify", idx, "--home", str(fork.a), *wargs, cache=tmp_path / "c3")
+    assert code == 1 and "w3.example" in err.split("missing: ", 1)[1]
+
+
+def test_trust_policy_file_applies_the_quorum(fork: Fork, tmp_path: Path) -> None:
+    policy = tmp_path / "policy.json"
+    policy.write_text(
+        json.dumps(
+            {
+                "log": fork.vkey,
+                "witnesses": [w.vkey for w in fork.witnesses.values()],
+                "quorum": 2,
+            }
+        )
+    )
+    idx = str(fork.index)
+    code, _o, err = _run("verify", idx, "--home", str(fork.b), "--policy", str(policy),
+                         cache=tmp_path / "c")
+    assert code == 1 and "missing" in err
+    code, _o, err = _run("verify", idx, "--home", str(fork.a), "--policy", str(policy),
+                         cache=tmp_path / "c")
+    assert code == 0, err
+    policy.write_text('{"witnesses": ["not a key"]}')
+    code, _o, err = _run("verify", idx, "--home", str(fork.a), "--policy", str(policy),
+                         cache=tmp_path / "c")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_memory_rules_in_process(fork: Fork, tmp_path: Path) -> None:
+    vk = parse_vkey(fork.vkey)
+    mem = trust.CheckpointMemory(tmp_path / "m")
+    la = Log.open(fork.a)
+    try:
+        note = la.store.checkpoint()
+        small = next(n for s, n in la.store.checkpoints() if 0 < s < la.store.size())
+        assert "first" in mem.observe(small, vk)
+        # larger, no proof (offline): accepted, not remembered
+        assert "not remembered" in mem.observe(note, vk, None)
+        assert mem.remembered(vk) == small
+        # a wrong proof is an inconsistency, with evidence
+        with pytest.raises(trust.Equivocation, match="no consistency"):
+            mem.observe(note, vk, lambda a, b: [b"\x00" * 32])
+        assert "now remembering" in mem.observe(
+            note, vk, lambda a, b: la.store.consistency_proof(a, b)
+        )
+        # smaller without a proof fails; with one it is a proven prefix
+        with pytest.raises(trust.Equivocation, match="older"):
+            mem.observe(small, vk, None)
+        assert "prefix" in mem.observe(small, vk, lambda a, b: la.store.consistency_proof(a, b))
+    finally:
+        la.close()
+
+
+def test_cosigned_receipt_refresh_and_offline_verification(fork: Fork, tmp_path: Path) -> None:
+    """Runs last in this module: it grows history A by one entry."""
+    out = tmp_path / "r"
+    out.mkdir()
+    la = Log.open(fork.a)
+    path = write_receipt(la, fork.index, out)
+    first = json.loads(path.read_text())
+    assert "— w1.example" not in first["checkpoint"]
+    cache = tmp_path / "cache"
+    wargs = [a for w in fork.witnesses.values() for a in ("--witness", w.vkey)]
+    empty = tmp_path / "nohome"
+    # an offline verifier remembers the receipt's (uncosigned) checkpoint
+    code, _o, err = _run("verify", str(fork.index), "--receipt", str(path), "--vkey", fork.vkey,
+                         "--home", str(empty), cache=cache)
+    assert code == 0, err
+    add_node(la, "carol")  # the log grows
+    la.close()
+    _cosign(fork.a, fork.witnesses["w1"])
+    _cosign(fork.a, fork.witnesses["w2"])
+    with BackgroundServer(make_app(fork.a)) as srv:
+        code, o, err = _run("receipt", "refresh", str(path), "--server", srv.url, "--vkey",
+                            fork.vkey, *wargs, "--quorum", "2", "--json", cache=tmp_path / "cr")
+    assert code == 0, err
+    assert json.loads(o)["new_size"] == json.loads(o)["old_size"] + 1
+    fresh = json.loads(path.read_text())
+    assert "— w1.example" in fresh["checkpoint"] and "— w2.example" in fresh["checkpoint"]
+    assert fresh["tlog_proof"].startswith("c2sp.org/tlog-proof@v1\nindex ")
+    assert "— w2.example" in fresh["tlog_proof"]
+    assert fresh["consistency"]["old_checkpoint"] == first["checkpoint"]
+    # offline: only the log's key and the witnesses' keys, no ledger, quorum 2 of 3
+    cache2 = tmp_path / "cache2"
+    code, o, err = _run("verify", str(fork.index), "--receipt", str(path), "--vkey", fork.vkey,
+                        *wargs, "--quorum", "2", "--home", str(empty), "--json", cache=cache2)
+    assert code == 0, err
+    [cp] = [c for c in json.loads(o)["checks"] if c["id"] == "integrity.checkpoint"]
+    assert "2 of 3 witnesses cosigned" in cp["detail"]
+    # the receipt's consistency proof advances the memory that held its old checkpoint
+    code, o, err = _run("verify", str(fork.index), "--receipt", str(path), "--vkey", fork.vkey,
+                        "--home", str(empty), "--json", cache=cache)
+    assert code == 0, err
+    [cp] = [c for c in json.loads(o)["checks"] if c["id"] == "integrity.checkpoint"]
+    assert "now remembering" in cp["detail"], cp
+    assert not empty.exists()
+    vk = parse_vkey(fork.vkey)
+    kept = trust.CheckpointMemory(cache).remembered(vk)
+    assert kept is not None and trust.note_text(kept) == trust.note_text(
+        fresh["checkpoint"].encode()
+    )
