@@ -19,10 +19,11 @@ Checkpoint memory (``CheckpointMemory``)
     ``/checkpoints/<sha256(vkey)[:32]>``, written atomically under a lock. A new checkpoint is
     compared with it: the same size must have the same root; a larger one must be proved
     consistent (the proof is verified against both signed roots) before it replaces the memory;
-    a smaller one fails unless it is proved a prefix of the remembered tree. A failure writes both
-    signed notes (and the proof, if any) to ``<cache>/evidence/`` and raises ``Equivocation``
-    (exit 1). A larger checkpoint that cannot be proved consistent here (offline, no proof) is
-    accepted but not remembered: the memory only ever holds checkpoints proven to extend it.
+    a smaller one must be a prefix of the remembered tree when a proof is at hand. A failure
+    writes both signed notes (and the proof, if any) to ``<cache>/evidence/`` and raises
+    ``Equivocation`` (exit 1). A checkpoint that cannot be compared here (offline, no proof; an
+    older replica or receipt) is accepted with that said in the account, and not remembered: the
+    memory only ever holds checkpoints proven to extend it.
 """
 
 from __future__ import annotations
@@ -286,11 +287,10 @@ class CheckpointMemory:
         proof = prove(small.size, big.size) if prove is not None and small.size > 0 else None
         if small.size > 0 and proof is None:
             if cp.size < old.size:
-                raise self.evidence(
-                    kept, note,
-                    f"checkpoint of size {cp.size} is older than the size {old.size} already "
-                    "verified and nothing here proves it a prefix of it (refresh the receipt with "
-                    "`ledger receipt refresh`, or verify online)",
+                return (
+                    f"older than the size {old.size} already verified, and nothing here proves "
+                    "it a prefix (an older receipt or replica): the memory keeps size "
+                    f"{old.size}"
                 )
             return (
                 f"larger than the remembered size {old.size}, but no consistency proof here "

@@ -192,9 +192,11 @@ def test_memory_rules_in_process(fork: Fork, tmp_path: Path) -> None:
         assert "now remembering" in mem.observe(
             note, vk, lambda a, b: la.store.consistency_proof(a, b)
         )
-        # smaller without a proof fails; with one it is a proven prefix
-        with pytest.raises(trust.Equivocation, match="older"):
-            mem.observe(small, vk, None)
+        # smaller: unprovable here is said, not failed; a proof makes it a proven prefix, and a
+        # bad one is evidence
+        assert "nothing here proves it a prefix" in mem.observe(small, vk, None)
+        with pytest.raises(trust.Equivocation):
+            mem.observe(small, vk, lambda a, b: [b"\x02" * 32])
         assert "prefix" in mem.observe(small, vk, lambda a, b: la.store.consistency_proof(a, b))
     finally:
         la.close()
