@@ -547,7 +547,7 @@ def verify(
         vk = parse_vkey(vkey_opt) if vkey_opt else pol.log if pol and pol.log else log.verifier
         ev = wiring.evidence_from_store(log, index)
         ev = dataclasses.replace(ev, checkpoint=trust.with_cosignatures(
-            ev.checkpoint, log.store.meta("witness.cosigned_note")))
+            ev.checkpoint, log.store.meta("witness.cosigned_note")))  # server.COSIGNED_META
         prove = _store_prover(log.store)
         if files is None:
             files = wiring.files_from_store(log, ev.item.entry)

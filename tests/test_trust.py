@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from ledger import trust
+from ledger.errors import BadInput
 from ledger.log import Log
 from ledger.note import open_note, parse_vkey
 from ledger.server import BackgroundServer, make_app
@@ -200,6 +201,25 @@ def test_memory_rules_in_process(fork: Fork, tmp_path: Path) -> None:
         assert "prefix" in mem.observe(small, vk, lambda a, b: la.store.consistency_proof(a, b))
     finally:
         la.close()
+
+
+def test_bad_trust_options_are_bad_input(fork: Fork, tmp_path: Path) -> None:
+    w = [w.vkey for w in fork.witnesses.values()]
+    with pytest.raises(BadInput, match="quorum"):
+        trust.resolve(None, w, 4)
+    with pytest.raises(BadInput, match="cosignature/v1"):
+        trust.resolve(None, [fork.vkey], None)  # a log key is not a witness key
+    with pytest.raises(BadInput, match="distinct"):
+        trust.check_quorum(b"", [parse_vkey(w[0])] * 2, 2)
+    (tmp_path / "p.json").write_text('{"witnesses": [], "quorum": 1}')
+    with pytest.raises(BadInput, match="quorum"):
+        trust.load_policy(tmp_path / "p.json")
+    (tmp_path / "p.json").write_text('{"extra": 1}')
+    with pytest.raises(BadInput):
+        trust.load_policy(tmp_path / "p.json")
+    code, _o, err = _run("verify", str(fork.index), "--home", str(fork.a), "--witness", w[0],
+                         "--quorum", "2", cache=tmp_path / "c")
+    assert code == 2 and len(err.strip().splitlines()) == 1
 
 
 def test_cosigned_receipt_refresh_and_offline_verification(fork: Fork, tmp_path: Path) -> None:
