@@ -222,6 +222,19 @@ def test_bad_trust_options_are_bad_input(fork: Fork, tmp_path: Path) -> None:
     assert code == 2 and len(err.strip().splitlines()) == 1
 
 
+def test_mirror_remembers_and_catches_the_other_fork(fork: Fork, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    with BackgroundServer(make_app(fork.a)) as sa, BackgroundServer(make_app(fork.b)) as sb:
+        code, _o, err = _run("mirror", sa.url, "--vkey", fork.vkey, "--home",
+                             str(tmp_path / "ma"), cache=cache)
+        assert code == 0, err
+        # another mirror directory, same user: the fork's checkpoint contradicts the memory
+        code, _o, err = _run("mirror", sb.url, "--vkey", fork.vkey, "--home",
+                             str(tmp_path / "mb"), cache=cache)
+    assert code == 1 and "equivocates" in err, err
+    assert len(list((cache / "evidence").glob("*.checkpoint"))) == 2
+
+
 def test_cosigned_receipt_refresh_and_offline_verification(fork: Fork, tmp_path: Path) -> None:
     """Runs last in this module: it grows history A by one entry."""
     out = tmp_path / "r"
