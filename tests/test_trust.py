@@ -235,6 +235,24 @@ def test_mirror_remembers_and_catches_the_other_fork(fork: Fork, tmp_path: Path)
     assert len(list((cache / "evidence").glob("*.checkpoint"))) == 2
 
 
+def test_refresh_against_the_other_fork_is_evidence_not_a_new_receipt(
+    fork: Fork, tmp_path: Path
+) -> None:
+    from ledger.refresh import refresh_receipt
+
+    la = Log.open(fork.a)
+    try:
+        path = write_receipt(la, fork.index, tmp_path)
+    finally:
+        la.close()
+    before = path.read_bytes()
+    mem = trust.CheckpointMemory(tmp_path / "cache")
+    with BackgroundServer(make_app(fork.b)) as sb, pytest.raises(trust.Equivocation):
+        refresh_receipt(path, sb.url, parse_vkey(fork.vkey), memory=mem, timeout=30)
+    assert path.read_bytes() == before  # the receipt is untouched
+    assert len(list((tmp_path / "cache" / "evidence").glob("*.checkpoint"))) == 2
+
+
 def test_cosigned_receipt_refresh_and_offline_verification(fork: Fork, tmp_path: Path) -> None:
     """Runs last in this module: it grows history A by one entry."""
     out = tmp_path / "r"
