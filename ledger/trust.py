@@ -208,7 +208,10 @@ def cache_dir() -> Path:
     env = os.environ.get(CACHE_ENV)
     if env:
         return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    try:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    except RuntimeError as e:  # no HOME and no passwd entry
+        raise BadInput(f"no cache directory ({e}); set {CACHE_ENV}") from e
     return Path(base) / "kernel-ledger"
 
 
@@ -218,7 +221,12 @@ class CheckpointMemory:
 
     @classmethod
     def default(cls) -> CheckpointMemory:
-        return cls(cache_dir())
+        """The user's memory; when no cache directory can be named, one whose every use fails
+        with ``BadInput`` (``guard`` then says the memory was not used)."""
+        try:
+            return cls(cache_dir())
+        except BadInput:
+            return cls(Path("/nonexistent/kernel-ledger-cache"))
 
     def path(self, vkey: NoteVerifier) -> Path:
         return self.root / "checkpoints" / hashlib.sha256(vkey.vkey.encode()).hexdigest()[:32]
@@ -227,7 +235,10 @@ class CheckpointMemory:
     def _locked(self) -> Iterator[None]:
         private_dir(self.root, "checkpoint cache")
         private_dir(self.root / "checkpoints", "checkpoint cache")
-        fd = os.open(self.root / "checkpoints" / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(self.root / "checkpoints" / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as e:
+            raise BadInput(f"cannot lock the checkpoint cache {self.root}: {e.strerror}") from e
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -244,14 +255,17 @@ class CheckpointMemory:
         self, kept: bytes, seen: bytes, why: str, proof: Sequence[bytes] | None = None
     ) -> Equivocation:
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        folder = private_dir(self.root / "evidence", "evidence directory")
-        a = folder / f"{stamp}-remembered.checkpoint"
-        b = folder / f"{stamp}-presented.checkpoint"
-        write_atomic(a, kept, 0o644)
-        write_atomic(b, seen, 0o644)
-        if proof is not None:
-            text = "".join(b64_encode(h) + "\n" for h in proof)
-            write_atomic(folder / f"{stamp}-consistency.proof", text.encode(), 0o644)
+        try:
+            folder = private_dir(self.root / "evidence", "evidence directory")
+            a = folder / f"{stamp}-remembered.checkpoint"
+            b = folder / f"{stamp}-presented.checkpoint"
+            write_atomic(a, kept, 0o644)
+            write_atomic(b, seen, 0o644)
+            if proof is not None:
+                text = "".join(b64_encode(h) + "\n" for h in proof)
+                write_atomic(folder / f"{stamp}-consistency.proof", text.encode(), 0o644)
+        except BadInput as e:  # the failure stands; only the evidence is lost
+            return Equivocation(f"the log equivocates: {why}; the evidence was not written ({e})")
         return Equivocation(
             f"the log equivocates: {why}; both signed checkpoints are kept in {a} and {b}"
         )
@@ -311,13 +325,16 @@ class CheckpointMemory:
             return f"consistent with the remembered size {old.size}; now remembering {cp.size}"
         return f"a proven prefix of the remembered size {old.size}"
 
-    def keep_unwitnessed(self, note: bytes) -> Path:
+    def keep_unwitnessed(self, note: bytes) -> str:
         """Keep a checkpoint that lacked its witness quorum (evidence of a split view)."""
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        folder = private_dir(self.root / "evidence", "evidence directory")
-        path = folder / f"{stamp}-unwitnessed.checkpoint"
-        write_atomic(path, note, 0o644)
-        return path
+        try:
+            folder = private_dir(self.root / "evidence", "evidence directory")
+            path = folder / f"{stamp}-unwitnessed.checkpoint"
+            write_atomic(path, note, 0o644)
+        except BadInput as e:
+            return f"nowhere ({e})"
+        return str(path)
 
     def _store(self, vkey: NoteVerifier, note: bytes) -> None:
         write_atomic(self.path(vkey), note, 0o600, exclusive=False)
@@ -348,7 +365,10 @@ def guard(
             raise
         parts.append(f"{len(good)} of {len(witnesses)} witnesses cosigned (quorum {quorum})")
     if memory is not None:
-        parts.append(memory.observe(note, vkey, prove))
+        try:
+            parts.append(memory.observe(note, vkey, prove))
+        except BadInput as e:  # the cache cannot be read or written: said, not fatal
+            parts.append(f"checkpoint memory not used ({e})")
     return "; ".join(parts)
 
 
@@ -430,8 +450,7 @@ def remember_store(home: Path, vkey: NoteVerifier, memory: CheckpointMemory) -> 
     try:
         size = store.size()
         note = store.checkpoint()
-        return memory.observe(
-            note, vkey, lambda a, b: store.consistency_proof(a, b) if b <= size else None
-        )
+        prove: Prover = lambda a, b: store.consistency_proof(a, b) if b <= size else None  # noqa: E731
+        return guard(note, vkey, (), 0, memory, prove)
     finally:
         store.close()

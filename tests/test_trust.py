@@ -253,6 +253,29 @@ def test_refresh_against_the_other_fork_is_evidence_not_a_new_receipt(
     assert len(list((tmp_path / "cache" / "evidence").glob("*.checkpoint"))) == 2
 
 
+def test_an_unusable_cache_is_said_not_fatal_and_never_hides_a_fork(
+    fork: Fork, tmp_path: Path
+) -> None:
+    vk = parse_vkey(fork.vkey)
+    la = Log.open(fork.a)
+    lb = Log.open(fork.b)
+    try:
+        blocked = tmp_path / "file"
+        blocked.write_text("not a directory")
+        account = trust.guard(la.store.checkpoint(), vk, (), 0, trust.CheckpointMemory(blocked),
+                              None)
+        assert account.startswith("checkpoint memory not used")
+        # a memory whose evidence folder cannot be written still fails the fork
+        mem = trust.CheckpointMemory(tmp_path / "m")
+        mem.observe(la.store.checkpoint(), vk)
+        (tmp_path / "m" / "evidence").write_text("in the way")
+        with pytest.raises(trust.Equivocation, match="evidence was not written"):
+            trust.guard(lb.store.checkpoint(), vk, (), 0, mem, None)
+    finally:
+        la.close()
+        lb.close()
+
+
 def test_cosigned_receipt_refresh_and_offline_verification(fork: Fork, tmp_path: Path) -> None:
     """Runs last in this module: it grows history A by one entry."""
     out = tmp_path / "r"
