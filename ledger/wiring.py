@@ -147,13 +147,17 @@ def write_receipt(log: Log, index: int, directory: Path) -> Path:
 
 
 def make_receipt(log: Log, index: int) -> Receipt:
-    """A fresh receipt for entry ``index`` against the log's latest checkpoint, carrying the
+    """A fresh receipt for entry ``index`` against the log's latest checkpoint (with the witness
+    cosignatures the log collected for it, ``ledger witness add-checkpoint``), carrying the
     signer's registration and, when the key was revoked inside that tree, its revocation (so an
     offline check of the receipt fails as an online one would)."""
     ev = evidence_from_store(log, index)
     if ev.history_problem is not None:
         raise TamperDetected(f"cannot write a receipt: {ev.history_problem}")
-    return Receipt(log.origin, ev.item, ev.checkpoint, ev.signer, ev.revocation)
+    from ledger.trust import with_cosignatures  # issue 14: cosignatures collected for it
+
+    note = with_cosignatures(ev.checkpoint, log.store.meta("witness.cosigned_note"))
+    return Receipt(log.origin, ev.item, note, ev.signer, ev.revocation)
 
 
 def _key_events(
