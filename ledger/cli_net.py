@@ -9,7 +9,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -45,6 +45,23 @@ def witness_dir(d: Path | None) -> Path:
         return d
     env = os.environ.get("LEDGER_WITNESS_HOME")
     return Path(env) if env else Path(WITNESS_HOME).expanduser()
+
+
+def policy_log_key(vkey: str | None) -> Any:
+    """``--vkey`` (a key or a file), else the trust policy's log key (issue 14); BadInput when
+    neither is given."""
+    from ledger import trust
+    from ledger.errors import BadInput
+    from ledger.submit import read_vkey
+
+    if vkey:
+        return read_vkey(vkey)
+    path = trust.policy_path(None)
+    policy = trust.load_policy(path) if path is not None else None
+    if policy is None or policy.log is None:
+        raise BadInput("give --vkey VKEY (or name the log's key in a trust policy: "
+                       "$LEDGER_POLICY or $XDG_CONFIG_HOME/kernel-ledger/policy.json)")
+    return policy.log
 
 
 def register(app: typer.Typer) -> None:
@@ -96,7 +113,11 @@ def register(app: typer.Typer) -> None:
     @handled
     def mirror(
         url: Annotated[str, typer.Argument(help="Base URL of the ledger to follow.")],
-        vkey: Annotated[str, typer.Option("--vkey", help="The log's verifier key (or a file).")],
+        vkey: Annotated[
+            str | None,
+            typer.Option("--vkey", help="The log's verifier key (or a file); default: the trust "
+                         "policy's log key."),
+        ] = None,
         follow: Annotated[bool, typer.Option("--follow", help="Keep polling.")] = False,
         witness: Annotated[
             list[str] | None,
@@ -136,7 +157,7 @@ def register(app: typer.Typer) -> None:
             raise BadInput("--rounds needs --follow")
         if rounds is not None and rounds < 1:
             raise BadInput(f"--rounds must be at least 1, got {rounds}")
-        pinned = read_vkey(vkey)
+        pinned = policy_log_key(vkey)
         witnesses = [parse_cosigner_vkey(read_vkey(w).vkey) for w in witness or []]
         from ledger import trust  # issue 14: trust policy witnesses, checkpoint memory
 
@@ -186,8 +207,10 @@ def register(app: typer.Typer) -> None:
         server: Annotated[str, typer.Option("--server", help="Base URL of the log server.")],
         key: Annotated[str, typer.Option("--key", help="Node key NAME in LEDGER_HOME/keys.")],
         vkey: Annotated[
-            str, typer.Option("--vkey", help="The log's verifier key (or a file) to check with.")
-        ],
+            str | None,
+            typer.Option("--vkey", help="The log's verifier key (or a file) to check with; "
+                         "default: the trust policy's log key."),
+        ] = None,
         passphrase_file: Annotated[
             Path | None, typer.Option("--passphrase-file", help="Passphrase of an encrypted key.")
         ] = None,
@@ -203,12 +226,12 @@ def register(app: typer.Typer) -> None:
         from ledger import wiring
         from ledger.httpclient import check_base_url
         from ledger.keys import load_node_secret, read_passphrase
-        from ledger.submit import read_vkey, submit_bundle
+        from ledger.submit import submit_bundle
         from verify.context import Options
 
         seconds("--timeout", timeout)
         check_base_url(server, "--server")
-        pinned = read_vkey(vkey)
+        pinned = policy_log_key(vkey)
         pw = read_passphrase(passphrase_file) if passphrase_file else None
         sk, _pub = load_node_secret(home_dir(home) / "keys", key, pw)
         [(_d, bundle, report)] = wiring.check_dirs([directory], Options())

@@ -224,9 +224,11 @@ def test_bad_trust_options_are_bad_input(fork: Fork, tmp_path: Path) -> None:
 
 def test_mirror_remembers_and_catches_the_other_fork(fork: Fork, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
+    # the log key comes from the trust policy at its default place in the user's config
+    (cache / "cfg" / "kernel-ledger").mkdir(parents=True)
+    (cache / "cfg" / "kernel-ledger" / "policy.json").write_text(json.dumps({"log": fork.vkey}))
     with BackgroundServer(make_app(fork.a)) as sa, BackgroundServer(make_app(fork.b)) as sb:
-        code, _o, err = _run("mirror", sa.url, "--vkey", fork.vkey, "--home",
-                             str(tmp_path / "ma"), cache=cache)
+        code, _o, err = _run("mirror", sa.url, "--home", str(tmp_path / "ma"), cache=cache)
         assert code == 0, err
         # another mirror directory, same user: the fork's checkpoint contradicts the memory
         code, _o, err = _run("mirror", sb.url, "--vkey", fork.vkey, "--home",
