@@ -17,6 +17,11 @@ check) or ``failed``:
    ok; else one skipped or failed on another property -> missing; no such test, or none ran ->
    failed.
 
+Issue 15: a passed test that ran at the author's sizes only (its detail says
+``verify.falsify.AUTHOR_ONLY``: no size domain to choose sizes from) backs its claims only as
+"missing" (partial); ``rounding`` and ``reference`` claims name the tolerance relied on; the
+detail ends with the kernel's size domain, the sizes the claim covers.
+
 Verdict: no contract or no claim at all -> failed ("no proof obligations claimed"); an unknown
 obligation or property, or any leg failed -> failed; else any leg missing -> skipped, the detail
 starting "partial:" and naming what is missing; else passed. The detail lists each obligation as

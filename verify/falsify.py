@@ -1,9 +1,14 @@
 """Falsification tests of a kernel contract: the ``falsify.<TEST-ID>`` checks (SPEC 8).
 
-One check per falsification test of ``ctx.contract``. For each size binding of a test:
+One check per falsification test of ``ctx.contract``. A test runs at the author's size bindings
+and then at bindings the verifier chooses inside ``kernel.size_domain`` (``verify.sizes``: edges
+of the launch shape, a prime, the maximum under the cost cap, seeded random draws; issue 15).
+For each binding:
 
-1. seed a numpy Generator with ``options.seed`` or, when that is None, the test's ``seed`` (the
-   seed is recorded in the detail); the bindings draw from one generator, in order;
+1. seed: the author's bindings draw from one numpy Generator seeded with the test's ``seed``, in
+   order; the chosen ones from a generator seeded with the run's seed (``options.seed``, or a
+   fresh one per run when that is None) and the test id; both seeds are in the detail, and
+   ``--seed`` reproduces the run exactly;
 2. draw fresh inputs for every ``in``/``inout`` pointer parameter, uniform in the test's
    [low, high], cast to the parameter's dtype (f16 through numpy float16); fill every ``out``
    buffer with 0xFF bytes first (a NaN pattern for floats, so an unwritten element shows);
