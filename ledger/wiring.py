@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -167,7 +168,8 @@ def _key_events(
     is only a hint): the index of the signer's registration and of its revocation, and a problem
     when the entries do not rebuild the checkpoint's tree (then a revocation could be hidden)."""
     store = log.store
-    frontier = merkle.Frontier()
+    stack: list[bytes] = []  # roots of the complete subtrees so far, left to right
+    sha256 = hashlib.sha256
     reg = rev = None
     needle = f'"key_id":"{signer}"'.encode()
     expect = 0
@@ -177,8 +179,13 @@ def _key_events(
         data = bytes(data)
         if idx != expect:
             return reg, rev, f"entry {expect} is missing from the stored log (run `ledger audit`)"
+        h = sha256(b"\x00" + data).digest()
+        n = expect
+        while n & 1:
+            h = sha256(b"\x01" + stack.pop() + h).digest()
+            n >>= 1
+        stack.append(h)
         expect += 1
-        frontier.append(merkle.leaf_hash(data))
         if needle in data:
             try:
                 obj = decode_entry(data)
@@ -192,7 +199,7 @@ def _key_events(
                 rev = idx
     if expect != size:
         return reg, rev, f"the stored log ends at {expect} entries, before its checkpoint of {size}"
-    if root is not None and frontier.root() != root:
+    if root is not None and _fold(stack) != root:
         return (
             reg,
             rev,
@@ -202,6 +209,16 @@ def _key_events(
             ),
         )
     return reg, rev, None
+
+
+def _fold(stack: list[bytes]) -> bytes:
+    """RFC 6962 root from the complete-subtree roots of a tree, left to right."""
+    if not stack:
+        return merkle.EMPTY_ROOT
+    r = stack[-1]
+    for h in reversed(stack[:-1]):
+        r = hashlib.sha256(b"\x01" + h + r).digest()
+    return r
 
 
 def evidence_from_store(log: Log, index: int) -> Evidence:
