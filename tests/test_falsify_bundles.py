@@ -43,6 +43,7 @@ EXPECTED = {
     "histogram_nonatomic": ("race [race_free/PO7]: ", ["shared byte", "PTX line"]),
     "scan_up_unguarded": ("elements of out outside ", ["oracle bundle:reference.py#scan_blocks"]),
     "vadd4_tail": ("unwritten [coverage/PO1]: ", ["buffer 'c' were never written"]),
+    "gemm_edge_tiles": ("out_of_bounds [bounds/PO2]: ", ["past its end", "by thread", "PTX line"]),
 }
 
 

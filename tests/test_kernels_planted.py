@@ -24,6 +24,7 @@ BUGS = {
     "double_write": "vadd_double_write",
     "infinite_loop": "vadd_infinite_loop",
     "vadd4_tail": "vadd4_tail",
+    "gemm_edge_tiles": "gemm_edge_tiles",
 }
 
 
