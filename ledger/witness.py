@@ -9,11 +9,13 @@ line), an empty line and the log's signed checkpoint note, and:
 
 1. parses it with limits (400 when malformed);
 2. finds the log by origin (404 when unknown) and verifies the log's signature (403);
-3. compares ``old`` with the size it last cosigned (409 with the ``text/x.tlog.size`` body holding
-   its size when they differ; 409 too for another root at the same size; 400 when the checkpoint is
-   smaller than ``old``);
+3. refuses a checkpoint smaller than ``old`` (400), then, under an exclusive lock on
+   ``.state.lock`` (check and persist are one step, across processes too), compares ``old`` with
+   the size it last cosigned (409, ``Content-Type`` exactly ``text/x.tlog.size``, body its size and
+   a newline, when they differ; 409 too for another root at the same size);
 4. verifies the consistency proof from its last root to the new one (422);
-5. stores the checkpoint (atomically) and answers its cosignature line.
+5. stores the checkpoint (atomically: fsynced before the answer, so a kill -9 never loses a size
+   it cosigned) and answers its cosignature line.
 
 Log side (``request_cosignature``): send the log's latest checkpoint and a consistency proof from
 the size the witness last saw (learning it from a 409), check the returned cosignature against the
