@@ -278,6 +278,25 @@ def test_an_unusable_cache_is_said_not_fatal_and_never_hides_a_fork(
         lb.close()
 
 
+def test_a_forged_or_foreign_cosignature_does_not_count(fork: Fork) -> None:
+    from ledger.note import NoteSignature
+
+    la = Log.open(fork.a)
+    try:
+        kept = la.store.meta("witness.cosigned_note")
+        note = trust.with_cosignatures(la.store.checkpoint(), kept)
+    finally:
+        la.close()
+    ws = [parse_vkey(w.vkey) for w in fork.witnesses.values()]
+    good, bad = trust.check_quorum(note, ws, 2)
+    assert len(good) == 2 and len(bad) == 1
+    # w3's name and key id on a line whose signature is garbage: still missing
+    w3 = ws[2]
+    forged = NoteSignature(w3.name, w3.key_id, (1).to_bytes(8, "big") + b"\x00" * 64).line()
+    with pytest.raises(trust.QuorumMissing, match=r"w3\.example"):
+        trust.check_quorum(note + forged, ws, 3)
+
+
 def test_cosigned_receipt_refresh_and_offline_verification(fork: Fork, tmp_path: Path) -> None:
     """Runs last in this module: it grows history A by one entry."""
     out = tmp_path / "r"
