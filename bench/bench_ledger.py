@@ -192,7 +192,7 @@ def main() -> None:
         lines.append(f"\nratio audit/raw stream: {raw_s / audit_s:.2f}\n")
 
         print("one seal", file=sys.stderr)
-        from ledger import wiring
+        from ledger.cli import wiring
         from ledger.keys import load_node_secret
         from verify.report import Report, passed
 

@@ -16,7 +16,7 @@
 
 Every error carries a message a user can act on. Foreign exceptions are wrapped with
 ``raise X(...) from e`` at the boundary where they occur; the CLI maps this tree to exit codes in
-one place (``ledger.cli``) and prints one line on stderr.
+one place (``ledger.cli.commands.main``) and prints one line on stderr.
 """
 
 from __future__ import annotations

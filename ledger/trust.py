@@ -29,7 +29,6 @@ Checkpoint memory (``CheckpointMemory``)
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import datetime as dt
 import fcntl
 import hashlib
@@ -38,7 +37,6 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ledger import merkle
 from ledger.encoding import b64_encode
@@ -48,7 +46,6 @@ from ledger.errors import (
     ProofError,
     RewriteDetected,
     SignatureError,
-    VerificationFailed,
 )
 from ledger.fsutil import private_dir, read_small, write_atomic
 from ledger.note import (
@@ -416,29 +413,6 @@ def with_cosignatures(note: bytes, cosigned: str | None) -> bytes:
         if note_text(data) == note_text(note):
             return data
     return note
-
-
-def apply(report: Any, run: Callable[[], str]) -> tuple[Any, str | None]:
-    """Run the guard when the report's ``integrity.checkpoint`` passed and fold its outcome into
-    that check (failed with the reason, or passed with the account appended). Returns the new
-    report and the failure line (None when it passed or did not run)."""
-    from verify.report import failed, passed
-
-    checks = list(report.checks)
-    at = next((i for i, c in enumerate(checks) if c.id == "integrity.checkpoint"), None)
-    if at is None or checks[at].status != "passed":
-        return report, None
-    base = checks[at].detail
-    problem: str | None = None
-    try:
-        account = run()
-    except VerificationFailed as e:
-        problem = str(e)
-        checks[at] = failed("integrity.checkpoint", f"{base}; but {problem}")
-    else:
-        if account:
-            checks[at] = passed("integrity.checkpoint", f"{base}; {account}")
-    return dataclasses.replace(report, checks=tuple(checks)), problem
 
 
 def remember_store(home: Path, vkey: NoteVerifier, memory: CheckpointMemory) -> str:

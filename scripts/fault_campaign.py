@@ -63,11 +63,11 @@ ORIGIN = "campaign.example/log"
 # The seal driver: the real CLI, with the checks replaced by a stand-in report.
 DRIVER = """
 import sys
-from ledger import wiring
+from ledger.cli import wiring
 from verify.report import Report, passed
 wiring.check_bundle = lambda b, options, **kw: Report(
     b.digest.hex(), (passed("integrity.manifest", "campaign stand-in for the checks"),))
-from ledger.cli import main
+from ledger.cli.commands import main
 main(sys.argv[1:])
 """
 

@@ -161,7 +161,7 @@ def test_markup_and_controls_in_reason_and_kernel(tmp_path: Path) -> None:
 
 
 def test_report_table_escapes_check_text(capsys: pytest.CaptureFixture[str]) -> None:
-    from ledger import cli_out
+    from ledger.cli import output as cli_out
     from verify.report import Check, Report
 
     rep = Report(MARKUP, (Check("x[/]", "failed", MARKUP + CONTROL, "[b]t", "v"),))
@@ -171,7 +171,7 @@ def test_report_table_escapes_check_text(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_error_line_strips_controls(capsys: pytest.CaptureFixture[str]) -> None:
-    from ledger import cli_out
+    from ledger.cli import output as cli_out
 
     cli_out.error_line("bad " + CONTROL)
     err = capsys.readouterr().err

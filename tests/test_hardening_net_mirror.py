@@ -98,7 +98,7 @@ def cli_in_process(*args: str) -> tuple[int, str]:
     """The CLI in this process (typer's runner): exit code and stderr, for quick option checks."""
     from typer.testing import CliRunner
 
-    from ledger.cli import app
+    from ledger.cli.commands import app
 
     res = CliRunner().invoke(app, list(args))
     return res.exit_code, res.stderr

@@ -112,8 +112,8 @@ def test_keys_new_never_writes_through_a_planted_symlink(tmp_path: Path) -> None
 
 
 def test_receipt_never_written_through_a_planted_symlink(tmp_path: Path) -> None:
-    from ledger import wiring
     from ledger.bundle import Bundle
+    from ledger.cli import wiring
     from verify.report import Report, passed
 
     victim = tmp_path / "attacker-owned"

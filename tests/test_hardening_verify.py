@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from ledger import wiring
 from ledger.bundle import read_dir
+from ledger.cli import wiring
 from ledger.errors import BundleError
 from ledger.log import Log
 from tests.helpers.ledgers import (

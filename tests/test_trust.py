@@ -25,11 +25,11 @@ from pathlib import Path
 import pytest
 
 from ledger import trust
+from ledger.cli.wiring import write_receipt
 from ledger.errors import BadInput
 from ledger.log import Log
 from ledger.note import open_note, parse_vkey
 from ledger.server import BackgroundServer, make_app
-from ledger.wiring import write_receipt
 from ledger.witness import Witness, make_witness_app, request_cosignature
 from tests.helpers.ledgers import add_node, run_cli
 

@@ -525,8 +525,8 @@ def _write(sc: Scaffold, stem: str, source: str, ptx: bytes) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add ``ledger new`` to the typer app (``ledger.cli``)."""
-    from ledger import cli_out
-    from ledger.cli import JsonOpt, handled
+    from ledger.cli import output as cli_out
+    from ledger.cli.commands import JsonOpt, handled
 
     @app.command("new")
     @handled

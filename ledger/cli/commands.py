@@ -16,7 +16,7 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 
-from ledger import cli_out
+from ledger.cli import output as cli_out
 from ledger.errors import BadInput, CannotCheck, KeyFileError, LedgerError
 
 P = ParamSpec("P")
@@ -303,7 +303,7 @@ def check(
     trust_bundle_code: TrustOpt = False,
 ) -> None:
     """Run the verifier on an unsealed bundle (needs no ledger)."""
-    from ledger import wiring
+    from ledger.cli import wiring
 
     with cli_out.progress("checking", None, enabled=not json_out) as bar:
         ((_, _, report),) = wiring.check_dirs(
@@ -335,7 +335,7 @@ def seal(
     trust_bundle_code: TrustOpt = False,
 ) -> None:
     """Check each bundle, refuse all if any check fails, then hash, sign and append each one."""
-    from ledger import wiring
+    from ledger.cli import wiring
     from ledger.keys import load_node_secret, read_passphrase
 
     log = _open_log(home)
@@ -518,7 +518,8 @@ def verify(
     """Rebuild a sealed bundle, re-run every check, confirm hashes, signatures and proofs."""
     import dataclasses
 
-    from ledger import trust, wiring
+    from ledger import trust
+    from ledger.cli import wiring
     from ledger.note import parse_vkey
     from ledger.receipt import Receipt
     from verify.integrity import Evidence
@@ -554,7 +555,7 @@ def verify(
     wiring.check_given_files(ev, bundle, receipt)
     with cli_out.progress("verifying", None, enabled=not json_out) as bar:
         report = wiring.verify_evidence(ev, vk, files, options, lambda s: bar.update(0, s))
-    report, problem = trust.apply(
+    report, problem = wiring.apply_guard(
         report, lambda: trust.guard(ev.checkpoint, vk, witnesses, need, memory, prove)
     )
     if problem is not None:
@@ -829,7 +830,7 @@ def receipt_write(
     json_out: JsonOpt = False,
 ) -> None:
     """Write a fresh offline receipt for any sealed entry (e.g. after a crash lost one)."""
-    from ledger import wiring
+    from ledger.cli import wiring
 
     log = _open_log(home)
     index = log.store.resolve(hash)
@@ -894,7 +895,7 @@ def _register_network_commands() -> None:
     import importlib
 
     try:
-        cli_net = importlib.import_module("ledger.cli_net")
+        cli_net = importlib.import_module("ledger.cli.net")
     except ImportError:
         return
     cli_net.register(app)
@@ -904,7 +905,7 @@ _register_network_commands()
 
 
 def _register_new_command() -> None:
-    from ledger import scaffold  # `ledger new` (SPEC 7)
+    from ledger.cli import scaffold  # `ledger new` (SPEC 7)
 
     scaffold.register(app)
 
@@ -927,7 +928,7 @@ def main(argv: list[str] | None = None) -> None:
     line (set LEDGER_DEBUG=1 for the traceback), never as a traceback."""
     click_error = _click_error()
     try:
-        code = app(args=argv, standalone_mode=False)
+        code = app(args=argv, prog_name="ledger", standalone_mode=False)
     except typer.Exit as e:
         code = e.exit_code
     except typer.Abort:
@@ -958,6 +959,3 @@ def main(argv: list[str] | None = None) -> None:
         code = 3
     sys.exit(code if isinstance(code, int) else 0)
 
-
-if __name__ == "__main__":
-    main()

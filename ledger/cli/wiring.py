@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -24,7 +25,7 @@ import nacl.signing
 from ledger import merkle
 from ledger.bundle import Bundle, parse_manifest
 from ledger.entries import decode_entry, node_key_id
-from ledger.errors import BadInput, LedgerError, TamperDetected, UnknownHash
+from ledger.errors import BadInput, LedgerError, TamperDetected, UnknownHash, VerificationFailed
 from ledger.keys import write_atomic
 from ledger.log import Log, Sealed
 from ledger.note import NoteVerifier
@@ -32,7 +33,7 @@ from ledger.receipt import FILE_NAME, Included, Receipt
 from ledger.store import checkpoint_of
 from verify.context import Options
 from verify.integrity import Evidence, check_evidence
-from verify.report import Check, Report, failed
+from verify.report import Check, Report, failed, passed
 from verify.runner import check_bundle, compare_recorded
 
 Progress = Callable[[str], None]
@@ -356,3 +357,24 @@ def read_bundle_dir(path: Path) -> dict[str, bytes]:
     if not path.exists():
         raise BadInput(f"{path}: no such bundle directory")
     return read_dir(path)
+
+
+def apply_guard(report: Report, run: Callable[[], str]) -> tuple[Report, str | None]:
+    """Run the guard when the report's ``integrity.checkpoint`` passed and fold its outcome into
+    that check (failed with the reason, or passed with the account appended). Returns the new
+    report and the failure line (None when it passed or did not run)."""
+    checks = list(report.checks)
+    at = next((i for i, c in enumerate(checks) if c.id == "integrity.checkpoint"), None)
+    if at is None or checks[at].status != "passed":
+        return report, None
+    base = checks[at].detail
+    problem: str | None = None
+    try:
+        account = run()
+    except VerificationFailed as e:
+        problem = str(e)
+        checks[at] = failed("integrity.checkpoint", f"{base}; but {problem}")
+    else:
+        if account:
+            checks[at] = passed("integrity.checkpoint", f"{base}; {account}")
+    return dataclasses.replace(report, checks=tuple(checks)), problem

@@ -2,7 +2,7 @@
 
 ``register(app)`` adds them to the main typer app (``ledger.cli`` calls it). Commands stay thin:
 the work is in ``ledger.server``, ``ledger.mirror``, ``ledger.witness`` and ``ledger.submit``;
-errors are the project's error tree, mapped to exit codes by ``ledger.cli.handled``.
+errors are the project's error tree, mapped to exit codes by ``ledger.cli.commands.handled``.
 """
 
 import json
@@ -65,8 +65,8 @@ def policy_log_key(vkey: str | None) -> Any:
 
 
 def register(app: typer.Typer) -> None:
-    from ledger import cli_out
-    from ledger.cli import HomeOpt, JsonOpt, handled, home_dir
+    from ledger.cli import output as cli_out
+    from ledger.cli.commands import HomeOpt, JsonOpt, handled, home_dir
 
     @app.command()
     @handled
@@ -223,7 +223,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Check a bundle locally, sign it with a node key registered in a remote log, and submit
         it (shared sealing); re-sign when the log moved on."""
-        from ledger import wiring
+        from ledger.cli import wiring
         from ledger.httpclient import check_base_url
         from ledger.keys import load_node_secret, read_passphrase
         from ledger.submit import submit_bundle

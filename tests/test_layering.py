@@ -1,0 +1,173 @@
+"""The import graph's layering (issue 11), read from the sources with ``ast``:
+
+- the ledger core (every ``ledger`` module outside the shell ``ledger.cli``) imports neither
+  ``verify`` nor the shell;
+- ``verify`` imports none of the ledger's stateful or outer parts (store, log, server, the shell);
+- no import cycle among the project's modules, except through imports under ``TYPE_CHECKING``.
+
+Every import counts, function-level ones included: a cycle closed inside a function is still a
+cycle (it only fails later)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+ROOTS = ("ledger", "verify")
+SHELL = "ledger.cli"
+# what verify may not reach into: the log's state and its outer layers
+VERIFY_FORBIDDEN = ("ledger.store", "ledger.log", "ledger.server", "ledger.mirror",
+                    "ledger.submit", "ledger.witness", "ledger.web", SHELL)
+
+
+def _modules() -> dict[str, Path]:
+    mods: dict[str, Path] = {}
+    for root in ROOTS:
+        for path in (REPO / root).rglob("*.py"):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            mods[".".join(parts)] = path
+    return mods
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(name: str, path: Path, mods: dict[str, Path]) -> set[str]:
+    """The project modules ``name`` imports at run time (TYPE_CHECKING blocks left out)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    is_pkg = path.name == "__init__.py"
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found.add(alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".")
+                base = base if is_pkg else base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            for alias in node.names:
+                sub = f"{module}.{alias.name}"
+                found.add(sub if sub in mods else module)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    # an import of a package's submodule resolves to the nearest project module
+    out: set[str] = set()
+    for mod in found:
+        while mod and mod not in mods:
+            mod = mod.rpartition(".")[0]
+        if mod and mod != name:
+            out.add(mod)
+    return out
+
+
+GRAPH = {name: _imports(name, path, _modules()) for name, path in _modules().items()}
+
+
+def _in(mod: str, pkg: str) -> bool:
+    return mod == pkg or mod.startswith(pkg + ".")
+
+
+def test_graph_is_read() -> None:
+    assert "ledger.cli.commands" in GRAPH and "verify.runner" in GRAPH
+    assert "verify.runner" in GRAPH["ledger.cli.wiring"]
+
+
+def test_ledger_core_imports_neither_verify_nor_the_shell() -> None:
+    bad = sorted(
+        f"{m} -> {t}"
+        for m, targets in GRAPH.items()
+        if _in(m, "ledger") and not _in(m, SHELL)
+        for t in targets
+        if _in(t, "verify") or _in(t, SHELL)
+    )
+    assert bad == []
+
+
+def test_verify_stays_off_the_logs_state_and_the_shell() -> None:
+    bad = sorted(
+        f"{m} -> {t}"
+        for m, targets in GRAPH.items()
+        if _in(m, "verify")
+        for t in targets
+        if any(_in(t, f) for f in VERIFY_FORBIDDEN)
+    )
+    assert bad == []
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(GRAPH.get(v, ())):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(GRAPH):
+        if v not in index:
+            strong(v)
+    return out
+
+
+# Cycles that exist today, each to be cut (issue 11); the list only shrinks. A cycle not inside
+# one of these fails the test.
+KNOWN_CYCLES = [
+    # HTTP side: submit and web.pages import server's per-request helpers back (issue 11, HTTP)
+    {"ledger.server", "ledger.submit", "ledger.web.pages"},
+    # `ledger new` registers on the app and takes its options from commands (issue 11, CLI)
+    {"ledger.cli.commands", "ledger.cli.scaffold"},
+    # engines: launch types and the engine protocol shared by both (issue 11, engines)
+    {"verify.falsify", "verify.gpu"},
+    # ptxsim's instruction tables and machine (issue 11, engines)
+    {"verify.ptxsim.machine", "verify.ptxsim.ops", "verify.ptxsim.ops_alu",
+     "verify.ptxsim.ops_cvt", "verify.ptxsim.ops_float", "verify.ptxsim.ops_mem",
+     "verify.ptxsim.ops_warp", "verify.ptxsim.program"},
+]
+
+
+def test_no_new_import_cycles() -> None:
+    new = [c for c in _cycles() if not any(set(c) <= known for known in KNOWN_CYCLES)]
+    assert new == []
+
+
+def test_the_shell_has_no_import_cycle() -> None:
+    assert [c for c in _cycles() if any(_in(m, SHELL) for m in c)] == [
+        ["ledger.cli.commands", "ledger.cli.scaffold"]  # cut by the next step
+    ]
