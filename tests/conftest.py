@@ -1,6 +1,9 @@
 """Suite-wide isolation: the verifier's checkpoint memory (issue 14) and the user's trust policy
 live under the user's cache and config directories; the tests use a private pair instead, so a
-developer's own ~/.cache/kernel-ledger and ~/.config/kernel-ledger are neither read nor written."""
+developer's own ~/.cache/kernel-ledger and ~/.config/kernel-ledger are neither read nor written.
+
+Hypothesis runs without its per-example deadline and too-slow health check: those are wall-clock
+time boxes, and a unit test's verdict must not depend on the machine's load."""
 
 from __future__ import annotations
 
@@ -8,6 +11,12 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "suite", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.load_profile("suite")
 
 
 @pytest.fixture(scope="session", autouse=True)
