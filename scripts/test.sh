@@ -12,7 +12,9 @@ mkdir -p artifacts
 .venv/bin/python scripts/device_check.py --interpreter-only --out artifacts/device-check.md
 # the tests, under branch coverage (CLI subprocesses included; config in pyproject.toml)
 rm -f artifacts/.coverage*
-.venv/bin/python -m coverage run -m pytest -q "$@"
+# one pytest worker per core (pytest-xdist); a test file stays on one worker, so its module
+# fixtures are built once. PYTEST_WORKERS=0 runs everything in this process.
+.venv/bin/python -m coverage run -m pytest -q -n "${PYTEST_WORKERS:-auto}" --dist loadfile "$@"
 .venv/bin/python -m coverage combine -q
 .venv/bin/python -m coverage report > artifacts/coverage.txt
 echo "branch coverage (ledger, verify; full table in artifacts/coverage.txt):"
