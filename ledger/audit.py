@@ -40,9 +40,11 @@ from ledger.store import Store
 
 MAX_PROBLEMS = 100
 SIGNATURE_BATCH = 512  # signatures checked per job in the signature process
-MAX_BATCHES_IN_FLIGHT = 4  # back-pressure: memory stays bounded however long the log
+SIGNATURE_WORKERS = 4  # at most this many signature processes, one per core
+MAX_BATCHES_IN_FLIGHT = 8  # back-pressure: memory stays bounded however long the log
 PARALLEL_MIN_ENTRIES = 8192  # audits this large check signatures in a worker process
 BLOB_CACHE = 4096  # blob digests remembered as present (bounded: the log is never in memory)
+CHECK_BATCH = 8192  # recomputed subtree hashes compared per batch of range SELECTs
 
 
 @dataclass
@@ -138,6 +140,46 @@ def audit(
             running.append(pool.submit(verify_jobs, jobs))
             collect(MAX_BATCHES_IN_FLIGHT)
 
+    hash_batch: list[tuple[int, int, bytes]] = []  # recomputed subtree hashes to compare
+    blob_batch: list[tuple[int, bytes]] = []  # (entry, file digest) to look up
+
+    def check_batches() -> None:
+        """Compare a batch of recomputed subtree hashes with ``hashes`` (one range SELECT per
+        level) and look up a batch of blob digests (one SELECT per 500): bounded memory, a few
+        queries per thousand entries instead of point queries per hash and per file."""
+        by_level: dict[int, list[tuple[int, bytes]]] = {}
+        for level, n, h in hash_batch:
+            by_level.setdefault(level, []).append((n, h))
+        for level, items in sorted(by_level.items()):
+            stored = {
+                int(n): bytes(h)
+                for n, h in conn.execute(
+                    "SELECT n, hash FROM hashes WHERE level=? AND n>=? AND n<=?",
+                    (level, items[0][0], items[-1][0]),
+                )
+            }
+            for n, h in items:
+                res.hashes += 1
+                if stored.get(n) != h:
+                    first, last = n << level, ((n + 1) << level) - 1
+                    # a bad entry inside the range was reported already; this is its consequence
+                    if not any(i is not None and first <= i <= last for i, _ in res.problems):
+                        res.add(
+                            first,
+                            f"stored hash ({level}, {n}) over entries {first}..{last} is wrong",
+                        )
+        hash_batch.clear()
+        if blob_batch:
+            present = store.has_blobs(list(dict.fromkeys(fd for _, fd in blob_batch)))
+            for i, fd in blob_batch:
+                if fd in present:
+                    if len(blobs_seen) >= BLOB_CACHE:
+                        blobs_seen.clear()
+                    blobs_seen[fd] = None
+                else:
+                    res.add(i, f"entry {i}: bundle file {fd.hex()} is missing")
+            blob_batch.clear()
+
     for idx, lh, data, etype, digest in conn.execute(
         "SELECT idx, leaf_hash, data, type, bundle_digest FROM entries ORDER BY idx"
     ):
@@ -145,7 +187,8 @@ def audit(
         if idx != res.entries:
             res.add(res.entries, f"entry index {res.entries} is missing (next stored is {idx})")
             break
-        if merkle.leaf_hash(data) != bytes(lh):
+        stored_lh, lh = lh, merkle.leaf_hash(data)
+        if lh != bytes(stored_lh):
             res.add(idx, f"entry {idx}: bytes do not hash to the stored leaf hash")
         try:
             obj = registry.apply(idx, data, pending)
@@ -167,32 +210,18 @@ def audit(
                 if blake3_digest(manifest) != d:
                     res.add(idx, f"entry {idx}: manifest does not hash to its bundle digest")
                 for fd in manifest_digests(manifest):
-                    if fd in blobs_seen:
-                        continue
-                    if conn.execute("SELECT 1 FROM blobs WHERE digest=?", (fd,)).fetchone():
-                        if len(blobs_seen) >= BLOB_CACHE:
-                            blobs_seen.clear()
-                        blobs_seen[fd] = None
-                    else:
-                        res.add(idx, f"entry {idx}: bundle file {fd.hex()} is missing")
+                    if fd not in blobs_seen:
+                        blob_batch.append((idx, fd))
         except LedgerError as e:
             res.add(idx, f"entry {idx}: {e}")
-        for level, n, h in frontier.append(merkle.leaf_hash(data)):
-            row = conn.execute(
-                "SELECT hash FROM hashes WHERE level=? AND n=?", (level, n)
-            ).fetchone()
-            res.hashes += 1
-            if row is None or bytes(row[0]) != h:
-                first, last = n << level, ((n + 1) << level) - 1
-                # a bad entry inside the range was reported already; this is its consequence
-                if not any(i is not None and first <= i <= last for i, _ in res.problems):
-                    res.add(
-                        first, f"stored hash ({level}, {n}) over entries {first}..{last} is wrong"
-                    )
+        hash_batch.extend(frontier.append(lh))
         res.entries += 1
+        if len(hash_batch) >= CHECK_BATCH:
+            check_batches()
         check_cps_at(res.entries)
         if progress is not None and res.entries % 1024 == 0:
             progress(res.entries)
+    check_batches()
     submit(pending)
     collect(0)
     if broken_links > 1:
@@ -272,7 +301,8 @@ def _signature_pool(size: int) -> ProcessPoolExecutor | None:
     thread would not overlap); small audits check inline and start nothing."""
     if size < PARALLEL_MIN_ENTRIES or (os.cpu_count() or 1) < 2:
         return None
-    return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    workers = min(SIGNATURE_WORKERS, os.cpu_count() or 1)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
 
 
 def _checkpoints_by_size(store: Store) -> Iterator[tuple[int, bytes]]:

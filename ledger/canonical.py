@@ -112,27 +112,36 @@ _FAST = json.JSONEncoder(
 
 def _simple(obj: object) -> bool:
     """True when the C encoder's output is already RFC 8785: no floats, safe integers only, and
-    object keys in ASCII (so code-point order equals UTF-16 order). Iterative: one call."""
+    object keys in ASCII (so code-point order equals UTF-16 order). Iterative: one call; the
+    scalars of a container are judged in its own loop, only containers go on the stack."""
     stack = [obj]
     nodes = 0
     while stack:
         o = stack.pop()
-        nodes += 1
         t = type(o)
-        if t is str or o is None or t is bool:
-            continue
-        if t is int:
-            if not -MAX_SAFE_INTEGER <= o <= MAX_SAFE_INTEGER:  # type: ignore[operator]
-                return False
-        elif t is dict:
+        if t is dict:
             for k in o:  # type: ignore[attr-defined]
                 if type(k) is not str or not k.isascii():
                     return False
-            stack.extend(o.values())  # type: ignore[attr-defined]
+            items: Any = o.values()  # type: ignore[attr-defined]
         elif t is list or t is tuple:
-            stack.extend(o)  # type: ignore[arg-type]
+            items = o
         else:
-            return False
+            items = (o,)
+        for v in items:
+            nodes += 1
+            tv = type(v)
+            if tv is str or v is None or tv is bool:
+                continue
+            if tv is int:
+                if not -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER:
+                    return False
+            elif tv is dict or tv is list or tv is tuple:
+                if o is v:
+                    return False  # a container holding itself has no JSON form
+                stack.append(v)
+            else:
+                return False
         if nodes > 1_000_000:
             return False
     return True
@@ -162,16 +171,29 @@ def canonical_json_extend(obj: dict[str, Any], key: str) -> tuple[bytes, Callabl
     if not (key.isascii() and _simple(obj)):
         return canonical_json(obj), lambda value: canonical_json({**obj, key: value})
 
+    text = _FAST.encode(obj)
+    # The members that sort after ``key`` end ``text``; the new member goes just before them, so
+    # the second encoding re-encodes only that (usually short) tail.
+    after = {k: obj[k] for k in obj if k > key}
+    tail = _FAST.encode(after)[1:] if after else "}"
+    head = text[: len(text) - len(tail)]  # "{", or ends with "," (after) or a value (no after)
+    if after:
+        tail = "," + tail
+    elif head != "{":
+        head += ","
+
     def extend(value: str) -> bytes:
         if type(value) is not str:
             return canonical_json({**obj, key: value})
+        member = _encode_string(key) + ":" + _encode_string(value)
+        out = head + member + tail
         try:
-            return _FAST.encode({**obj, key: value}).encode("utf-8")
+            return out.encode("utf-8")
         except UnicodeEncodeError as e:
             raise BadInput("a string holds a lone surrogate, which is not valid Unicode") from e
 
     try:
-        first = _FAST.encode(obj).encode("utf-8")
+        first = text.encode("utf-8")
     except UnicodeEncodeError as e:
         raise BadInput("a string holds a lone surrogate, which is not valid Unicode") from e
     return first, extend

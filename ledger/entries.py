@@ -76,7 +76,9 @@ def signing_bytes(entry: Mapping[str, Any]) -> bytes:
 def sign_entry(fields: Mapping[str, Any], key: nacl.signing.SigningKey) -> bytes:
     """Sign ``fields`` (no ``signature`` key) and return the entry bytes, checked for size."""
     signed, with_signature = canonical_json_extend(dict(fields), "signature")
-    data = with_signature(b64_encode(key.sign(signed).signature))
+    # the libsodium call itself: ``key.sign`` wraps the same call in a SignedMessage object
+    sig = nacl.bindings.crypto_sign(signed, key._signing_key)[: nacl.bindings.crypto_sign_BYTES]
+    data = with_signature(b64_encode(sig))
     if len(data) > MAX_ENTRY_BYTES:
         raise BadInput(f"entry is {len(data)} bytes, over the {MAX_ENTRY_BYTES}-byte entry limit")
     return data

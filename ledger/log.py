@@ -14,6 +14,7 @@ import errno
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,8 +47,15 @@ LOG_VKEY = "log.vkey"
 KEYDIR = "keys"
 
 
+_NOW: list[Any] = [None, ""]  # (whole second, its text): one strftime per second, not per entry
+
+
 def utc_now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    second = int(time.time())
+    if _NOW[0] != second:
+        text = dt.datetime.fromtimestamp(second, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        _NOW[:] = [second, text]
+    return str(_NOW[1])
 
 
 def pinned_vkey(home: Path) -> NoteVerifier | None:
@@ -324,8 +332,8 @@ class Log:
                 check_entry_shape(obj)
                 entry = sign_entry(obj, node)
                 w.put_blobs((f.digest, f.data) for f in bundle.files)
-                idx = w.append(entry, "bundle", bundle.digest)
-                out.append(Sealed(idx, merkle.leaf_hash(entry), entry))
+                idx, lh = w.append_bundle(entry, bundle.digest)
+                out.append(Sealed(idx, lh, entry))
             self._checkpoint(w)
         return out
 
