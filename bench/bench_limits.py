@@ -1,0 +1,249 @@
+"""Ledger paths against their physical limits (issue 12), every figure a ratio taken in one run.
+
+* append: ``Log.seal_many`` entries/s in batches of ``--batch`` when the ledger holds about each of
+  ``--sizes`` entries, against the raw Ed25519 signing rate (libsodium ``crypto_sign`` through
+  PyNaCl's binding, one core, the same entry-sized messages) timed right before each batch;
+* audit: ``ledger audit`` (a subprocess, start-up included) of the final ledger against the
+  Ed25519 verify rate summed over the machine's cores (one process per core, each timing its own
+  loop over its share of the ledger's own signatures, all running at once);
+* proofs: inclusion and consistency proofs from the store of the final ledger against the same
+  proofs computed by ``ledger.merkle`` from every stored hash held in Python lists in memory.
+
+Each measurement is repeated ``--reps`` times, interleaved with its peer; the report gives
+min / median / max of the ratios (never a best run) and the load average seen.
+
+usage: .venv/bin/python bench/bench_limits.py [--sizes 10000,100000,1000000] [--batch 10000]
+       [--reps 3] [--out docs/bench/limits.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import nacl.bindings  # noqa: E402
+
+from bench.bench_ledger import _bundles  # noqa: E402
+from ledger import merkle  # noqa: E402
+from ledger.entries import decode_entry, signed_part  # noqa: E402
+from ledger.log import Log  # noqa: E402
+from tests.helpers.ledgers import add_node  # noqa: E402
+
+
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _span(xs: list[float], fmt: str = "{:,.0f}") -> str:
+    return " / ".join(fmt.format(x) for x in (min(xs), statistics.median(xs), max(xs)))
+
+
+def _sign_rate(msgs: list[bytes], sk64: bytes) -> float:
+    t = time.perf_counter()
+    for m in msgs:
+        nacl.bindings.crypto_sign(m, sk64)
+    return len(msgs) / (time.perf_counter() - t)
+
+
+def _verify_share(jobs: list[tuple[bytes, bytes, bytes]]) -> float:
+    """One worker's verify rate over its share (run in a pool process)."""
+    t = time.perf_counter()
+    for public, msg, sig in jobs:
+        nacl.bindings.crypto_sign_open(sig + msg, public)
+    return len(jobs) / (time.perf_counter() - t)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="10000,100000,1000000")
+    ap.add_argument("--batch", type=int, default=10_000)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--proofs", type=int, default=2000)
+    ap.add_argument("--verify-sample", type=int, default=100_000)
+    ap.add_argument("--out", default=str(REPO / "docs/bench/limits.md"))
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    cpus = os.cpu_count() or 1
+    tmp = Path(tempfile.mkdtemp(prefix="bench-limits-"))
+    home = tmp / "home"
+    loads = [_load()]
+    lines = [
+        "# Ledger paths against their limits (issue 12)\n",
+        f"Command: `.venv/bin/python bench/bench_limits.py --sizes {args.sizes} "
+        f"--batch {args.batch} --reps {args.reps}`  ",
+        f"Machine: {platform.processor() or platform.machine()}, {cpus} CPUs, Python "
+        f"{platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M')} UTC. Ranges are "
+        "min / median / max over the repetitions.\n",
+    ]
+    try:
+        log = Log.init(home, "bench.example/log")
+        sk = add_node(log)
+        sk64 = bytes(sk) + bytes(sk.verify_key)
+        salt = 0
+
+        def seal(n: int) -> list[bytes]:
+            nonlocal salt
+            salt += 1
+            out = log.seal_many(_bundles(n, f"s{salt}-"), sk)
+            return [s.entry for s in out]
+
+        msgs = seal(min(args.batch, 2000))
+        rows = []
+        for size in sizes:
+            while log.store.size() + args.reps * args.batch < size:
+                seal(min(20_000, size - args.reps * args.batch - log.store.size()))
+                print(f"  filled {log.store.size()}", file=sys.stderr)
+            rates, peers, ratios = [], [], []
+            for _ in range(args.reps):
+                peer = _sign_rate((msgs * (args.batch // len(msgs) + 1))[: args.batch], sk64)
+                items = _bundles(args.batch, f"m{salt}-")
+                salt += 1
+                t = time.perf_counter()
+                sealed = log.seal_many(items, sk)
+                rate = args.batch / (time.perf_counter() - t)
+                msgs = [s.entry for s in sealed[:2000]]
+                rates.append(rate)
+                peers.append(peer)
+                ratios.append(rate / peer)
+            loads.append(_load())
+            rows.append((log.store.size(), rates, peers, ratios))
+            print(f"  append at {log.store.size()}: {ratios}", file=sys.stderr)
+        lines.append("## Append with signing (`Log.seal_many`, one core)\n")
+        lines.append(
+            "| entries in the ledger after | seal_many entries/s | Ed25519 sign/s, same "
+            "messages | ratio |\n|---:|---:|---:|---:|"
+        )
+        for size, rates, peers, ratios in rows:
+            lines.append(
+                f"| {size:,} | {_span(rates)} | {_span(peers)} | {_span(ratios, '{:.2f}')} |"
+            )
+        first, last = statistics.median(rows[0][3]), statistics.median(rows[-1][3])
+        lines.append(
+            f"\nFlatness: median ratio at {rows[-1][0]:,} / at {rows[0][0]:,} entries = "
+            f"{last / first:.2f}.\n"
+        )
+        n = log.store.size()
+        log.close()
+
+        # -- audit ---------------------------------------------------------------------------
+        conn = sqlite3.connect(home / "ledger.db")
+        pubs = {
+            bytes.fromhex(k.hex()): bytes(p)
+            for k, p in conn.execute("SELECT key_id, public_key FROM keys")
+        }
+        jobs: list[tuple[bytes, bytes, bytes]] = []
+        for (data,) in conn.execute(
+            "SELECT data FROM entries WHERE type='bundle' ORDER BY idx LIMIT ?",
+            (args.verify_sample,),
+        ):
+            data = bytes(data)
+            e = decode_entry(data)
+            sig = __import__("base64").b64decode(e["signature"])
+            jobs.append((pubs[bytes.fromhex(e["signer"])], signed_part(data, e), sig))
+        conn.close()
+        shares = [jobs[i::cpus] for i in range(cpus)]
+        timer = ["/usr/bin/time", "-f", "%M"] if Path("/usr/bin/time").exists() else []
+        env = dict(os.environ, LEDGER_HOME=str(home))
+        a_rates, v_rates, a_ratios, rss = [], [], [], []
+        with ProcessPoolExecutor(max_workers=cpus) as pool:
+            list(pool.map(_verify_share, [s[:10] for s in shares]))  # start the workers
+            for _ in range(args.reps):
+                v = sum(pool.map(_verify_share, shares))
+                t = time.perf_counter()
+                proc = subprocess.run(
+                    [*timer, sys.executable, "-m", "ledger.cli", "audit", "--json"],
+                    env=env,
+                    cwd=REPO,
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                a = n / (time.perf_counter() - t)
+                assert proc.returncode == 0, proc.stderr
+                if timer:
+                    rss.append(int(proc.stderr.split()[-1]) / 1024)
+                a_rates.append(a)
+                v_rates.append(v)
+                a_ratios.append(a / v)
+                print(f"  audit {a:.0f}/s verify {v:.0f}/s", file=sys.stderr)
+        loads.append(_load())
+        lines.append(f"## Audit of {n:,} entries\n")
+        lines.append(
+            f"| `ledger audit` entries/s (subprocess, start-up included) | Ed25519 verify/s summed "
+            f"over {cpus} cores | ratio | peak RSS MB |\n|---:|---:|---:|---:|"
+        )
+        lines.append(
+            f"| {_span(a_rates)} | {_span(v_rates)} | {_span(a_ratios, '{:.2f}')} | "
+            f"{_span(rss) if rss else 'n/a'} |\n"
+        )
+
+        # -- proofs --------------------------------------------------------------------------
+        log = Log.open(home)
+        store = log.store
+        levels: list[list[bytes]] = []
+        for level, _n, h in store.conn.execute(
+            "SELECT level, n, hash FROM hashes ORDER BY level, n"
+        ):
+            while len(levels) <= level:
+                levels.append([])
+            levels[level].append(bytes(h))
+
+        def mem(level: int, i: int) -> bytes:
+            return levels[level][i]
+
+        rng = random.Random(1)
+        p_rows = []
+        for kind in ("inclusion", "consistency"):
+            db_t, mem_t = [], []
+            for _ in range(args.reps):
+                picks = [rng.randrange(1, n) for _ in range(args.proofs)]
+                if kind == "inclusion":
+                    f_db = lambda i: store.inclusion_proof(i, n)  # noqa: E731
+                    f_mem = lambda i: merkle.inclusion_proof(i, n, mem)  # noqa: E731
+                else:
+                    f_db = lambda i: store.consistency_proof(i, n)  # noqa: E731
+                    f_mem = lambda i: merkle.consistency_proof(i, n, mem)  # noqa: E731
+                for fn, acc in ((f_db, db_t), (f_mem, mem_t)):
+                    ts = []
+                    for i in picks:
+                        t0 = time.perf_counter()
+                        fn(i)
+                        ts.append(time.perf_counter() - t0)
+                    acc.append(statistics.median(ts) * 1e6)
+            p_rows.append((kind, db_t, mem_t, [a / b for a, b in zip(db_t, mem_t, strict=True)]))
+        log.close()
+        loads.append(_load())
+        lines.append(f"## Proofs at {n:,} entries ({args.proofs} random proofs per repetition)\n")
+        lines.append(
+            "| proof | from SQLite, median µs | same proof from hashes in memory (Python), "
+            "median µs | ratio |\n|---|---:|---:|---:|"
+        )
+        for kind, db_t, mem_t, r in p_rows:
+            lines.append(
+                f"| {kind} | {_span(db_t, '{:.1f}')} | {_span(mem_t, '{:.1f}')} | "
+                f"{_span(r, '{:.2f}')} |"
+            )
+        lines.append(f"\nLoad average (1/5/15 min) at each phase: {', '.join(loads)}.\n")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    text = "\n".join(lines) + "\n"
+    Path(args.out).write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
