@@ -13,6 +13,7 @@ import datetime as dt
 import errno
 import os
 import shutil
+import sqlite3
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
@@ -26,7 +27,14 @@ from ledger import merkle
 from ledger.bundle import Bundle
 from ledger.encoding import b64_encode
 from ledger.entries import bundle_fields, check_entry_shape, node_key_id, sign_entry
-from ledger.errors import BadInput, KeyFileError, LedgerStateError, TamperDetected
+from ledger.errors import (
+    BadInput,
+    CannotCheck,
+    KeyFileError,
+    LedgerError,
+    LedgerStateError,
+    TamperDetected,
+)
 from ledger.fsutil import check_private_dir, fsync_dir, read_small, write_atomic
 from ledger.keys import NodePublic
 from ledger.note import (
@@ -154,9 +162,21 @@ class Log:
                 log._checkpoint(w)
         finally:
             store.close()
-        for name in (LOCK_NAME, DB_NAME + "-wal", DB_NAME + "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(home / name)
+        # read it back before it is moved into place: a write SQLite could not make (a full
+        # disk while it checkpoints its WAL at close) must not become a ledger that is broken.
+        # The WAL files stay: they may hold committed pages that close could not copy back.
+        try:
+            check = Store.open(home)
+            try:
+                ok = check.meta("vkey") == vkey and check.size() == 0 and bool(check.checkpoint())
+            finally:
+                check.close()
+        except (sqlite3.Error, LedgerError) as e:
+            raise CannotCheck(f"could not build the ledger ({e}); nothing was created") from e
+        if not ok:
+            raise CannotCheck("could not build the ledger (it did not read back); nothing created")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(home / LOCK_NAME)
 
     @staticmethod
     def _move_into_place(tmp: Path, home: Path) -> None:
@@ -169,7 +189,8 @@ class Log:
                 raise BadInput(f"cannot create a ledger in {home}: {e.strerror}") from e
         # home holds other files (e.g. keys/ made before init): move ours in, the database
         # last; it is what marks a ledger as existing
-        for name in (LOG_VKEY, LOG_KEY, DB_NAME):
+        names = [n for n in (DB_NAME + "-wal", DB_NAME + "-shm") if (tmp / n).exists()]
+        for name in (LOG_VKEY, LOG_KEY, *names, DB_NAME):
             try:
                 os.link(tmp / name, home / name, follow_symlinks=False)
             except FileExistsError as e:
