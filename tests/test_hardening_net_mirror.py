@@ -95,13 +95,18 @@ def test_cli_timeout_and_option_checks(
 
 
 def cli_in_process(*args: str) -> tuple[int, str]:
-    """The CLI in this process (typer's runner): exit code and stderr, for quick option checks."""
-    from typer.testing import CliRunner
+    """The CLI in this process (its entry point, which maps errors to exit codes): exit code and
+    stderr, for quick option checks."""
+    import contextlib
+    import io
 
-    from ledger.cli.commands import app
+    from ledger.cli import main
 
-    res = CliRunner().invoke(app, list(args))
-    return res.exit_code, res.stderr
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as done:
+        main(list(args))
+    code = done.value.code
+    return (code if isinstance(code, int) else 0), err.getvalue()
 
 
 # -- item 13: bad tiles are not a fork -------------------------------------------------------------

@@ -6,21 +6,29 @@ With ``--json`` a command prints one JSON object on stdout and nothing else ther
 
 from __future__ import annotations
 
-import functools
 import os
 import sqlite3
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ledger.cli import helptext, net, scaffold
 from ledger.cli import output as cli_out
+from ledger.cli.options import HomeOpt, JsonOpt, home_dir
 from ledger.errors import BadInput, CannotCheck, KeyFileError, LedgerError
 
-P = ParamSpec("P")
-R = TypeVar("R")
+if TYPE_CHECKING:  # types only: the modules load when a command needs them (fast start-up)
+    from ledger.cli.wiring import Refused, SealResult
+    from ledger.log import Log
+    from ledger.note import NoteVerifier
+    from ledger.store import Store
+    from ledger.trust import Prover
+    from verify.context import Options
+    from verify.report import Report
+
+helptext.plain_types()
 
 app = typer.Typer(
     name="ledger",
@@ -28,64 +36,47 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 keys_app = typer.Typer(
-    help="Node keys: create, register, revoke, list (SPEC 5).", no_args_is_help=True
+    help="Node keys: create, register, revoke, list.", no_args_is_help=True
 )
-proof_app = typer.Typer(help="Inclusion and consistency proofs (SPEC 6).", no_args_is_help=True)
-receipt_app = typer.Typer(help="Offline receipts (SPEC 7).", no_args_is_help=True)
+proof_app = typer.Typer(help="Inclusion and consistency proofs.", no_args_is_help=True)
+receipt_app = typer.Typer(help="Offline receipts.", no_args_is_help=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from ledger import __version__
+
+        cli_out.plain(f"ledger {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", is_eager=True, callback=_version,
+            metavar="",
+        ),
+    ] = False,
+) -> None:
+    """Append-only, tamper-evident ledger and verifier for proof-carrying GPU kernels."""
+
+
 app.add_typer(keys_app, name="keys")
 app.add_typer(proof_app, name="proof")
 app.add_typer(receipt_app, name="receipt")
-
-DEFAULT_HOME = "~/.local/share/kernel-ledger"
-HomeOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--home",
-        help=f"Ledger directory (default: $LEDGER_HOME, else {DEFAULT_HOME}).",
-        show_default=False,
-    ),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
-
-
-def home_dir(home: Path | None) -> Path:
-    if home is not None:
-        return home
-    env = os.environ.get("LEDGER_HOME")
-    if env:
-        return Path(env)
-    return Path(DEFAULT_HOME).expanduser()
-
-
-def handled(fn: Callable[P, R]) -> Callable[P, R]:
-    """Map the project's error tree to one stderr line and the documented exit code."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return fn(*args, **kwargs)
-        except LedgerError as e:
-            cli_out.error_line(str(e))
-            raise typer.Exit(e.exit_code) from None
-        except sqlite3.Error as e:  # the database could not be used (locked, I/O, corrupt)
-            cli_out.error_line(f"the ledger database could not be used: {e}")
-            raise typer.Exit(CannotCheck.exit_code) from None
-        except OSError as e:  # disk full, I/O error, a closed stdout: the system, not a bug
-            cli_out.error_line(_os_error(e))
-            raise typer.Exit(CannotCheck.exit_code) from None
-
-    return wrapper
-
 
 def _os_error(e: OSError) -> str:
     where = f" ({e.filename})" if e.filename else ""
     return f"could not complete: {e.strerror or e}{where}"
 
 
-def _open_log(home: Path | None) -> Any:
+def _open_log(home: Path | None) -> Log:
     from ledger.log import Log
 
     return Log.open(home_dir(home))
@@ -95,7 +86,6 @@ def _open_log(home: Path | None) -> Any:
 
 
 @app.command()
-@handled
 def init(
     origin: Annotated[str, typer.Option("--origin", help="Log origin, e.g. example.com/kernels.")],
     home: HomeOpt = None,
@@ -116,7 +106,6 @@ def init(
 
 
 @app.command()
-@handled
 def vkey(home: HomeOpt = None) -> None:
     """Print the log's verifier key (C2SP / Go note format)."""
     log = _open_log(home)
@@ -124,7 +113,6 @@ def vkey(home: HomeOpt = None) -> None:
 
 
 @app.command()
-@handled
 def checkpoint(home: HomeOpt = None) -> None:
     """Print the latest signed checkpoint (C2SP tlog-checkpoint signed note)."""
     log = _open_log(home)
@@ -135,7 +123,6 @@ def checkpoint(home: HomeOpt = None) -> None:
 
 
 @keys_app.command("new")
-@handled
 def keys_new(
     name: Annotated[str, typer.Argument(help="Key name (letters, digits, . _ -).")],
     passphrase_file: Annotated[
@@ -169,7 +156,6 @@ def keys_new(
 
 
 @keys_app.command("register")
-@handled
 def keys_register(
     key: Annotated[str, typer.Argument(help="A key NAME in LEDGER_HOME/keys or a .pub file.")],
     home: HomeOpt = None,
@@ -205,7 +191,6 @@ def keys_register(
 
 
 @keys_app.command("revoke")
-@handled
 def keys_revoke(
     key_id: Annotated[str, typer.Argument(help="The 16-hex node key id.")],
     reason: Annotated[str, typer.Option("--reason", help="Why the key is revoked.")],
@@ -225,7 +210,6 @@ def keys_revoke(
 
 
 @keys_app.command("list")
-@handled
 def keys_list(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     """List the node keys registered in the log, with their status."""
     from ledger.encoding import b64_encode
@@ -287,14 +271,13 @@ TrustOpt = Annotated[
 ]
 
 
-def _options(seed: int | None, no_gpu: bool, trust: bool = False) -> Any:
+def _options(seed: int | None, no_gpu: bool, trust: bool = False) -> Options:
     from verify.context import Options
 
     return Options(seed=seed, use_gpu=not no_gpu, trust_bundle_code=trust)
 
 
 @app.command()
-@handled
 def check(
     directory: Annotated[Path, typer.Argument(help="An unsealed bundle directory.")],
     json_out: JsonOpt = False,
@@ -316,7 +299,6 @@ def check(
 
 
 @app.command()
-@handled
 def seal(
     directories: Annotated[list[Path], typer.Argument(help="Bundle directories to seal.")],
     key: Annotated[
@@ -381,7 +363,7 @@ def seal(
                 }
             )
         raise typer.Exit(1)
-    refused: list[Any] = []
+    refused: list[Refused] = []
     with cli_out.progress("sealing", len(checked), enabled=not json_out) as bar:
         results = wiring.seal_checked(
             log,
@@ -394,7 +376,7 @@ def seal(
     raise typer.Exit(_report_seals(results, refused, json_out))
 
 
-def _report_seals(results: list[Any], refused: list[Any], json_out: bool) -> int:
+def _report_seals(results: list[SealResult], refused: list[Refused], json_out: bool) -> int:
     """Exactly what a batch appended and what it refused, and why (issue 9 item 19). Exit 0 when
     everything was sealed with its receipt; 2 when the log refused a bundle; 3 when every bundle
     was sealed but a receipt could not be written (``ledger receipt write`` makes it later)."""
@@ -423,7 +405,7 @@ def _report_seals(results: list[Any], refused: list[Any], json_out: bool) -> int
     return 0
 
 
-def _print_seals(results: list[Any], refused: list[Any], json_out: bool) -> None:
+def _print_seals(results: list[SealResult], refused: list[Refused], json_out: bool) -> None:
     if json_out:
         entries = []
         for r in results:
@@ -470,7 +452,6 @@ def _only_key(keydir: Path) -> str:
 
 
 @app.command()
-@handled
 def verify(
     hash: Annotated[str, typer.Argument(help="Bundle digest, leaf hash (>= 8 hex) or index.")],
     bundle: Annotated[
@@ -564,13 +545,12 @@ def verify(
     raise typer.Exit(_report_exit(report, required))
 
 
-def _store_prover(store: Any) -> Any:
+def _store_prover(store: Store) -> Prover:
     size = store.size()
     return lambda a, b: store.consistency_proof(a, b) if b <= size else None
 
 
-def _home_vkey(home: Path | None) -> Any:
-
+def _home_vkey(home: Path | None) -> NoteVerifier:
     from ledger.log import pinned_vkey
 
     path = home_dir(home) / "log.vkey"
@@ -580,14 +560,14 @@ def _home_vkey(home: Path | None) -> Any:
     return vk
 
 
-def _print_report(report: Any, json_out: bool) -> None:
+def _print_report(report: Report, json_out: bool) -> None:
     if json_out:
         cli_out.emit_json(report.to_json())
     else:
         cli_out.report_table(report)
 
 
-def _report_exit(report: Any, required: list[str]) -> int:
+def _report_exit(report: Report, required: list[str]) -> int:
     from verify.runner import required_missing
 
     if report.verdict == "failed":
@@ -602,7 +582,7 @@ def _report_exit(report: Any, required: list[str]) -> int:
 # -- reading ---------------------------------------------------------------------------------------
 
 
-def _entry_json(store: Any, index: int) -> dict[str, Any]:
+def _entry_json(store: Store, index: int) -> dict[str, Any]:
     from ledger.entries import decode_entry
 
     data = store.entry(index)
@@ -610,7 +590,6 @@ def _entry_json(store: Any, index: int) -> dict[str, Any]:
 
 
 @app.command()
-@handled
 def show(
     hash: Annotated[str, typer.Argument(help="Bundle digest, leaf hash (>= 8 hex) or index.")],
     home: HomeOpt = None,
@@ -648,12 +627,17 @@ def _items(value: Any) -> list[Any]:
 
 
 @app.command("log")
-@handled
 def log_cmd(
     start: Annotated[
-        int | None, typer.Option("--start", help="First index (default: the last --limit entries).")
+        int | None,
+        typer.Option(
+            "--start", min=0, metavar="INDEX",
+            help="First index (default: the last --limit entries).",
+        ),
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", help="At most this many entries.")] = 50,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, metavar="N", help="At most this many entries.")
+    ] = 50,
     home: HomeOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -703,7 +687,6 @@ def log_cmd(
 
 
 @app.command()
-@handled
 def audit(
     home: HomeOpt = None,
     json_out: JsonOpt = False,
@@ -763,7 +746,6 @@ def audit(
 
 
 @proof_app.command("inclusion")
-@handled
 def proof_inclusion(
     hash: Annotated[str, typer.Argument(help="Bundle digest, leaf hash or index.")],
     size: Annotated[
@@ -781,22 +763,22 @@ def proof_inclusion(
     if not index < n <= log.store.size():
         raise BadInput(f"--size must be in {index + 1}..{log.store.size()}")
     proof = log.store.inclusion_proof(index, n)
+    hashes = [b64_encode(h) for h in proof]
     obj = {
         "index": index,
         "tree_size": n,
         "leaf_hash": b64_encode(log.store.leaf_hash(index)),
-        "hashes": [b64_encode(h) for h in proof],
+        "hashes": hashes,
     }
     if json_out:
         cli_out.emit_json(obj)
     else:
         cli_out.plain(f"inclusion of entry {index} in tree of size {n}:")
-        for h in obj["hashes"]:
+        for h in hashes:
             cli_out.plain(f"  {h}")
 
 
 @proof_app.command("consistency")
-@handled
 def proof_consistency(
     old: Annotated[int, typer.Argument(help="Old tree size.")],
     new: Annotated[int, typer.Argument(help="New tree size.")],
@@ -820,7 +802,6 @@ def proof_consistency(
 
 
 @receipt_app.command("write")
-@handled
 def receipt_write(
     hash: Annotated[str, typer.Argument(help="Bundle digest, leaf hash (>= 8 hex) or index.")],
     out: Annotated[
@@ -844,7 +825,6 @@ def receipt_write(
 
 
 @receipt_app.command("refresh")
-@handled
 def receipt_refresh(
     file: Annotated[Path, typer.Argument(help="The receipt (ledger-receipt.json) to refresh.")],
     server: Annotated[str, typer.Option("--server", help="Base URL of the log server.")],
@@ -891,42 +871,15 @@ def receipt_refresh(
         )
 
 
-def _register_network_commands() -> None:
-    import importlib
-
-    try:
-        cli_net = importlib.import_module("ledger.cli.net")
-    except ImportError:
-        return
-    cli_net.register(app)
-
-
-_register_network_commands()
-
-
-def _register_new_command() -> None:
-    from ledger.cli import scaffold  # `ledger new` (SPEC 7)
-
-    scaffold.register(app)
-
-
-_register_new_command()
-
-
-def _click_error() -> type[Exception]:
-    """Typer 0.2x vendors click as ``typer._click``; older typers use ``click`` itself."""
-    try:
-        from typer._click.exceptions import ClickException
-    except ImportError:  # pragma: no cover - depends on the installed typer
-        from click.exceptions import ClickException  # type: ignore[assignment]
-    return ClickException
+net.register(app)  # serve, export-tiles, mirror, witness, submit
+scaffold.register(app)  # new
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point. Usage errors become one stderr line and exit 2; commands map the project's
-    error tree themselves (``handled``). Anything else is a bug: it still reaches the user as one
-    line (set LEDGER_DEBUG=1 for the traceback), never as a traceback."""
-    click_error = _click_error()
+    """Entry point, and the one error -> exit map of the shell. Usage errors become one stderr
+    line and exit 2; the project's error tree exits with its documented code; a database or
+    system error exits 3. Anything else is a bug: it still reaches the user as one line (set
+    LEDGER_DEBUG=1 for the traceback), never as a traceback."""
     try:
         code = app(args=argv, prog_name="ledger", standalone_mode=False)
     except typer.Exit as e:
@@ -934,7 +887,7 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         cli_out.error_line("aborted")
         code = 130
-    except click_error as err:
+    except typer.TyperException as err:  # click's usage errors (typer vendors click)
         ctx = getattr(err, "ctx", None)
         if type(err).__name__ == "NoArgsIsHelpError" and ctx is not None:
             sys.stdout.write(ctx.get_help() + "\n")
@@ -946,6 +899,9 @@ def main(argv: list[str] | None = None) -> None:
     except LedgerError as e:
         cli_out.error_line(str(e))
         code = e.exit_code
+    except sqlite3.Error as e:  # the database could not be used (locked, I/O, corrupt)
+        cli_out.error_line(f"the ledger database could not be used: {e}")
+        code = CannotCheck.exit_code
     except KeyboardInterrupt:
         cli_out.error_line("interrupted")
         code = 130

@@ -1,17 +1,21 @@
 """Network commands of the ``ledger`` CLI (SPEC 7, 9): serve, export-tiles, mirror, witness, submit.
 
-``register(app)`` adds them to the main typer app (``ledger.cli`` calls it). Commands stay thin:
-the work is in ``ledger.server``, ``ledger.mirror``, ``ledger.witness`` and ``ledger.submit``;
-errors are the project's error tree, mapped to exit codes by ``ledger.cli.commands.handled``.
+``register(app)`` adds them to the typer app it is given (``ledger.cli.commands`` calls it).
+Commands stay thin: the work is in ``ledger.server``, ``ledger.mirror``, ``ledger.witness`` and
+``ledger.submit``; errors are the project's error tree, mapped to exit codes in one place
+(``ledger.cli.commands.main``).
 """
 
 import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from ledger.note import NoteVerifier
 
 WITNESS_HOME = "~/.local/share/kernel-ledger-witness"
 
@@ -47,7 +51,7 @@ def witness_dir(d: Path | None) -> Path:
     return Path(env) if env else Path(WITNESS_HOME).expanduser()
 
 
-def policy_log_key(vkey: str | None) -> Any:
+def policy_log_key(vkey: str | None) -> "NoteVerifier":
     """``--vkey`` (a key or a file), else the trust policy's log key (issue 14); BadInput when
     neither is given."""
     from ledger import trust
@@ -66,10 +70,9 @@ def policy_log_key(vkey: str | None) -> Any:
 
 def register(app: typer.Typer) -> None:
     from ledger.cli import output as cli_out
-    from ledger.cli.commands import HomeOpt, JsonOpt, handled, home_dir
+    from ledger.cli.options import HomeOpt, JsonOpt, home_dir
 
     @app.command()
-    @handled
     def serve(
         host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
         port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8080,
@@ -83,7 +86,7 @@ def register(app: typer.Typer) -> None:
         access_log: Annotated[bool, typer.Option("--access-log", help="Log each request.")] = False,
         home: HomeOpt = None,
     ) -> None:
-        """Serve the ledger over HTTP: checkpoint, tiles, JSON API and HTML pages (SPEC 9)."""
+        """Serve the ledger over HTTP: checkpoint, tiles, JSON API and HTML pages."""
         from ledger.server import serve as run
 
         if not 0 < port < 65536:
@@ -94,7 +97,6 @@ def register(app: typer.Typer) -> None:
         run(home_dir(home), host, port, accept_submissions, access_log, announce)
 
     @app.command("export-tiles")
-    @handled
     def export_tiles(
         dest: Annotated[Path, typer.Argument(help="Directory to write checkpoint and tiles into.")],
         home: HomeOpt = None,
@@ -110,7 +112,6 @@ def register(app: typer.Typer) -> None:
             cli_out.plain(f"exported tree of size {size} to {dest} ({written} files written)")
 
     @app.command()
-    @handled
     def mirror(
         url: Annotated[str, typer.Argument(help="Base URL of the ledger to follow.")],
         vkey: Annotated[
@@ -201,7 +202,6 @@ def register(app: typer.Typer) -> None:
             remote.close()
 
     @app.command()
-    @handled
     def submit(
         directory: Annotated[Path, typer.Argument(help="Bundle directory to seal remotely.")],
         server: Annotated[str, typer.Option("--server", help="Base URL of the log server.")],
@@ -269,7 +269,6 @@ def register(app: typer.Typer) -> None:
     app.add_typer(witness_app, name="witness")
 
     @witness_app.command("init")
-    @handled
     def witness_init(
         name: Annotated[str, typer.Option("--name", help="Witness name, e.g. witness.example")],
         wdir: WitnessDir = None,
@@ -281,7 +280,6 @@ def register(app: typer.Typer) -> None:
         cli_out.plain(w.vkey)
 
     @witness_app.command("vkey")
-    @handled
     def witness_vkey(wdir: WitnessDir = None) -> None:
         """Print the witness's cosignature verifier key."""
         from ledger.witness import Witness
@@ -289,7 +287,6 @@ def register(app: typer.Typer) -> None:
         cli_out.plain(Witness(witness_dir(wdir)).vkey)
 
     @witness_app.command("add-log")
-    @handled
     def witness_add_log(
         vkey: Annotated[str, typer.Argument(help="The log's verifier key (or a file).")],
         wdir: WitnessDir = None,
@@ -302,7 +299,6 @@ def register(app: typer.Typer) -> None:
         cli_out.plain(f"witnessing {origin}")
 
     @witness_app.command("serve")
-    @handled
     def witness_serve(
         host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
         port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8081,
@@ -320,7 +316,6 @@ def register(app: typer.Typer) -> None:
         run_server(server_config(app_, host, port), f"ledger: witness on http://{host}:{port}/")
 
     @witness_app.command("add-checkpoint")
-    @handled
     def witness_add_checkpoint(
         url: Annotated[str, typer.Argument(help="Base URL of the witness.")],
         vkey: Annotated[str, typer.Option("--vkey", help="The witness's cosignature key.")],

@@ -526,10 +526,9 @@ def _write(sc: Scaffold, stem: str, source: str, ptx: bytes) -> None:
 def register(app: typer.Typer) -> None:
     """Add ``ledger new`` to the typer app (``ledger.cli``)."""
     from ledger.cli import output as cli_out
-    from ledger.cli.commands import JsonOpt, handled
+    from ledger.cli.options import JsonOpt
 
     @app.command("new")
-    @handled
     def new(
         directory: Annotated[Path, typer.Argument(help="The bundle directory to create.")],
         cu: Annotated[Path, typer.Option("--cu", help="The kernel's CUDA source (.cu).")],

@@ -1,0 +1,54 @@
+"""Help text a person reads: typer labels each value with its Python type (``<bool>``, ``<str>``,
+``<list[Path]>``); the shell shows plain metavars instead (``TEXT``, ``PATH...``, nothing for a
+flag). Typer has no public switch for this, so ``plain_types()`` wraps the two public parameter
+classes' ``display_type_rich``; on a typer without them it does nothing (help keeps typer's
+labels, nothing else changes)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+_WORDS = {
+    "bool": "",
+    "str": "TEXT",
+    "int": "INTEGER",
+    "float": "NUMBER",
+    "path": "PATH",
+    "file": "FILE",
+    "directory": "DIR",
+    "Path": "PATH",
+}
+_LABEL = re.compile(r"^<(list\[)?([A-Za-z_]+)( range)?\]?>(\.\.\.)?$")
+
+
+def plain(label: str | None) -> str | None:
+    """``<list[Path]>`` -> ``PATH...``, ``<bool>`` -> ``""``, ``<int range>`` -> ``INTEGER``;
+    any other label (a metavar the command set, choices) unchanged."""
+    if label is None:
+        return None
+    m = _LABEL.match(label)
+    if m is None or m.group(2) not in _WORDS:
+        return label
+    word = _WORDS[m.group(2)]
+    many = bool(m.group(1) or m.group(4))
+    return f"{word}..." if word and many else word
+
+
+def plain_types() -> None:
+    try:
+        from typer.core import TyperArgument, TyperOption
+    except ImportError:  # pragma: no cover - depends on the installed typer
+        return
+    for cls in (TyperArgument, TyperOption):
+        original: Callable[..., str | None] | None = getattr(cls, "display_type_rich", None)
+        if original is None or getattr(original, "_ledger_plain", False):
+            continue
+
+        def display(self: Any, *args: Any, _orig: Callable[..., str | None] = original,
+                    **kwargs: Any) -> str | None:
+            return plain(_orig(self, *args, **kwargs))
+
+        display._ledger_plain = True  # type: ignore[attr-defined]
+        cls.display_type_rich = display  # type: ignore[method-assign]

@@ -1,0 +1,33 @@
+"""Options every command module of the shell shares (the bottom of the shell: imports nothing
+from it)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+DEFAULT_HOME = "~/.local/share/kernel-ledger"
+HomeOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--home",
+        help=f"Ledger directory (default: $LEDGER_HOME, else {DEFAULT_HOME}).",
+        show_default=False,
+        metavar="DIR",
+    ),
+]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print one JSON object on stdout.", metavar="")
+]
+
+
+def home_dir(home: Path | None) -> Path:
+    if home is not None:
+        return home
+    env = os.environ.get("LEDGER_HOME")
+    if env:
+        return Path(env)
+    return Path(DEFAULT_HOME).expanduser()

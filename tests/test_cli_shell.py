@@ -1,0 +1,74 @@
+"""The shell's surface (issue 11): version, -h, `python -m ledger.cli` running once, every command
+registered, help text a person reads (no Python types, no internal references), usage errors
+(exit 2) for out-of-range options, shell completion offered."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import subprocess
+import sys
+
+import pytest
+
+from ledger import __version__
+from ledger.cli import main
+
+COMMANDS = ["init", "vkey", "checkpoint", "check", "seal", "verify", "show", "log", "audit",
+            "serve", "export-tiles", "mirror", "submit", "new", "keys", "proof", "receipt",
+            "witness"]
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+            pytest.raises(SystemExit) as done:
+        main(list(args))
+    code = done.value.code
+    return (code if isinstance(code, int) else 0), out.getvalue(), err.getvalue()
+
+
+def test_version() -> None:
+    assert run("--version") == (0, f"ledger {__version__}\n", "")
+
+
+def test_python_m_runs_once_and_names_itself_ledger() -> None:
+    res = subprocess.run([sys.executable, "-m", "ledger.cli", "--version"], capture_output=True,
+                         text=True, timeout=120, check=False)
+    assert (res.returncode, res.stdout, res.stderr) == (0, f"ledger {__version__}\n", "")
+    res = subprocess.run([sys.executable, "-m", "ledger.cli", "-h"], capture_output=True,
+                         text=True, timeout=120, check=False)
+    assert res.returncode == 0 and res.stdout.count("Usage: ledger ") == 1, res.stdout
+
+
+def _helps() -> list[list[str]]:
+    out = [[], ["keys"], ["proof"], ["receipt"], ["witness"]]
+    out += [[c] for c in COMMANDS if c not in ("keys", "proof", "receipt", "witness")]
+    out += [["keys", c] for c in ("new", "register", "revoke", "list")]
+    out += [["proof", c] for c in ("inclusion", "consistency")]
+    return out
+
+
+def test_every_command_is_registered() -> None:
+    code, out, _ = run("-h")
+    assert code == 0
+    listed = set(re.findall(r"│ ([a-z][a-z-]+) ", out))
+    assert set(COMMANDS) <= listed, sorted(set(COMMANDS) - listed)
+    assert "--install-completion" in out and "--show-completion" in out
+
+
+@pytest.mark.parametrize("argv", _helps(), ids=lambda a: " ".join(a) or "ledger")
+def test_help_reads_without_python_types_or_internal_references(argv: list[str]) -> None:
+    code, out, err = run(*argv, "-h")
+    assert code == 0 and err == ""
+    assert "Usage: ledger" in out
+    bad = re.findall(r"<[A-Za-z_\[\]]+(?: range)?>|SPEC \d", out)
+    assert bad == [], out
+
+
+@pytest.mark.parametrize("argv", [["log", "--limit", "0"], ["log", "--start", "-1"]])
+def test_out_of_range_options_are_usage_errors(argv: list[str]) -> None:
+    code, out, err = run(*argv)
+    assert code == 2 and out == ""
+    assert err.startswith("ledger: error: ") and err.count("\n") == 1, err
