@@ -22,7 +22,7 @@ from __future__ import annotations
 import fcntl
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -33,6 +33,8 @@ from ledger.note import Checkpoint, parse_checkpoint
 DB_NAME = "ledger.db"
 LOCK_NAME = "write.lock"
 BUSY_TIMEOUT_MS = 60_000
+HASH_CACHE = 1 << 17  # upper-tree hashes a Store keeps in memory for proofs (< 20 MB)
+HASH_CACHE_LEVEL = 4  # ... at this level and above (subtrees of 16 entries or more)
 FLUSH_ROWS = 1024  # entries a Writer batches before inserting them
 BLOBS_REMEMBERED = 1 << 16  # blob digests a Writer remembers as put in its transaction
 APPEND_ONLY_TABLES = ("entries", "hashes", "blobs", "checkpoints", "keys", "revocations")
@@ -83,6 +85,7 @@ class Store:
     def __init__(self, conn: sqlite3.Connection, home: Path) -> None:
         self.conn = conn
         self.home = home
+        self._hash_cache: dict[tuple[int, int], bytes] = {}
         origin = self.meta("origin")
         if origin is None:
             raise LedgerStateError(f"{home}: ledger database has no origin (not initialised)")
@@ -177,10 +180,56 @@ class Store:
         return merkle.tree_root(self.size() if size is None else size, self.stored_hash)
 
     def inclusion_proof(self, index: int, size: int) -> list[bytes]:
-        return merkle.inclusion_proof(index, size, self.stored_hash)
+        return self._prefetched(lambda get: merkle.inclusion_proof(index, size, get))
 
     def consistency_proof(self, old: int, new: int) -> list[bytes]:
-        return merkle.consistency_proof(old, new, self.stored_hash)
+        return self._prefetched(lambda get: merkle.consistency_proof(old, new, get))
+
+    def _prefetched(self, proof: Callable[[merkle.GetStored], list[bytes]]) -> list[bytes]:
+        """Run ``proof`` twice: first to learn which stored hashes it reads (the addresses depend
+        only on the sizes, never on hash values), then on those hashes fetched in one query."""
+        need: list[tuple[int, int]] = []
+
+        def record(level: int, n: int) -> bytes:
+            need.append((level, n))
+            return merkle.EMPTY_ROOT
+
+        proof(record)
+        cache = self._hash_cache
+        got: dict[tuple[int, int], bytes] = {}
+        missing = []
+        for key in dict.fromkeys(need):
+            h = cache.get(key)
+            if h is None:
+                missing.append(key)
+            else:
+                got[key] = h
+        need = missing
+        for i in range(0, len(need), 400):
+            part = need[i : i + 400]
+            where = " OR ".join(["(level=? AND n=?)"] * len(part))
+            args = [x for pair in part for x in pair]
+            for level, n, h in self.conn.execute(
+                f"SELECT level, n, hash FROM hashes WHERE {where}", args
+            ):
+                got[(int(level), int(n))] = bytes(h)
+        # A complete subtree's hash never changes once committed: keep the upper levels (a few
+        # thousand hashes at 10^6 entries, shared by every proof). Never rows this connection
+        # wrote in an open transaction, which a rollback would take back.
+        if not self.conn.in_transaction:
+            if len(cache) > HASH_CACHE:
+                cache.clear()
+            for key in need:
+                if key[0] >= HASH_CACHE_LEVEL and key in got:
+                    cache[key] = got[key]
+
+        def stored(level: int, n: int) -> bytes:
+            h = got.get((level, n))
+            if h is None:
+                raise TamperDetected(f"stored hash ({level}, {n}) is missing from the database")
+            return h
+
+        return proof(stored)
 
     def checkpoint(self) -> bytes:
         """The latest checkpoint: the one for the largest tree. Never "the last row inserted": a

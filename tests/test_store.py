@@ -138,3 +138,33 @@ def test_same_bundle_same_signer_refused(log: Log, tmp_path: Path) -> None:
     seal_fake(log, sk, tmp_path, "dup")
     with pytest.raises(BadInput, match="sealed by this key already"):
         seal_fake(log, sk, tmp_path, "dup")
+
+
+def test_batched_seal_and_cached_proofs_match_the_tree(log: Log) -> None:
+    """seal_many batches rows and skips repeated blobs; proofs read upper levels from a cache:
+    both must give exactly the tree and blobs that one-by-one appends would."""
+    from ledger.bundle import Bundle
+    from tests.helpers.ledgers import fake_fields
+
+    sk = add_node(log)
+
+    def items(salt: str) -> list[tuple[Bundle, dict[str, object]]]:
+        files = {"k.ptx": b"shared", "p.lean": b"l", "s.fut": b"f"}
+        return [
+            (Bundle.from_files({"contract.yaml": f"{salt}{i}".encode(), **files}), fake_fields())
+            for i in range(40)
+        ]
+
+    for salt in ("a", "b"):
+        before = log.store.size()
+        log.seal_many(items(salt), sk)
+        size = log.store.size()
+        leaves = [merkle.leaf_hash(e) for e in log.store.entries(0, size)]
+        root = merkle.root_from_leaf_hashes(leaves)
+        assert log.store.root() == root
+        for i in (0, 17, size - 1):
+            merkle.verify_inclusion(leaves[i], i, size, log.store.inclusion_proof(i, size), root)
+        merkle.verify_consistency(
+            before, size, log.store.root(before), root, log.store.consistency_proof(before, size)
+        )
+    assert len(list(log.store.blobs())) == 3 + 80
