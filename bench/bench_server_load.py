@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import httpx
 from bench_mirror import build_origin, cpu, free_port  # type: ignore[import-not-found]
 
-from ledger.server import export_tiles
+from ledger.export import export_tiles
 from ledger.store import Store
 from ledger.tiles import entries_tile_path, tile_path, tiles_for_size
 

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 
 class LedgerError(Exception):
-    """Base of every error this project raises on purpose."""
+    """Base of every error this project raises on purpose. ``exit_code`` is what the CLI exits
+    with, ``http_status`` what the server answers; both are decided here, once."""
 
     exit_code: int = 2
+    http_status: int = 400
 
 
 class BadInput(LedgerError):
@@ -45,7 +47,7 @@ class KeyFileError(BadInput):
 
 
 class UnknownHash(BadInput):
-    pass
+    http_status = 404
 
 
 class LedgerStateError(BadInput):
@@ -54,6 +56,7 @@ class LedgerStateError(BadInput):
 
 class VerificationFailed(LedgerError):
     exit_code = 1
+    http_status = 422
 
 
 class ProofError(VerificationFailed):
@@ -74,3 +77,4 @@ class RewriteDetected(VerificationFailed):
 
 class CannotCheck(LedgerError):
     exit_code = 3
+    http_status = 503

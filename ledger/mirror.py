@@ -52,6 +52,7 @@ from ledger.errors import (
     TamperDetected,
     VerificationFailed,
 )
+from ledger.fsutil import write_atomic
 from ledger.httpclient import (
     BYTES,
     DEFAULT_TIMEOUT,
@@ -60,7 +61,6 @@ from ledger.httpclient import (
     HttpClient,
     oneline,
 )
-from ledger.keys import write_atomic
 from ledger.note import Checkpoint, NoteVerifier, open_note, parse_checkpoint
 from ledger.store import Store, note_text
 from ledger.tiles import TILE_WIDTH, entries_tile_path, parse_entry_bundle, tile_path

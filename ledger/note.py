@@ -25,8 +25,6 @@ Cosignature v1 (a witness's signature line, added to the log's note)
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import re
 from collections.abc import Sequence
@@ -35,6 +33,7 @@ from dataclasses import dataclass, field
 import nacl.exceptions
 import nacl.signing
 
+from ledger.encoding import b64_decode, b64_encode
 from ledger.errors import BadInput, SignatureError
 
 ALG_ED25519 = 0x01
@@ -53,20 +52,6 @@ def _valid_name(name: str) -> bool:
     return bool(name) and "+" not in name and not any(c.isspace() for c in name)
 
 
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
-def _unb64(text: str, what: str) -> bytes:
-    try:
-        raw = base64.b64decode(text.encode("ascii"), validate=True)
-    except (binascii.Error, ValueError, UnicodeEncodeError) as e:
-        raise BadInput(f"{what} is not valid base64") from e
-    if _b64(raw) != text:
-        raise BadInput(f"{what} is not canonical base64")
-    return raw
-
-
 def key_id(name: str, public: bytes, alg: int = ALG_ED25519) -> bytes:
     """First 4 bytes of SHA-256(name || "\\n" || alg || public)."""
     return hashlib.sha256(name.encode("utf-8") + b"\n" + bytes([alg]) + public).digest()[:4]
@@ -78,13 +63,13 @@ def format_vkey(name: str, public: bytes, alg: int = ALG_ED25519) -> str:
         raise BadInput(f"key name {name!r} is empty or holds a space or '+'")
     if len(public) != 32:
         raise BadInput(f"an Ed25519 public key is 32 bytes, got {len(public)}")
-    return f"{name}+{key_id(name, public, alg).hex()}+{_b64(bytes([alg]) + public)}"
+    return f"{name}+{key_id(name, public, alg).hex()}+{b64_encode(bytes([alg]) + public)}"
 
 
 def format_skey(name: str, seed: bytes) -> str:
     """Go's signer key ``PRIVATE+KEY+name+<8 hex key id>+<base64(0x01 || seed)>``."""
     signer = NoteSigner(name, b"", seed)
-    return f"PRIVATE+KEY+{name}+{signer.key_id.hex()}+{_b64(bytes([ALG_ED25519]) + seed)}"
+    return f"PRIVATE+KEY+{name}+{signer.key_id.hex()}+{b64_encode(bytes([ALG_ED25519]) + seed)}"
 
 
 @dataclass(frozen=True)
@@ -163,7 +148,7 @@ def _parse_key(name: str, hex_id: str, b64: str, what: str) -> tuple[bytes, int,
         raise BadInput(f"{what}: name {name!r} is empty or holds a space or '+'")
     if _HEX8.fullmatch(hex_id) is None:
         raise BadInput(f"{what}: key id must be 8 lowercase hex digits")
-    raw = _unb64(b64, f"{what} key")
+    raw = b64_decode(b64, what=f"{what} key")
     if len(raw) != 33:
         raise BadInput(f"{what}: key must be 1 algorithm byte and 32 key bytes, got {len(raw)}")
     return bytes.fromhex(hex_id), raw[0], raw[1:]
@@ -203,7 +188,7 @@ class NoteSignature:
     signature: bytes
 
     def line(self) -> bytes:
-        return SIG_PREFIX + f"{self.name} {_b64(self.key_id + self.signature)}\n".encode()
+        return SIG_PREFIX + f"{self.name} {b64_encode(self.key_id + self.signature)}\n".encode()
 
 
 @dataclass(frozen=True)
@@ -243,7 +228,7 @@ def _parse_signature_line(line: bytes) -> NoteSignature:
     name, sep, b64 = line[len(SIG_PREFIX) :].decode("utf-8").partition(" ")
     if not sep or not _valid_name(name) or not b64:
         raise BadInput("signature line must be '— <name> <base64>'")
-    raw = _unb64(b64, f"signature by {name}")
+    raw = b64_decode(b64, what=f"signature by {name}")
     if len(raw) < 5:
         raise BadInput(f"signature by {name} is too short")
     return NoteSignature(name, raw[:4], raw[4:])
@@ -313,7 +298,7 @@ def format_checkpoint(cp: Checkpoint) -> bytes:
     for ext in cp.extensions:
         if not ext or "\n" in ext:
             raise BadInput("checkpoint extension lines must be non-empty single lines")
-    lines = [cp.origin, str(cp.size), _b64(cp.root), *cp.extensions]
+    lines = [cp.origin, str(cp.size), b64_encode(cp.root), *cp.extensions]
     text = ("\n".join(lines) + "\n").encode("utf-8")
     _check_text(text, "checkpoint")
     return text
@@ -336,7 +321,7 @@ def parse_checkpoint(text: bytes) -> Checkpoint:
         or int(size_text) >= 1 << 64
     ):
         raise BadInput(f"checkpoint size {size_text[:30]!r} is not a decimal uint64")
-    root = _unb64(root_text, "checkpoint root hash")
+    root = b64_decode(root_text, what="checkpoint root hash")
     if len(root) != 32:
         raise BadInput(f"checkpoint root hash must be 32 bytes, got {len(root)}")
     if any(not e for e in ext):

@@ -19,17 +19,12 @@ Hostile input gets a 4xx answer: ``BadInput`` -> 400, ``UnknownHash`` and anythi
 
 from __future__ import annotations
 
-import json
 import logging
 import socket
 import struct
 import sys
-import threading
-import time
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +41,21 @@ from ledger import merkle
 from ledger.bundle import parse_manifest
 from ledger.canonical import loads_canonical
 from ledger.encoding import b64_encode, hex_decode
-from ledger.errors import BadInput, CannotCheck, LedgerError, UnknownHash, VerificationFailed
-from ledger.note import Checkpoint, parse_checkpoint
+from ledger.errors import BadInput, LedgerError
+from ledger.httpstate import (  # re-exported: the per-request layer below the handlers
+    MAX_PARAM_DIGITS,
+    Served,
+    int_param,
+    json_response,
+    published_note,
+    resolve,
+    served,
+    tile_bytes,
+    tree_index,
+)
 from ledger.store import Store
-from ledger.tiles import TILE_WIDTH, entry_bundle, hash_tile, parse_tile_path, tile_path
+from ledger.submit import submit_endpoint
+from ledger.web import pages
 
 log = logging.getLogger("ledger.server")
 
@@ -58,9 +64,6 @@ PARTIAL_TILE_CACHE = "public, max-age=5"
 CHECKPOINT_CACHE = "no-cache"
 MAX_BATCH_BLOBS = 64  # digests per GET /api/v1/blobs?d=...
 MAX_BATCH_BYTES = 32 << 20  # a batch answer stops after this many bytes (X-Blob-Count says where)
-MAX_PARAM_DIGITS = 19  # decimal query parameters: below 2**63
-TILE_CACHE_BYTES = 64 << 20
-COSIGNED_META = "witness.cosigned_note"  # the checkpoint note with witness cosignature lines
 
 _OPENAPI = Path(__file__).parent / "templates" / "openapi.json"
 _SECURITY_HEADERS = [
@@ -74,116 +77,7 @@ _SECURITY_HEADERS = [
 ]
 
 
-def checkpoint_text(note: bytes) -> bytes:
-    """The text of a signed note (up to and including the line before the blank line)."""
-    cut = note.find(b"\n\n")
-    if cut < 0:
-        raise BadInput("checkpoint note has no signature block")
-    return note[: cut + 1]
-
-
-@dataclass(frozen=True)
-class View:
-    """The tree a request is answered from: the latest checkpoint the store holds."""
-
-    note: bytes
-    checkpoint: Checkpoint
-
-    @property
-    def size(self) -> int:
-        return self.checkpoint.size
-
-
-class Served:
-    """Per-app state: the store (opened in the event loop's thread) and a small tile cache."""
-
-    def __init__(self, home: Path, accept_submissions: bool = False) -> None:
-        self.home = home
-        self.accept_submissions = accept_submissions
-        self._store: Store | None = None
-        self._view: View | None = None
-        self._tiles: OrderedDict[str, bytes] = OrderedDict()
-        self._tile_bytes = 0
-        self.extra: dict[str, Any] = {}  # submission state (rate limits, registry)
-
-    @property
-    def store(self) -> Store:
-        if self._store is None:
-            self._store = Store.open(self.home)
-        return self._store
-
-    def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
-
-    def view(self) -> View:
-        try:
-            note = self.store.checkpoint()
-        except LedgerError as e:
-            raise HTTPException(404, f"this ledger has no checkpoint yet ({e})") from e
-        if self._view is None or self._view.note != note:
-            self._view = View(note, parse_checkpoint(checkpoint_text(note)))
-        return self._view
-
-    def cached_tile(self, key: str, make: Callable[[], bytes]) -> bytes:
-        hit = self._tiles.get(key)
-        if hit is not None:
-            self._tiles.move_to_end(key)
-            return hit
-        data = make()
-        self._tiles[key] = data
-        self._tile_bytes += len(data)
-        while self._tile_bytes > TILE_CACHE_BYTES and self._tiles:
-            _, old = self._tiles.popitem(last=False)
-            self._tile_bytes -= len(old)
-        return data
-
-
-def served(request: Request) -> Served:
-    state: Served = request.app.state.served
-    return state
-
-
-def int_param(request: Request, name: str, default: int | None = None) -> int:
-    """A non-negative decimal query parameter; BadInput when absent (without default) or bad."""
-    values = request.query_params.getlist(name)
-    if len(values) > 1:
-        raise BadInput(f"query parameter {name!r} is given more than once")
-    raw = values[0] if values else None
-    if raw is None:
-        if default is None:
-            raise BadInput(f"query parameter {name!r} is required")
-        return default
-    if not raw.isascii() or not raw.isdigit() or len(raw) > MAX_PARAM_DIGITS:
-        raise BadInput(f"query parameter {name!r} must be a non-negative decimal integer")
-    return int(raw)
-
-
-def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    body = json.dumps(obj, sort_keys=True, separators=(",", ":")).encode("utf-8")
-    return Response(body, status, headers=headers, media_type="application/json")
-
-
-def tree_index(view: View, index: int) -> int:
-    if index >= view.size:
-        raise HTTPException(404, f"no entry {index}: the tree has {view.size} entries")
-    return index
-
-
 # --- checkpoint and tiles --------------------------------------------------------------------
-
-
-def published_note(store: Store, note: bytes) -> bytes:
-    """``note`` with the witness cosignatures collected for it, when the store holds some."""
-    cosigned = store.meta(COSIGNED_META)
-    if cosigned is not None:
-        data = cosigned.encode("utf-8")
-        if data.startswith(note.rstrip(b"\n") + b"\n") or checkpoint_text(data) == checkpoint_text(
-            note
-        ):
-            return data
-    return note
 
 
 async def get_checkpoint(request: Request) -> Response:
@@ -195,29 +89,6 @@ async def get_checkpoint(request: Request) -> Response:
         media_type="text/plain; charset=utf-8",
         headers={"Cache-Control": CHECKPOINT_CACHE},
     )
-
-
-def tile_bytes(s: Served, view: View, path: str) -> tuple[bytes, bool]:
-    """The tile at ``path`` (``tile/...``) of the view's tree and whether it is a full tile."""
-    kind, level, n, width = parse_tile_path(path)
-    avail = view.size if kind == "entries" else view.size >> (8 * level)
-    start = n * TILE_WIDTH
-    if start + width > avail:
-        raise HTTPException(404, f"{path}: beyond the tree of size {view.size}")
-    full = width == TILE_WIDTH
-    if kind == "entries":
-
-        def make() -> bytes:
-            return entry_bundle(list(s.store.entries(start, start + width)))
-
-    else:
-
-        def make() -> bytes:
-            return hash_tile(level, n, width, s.store.stored_hash)
-
-    if full:
-        return s.cached_tile(path, make), True
-    return make(), False
 
 
 async def get_tile(request: Request) -> Response:
@@ -252,15 +123,6 @@ async def api_entry(request: Request) -> Response:
     s = served(request)
     index = tree_index(s.view(), request.path_params["index"])
     return json_response(entry_json(s.store, index))
-
-
-def resolve(s: Served, view: View, text: str) -> int:
-    if len(text) > 64 or not text.isascii() or not text.isalnum():
-        raise BadInput("a hash is a bundle digest or leaf hash (hex, >= 8 digits) or an index")
-    index = s.store.resolve(text)
-    if index >= view.size:
-        raise UnknownHash(f"{text}: not in the tree of the latest checkpoint")
-    return index
 
 
 async def api_lookup(request: Request) -> Response:
@@ -413,21 +275,12 @@ def _error(request: Request, status: int, message: str) -> Response:
     wants_html = "html" in request.headers.get("accept", "")
     if request.url.path.startswith(("/api/", "/tile/", "/checkpoint")) or not wants_html:
         return json_response({"error": message}, status)
-    from ledger.web.pages import error_page
-
-    return error_page(status, message)
+    return pages.error_page(status, message)
 
 
 async def on_ledger_error(request: Request, exc: Exception) -> Response:
-    if isinstance(exc, UnknownHash):
-        return _error(request, 404, str(exc))
-    if isinstance(exc, BadInput):
-        return _error(request, 400, str(exc))
-    if isinstance(exc, VerificationFailed):
-        return _error(request, 422, str(exc))
-    if isinstance(exc, CannotCheck):
-        return _error(request, 503, str(exc))
-    return _error(request, 400, str(exc))
+    assert isinstance(exc, LedgerError)
+    return _error(request, exc.http_status, str(exc))
 
 
 async def on_http_error(request: Request, exc: Exception) -> Response:
@@ -461,8 +314,6 @@ register_url_convertor("uint", UIntConvertor())
 
 
 def routes(accept_submissions: bool) -> list[BaseRoute]:
-    from ledger.web import pages
-
     out: list[BaseRoute] = [
         Route("/checkpoint", get_checkpoint, methods=["GET"]),
         Route("/tile/{rest:path}", get_tile, methods=["GET"]),
@@ -479,8 +330,6 @@ def routes(accept_submissions: bool) -> list[BaseRoute]:
         Route("/search", pages.search, methods=["GET"]),
     ]
     if accept_submissions:
-        from ledger.submit import submit_endpoint
-
         out.append(Route("/api/v1/submit", submit_endpoint, methods=["POST"]))
     return out
 
@@ -711,91 +560,3 @@ def serve(
     raise_file_limit()
     config = server_config(make_app(home, accept_submissions), host, port, access_log)
     run_server(config, announce)
-
-
-class BackgroundServer:
-    """Run an ASGI app under uvicorn on a free loopback port in a daemon thread.
-
-    ``with BackgroundServer(make_app(home)) as srv: httpx.get(srv.url + "/checkpoint")`` - used by
-    the tests and the benchmarks, so both exercise the real server and a real socket.
-    """
-
-    def __init__(self, app: ASGIApp, host: str = "127.0.0.1", **limits: Any) -> None:
-        self.app = app
-        self.host = host
-        self.limits = limits
-        self.url = ""
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> BackgroundServer:
-        import uvicorn
-
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, 0))
-        port = sock.getsockname()[1]
-        config = server_config(self.app, self.host, port, **self.limits)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise CannotCheck("the background server did not start")
-            time.sleep(0.01)
-        self.url = f"http://{self.host}:{port}"
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(30)
-
-
-# --- static export ------------------------------------------------------------------------------
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    from ledger.fsutil import write_atomic
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, data, 0o644, exclusive=False)
-
-
-def export_tiles(home: Path, dest: Path) -> tuple[int, int]:
-    """Write the latest checkpoint and every tile of its tree under ``dest`` as static files.
-
-    Each file is written atomically (temporary file, fsync, rename); full tiles already present
-    are left alone (they never change); the checkpoint is written last, so a reader never sees a
-    checkpoint whose tiles are missing. Returns (tree size, files written).
-    """
-    s = Served(home)
-    store = s.store
-    try:
-        note = published_note(store, store.checkpoint())
-        view = View(note, parse_checkpoint(checkpoint_text(note)))
-        written = 0
-        for path in _tile_paths(view.size):
-            target = dest / path
-            if ".p/" not in path and target.exists():
-                continue
-            data, _ = tile_bytes(s, view, path)
-            _write_atomic(target, data)
-            written += 1
-        _write_atomic(dest / "checkpoint", note)
-        return view.size, written + 1
-    finally:
-        s.close()
-
-
-def _tile_paths(size: int) -> Iterator[str]:
-    from ledger.tiles import entries_tile_path, tiles_for_size
-
-    for level, n, width in tiles_for_size(size):
-        yield tile_path(level, n, width)
-        if level == 0:
-            yield entries_tile_path(n, width)

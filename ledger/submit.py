@@ -60,6 +60,8 @@ from ledger.entries import (
 from ledger.errors import BadInput, CannotCheck, LedgerError, SignatureError, VerificationFailed
 from ledger.httpbody import ClientGone, read_limited_body
 from ledger.httpclient import BYTES, JSON, BadAnswer, HttpClient, oneline
+from ledger.httpstate import json_response, served
+from ledger.log import Log
 from ledger.note import (
     Checkpoint,
     NoteVerifier,
@@ -196,26 +198,34 @@ def parse_submission(body: bytes) -> tuple[bytes, dict[str, Any], dict[str, byte
     return data, entry, files
 
 
-def _log(request: Request) -> Any:
-    from ledger.log import Log
-    from ledger.server import served
+@dataclass(frozen=True)
+class Intake:
+    """What accepting submissions needs, made once per app and kept on ``Served.intake``: the
+    log (with its key) and the per-signer rate limiter, together, so neither can be read before
+    the other is set."""
 
+    log: Log
+    limiter: RateLimiter
+
+
+def _intake(request: Request) -> Intake:
     s = served(request)
-    log = s.extra.get("log")
-    if log is None:
+    if s.intake is None:
         log = Log.open(s.home)
         if log.signer is None:
             raise Rejected(503, "this ledger has no log key: it cannot accept submissions")
-        s.extra["log"] = log
-        s.extra["limiter"] = RateLimiter()
-    return log
+        s.intake = Intake(log, RateLimiter())
+    return s.intake
 
 
 def accept(
-    log: Any, limiter: RateLimiter, body: bytes, sender: bytes | None = None
+    log: Log, limiter: RateLimiter, body: bytes, sender: bytes | None = None
 ) -> dict[str, Any]:
     """Steps 1 to 6 of the module docstring on an already size-capped (and, with ``sender``,
     authenticated) ``body``."""
+    signer = log.signer
+    if signer is None:
+        raise Rejected(503, "this ledger has no log key: it cannot accept submissions")
     data, entry, files = parse_submission(body)
     if entry["origin"] != log.origin:
         raise Rejected(400, f"entry is for origin {entry['origin']!r}, not {log.origin!r}")
@@ -253,20 +263,18 @@ def accept(
         w.put_blobs((f.digest, f.data) for f in bundle.files)
         index = w.append(data, "bundle", bundle.digest)
         text = format_checkpoint(Checkpoint(log.origin, w.size, w.root(), ()))
-        note = sign_note(text, [log.signer])
+        note = sign_note(text, [signer])
         w.put_checkpoint(note, w.size)
     return {"index": index, "leaf_hash": leaf.hex(), "checkpoint": note.decode("utf-8")}
 
 
 async def submit_endpoint(request: Request) -> Response:
-    from ledger.server import json_response, served
-
     try:
-        log = _log(request)
-        kid, public, sig = _signer(request, log)
+        intake = _intake(request)
+        kid, public, sig = _signer(request, intake.log)
         body = await _read_body(request)
         check_body_signature(public, sig, body)
-        out = accept(log, served(request).extra["limiter"], body, kid)
+        out = accept(intake.log, intake.limiter, body, kid)
     except Rejected as e:
         headers = dict(e.headers)
         if e.status in (401, 403, 413):

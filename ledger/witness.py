@@ -20,7 +20,7 @@ line), an empty line and the log's signed checkpoint note, and:
 Log side (``request_cosignature``): send the log's latest checkpoint and a consistency proof from
 the size the witness last saw (learning it from a 409), check the returned cosignature against the
 witness's verifier key, and store the note with the cosignatures collected so far in the store's
-meta (``ledger.server.COSIGNED_META``), which ``GET /checkpoint`` then serves.
+meta (``ledger.httpstate.COSIGNED_META``), which ``GET /checkpoint`` then serves.
 """
 
 from __future__ import annotations
@@ -52,9 +52,10 @@ from ledger.errors import (
     ProofError,
     SignatureError,
 )
+from ledger.fsutil import write_atomic
 from ledger.httpbody import ClientGone, read_limited_body
 from ledger.httpclient import TEXT, BadAnswer, HttpClient, oneline
-from ledger.keys import write_atomic
+from ledger.httpstate import COSIGNED_META
 from ledger.note import (
     ALG_COSIGNATURE_V1,
     Checkpoint,
@@ -298,8 +299,6 @@ def require_cosignatures(note: bytes, text: bytes, witnesses: Sequence[NoteVerif
 
 def merge_cosigned(store: Store, note: bytes, lines: bytes) -> bytes:
     """Store ``note`` with the cosignature ``lines`` added to those already kept for it."""
-    from ledger.server import COSIGNED_META
-
     kept = store.meta(COSIGNED_META)
     base = note
     if kept:

@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ledger.mirror import Mirror, Remote
-from ledger.server import BackgroundServer, make_app
+from ledger.server import make_app
 from ledger.witness import Witness
 from tests.helpers.hostile import (
     MODES,
@@ -28,6 +28,7 @@ from tests.helpers.hostile import (
     table,
     witness_campaign,
 )
+from tests.helpers.server import BackgroundServer
 from tests.test_mirror import make_origin, node_key, vkey_of
 from tests.test_server import seal_range
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ledger.server import BackgroundServer, make_app
+from ledger.server import make_app
 from tests.helpers.ledgers import REPO
+from tests.helpers.server import BackgroundServer
 from tests.test_server import EVIL, build_ledger
 
 ARTIFACTS = REPO / "artifacts"

@@ -15,7 +15,7 @@ import pytest
 
 from ledger.log import Log
 from ledger.mirror import Mirror, Remote
-from ledger.server import BackgroundServer, make_app
+from ledger.server import make_app
 from ledger.witness import Witness, make_witness_app
 from tests.helpers.hostile import (
     MODES,
@@ -27,6 +27,7 @@ from tests.helpers.hostile import (
     witness_campaign,
 )
 from tests.helpers.ledgers import assert_one_error_line, run_cli
+from tests.helpers.server import BackgroundServer
 from tests.test_mirror import make_origin, node_key, vkey_of
 from tests.test_server import seal_range
 

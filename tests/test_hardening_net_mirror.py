@@ -17,10 +17,11 @@ from ledger.errors import CannotCheck, VerificationFailed
 from ledger.httpclient import BadAnswer
 from ledger.log import Log
 from ledger.mirror import Mirror, Remote, SyncResult, follow
-from ledger.server import BackgroundServer, make_app
+from ledger.server import make_app
 from ledger.store import Store
 from tests.helpers.hostile import HostileServer
 from tests.helpers.ledgers import assert_one_error_line, run_cli
+from tests.helpers.server import BackgroundServer
 from tests.test_mirror import Proxy, make_origin, node_key, vkey_of
 from tests.test_server import seal_range
 

@@ -21,9 +21,10 @@ import pytest
 from ledger import submit as submit_mod
 from ledger.entries import node_key_id
 from ledger.log import Log
-from ledger.server import BackgroundServer, make_app
+from ledger.server import make_app
 from ledger.witness import Witness, make_witness_app
 from tests.helpers.ledgers import REPO
+from tests.helpers.server import BackgroundServer
 from tests.test_mirror import make_origin, node_key, vkey_of
 
 

@@ -15,9 +15,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ledger.bundle import Bundle
 from ledger.errors import CannotCheck
 from ledger.log import Log
-from ledger.server import BackgroundServer, make_app
+from ledger.server import make_app
 from ledger.submit import submit_bundle
 from tests.helpers.ledgers import add_node
+from tests.helpers.server import BackgroundServer
 from tests.test_mirror import make_origin, node_key
 from tests.test_server import bundle_files, fields
 

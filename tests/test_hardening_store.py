@@ -133,7 +133,7 @@ def test_receipt_never_written_through_a_planted_symlink(tmp_path: Path) -> None
 
 
 def test_export_tiles_never_writes_through_a_planted_symlink(tmp_path: Path) -> None:
-    from ledger.server import export_tiles
+    from ledger.export import export_tiles
 
     victim = tmp_path / "attacker-owned"
     victim.write_bytes(b"keep")

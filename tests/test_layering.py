@@ -149,8 +149,6 @@ def _cycles() -> list[list[str]]:
 # Cycles that exist today, each to be cut (issue 11); the list only shrinks. A cycle not inside
 # one of these fails the test.
 KNOWN_CYCLES = [
-    # HTTP side: submit and web.pages import server's per-request helpers back (issue 11, HTTP)
-    {"ledger.server", "ledger.submit", "ledger.web.pages"},
     # engines: launch types and the engine protocol shared by both (issue 11, engines)
     {"verify.falsify", "verify.gpu"},
     # ptxsim's instruction tables and machine (issue 11, engines)
@@ -176,3 +174,41 @@ def test_the_shell_loads_its_command_modules_by_import() -> None:
     for name, path in _modules().items():
         if _in(name, SHELL):
             assert "importlib" not in path.read_text(encoding="utf-8"), name
+
+
+def test_the_http_side_is_layered() -> None:
+    """Per-request state at the bottom (``httpstate``), handlers above it, the app on top: the
+    handlers' modules never import the app, and the state imports none of them."""
+    assert "ledger.server" not in GRAPH["ledger.submit"] | GRAPH["ledger.web.pages"]
+    assert not GRAPH["ledger.httpstate"] & {"ledger.server", "ledger.submit", "ledger.web.pages"}
+    assert {"ledger.submit", "ledger.web.pages", "ledger.httpstate"} <= GRAPH["ledger.server"]
+    assert "ledger.server" not in GRAPH["ledger.export"]
+
+
+def test_error_classes_carry_both_exit_code_and_http_status() -> None:
+    from ledger.errors import (
+        BadInput,
+        CannotCheck,
+        LedgerError,
+        TamperDetected,
+        UnknownHash,
+        VerificationFailed,
+    )
+
+    assert [(c.exit_code, c.http_status) for c in (LedgerError, BadInput, UnknownHash,
+                                                  VerificationFailed, TamperDetected,
+                                                  CannotCheck)] == [
+        (2, 400), (2, 400), (2, 404), (1, 422), (1, 422), (3, 503)]
+
+
+def test_base64_lives_in_encoding_only() -> None:
+    """Bytes become base64 text and back in ``ledger.encoding`` only (strict, canonical)."""
+    users = sorted(
+        name for name, path in _modules().items()
+        if any(isinstance(n, (ast.Import, ast.ImportFrom))
+               and any(m in ("base64", "binascii")
+                       for m in ([a.name for a in n.names] if isinstance(n, ast.Import)
+                                 else [n.module or ""]))
+               for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+    )
+    assert users == ["ledger.encoding"]

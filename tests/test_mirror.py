@@ -21,9 +21,10 @@ from ledger.httpclient import BadAnswer
 from ledger.log import Log
 from ledger.mirror import Mirror, Remote, follow
 from ledger.note import open_note, parse_checkpoint, parse_vkey
-from ledger.server import BackgroundServer, make_app
+from ledger.server import make_app
 from ledger.store import Store, note_text
 from tests.helpers.ledgers import add_node, new_ledger, run_cli
+from tests.helpers.server import BackgroundServer
 from tests.test_server import seal_range
 
 Handler = Callable[[httpx.Request, httpx.Response], httpx.Response]

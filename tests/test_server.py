@@ -23,12 +23,14 @@ from hypothesis import strategies as st
 
 from ledger import merkle
 from ledger.bundle import Bundle, blake3_digest
+from ledger.export import export_tiles
 from ledger.log import Log
 from ledger.note import open_note, parse_checkpoint, parse_vkey
-from ledger.server import BackgroundServer, export_tiles, make_app
+from ledger.server import make_app
 from ledger.store import Store
 from ledger.tiles import parse_entry_bundle
 from tests.helpers.ledgers import REPO, add_node, new_ledger
+from tests.helpers.server import BackgroundServer
 
 SIZE = 300  # bundles; with the key registration the tree has 301 entries (two entry tiles)
 EVIL = "<script>alert('x')</script>&"

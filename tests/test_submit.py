@@ -21,9 +21,10 @@ from ledger.errors import VerificationFailed
 from ledger.log import Log, utc_now
 from ledger.mirror import Mirror, Remote
 from ledger.note import open_note, parse_checkpoint, parse_vkey
-from ledger.server import BackgroundServer, make_app
+from ledger.server import make_app
 from ledger.submit import RateLimiter, Rejected, chained_fields, submit_bundle
 from tests.helpers.ledgers import REPO, add_node, run_cli
+from tests.helpers.server import BackgroundServer
 from tests.test_mirror import make_origin, node_key, vkey_of
 from tests.test_server import bundle_files, fields, raw_status, seal_range
 

@@ -29,9 +29,10 @@ from ledger.cli.wiring import write_receipt
 from ledger.errors import BadInput
 from ledger.log import Log
 from ledger.note import open_note, parse_vkey
-from ledger.server import BackgroundServer, make_app
+from ledger.server import make_app
 from ledger.witness import Witness, make_witness_app, request_cosignature
 from tests.helpers.ledgers import add_node, run_cli
+from tests.helpers.server import BackgroundServer
 
 ORIGIN = "fork.example/log"
 

@@ -15,10 +15,11 @@ from ledger.errors import CannotCheck, SignatureError
 from ledger.log import Log
 from ledger.mirror import Mirror, Remote
 from ledger.note import ALG_COSIGNATURE_V1, open_note, parse_vkey
-from ledger.server import BackgroundServer, make_app
+from ledger.server import make_app
 from ledger.store import note_text
 from ledger.witness import Witness, make_witness_app, request_cosignature
 from tests.helpers.ledgers import run_cli
+from tests.helpers.server import BackgroundServer
 from tests.test_mirror import make_origin, node_key, vkey_of
 from tests.test_server import seal_range
 

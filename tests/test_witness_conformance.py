@@ -23,9 +23,9 @@ from ledger.note import (
     format_checkpoint,
     sign_note,
 )
-from ledger.server import BackgroundServer
 from ledger.witness import SIZE_MEDIA, Witness, WitnessReject, make_witness_app, parse_request
 from tests.helpers.ledgers import REPO
+from tests.helpers.server import BackgroundServer
 
 ORIGIN = "conformance.example/log"
 SEED = bytes(range(32))

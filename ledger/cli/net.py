@@ -103,7 +103,7 @@ def register(app: typer.Typer) -> None:
         json_out: JsonOpt = False,
     ) -> None:
         """Write the checkpoint and every tile as static files (C2SP tlog-tiles layout)."""
-        from ledger.server import export_tiles as run
+        from ledger.export import export_tiles as run
 
         size, written = run(home_dir(home), dest)
         if json_out:

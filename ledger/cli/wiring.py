@@ -26,7 +26,7 @@ from ledger import merkle
 from ledger.bundle import Bundle, parse_manifest
 from ledger.entries import decode_entry, node_key_id
 from ledger.errors import BadInput, LedgerError, TamperDetected, UnknownHash, VerificationFailed
-from ledger.keys import write_atomic
+from ledger.fsutil import write_atomic
 from ledger.log import Log, Sealed
 from ledger.note import NoteVerifier
 from ledger.receipt import FILE_NAME, Included, Receipt

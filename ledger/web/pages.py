@@ -23,6 +23,7 @@ from ledger.bundle import parse_manifest
 from ledger.canonical import loads_canonical
 from ledger.encoding import b64_encode
 from ledger.errors import BadInput, UnknownHash
+from ledger.httpstate import int_param, published_note, resolve, served, tree_index
 
 PAGE_ENTRIES = 25
 MAX_QUERY = 200
@@ -89,8 +90,6 @@ def _parse(data: bytes) -> Any:
 
 
 async def home(request: Request) -> Response:
-    from ledger.server import int_param, served
-
     s = served(request)
     view = s.view()
     end = min(int_param(request, "before", view.size), view.size)
@@ -122,8 +121,6 @@ async def home(request: Request) -> Response:
 
 
 async def search(request: Request) -> Response:
-    from ledger.server import resolve, served
-
     s = served(request)
     q = request.query_params.get("q", "").strip()
     if not q or len(q) > MAX_QUERY:
@@ -215,8 +212,6 @@ def _fields(entry: dict[str, Any]) -> str:
 
 
 async def entry(request: Request) -> Response:
-    from ledger.server import published_note, served, tree_index
-
     s = served(request)
     view = s.view()
     index = tree_index(view, request.path_params["index"])

@@ -310,7 +310,7 @@ def witness_campaign(
     modes: Sequence[str] = MODES, timeout: float = 2.0,
 ) -> list[Outcome]:
     """``ledger witness add-checkpoint`` against a hostile witness."""
-    from ledger.server import COSIGNED_META
+    from ledger.httpstate import COSIGNED_META
     from ledger.store import Store
     from ledger.witness import request_cosignature
 

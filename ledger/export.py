@@ -1,0 +1,50 @@
+"""``ledger export-tiles``: the checkpoint and every tile of the tree as static files in the C2SP
+tlog-tiles layout, for any static web host (not HTTP: it writes files)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from ledger.fsutil import write_atomic
+from ledger.httpstate import Served, View, checkpoint_text, published_note, tile_bytes
+from ledger.note import parse_checkpoint
+from ledger.tiles import entries_tile_path, tile_path, tiles_for_size
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, data, 0o644, exclusive=False)
+
+
+def export_tiles(home: Path, dest: Path) -> tuple[int, int]:
+    """Write the latest checkpoint and every tile of its tree under ``dest`` as static files.
+
+    Each file is written atomically (temporary file, fsync, rename); full tiles already present
+    are left alone (they never change); the checkpoint is written last, so a reader never sees a
+    checkpoint whose tiles are missing. Returns (tree size, files written).
+    """
+    s = Served(home)
+    store = s.store
+    try:
+        note = published_note(store, store.checkpoint())
+        view = View(note, parse_checkpoint(checkpoint_text(note)))
+        written = 0
+        for path in _tile_paths(view.size):
+            target = dest / path
+            if ".p/" not in path and target.exists():
+                continue
+            data, _ = tile_bytes(s, view, path)
+            _write_atomic(target, data)
+            written += 1
+        _write_atomic(dest / "checkpoint", note)
+        return view.size, written + 1
+    finally:
+        s.close()
+
+
+def _tile_paths(size: int) -> Iterator[str]:
+    for level, n, width in tiles_for_size(size):
+        yield tile_path(level, n, width)
+        if level == 0:
+            yield entries_tile_path(n, width)
