@@ -630,12 +630,12 @@ class Mirror:
             raise TamperDetected("internal: the entries checked are not the entries hashed")
         blobs = self.remote.blobs(list(wanted))
         with store.writer() as w:
-            for digest, blob in blobs.items():
-                w.put_blob(digest, blob)
+            w.put_blobs(blobs.items())  # batched with the entries, one executemany each
             for _i, data, entry in rows:
-                etype = entry["type"]
-                bdigest = bytes.fromhex(entry["bundle_digest"]) if etype == "bundle" else None
-                w.append(data, etype, bdigest)  # also indexes key entries
+                if entry["type"] == "bundle":
+                    w.append_bundle(data, bytes.fromhex(entry["bundle_digest"]))
+                else:
+                    w.append(data, entry["type"], None)  # also indexes key entries
             if w.size != end or w.root() != root:
                 raise TamperDetected("the local store changed while the mirror was appending")
         known.update(blobs)
