@@ -6,6 +6,7 @@ stderr. The only place the CLI writes to the terminal.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
@@ -17,8 +18,17 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-# Not on a terminal (a pipe, a file, CI logs): wide enough that check details are not folded.
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+
+def _columns() -> int | None:
+    """``$COLUMNS`` when set (a terminal's width, or what a pipe asks for), else None."""
+    raw = os.environ.get("COLUMNS", "")
+    return int(raw) if raw.isascii() and raw.isdigit() and 20 <= int(raw) <= 10_000 else None
+
+
+# On a terminal or with $COLUMNS: tables and text fit that width (long words folded). Otherwise
+# (a pipe, a file, CI logs): 160 columns and text lines never folded, so they stay greppable.
+_FIT = sys.stdout.isatty() or _columns() is not None
+out = Console(highlight=False, soft_wrap=not _FIT, width=_columns() or (None if _FIT else 160))
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 STATUS_STYLE = {"passed": "green", "failed": "bold red", "skipped": "yellow"}
@@ -58,9 +68,11 @@ def plain(text: str) -> None:
 def report_table(report: Any, recorded: Sequence[Any] = ()) -> None:
     tools = {c.id: (c.tool, c.version) for c in recorded}
     table = Table(title=f"bundle {esc(report.bundle_digest)}", title_justify="left")
-    table.add_column("check")
-    table.add_column("status")
-    table.add_column("tool")
+    # check ids are never cut or folded (two ids cut to the same text would read as one check):
+    # rich narrows the wrapping columns (tool, detail) first
+    table.add_column("check", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("tool", overflow="fold", max_width=14)
     table.add_column("detail", overflow="fold")
     for c in report.checks:
         tool, version = (c.tool, c.version) if c.tool else tools.get(c.id, ("", ""))
@@ -68,7 +80,7 @@ def report_table(report: Any, recorded: Sequence[Any] = ()) -> None:
         table.add_row(
             esc(c.id),
             f"[{style}]{esc(c.status)}[/]" if style else esc(c.status),
-            esc(f"{tool} {version}".strip()),
+            esc(short_tool(tool, version)),
             esc(c.detail),
         )
     out.print(table)
@@ -78,6 +90,16 @@ def report_table(report: Any, recorded: Sequence[Any] = ()) -> None:
         if style
         else f"verdict: {esc(report.verdict)}"
     )
+
+
+_VERSION = re.compile(r"\d+(?:\.\d+)+[\w.+-]*")
+
+
+def short_tool(tool: str, version: str) -> str:
+    """``ptxas`` and ``Cuda compilation tools, release 13.0, V13.0.48`` -> ``ptxas 13.0.48``:
+    the tool and the last version number in its version text (the text itself when none)."""
+    found = _VERSION.findall(version)
+    return f"{tool} {found[-1] if found else version}".strip()
 
 
 def rows_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:

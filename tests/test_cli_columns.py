@@ -1,0 +1,83 @@
+"""Every reading command of the CLI at COLUMNS=80, piped (issue 11): no line longer than 80
+columns, and no two check ids cut to the same text. One sealed ledger, module-scoped."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.ledgers import REPO, cli_json
+
+BUNDLE = REPO / "bundles" / "vector_add"
+WIDTH = 80
+
+
+def run80(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": str(WIDTH), "LEDGER_HOME": str(home)}
+    env.pop("LEDGER_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "ledger.cli", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
+@pytest.fixture(scope="module")
+def ledger80(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("cols")
+    home = root / "home"
+    bundle = root / "vector_add"
+    shutil.copytree(BUNDLE, bundle, ignore=shutil.ignore_patterns("ledger-receipt*.json"))
+    cli_json("init", "--origin", "test.example/cols", home=home)
+    cli_json("keys", "new", "a-node-key-with-a-rather-long-name", home=home)
+    cli_json("keys", "register", "a-node-key-with-a-rather-long-name", home=home)
+    res = run80("seal", str(bundle), "--no-gpu", home=home)
+    assert res.returncode == 0, res.stderr
+    (root / "seal.txt").write_text(res.stdout)
+    return {"home": home, "bundle": bundle, "root": root}
+
+
+def _check_lines(text: str) -> None:
+    """No line over the width, and no table row cropped at the edge (rich crops what it cannot
+    fit: a row that starts with a border must end with one)."""
+    long = [ln for ln in text.splitlines() if len(ln) > WIDTH]
+    assert long == [], "\n".join(long)
+    cropped = [ln for ln in text.splitlines()
+               if ln[:1] in "┏┃┡│└" and ln.rstrip()[-1:] not in "┓┃┩│┘"]
+    assert cropped == [], "\n".join(cropped)
+
+
+def _check_ids(text: str) -> None:
+    """Cells of the 'check' column: none cut (an ellipsis), none equal to another."""
+    cells = [m.group(1).strip() for m in re.finditer(r"^│ ?([^│]+?) *│", text, re.M)]
+    ids = [c for c in cells if c]
+    assert ids and not any("…" in c for c in ids), ids
+    assert len(ids) == len(set(ids)), ids
+
+
+# `checkpoint` prints the signed note verbatim (data: a folded signature line would not verify)
+COMMANDS = [
+    ["vkey"], ["log"], ["log", "--limit", "1"], ["show", "1"], ["audit"],
+    ["keys", "list"], ["proof", "inclusion", "1"], ["proof", "consistency", "1", "2"],
+]
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=" ".join)
+def test_reading_commands_fit_80_columns(ledger80: dict[str, Path], argv: list[str]) -> None:
+    res = run80(*argv, home=ledger80["home"])
+    assert res.returncode == 0, res.stderr
+    _check_lines(res.stdout)
+    _check_lines(res.stderr)
+
+
+def test_seal_and_verify_tables_fit_80_columns(ledger80: dict[str, Path]) -> None:
+    seal = (ledger80["root"] / "seal.txt").read_text()
+    res = run80("verify", "1", "--no-gpu", home=ledger80["home"])
+    assert res.returncode == 0, res.stderr
+    _check_lines(seal)
+    _check_lines(res.stdout)
+    _check_ids(res.stdout)
+    assert "integrity.checkpoint" in res.stdout  # ids whole, not cut
