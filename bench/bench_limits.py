@@ -68,6 +68,60 @@ def _verify_share(jobs: list[tuple[bytes, bytes, bytes]]) -> float:
     return len(jobs) / (time.perf_counter() - t)
 
 
+def _proofs(home: Path, reps: int, count: int, lines: list[str]) -> None:
+    """Proofs from the store of the ledger at ``home`` against the same proofs in memory."""
+    n = Log.open(home).store.size()
+    args = argparse.Namespace(reps=reps, proofs=count)
+    loads: list[str] = []
+    # -- proofs --------------------------------------------------------------------------
+    log = Log.open(home)
+    store = log.store
+    levels: list[list[bytes]] = []
+    for level, _n, h in store.conn.execute("SELECT level, n, hash FROM hashes ORDER BY level, n"):
+        while len(levels) <= level:
+            levels.append([])
+        levels[level].append(bytes(h))
+
+    def mem(level: int, i: int) -> bytes:
+        return levels[level][i]
+
+    rng = random.Random(1)
+    p_rows = []
+    for kind in ("inclusion", "consistency"):
+        db_t, mem_t, old_t = [], [], []  # old: a point query per hash (before issue 12)
+        for _ in range(args.reps):
+            picks = [rng.randrange(1, n) for _ in range(args.proofs)]
+            if kind == "inclusion":
+                f_db = lambda i: store.inclusion_proof(i, n)  # noqa: E731
+                f_mem = lambda i: merkle.inclusion_proof(i, n, mem)  # noqa: E731
+                f_old = lambda i: merkle.inclusion_proof(i, n, store.stored_hash)  # noqa: E731
+            else:
+                f_db = lambda i: store.consistency_proof(i, n)  # noqa: E731
+                f_mem = lambda i: merkle.consistency_proof(i, n, mem)  # noqa: E731
+                f_old = lambda i: merkle.consistency_proof(i, n, store.stored_hash)  # noqa: E731
+            for fn, acc in ((f_db, db_t), (f_mem, mem_t), (f_old, old_t)):
+                ts = []
+                for i in picks:
+                    t0 = time.perf_counter()
+                    fn(i)
+                    ts.append(time.perf_counter() - t0)
+                acc.append(statistics.median(ts) * 1e6)
+        ratio = [a / b for a, b in zip(db_t, mem_t, strict=True)]
+        p_rows.append((kind, db_t, mem_t, old_t, ratio))
+    log.close()
+    loads.append(_load())
+    lines.append(f"## Proofs at {n:,} entries ({args.proofs} random proofs per repetition)\n")
+    lines.append(
+        "| proof | from SQLite, median µs | same proof from hashes in memory (Python), "
+        "median µs | ratio | before: a point query per hash, median µs |\n|---|---:|---:|---:|---:|"
+    )
+    for kind, db_t, mem_t, old_t, r in p_rows:
+        lines.append(
+            f"| {kind} | {_span(db_t, '{:.1f}')} | {_span(mem_t, '{:.1f}')} | "
+            f"{_span(r, '{:.2f}')} | {_span(old_t, '{:.1f}')} |"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10000,100000,1000000")
@@ -76,7 +130,14 @@ def main() -> None:
     ap.add_argument("--proofs", type=int, default=2000)
     ap.add_argument("--verify-sample", type=int, default=100_000)
     ap.add_argument("--out", default=str(REPO / "docs/bench/limits.md"))
+    ap.add_argument("--proofs-only", metavar="LEDGER_HOME", help="only proofs, on this ledger")
     args = ap.parse_args()
+    if args.proofs_only:
+        out = [f"Proofs only, on {args.proofs_only}, load average {_load()}\n"]
+        _proofs(Path(args.proofs_only), args.reps, args.proofs, out)
+        out.append(f"load average after: {_load()}")
+        print("\n".join(out))
+        return
     sizes = [int(s) for s in args.sizes.split(",")]
     cpus = os.cpu_count() or 1
     tmp = Path(tempfile.mkdtemp(prefix="bench-limits-"))
@@ -195,52 +256,8 @@ def main() -> None:
             f"{_span(rss) if rss else 'n/a'} |\n"
         )
 
-        # -- proofs --------------------------------------------------------------------------
-        log = Log.open(home)
-        store = log.store
-        levels: list[list[bytes]] = []
-        for level, _n, h in store.conn.execute(
-            "SELECT level, n, hash FROM hashes ORDER BY level, n"
-        ):
-            while len(levels) <= level:
-                levels.append([])
-            levels[level].append(bytes(h))
-
-        def mem(level: int, i: int) -> bytes:
-            return levels[level][i]
-
-        rng = random.Random(1)
-        p_rows = []
-        for kind in ("inclusion", "consistency"):
-            db_t, mem_t = [], []
-            for _ in range(args.reps):
-                picks = [rng.randrange(1, n) for _ in range(args.proofs)]
-                if kind == "inclusion":
-                    f_db = lambda i: store.inclusion_proof(i, n)  # noqa: E731
-                    f_mem = lambda i: merkle.inclusion_proof(i, n, mem)  # noqa: E731
-                else:
-                    f_db = lambda i: store.consistency_proof(i, n)  # noqa: E731
-                    f_mem = lambda i: merkle.consistency_proof(i, n, mem)  # noqa: E731
-                for fn, acc in ((f_db, db_t), (f_mem, mem_t)):
-                    ts = []
-                    for i in picks:
-                        t0 = time.perf_counter()
-                        fn(i)
-                        ts.append(time.perf_counter() - t0)
-                    acc.append(statistics.median(ts) * 1e6)
-            p_rows.append((kind, db_t, mem_t, [a / b for a, b in zip(db_t, mem_t, strict=True)]))
-        log.close()
+        _proofs(home, args.reps, args.proofs, lines)
         loads.append(_load())
-        lines.append(f"## Proofs at {n:,} entries ({args.proofs} random proofs per repetition)\n")
-        lines.append(
-            "| proof | from SQLite, median µs | same proof from hashes in memory (Python), "
-            "median µs | ratio |\n|---|---:|---:|---:|"
-        )
-        for kind, db_t, mem_t, r in p_rows:
-            lines.append(
-                f"| {kind} | {_span(db_t, '{:.1f}')} | {_span(mem_t, '{:.1f}')} | "
-                f"{_span(r, '{:.2f}')} |"
-            )
         lines.append(f"\nLoad average (1/5/15 min) at each phase: {', '.join(loads)}.\n")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
