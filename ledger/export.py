@@ -3,7 +3,7 @@ tlog-tiles layout, for any static web host (not HTTP: it writes files)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ledger.fsutil import write_atomic
@@ -17,12 +17,15 @@ def _write_atomic(path: Path, data: bytes) -> None:
     write_atomic(path, data, 0o644, exclusive=False)
 
 
-def export_tiles(home: Path, dest: Path) -> tuple[int, int]:
+def export_tiles(
+    home: Path, dest: Path, progress: Callable[[int, int], None] | None = None
+) -> tuple[int, int]:
     """Write the latest checkpoint and every tile of its tree under ``dest`` as static files.
 
     Each file is written atomically (temporary file, fsync, rename); full tiles already present
     are left alone (they never change); the checkpoint is written last, so a reader never sees a
-    checkpoint whose tiles are missing. Returns (tree size, files written).
+    checkpoint whose tiles are missing. ``progress(done, total)`` follows the tiles. Returns
+    (tree size, files written).
     """
     s = Served(home)
     store = s.store
@@ -30,7 +33,10 @@ def export_tiles(home: Path, dest: Path) -> tuple[int, int]:
         note = published_note(store, store.checkpoint())
         view = View(note, parse_checkpoint(checkpoint_text(note)))
         written = 0
-        for path in _tile_paths(view.size):
+        paths = list(_tile_paths(view.size))
+        for done, path in enumerate(paths, 1):
+            if progress is not None:
+                progress(done, len(paths))
             target = dest / path
             if ".p/" not in path and target.exists():
                 continue

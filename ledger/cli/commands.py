@@ -271,6 +271,13 @@ TrustOpt = Annotated[
 ]
 
 
+def _check_steps() -> int:
+    """How many steps a bundle's check reports: one per check group (verify.runner.GROUPS)."""
+    from verify.runner import GROUPS
+
+    return len(GROUPS)
+
+
 def _options(seed: int | None, no_gpu: bool, trust: bool = False) -> Options:
     from verify.context import Options
 
@@ -288,11 +295,11 @@ def check(
     """Run the verifier on an unsealed bundle (needs no ledger)."""
     from ledger.cli import wiring
 
-    with cli_out.progress("checking", None, enabled=not json_out) as bar:
+    with cli_out.progress("checking", _check_steps(), enabled=not json_out) as bar:
         ((_, _, report),) = wiring.check_dirs(
             [directory],
             _options(seed, no_gpu, trust_bundle_code),
-            progress=lambda s: bar.update(0, s),
+            progress=bar.step,
         )
     _print_report(report, json_out)
     raise typer.Exit(_report_exit(report, []))
@@ -325,16 +332,12 @@ def seal(
     pw = read_passphrase(passphrase_file) if passphrase_file else None
     sk, _pub = load_node_secret(log.keydir, name, pw)
     wiring.check_node_may_seal(log, sk)
-    with cli_out.progress("checking", len(directories), enabled=not json_out) as bar:
-
-        def step(s: str) -> None:
-            bar.update(0, s)
-
+    steps = _check_steps() * len(directories)
+    with cli_out.progress("checking", steps, enabled=not json_out) as bar:
         checked = []
         for d in directories:
             options = _options(seed, no_gpu, trust_bundle_code)
-            checked.extend(wiring.check_dirs([d], options, progress=step))
-            bar.advance()
+            checked.extend(wiring.check_dirs([d], options, progress=bar.step))
     bad = [(d, rep) for d, _, rep in checked if rep.verdict == "failed"]
     if bad:
         whys = []
@@ -534,8 +537,8 @@ def verify(
         if files is None:
             files = wiring.files_from_store(log, ev.item.entry)
     wiring.check_given_files(ev, bundle, receipt)
-    with cli_out.progress("verifying", None, enabled=not json_out) as bar:
-        report = wiring.verify_evidence(ev, vk, files, options, lambda s: bar.update(0, s))
+    with cli_out.progress("verifying", _check_steps(), enabled=not json_out) as bar:
+        report = wiring.verify_evidence(ev, vk, files, options, bar.step)
     report, problem = wiring.apply_guard(
         report, lambda: trust.guard(ev.checkpoint, vk, witnesses, need, memory, prove)
     )

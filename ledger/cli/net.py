@@ -105,7 +105,8 @@ def register(app: typer.Typer) -> None:
         """Write the checkpoint and every tile as static files (C2SP tlog-tiles layout)."""
         from ledger.export import export_tiles as run
 
-        size, written = run(home_dir(home), dest)
+        with cli_out.progress("exporting tiles", None, enabled=not json_out) as bar:
+            size, written = run(home_dir(home), dest, lambda d, t: bar.update(d, total=t))
         if json_out:
             cli_out.emit_json({"directory": str(dest), "tree_size": size, "files": written})
         else:
@@ -192,7 +193,7 @@ def register(app: typer.Typer) -> None:
                     remote,
                     pinned.vkey,
                     witnesses,
-                    progress=lambda done, total: bar.update(done, f"{done}/{total}"),
+                    progress=lambda done, total: bar.update(done, total=total),
                 )
                 if follow:
                     follow_loop(m, interval, show, warn, rounds=rounds)

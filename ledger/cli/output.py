@@ -15,7 +15,15 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 
@@ -112,30 +120,41 @@ def rows_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
 
 
 @contextmanager
-def progress(description: str, total: int | None, enabled: bool = True) -> Iterator[Any]:
-    """A progress bar on stderr (only on a terminal and when enabled)."""
+def progress(description: str, total: int | None, enabled: bool = True) -> Iterator[Bar]:
+    """A progress bar on stderr (only on a terminal and when enabled), with an ETA when the total
+    is known. ``step(text)`` names the step that starts and moves the bar by one (the previous
+    step is done); ``update`` sets the count (and the total, once it is known)."""
     bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TimeRemainingColumn(),
         console=err,
         transient=True,
         disable=not (enabled and err.is_terminal),
     )
     with bar:
         task = bar.add_task(description, total=total)
+        yield Bar(bar, task, description)
 
-        class _P:
-            def advance(self, n: int = 1) -> None:
-                bar.advance(task, n)
 
-            def update(self, completed: int, text: str | None = None) -> None:
-                if text is not None:
-                    bar.update(
-                        task, completed=completed, description=f"{esc(description)} {esc(text)}"
-                    )
-                else:
-                    bar.update(task, completed=completed)
+class Bar:
+    def __init__(self, bar: Progress, task: TaskID, description: str) -> None:
+        self.bar, self.task, self.description = bar, task, description
+        self.steps = 0  # steps started
 
-        yield _P()
+    def advance(self, n: int = 1) -> None:
+        self.bar.advance(self.task, n)
+
+    def step(self, text: str) -> None:
+        self.update(self.steps, text)
+        self.steps += 1
+
+    def update(self, completed: int, text: str | None = None, total: int | None = None) -> None:
+        fields: dict[str, Any] = {"completed": completed}
+        if text is not None:
+            fields["description"] = f"{esc(self.description)} {esc(text)}"
+        if total is not None:
+            fields["total"] = total
+        self.bar.update(self.task, **fields)

@@ -1,0 +1,54 @@
+"""Progress bars that move (issue 11): a check reports one step per check group, a mirror and an
+export know their totals. The bar is driven as the commands drive it, on a terminal console."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from ledger.cli import output
+
+
+@pytest.fixture
+def terminal(monkeypatch: pytest.MonkeyPatch) -> io.StringIO:
+    buf = io.StringIO()
+    monkeypatch.setattr(output, "err", Console(file=buf, force_terminal=True, width=80))
+    return buf
+
+
+def test_steps_move_the_bar(terminal: io.StringIO) -> None:
+    from verify.runner import GROUPS
+
+    with output.progress("checking", len(GROUPS)) as bar:
+        for _, first_id in GROUPS:
+            bar.step(first_id)
+        (task,) = bar.bar.tasks
+        assert task.total == len(GROUPS)
+        assert task.completed == len(GROUPS) - 1  # the last group has started
+        assert GROUPS[-1][1] in task.description
+
+
+def test_a_total_learned_later_is_shown(terminal: io.StringIO) -> None:
+    with output.progress("mirroring", None) as bar:
+        bar.update(3, total=10)
+        (task,) = bar.bar.tasks
+        assert (task.completed, task.total) == (3, 10)
+
+
+def test_export_reports_every_tile(tmp_path: pytest.TempPathFactory) -> None:
+    from pathlib import Path
+
+    from ledger.export import export_tiles
+    from tests.helpers.ledgers import add_node, new_ledger, seal_fake
+
+    root = Path(str(tmp_path))
+    log = new_ledger(root / "home")
+    sk = add_node(log)
+    for i in range(3):
+        seal_fake(log, sk, root / "b", str(i))
+    seen: list[tuple[int, int]] = []
+    size, written = export_tiles(log.home, root / "out", lambda d, t: seen.append((d, t)))
+    assert size == 4 and seen and seen[-1][0] == seen[-1][1] == written - 1
+    assert [d for d, _ in seen] == list(range(1, len(seen) + 1))
