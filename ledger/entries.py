@@ -164,7 +164,8 @@ def decode_entry(data: bytes) -> dict[str, Any]:
 
 MAX_CHECKS = 512
 MAX_OBLIGATIONS = 64
-MAX_TEXT = 1000  # characters of one text field of a bundle entry (check details are cut to 400)
+MAX_TEXT = 1000  # characters of one text field of a bundle entry (longer check details are cut
+# to it at a word boundary when sealed: ledger.cli.wiring.fit_text)
 CHECK_STATUSES = ("passed", "failed", "skipped")
 _KEY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 MAX_KEYS = 16  # keys of one kernel / obligation / check object (later formats may add some)

@@ -37,7 +37,9 @@ def test_seal_json_shape(sealed: dict[str, object]) -> None:
     out = sealed["seal"]
     assert isinstance(out, dict)
     (item,) = out["entries"]
-    assert set(item) == {"index", "bundle_digest", "leaf_hash", "report"}
+    # SPEC 8's item, plus the receipt written for it (issue 11)
+    assert set(item) == {"index", "bundle_digest", "leaf_hash", "report", "receipt"}
+    assert item["receipt"] and Path(item["receipt"]).name == "ledger-receipt.json"
     assert item["index"] == 1
     assert len(item["bundle_digest"]) == 64 and len(item["leaf_hash"]) == 64
     rep = item["report"]
@@ -79,6 +81,8 @@ def test_verify_online(sealed: dict[str, object]) -> None:
     ):
         assert status[cid] == "passed", rep
     assert rep["verdict"] in ("verified", "partial")
+    # beside SPEC 8's report: the entry verified and its signer (issue 11)
+    assert rep["index"] == 1 and len(rep["signer"]) == 16
     # leaf-hash prefix works too; people output is a table with the verdict
     leaf = sealed["seal"]["entries"][0]["leaf_hash"]  # type: ignore[index]
     res = run_cli("verify", leaf[:10], home=home)  # type: ignore[arg-type]
@@ -247,3 +251,14 @@ def test_verify_key_registration_entry(sealed: dict[str, object]) -> None:
         "integrity.signature": "passed",
     }
     assert rep["verdict"] == "verified" and rep["bundle_digest"] == ""
+
+
+def test_vkey_and_checkpoint_json(sealed: dict[str, object]) -> None:
+    home = sealed["home"]
+    vk = cli_json("vkey", home=home)  # type: ignore[arg-type]
+    assert vk == {"origin": "test.example/cli", "vkey": sealed["vkey"]}
+    cp = cli_json("checkpoint", home=home)  # type: ignore[arg-type]
+    assert set(cp) == {"origin", "size", "root", "note"}
+    assert cp["origin"] == "test.example/cli" and cp["size"] == 2
+    parsed = parse_checkpoint(cp["note"][: cp["note"].index("\n\n") + 1].encode())
+    assert base64.b64decode(cp["root"]) == parsed.root

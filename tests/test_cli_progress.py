@@ -52,3 +52,14 @@ def test_export_reports_every_tile(tmp_path: pytest.TempPathFactory) -> None:
     size, written = export_tiles(log.home, root / "out", lambda d, t: seen.append((d, t)))
     assert size == 4 and seen and seen[-1][0] == seen[-1][1] == written - 1
     assert [d for d, _ in seen] == list(range(1, len(seen) + 1))
+
+
+def test_check_details_kept_whole_up_to_the_entry_limit() -> None:
+    from ledger.cli.wiring import fit_text
+    from ledger.entries import MAX_TEXT
+
+    whole = "word " * 150  # 750 characters: cut at 400 before
+    assert fit_text(whole) == whole
+    long = "certificate " * 200
+    cut = fit_text(long)
+    assert len(cut) <= MAX_TEXT and cut.endswith("certificate…")

@@ -69,7 +69,9 @@ def test_receipt_failure_after_commit_reports_the_seal(home: Path, tmp_path: Pat
     assert res.returncode == 3, res.stderr
     out = json.loads(res.stdout)
     (entry,) = out["entries"]
-    assert set(entry) == {"index", "bundle_digest", "leaf_hash", "report"}  # SPEC 8
+    # SPEC 8's item plus the receipt path (null: it could not be written)
+    assert set(entry) == {"index", "bundle_digest", "leaf_hash", "report", "receipt"}
+    assert entry["receipt"] is None
     (err,) = out["receipt_errors"]
     assert entry["index"] == before == err["index"] and "No space left" in err["error"]
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]

@@ -106,17 +106,32 @@ def init(
 
 
 @app.command()
-def vkey(home: HomeOpt = None) -> None:
+def vkey(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     """Print the log's verifier key (C2SP / Go note format)."""
     log = _open_log(home)
-    cli_out.plain(str(log.store.meta("vkey")))
+    key = str(log.store.meta("vkey"))
+    if json_out:
+        cli_out.emit_json({"origin": log.origin, "vkey": key})
+    else:
+        cli_out.plain(key)
 
 
 @app.command()
-def checkpoint(home: HomeOpt = None) -> None:
+def checkpoint(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     """Print the latest signed checkpoint (C2SP tlog-checkpoint signed note)."""
+    from ledger.encoding import b64_encode
+    from ledger.note import parse_checkpoint
+
     log = _open_log(home)
-    sys.stdout.write(log.store.checkpoint().decode("utf-8"))
+    note = log.store.checkpoint()
+    if not json_out:
+        sys.stdout.write(note.decode("utf-8"))
+        return
+    cp = parse_checkpoint(note[: note.index(b"\n\n") + 1])
+    cli_out.emit_json(
+        {"origin": cp.origin, "size": cp.size, "root": b64_encode(cp.root),
+         "note": note.decode("utf-8")}
+    )
 
 
 # -- keys ------------------------------------------------------------------------------------------
@@ -417,9 +432,11 @@ def _print_seals(results: list[SealResult], refused: list[Refused], json_out: bo
                 "bundle_digest": r.bundle.digest.hex(),
                 "leaf_hash": r.sealed.leaf_hash.hex(),
                 "report": r.report.to_json(),
+                # added to SPEC 8's item: the receipt written for it (null when none was)
+                "receipt": str(r.receipt) if r.receipt is not None else None,
             }
             entries.append(item)
-        obj: dict[str, Any] = {"entries": entries}  # each item exactly as SPEC 8 fixes it
+        obj: dict[str, Any] = {"entries": entries}  # SPEC 8's items, plus "receipt"
         missing = [r for r in results if r.receipt_error is not None]
         if missing:
             obj["receipt_errors"] = [
@@ -544,6 +561,12 @@ def verify(
     )
     if problem is not None:
         cli_out.error_line(problem)
+    if json_out:  # SPEC 8's report, plus which entry it verified and who signed it
+        obj = report.to_json()
+        obj["index"] = ev.item.index
+        obj["signer"] = _entry_signer(ev.item.entry)
+        cli_out.emit_json(obj)
+        raise typer.Exit(_report_exit(report, required))
     _print_report(report, json_out)
     raise typer.Exit(_report_exit(report, required))
 
@@ -561,6 +584,17 @@ def _home_vkey(home: Path | None) -> NoteVerifier:
     if vk is None:
         raise BadInput("give --vkey VKEY: no ledger verifier key to trust at " + str(path))
     return vk
+
+
+def _entry_signer(entry: bytes) -> str | None:
+    """The entry's ``signer`` (node key id, hex), None when the entry names none."""
+    from ledger.entries import decode_entry
+
+    try:
+        signer = decode_entry(entry).get("signer")
+    except LedgerError:
+        return None
+    return signer if isinstance(signer, str) else None
 
 
 def _print_report(report: Report, json_out: bool) -> None:

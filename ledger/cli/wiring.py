@@ -24,7 +24,7 @@ import nacl.signing
 
 from ledger import merkle
 from ledger.bundle import Bundle, parse_manifest
-from ledger.entries import decode_entry, node_key_id
+from ledger.entries import MAX_TEXT, decode_entry, node_key_id
 from ledger.errors import BadInput, LedgerError, TamperDetected, UnknownHash, VerificationFailed
 from ledger.fsutil import write_atomic
 from ledger.log import Log, Sealed
@@ -71,8 +71,19 @@ def contract_fields(bundle: Bundle, report: Report) -> dict[str, Any]:
 
 def _record(c: Check) -> dict[str, str]:
     rec = c.to_record()
-    rec["detail"] = rec["detail"][:400]
+    rec["detail"] = fit_text(rec["detail"])
     return rec
+
+
+def fit_text(text: str, limit: int = MAX_TEXT) -> str:
+    """``text`` whole when it fits an entry's text field (``MAX_TEXT`` characters, what every
+    reader of the log accepts); else cut at the last word boundary and marked with an ellipsis
+    (a certificate's detail is usually whole: it was cut at 400 characters mid-word before)."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    space = head.rfind(" ")
+    return (head[:space] if space > limit // 2 else head).rstrip() + "…"
 
 
 @dataclass(frozen=True)
