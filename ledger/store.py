@@ -35,6 +35,7 @@ LOCK_NAME = "write.lock"
 BUSY_TIMEOUT_MS = 60_000
 HASH_CACHE = 1 << 17  # upper-tree hashes a Store keeps in memory for proofs (< 20 MB)
 HASH_CACHE_LEVEL = 4  # ... at this level and above (subtrees of 16 entries or more)
+PRELOAD_AFTER_PROOFS = 64  # ... and after this many proofs, loads them all in one query
 FLUSH_ROWS = 1024  # entries a Writer batches before inserting them
 BLOBS_REMEMBERED = 1 << 16  # blob digests a Writer remembers as put in its transaction
 APPEND_ONLY_TABLES = ("entries", "hashes", "blobs", "checkpoints", "keys", "revocations")
@@ -86,6 +87,7 @@ class Store:
         self.conn = conn
         self.home = home
         self._hash_cache: dict[tuple[int, int], bytes] = {}
+        self._proofs = 0
         origin = self.meta("origin")
         if origin is None:
             raise LedgerStateError(f"{home}: ledger database has no origin (not initialised)")
@@ -185,6 +187,20 @@ class Store:
     def consistency_proof(self, old: int, new: int) -> list[bytes]:
         return self._prefetched(lambda get: merkle.consistency_proof(old, new, get))
 
+    def _preload_upper_levels(self) -> None:
+        """A Store that keeps answering proofs (a server) loads the upper levels at once: the
+        lowest level whose rows, with all above, fit in the cache, and never below level 4."""
+        size = self.size()
+        level = HASH_CACHE_LEVEL
+        while (size >> max(level - 1, 0)) > HASH_CACHE // 2:
+            level += 1
+        cache = self._hash_cache
+        cache.clear()
+        for lv, n, h in self.conn.execute(
+            "SELECT level, n, hash FROM hashes WHERE level >= ?", (level,)
+        ):
+            cache[(int(lv), int(n))] = bytes(h)
+
     def _prefetched(self, proof: Callable[[merkle.GetStored], list[bytes]]) -> list[bytes]:
         """Run ``proof`` twice: first to learn which stored hashes it reads (the addresses depend
         only on the sizes, never on hash values), then on those hashes fetched in one query."""
@@ -196,6 +212,9 @@ class Store:
 
         proof(record)
         cache = self._hash_cache
+        self._proofs += 1
+        if self._proofs == PRELOAD_AFTER_PROOFS and not self.conn.in_transaction:
+            self._preload_upper_levels()
         got: dict[tuple[int, int], bytes] = {}
         missing = []
         for key in dict.fromkeys(need):
