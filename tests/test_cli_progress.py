@@ -63,3 +63,31 @@ def test_check_details_kept_whole_up_to_the_entry_limit() -> None:
     long = "certificate " * 200
     cut = fit_text(long)
     assert len(cut) <= MAX_TEXT and cut.endswith("certificate…")
+
+
+HOSTILE = ["1.0.0[/]", "[bold red]x[/bold red]", "[link=https://evil.example]y[/link]",
+           "a\x1b[31mb", "[/", "]", "\\[x]"]
+
+
+def test_markup_in_any_field_prints_literally(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every field a bundle or an entry controls (check id, status, tool, version, detail, the
+    digest in the title, any table cell, a progress description; the status is one of three
+    words) is printed as text: rich never
+    reads it as markup, nothing crashes, and control characters are neutralised."""
+    from verify.report import Check, Report
+
+    buf = io.StringIO()
+    monkeypatch.setattr(output, "out", Console(file=buf, width=200, highlight=False))
+    monkeypatch.setattr(output, "err", Console(file=io.StringIO(), force_terminal=True))
+    for text in HOSTILE:
+        check = Check(id=text, status="failed", detail=text, tool=text, version=text)
+        output.report_table(Report(text, (check,)), recorded=(check,))
+        output.rows_table(text, [text, "b"], [[text, text]])
+        output.plain(text)
+        with output.progress(text, 2) as bar:
+            bar.step(text)
+            bar.update(1, text, total=3)
+    printed = buf.getvalue()
+    for text in HOSTILE:
+        assert output.clean(text) in printed, text
+    assert "\x1b" not in printed

@@ -135,7 +135,7 @@ def progress(description: str, total: int | None, enabled: bool = True) -> Itera
         disable=not (enabled and err.is_terminal),
     )
     with bar:
-        task = bar.add_task(description, total=total)
+        task = bar.add_task(esc(description), total=total)
         yield Bar(bar, task, description)
 
 
