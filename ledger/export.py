@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ledger.fsutil import write_atomic
-from ledger.httpstate import Served, View, checkpoint_text, published_note, tile_bytes
-from ledger.note import parse_checkpoint
+from ledger.httpstate import Served, View, published_note, tile_bytes
+from ledger.note import note_text, parse_checkpoint
 from ledger.tiles import entries_tile_path, tile_path, tiles_for_size
 
 
@@ -31,7 +31,7 @@ def export_tiles(
     store = s.store
     try:
         note = published_note(store, store.checkpoint())
-        view = View(note, parse_checkpoint(checkpoint_text(note)))
+        view = View(note, parse_checkpoint(note_text(note)))
         written = 0
         paths = list(_tile_paths(view.size))
         for done, path in enumerate(paths, 1):

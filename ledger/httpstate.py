@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ledger.errors import BadInput, LedgerError, UnknownHash
-from ledger.note import Checkpoint, parse_checkpoint
+from ledger.note import Checkpoint, note_text, parse_checkpoint
 from ledger.store import Store
 from ledger.tiles import TILE_WIDTH, entry_bundle, hash_tile, parse_tile_path
 
@@ -29,14 +29,6 @@ if TYPE_CHECKING:
 MAX_PARAM_DIGITS = 19  # decimal query parameters: below 2**63
 TILE_CACHE_BYTES = 64 << 20
 COSIGNED_META = "witness.cosigned_note"  # the checkpoint note with witness cosignature lines
-
-
-def checkpoint_text(note: bytes) -> bytes:
-    """The text of a signed note (up to and including the line before the blank line)."""
-    cut = note.find(b"\n\n")
-    if cut < 0:
-        raise BadInput("checkpoint note has no signature block")
-    return note[: cut + 1]
 
 
 @dataclass(frozen=True)
@@ -81,7 +73,7 @@ class Served:
         except LedgerError as e:
             raise HTTPException(404, f"this ledger has no checkpoint yet ({e})") from e
         if self._view is None or self._view.note != note:
-            self._view = View(note, parse_checkpoint(checkpoint_text(note)))
+            self._view = View(note, parse_checkpoint(note_text(note)))
         return self._view
 
     def cached_tile(self, key: str, make: Callable[[], bytes]) -> bytes:
@@ -134,7 +126,7 @@ def published_note(store: Store, note: bytes) -> bytes:
     cosigned = store.meta(COSIGNED_META)
     if cosigned is not None:
         data = cosigned.encode("utf-8")
-        if data.startswith(note.rstrip(b"\n") + b"\n") or checkpoint_text(data) == checkpoint_text(
+        if data.startswith(note.rstrip(b"\n") + b"\n") or note_text(data) == note_text(
             note
         ):
             return data

@@ -61,8 +61,8 @@ from ledger.httpclient import (
     HttpClient,
     oneline,
 )
-from ledger.note import Checkpoint, NoteVerifier, open_note, parse_checkpoint
-from ledger.store import Store, note_text
+from ledger.note import Checkpoint, NoteVerifier, note_text, open_note, parse_checkpoint
+from ledger.store import Store
 from ledger.tiles import TILE_WIDTH, entries_tile_path, parse_entry_bundle, tile_path
 
 MAX_CHECKPOINT_BYTES = 1 << 20

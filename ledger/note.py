@@ -52,6 +52,15 @@ def _valid_name(name: str) -> bool:
     return bool(name) and "+" not in name and not any(c.isspace() for c in name)
 
 
+def note_text(note: bytes) -> bytes:
+    """The signed text of a C2SP note: everything up to and including the line before the blank
+    line that ends it. BadInput when there is no such blank line. The one helper for this."""
+    cut = note.find(b"\n\n")
+    if cut < 0:
+        raise BadInput("signed note has no blank line before its signatures")
+    return note[: cut + 1]
+
+
 def key_id(name: str, public: bytes, alg: int = ALG_ED25519) -> bytes:
     """First 4 bytes of SHA-256(name || "\\n" || alg || public)."""
     return hashlib.sha256(name.encode("utf-8") + b"\n" + bytes([alg]) + public).digest()[:4]

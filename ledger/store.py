@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ledger import merkle
 from ledger.errors import BadInput, CannotCheck, LedgerStateError, TamperDetected, UnknownHash
-from ledger.note import Checkpoint, parse_checkpoint
+from ledger.note import Checkpoint, note_text, parse_checkpoint
 
 DB_NAME = "ledger.db"
 LOCK_NAME = "write.lock"
@@ -525,14 +525,6 @@ class Writer:
     def put_revocation(self, key_id: bytes, index: int, reason: str) -> None:
         self.flush()
         self.conn.execute("INSERT INTO revocations VALUES(?, ?, ?)", (key_id, index, reason))
-
-
-def note_text(note: bytes) -> bytes:
-    """The signed text of a C2SP note: everything before the blank line that ends it."""
-    cut = note.find(b"\n\n")
-    if cut < 0:
-        raise BadInput("signed note has no blank line before its signatures")
-    return note[: cut + 1]
 
 
 def checkpoint_of(note: bytes) -> Checkpoint:

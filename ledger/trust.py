@@ -52,6 +52,7 @@ from ledger.note import (
     ALG_COSIGNATURE_V1,
     Checkpoint,
     NoteVerifier,
+    note_text,
     open_note,
     parse_checkpoint,
     parse_vkey,
@@ -75,11 +76,6 @@ class QuorumMissing(SignatureError):
 
 
 # -- witness quorum ------------------------------------------------------------------------------
-
-
-def note_text(note: bytes) -> bytes:
-    cut = note.find(b"\n\n")
-    return note if cut < 0 else note[: cut + 1]
 
 
 def who(v: NoteVerifier) -> str:

@@ -63,12 +63,13 @@ from ledger.note import (
     cosign,
     format_skey,
     format_vkey,
+    note_text,
     open_note,
     parse_checkpoint,
     parse_skey,
     parse_vkey,
 )
-from ledger.store import Store, checkpoint_of, note_text
+from ledger.store import Store, checkpoint_of
 
 KEY_FILE = "witness.key"
 VKEY_FILE = "witness.vkey"

@@ -212,3 +212,14 @@ def test_base64_lives_in_encoding_only() -> None:
                for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
     )
     assert users == ["ledger.encoding"]
+
+
+def test_one_note_text_helper() -> None:
+    """The signed text of a note is cut in one place (``ledger.note.note_text``, which raises on a
+    note without its blank line): no module keeps its own copy."""
+    copies = sorted(
+        name for name, path in _modules().items()
+        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(n, ast.FunctionDef) and n.name.lstrip("_") in ("note_text", "checkpoint_text")
+    )
+    assert copies == ["ledger.note"]

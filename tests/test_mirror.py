@@ -20,9 +20,9 @@ from ledger.errors import CannotCheck, RewriteDetected, SignatureError
 from ledger.httpclient import BadAnswer
 from ledger.log import Log
 from ledger.mirror import Mirror, Remote, follow
-from ledger.note import open_note, parse_checkpoint, parse_vkey
+from ledger.note import note_text, open_note, parse_checkpoint, parse_vkey
 from ledger.server import make_app
-from ledger.store import Store, note_text
+from ledger.store import Store
 from tests.helpers.ledgers import add_node, new_ledger, run_cli
 from tests.helpers.server import BackgroundServer
 from tests.test_server import seal_range

@@ -12,8 +12,8 @@ from ledger import merkle
 from ledger.entries import decode_entry
 from ledger.errors import BadInput, LedgerStateError, UnknownHash
 from ledger.log import Log
-from ledger.note import open_note, parse_checkpoint
-from ledger.store import Store, note_text
+from ledger.note import note_text, open_note, parse_checkpoint
+from ledger.store import Store
 from tests.helpers.ledgers import add_node, new_ledger, seal_fake
 
 

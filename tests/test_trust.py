@@ -28,7 +28,7 @@ from ledger import trust
 from ledger.cli.wiring import write_receipt
 from ledger.errors import BadInput
 from ledger.log import Log
-from ledger.note import open_note, parse_vkey
+from ledger.note import note_text, open_note, parse_vkey
 from ledger.server import make_app
 from ledger.witness import Witness, make_witness_app, request_cosignature
 from tests.helpers.ledgers import add_node, run_cli
@@ -345,6 +345,6 @@ def test_cosigned_receipt_refresh_and_offline_verification(fork: Fork, tmp_path:
     assert not empty.exists()
     vk = parse_vkey(fork.vkey)
     kept = trust.CheckpointMemory(cache).remembered(vk)
-    assert kept is not None and trust.note_text(kept) == trust.note_text(
+    assert kept is not None and note_text(kept) == note_text(
         fresh["checkpoint"].encode()
     )

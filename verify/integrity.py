@@ -46,11 +46,6 @@ class Evidence:
     history_problem: str | None = None
 
 
-def _note_text(note: bytes) -> bytes:
-    cut = note.find(b"\n\n")
-    return note if cut < 0 else note[: cut + 1]
-
-
 def check_checkpoint(note: bytes, vkey: NoteVerifier) -> tuple[Check, Checkpoint | None]:
     try:
         opened = open_note(note, [vkey])
