@@ -55,7 +55,7 @@ from ledger.httpstate import (  # re-exported: the per-request layer below the h
 )
 from ledger.store import Store
 from ledger.submit import submit_endpoint
-from ledger.web import pages
+from ledger.web import feed, pages
 
 log = logging.getLogger("ledger.server")
 
@@ -328,6 +328,7 @@ def routes(accept_submissions: bool) -> list[BaseRoute]:
         Route("/", pages.home, methods=["GET"]),
         Route("/entry/{index:uint}", pages.entry, methods=["GET"]),
         Route("/search", pages.search, methods=["GET"]),
+        Route("/feed.atom", feed.atom_feed, methods=["GET"]),
     ]
     if accept_submissions:
         out.append(Route("/api/v1/submit", submit_endpoint, methods=["POST"]))

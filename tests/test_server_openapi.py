@@ -128,7 +128,7 @@ def test_description_covers_the_app(client: httpx.Client) -> None:
         "/api/v1/bundles/{index}/files/{path}": "/api/v1/bundles/3/files/k2.ptx",
         "/api/v1/blobs/{digest}": None, "/api/v1/blobs": None,
         "/api/v1/openapi.json": "/api/v1/openapi.json", "/": "/", "/entry/{index}": "/entry/3",
-        "/search": "/search?q=3",
+        "/search": "/search?q=3", "/feed.atom": "/feed.atom",
     }
     assert set(valid) == set(SPEC["paths"])
     digest = client.get("/api/v1/bundles/3/files/k2.ptx").headers["x-content-blake3"]

@@ -1,0 +1,75 @@
+"""``GET /feed.atom``: an Atom feed (RFC 4287) of the newest entries, so people can watch a log
+without mirroring it; ``?kernel=NAME`` keeps the entries sealing that kernel. Every value taken
+from the ledger is XML-escaped; the feed reads at most ``SCAN`` entries back from the newest."""
+
+from __future__ import annotations
+
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ledger.canonical import loads_canonical
+from ledger.errors import BadInput
+from ledger.httpstate import served
+
+FEED_ENTRIES = 50
+SCAN = 2000  # entries read back at most (a kernel filter stops there)
+MAX_KERNEL = 200
+
+
+def _entry(data: bytes) -> dict[str, Any]:
+    try:
+        obj = loads_canonical(data)
+    except BadInput:
+        return {}
+    return obj if isinstance(obj, dict) else {}
+
+
+def _title(e: dict[str, Any]) -> str:
+    kernel = e.get("kernel")
+    if e.get("type") == "bundle" and isinstance(kernel, dict):
+        return f"sealed {kernel.get('name', '?')} {kernel.get('version', '')}".strip()
+    return str(e.get("type", "entry"))
+
+
+async def atom_feed(request: Request) -> Response:
+    s = served(request)
+    view = s.view()
+    kernel = request.query_params.get("kernel")
+    if kernel is not None and not (0 < len(kernel) <= MAX_KERNEL):
+        raise BadInput(f"kernel must be a name of 1 to {MAX_KERNEL} characters")
+    base = str(request.base_url).rstrip("/")
+    origin = view.checkpoint.origin
+    items: list[str] = []
+    newest = ""
+    for i in range(view.size - 1, max(-1, view.size - 1 - SCAN), -1):
+        e = _entry(s.store.entry(i))
+        k = e.get("kernel")
+        if kernel is not None and not (isinstance(k, dict) and k.get("name") == kernel):
+            continue
+        when = str(e.get("time", ""))
+        newest = newest or when
+        link = f"{base}/entry/{i}"
+        summary = (f"entry {i} of {origin}: {e.get('type', '?')}, signer {e.get('signer', '-')},"
+                   f" bundle digest {e.get('bundle_digest', '-')}")
+        items.append(
+            f"<entry><id>{escape(link)}</id><title>{escape(_title(e))}</title>"
+            f"<updated>{escape(when)}</updated><link href={quoteattr(link)}/>"
+            f"<summary>{escape(summary)}</summary></entry>"
+        )
+        if len(items) >= FEED_ENTRIES:
+            break
+    title = f"kernel ledger {origin}" + (f": {kernel}" if kernel is not None else "")
+    self_link = str(request.url)
+    doc = (
+        '<?xml version="1.0" encoding="utf-8"?>\n'
+        '<feed xmlns="http://www.w3.org/2005/Atom">'
+        f"<id>{escape(self_link)}</id><title>{escape(title)}</title>"
+        f"<updated>{escape(newest or '1970-01-01T00:00:00Z')}</updated>"
+        f"<link rel=\"self\" href={quoteattr(self_link)}/>"
+        f"<author><name>{escape(origin)}</name></author>" + "".join(items) + "</feed>\n"
+    )
+    return Response(doc, 200, media_type="application/atom+xml",
+                    headers={"Cache-Control": "public, max-age=5"})
