@@ -52,7 +52,7 @@ from ledger.errors import (
     ProofError,
     SignatureError,
 )
-from ledger.fsutil import write_atomic
+from ledger.fsutil import check_private_dir, private_dir, read_small, write_atomic
 from ledger.httpbody import ClientGone, read_limited_body
 from ledger.httpclient import TEXT, BadAnswer, HttpClient, oneline
 from ledger.httpstate import COSIGNED_META
@@ -101,17 +101,22 @@ def parse_cosigner_vkey(text: str) -> NoteVerifier:
     return v
 
 
+# key, log list and per-log state files are small; a larger one is refused, never read in full
+MAX_STATE_FILE = 1 << 20
+
 class Witness:
     """A witness's state directory (see the module docstring)."""
 
     def __init__(self, home: Path) -> None:
         self.home = home
+        if not (home / KEY_FILE).exists():
+            raise LedgerStateError(f"no witness at {home} (run `ledger witness init --name NAME`)")
+        check_private_dir(home, "witness directory")  # others must not swap its key or state
+        key = read_small(home / KEY_FILE, MAX_STATE_FILE, "witness key file")
         try:
-            self.signer = parse_skey((home / KEY_FILE).read_text("utf-8").strip())
-        except OSError as e:
-            raise LedgerStateError(
-                f"no witness at {home} (run `ledger witness init --name NAME`)"
-            ) from e
+            self.signer = parse_skey(key.decode("utf-8").strip())
+        except UnicodeDecodeError as e:
+            raise KeyFileError(f"{home / KEY_FILE}: not a witness key file") from e
         self.vkey = cosigner_vkey(self.signer.name, self.signer.public)
         self.logs: dict[str, str] = self._read_logs()
 
@@ -119,7 +124,7 @@ class Witness:
     def init(cls, home: Path, name: str) -> Witness:
         if (home / KEY_FILE).exists():
             raise LedgerStateError(f"{home} holds a witness already")
-        home.mkdir(parents=True, exist_ok=True)
+        private_dir(home, "witness directory")  # 0700 whatever the umask
         seed = bytes(nacl.signing.SigningKey.generate())
         write_atomic(home / KEY_FILE, (format_skey(name, seed) + "\n").encode(), 0o600)
         w = cls.__new__(cls)
@@ -136,8 +141,8 @@ class Witness:
         if not path.exists():
             return {}
         try:
-            data = json.loads(path.read_text("utf-8"))
-        except (OSError, ValueError) as e:
+            data = json.loads(read_small(path, MAX_STATE_FILE, "witness log list"))
+        except ValueError as e:
             raise KeyFileError(f"{path}: unreadable witness log list") from e
         logs = data.get("logs") if isinstance(data, dict) else None
         if not isinstance(logs, dict):
@@ -161,7 +166,7 @@ class Witness:
 
     def latest(self, origin: str) -> bytes | None:
         path = self._state_path(origin)
-        return path.read_bytes() if path.exists() else None
+        return read_small(path, MAX_STATE_FILE, "witness state") if path.exists() else None
 
     def add_checkpoint(self, body: bytes, now: int | None = None) -> bytes:
         """Handle one add-checkpoint request body; return the cosignature line(s)."""
@@ -203,14 +208,14 @@ class Witness:
                 except ProofError as e:
                     raise WitnessReject(422, f"consistency proof: {e}") from e
         path = self._state_path(cp.origin)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent, "witness state directory")
         write_atomic(path, note, 0o644, exclusive=False)
         return cosign(text, self.signer, int(time.time()) if now is None else now)
 
 
 @contextlib.contextmanager
 def _state_lock(home: Path) -> Iterator[None]:
-    fd = os.open(home / ".state.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(home / ".state.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
