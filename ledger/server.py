@@ -77,6 +77,12 @@ _SECURITY_HEADERS = [
 ]
 
 
+# Read-only data any web page may fetch (C2SP logs are public): CORS for GET/HEAD on these
+_CORS_PREFIXES = ("/checkpoint", "/tile/", "/api/v1/", "/feed.atom")
+_CORS_HEADERS = [(b"access-control-allow-origin", b"*"),
+                 (b"access-control-expose-headers", b"*")]
+
+
 # --- checkpoint and tiles --------------------------------------------------------------------
 
 
@@ -251,7 +257,8 @@ async def api_openapi(request: Request) -> Response:
 
 
 class SecurityHeaders:
-    """Pure ASGI middleware adding the same defensive headers to every response."""
+    """Pure ASGI middleware adding the same defensive headers to every response, and CORS
+    (any origin) to the read-only GETs of public data."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -261,10 +268,17 @@ class SecurityHeaders:
             await self.app(scope, receive, send)
             return
 
+        add = list(_SECURITY_HEADERS)
+        path = scope.get("path", "")
+        if scope.get("method") in ("GET", "HEAD") and path.startswith(_CORS_PREFIXES) and not (
+            path.startswith("/api/v1/submit")
+        ):
+            add += _CORS_HEADERS
+
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 have = {k for k, _ in message.get("headers", [])}
-                extra = [(k, v) for k, v in _SECURITY_HEADERS if k not in have]
+                extra = [(k, v) for k, v in add if k not in have]
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
             await send(message)
 

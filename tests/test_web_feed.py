@@ -37,3 +37,14 @@ def test_feed_lists_new_entries_and_filters_by_kernel(tmp_path: Path) -> None:
         assert [e.findtext(f"{ATOM}id") for e in only.iter(f"{ATOM}entry")] == [
             srv.url + "/entry/3", srv.url + "/entry/1"]
         assert httpx.get(srv.url + "/feed.atom?kernel=", timeout=30).status_code == 400
+
+
+def test_cors_on_public_reads_only(tmp_path: Path) -> None:
+    log = new_ledger(tmp_path / "home")
+    add_node(log)
+    with BackgroundServer(make_app(log.home)) as srv:
+        for path in ("/checkpoint", "/api/v1/entries/0", "/feed.atom", "/tile/0/000.p/1"):
+            r = httpx.get(srv.url + path, timeout=30)
+            assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "*", path
+        page = httpx.get(srv.url + "/", timeout=30)
+        assert "access-control-allow-origin" not in page.headers
