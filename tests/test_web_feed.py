@@ -48,3 +48,24 @@ def test_cors_on_public_reads_only(tmp_path: Path) -> None:
             assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "*", path
         page = httpx.get(srv.url + "/", timeout=30)
         assert "access-control-allow-origin" not in page.headers
+
+
+def test_search_by_kernel_name_and_by_signer(tmp_path: Path) -> None:
+    log = new_ledger(tmp_path / "home")
+    sk = add_node(log, "alice")
+    for i, name in enumerate(["saxpy", "gemm", "saxpy"]):
+        fields = fake_fields(str(i))
+        fields["kernel"] = {"name": name, "version": "1.0.0"}
+        log.seal(Bundle.from_dir(write_bundle(tmp_path / "b", f"b{i}", str(i))), fields, sk)
+    with BackgroundServer(make_app(log.home)) as srv, httpx.Client(timeout=30) as c:
+        page = c.get(srv.url + "/search", params={"q": "saxpy"})
+        assert page.status_code == 200
+        assert '<a href="/entry/3">3</a>' in page.text and '<a href="/entry/1">1</a>' in page.text
+        assert '<a href="/entry/2">' not in page.text
+        by_name = c.get(srv.url + "/search", params={"q": "alice"})
+        assert by_name.status_code == 200
+        assert all(f'<a href="/entry/{i}">' in by_name.text for i in range(4))  # key + 3 seals
+        nothing = c.get(srv.url + "/search", params={"q": "<nope>"},
+                        headers={"accept": "text/html"})
+        assert nothing.status_code == 404 and "&lt;nope&gt;" in nothing.text
+        assert c.get(srv.url + "/search", params={"q": "2"}).status_code == 303  # an index

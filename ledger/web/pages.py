@@ -47,7 +47,7 @@ def page(title: str, body: str, status: int = 200) -> HTMLResponse:
         f"<title>{esc(title)}</title><style>{_STYLE}</style></head><body>"
         '<header><h1><a href="/">kernel ledger</a></h1>'
         '<form action="/search" method="get"><input name="q" size="70" '
-        'placeholder="index, bundle digest or leaf hash (8+ hex digits)">'
+        'placeholder="index, hash (8+ hex digits), kernel name or signer">'
         ' <button type="submit">Search</button></form></header>'
         f"<main>{body}</main></body></html>\n"
     )
@@ -124,12 +124,44 @@ async def search(request: Request) -> Response:
     s = served(request)
     q = request.query_params.get("q", "").strip()
     if not q or len(q) > MAX_QUERY:
-        raise BadInput("give an index, a bundle digest or a leaf hash (at least 8 hex digits)")
+        raise BadInput("give an index, a bundle digest, a leaf hash (at least 8 hex digits), "
+                       "a kernel name or a signer (node key name or id)")
+    view = s.view()
     try:
-        index = resolve(s, s.view(), q.lower())
-    except UnknownHash as e:
-        return error_page(404, str(e))
+        index = resolve(s, view, q.lower())
+    except BadInput as e:  # not a hash or index of this tree: a kernel name or a signer?
+        found = _search_names(s, view.size, q)
+        if not found:
+            why = str(e) if isinstance(e, UnknownHash) else "no such index or hash"
+            return error_page(404, f"{why}; no kernel or signer named {q!r} in the newest "
+                                   f"{SEARCH_SCAN} entries")
+        rows = [(f'<a href="/entry/{i}">{i}</a>', esc(e.get("type", "")), esc(_summary(e)),
+                 f"<code>{esc(e.get('signer', e.get('key_id', '')))}</code>",
+                 esc(e.get("time", ""))) for i, e in found]
+        return page(f"search {q}", f"<h2>Entries for {esc(q)}</h2>"
+                    + _table(rows, ("index", "type", "what", "signer", "time")))
     return RedirectResponse(f"/entry/{index}", status_code=303)
+
+
+SEARCH_SCAN = 5000  # entries a name search reads back at most, newest first
+
+
+def _search_names(s: Any, size: int, q: str) -> list[tuple[int, dict[str, Any]]]:
+    """Entries among the newest ``SEARCH_SCAN`` that seal kernel ``q``, or that a node key named
+    ``q`` (or with key id ``q``) signed, registered or revoked; newest first, at most 100."""
+    window = [(i, e) for i in range(size - 1, max(-1, size - 1 - SEARCH_SCAN), -1)
+              if isinstance(e := _parse(s.store.entry(i)), dict)]
+    keys = {q.lower()} | {str(e.get("key_id")) for _, e in window
+                          if e.get("type") == "key-registration" and e.get("name") == q}
+    out = []
+    for i, e in window:
+        kernel = e.get("kernel")
+        if ((isinstance(kernel, dict) and kernel.get("name") == q) or e.get("signer") in keys
+                or (e.get("type") != "bundle" and e.get("key_id") in keys)):
+            out.append((i, e))
+            if len(out) >= 100:
+                break
+    return out
 
 
 def _checks(entry: dict[str, Any]) -> str:
