@@ -69,3 +69,15 @@ def test_search_by_kernel_name_and_by_signer(tmp_path: Path) -> None:
                         headers={"accept": "text/html"})
         assert nothing.status_code == 404 and "&lt;nope&gt;" in nothing.text
         assert c.get(srv.url + "/search", params={"q": "2"}).status_code == 303  # an index
+
+
+def test_entry_page_tells_an_auditor_the_verdict_signer_and_how_to_check(tmp_path: Path) -> None:
+    log = new_ledger(tmp_path / "home")
+    sk = add_node(log, "alice")
+    log.seal(Bundle.from_dir(write_bundle(tmp_path / "b", "b0", "0")), fake_fields("0"), sk)
+    with BackgroundServer(make_app(log.home)) as srv:
+        text = httpx.get(srv.url + "/entry/1", timeout=30).text
+    assert "Verdict at seal time: verified" in text
+    assert "(alice)" in text and "entry 0" in text and "revoked</td><td>no" in text
+    assert "Verify it yourself" in text and f"ledger mirror {srv.url} --vkey" in text
+    assert 'name="viewport"' in text

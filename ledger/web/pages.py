@@ -34,6 +34,7 @@ table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding
 text-align:left;vertical-align:top}code,pre{font-family:ui-monospace,monospace;font-size:.9em}
 pre{background:#f6f6f6;padding:.5em;overflow-x:auto}.passed{color:#060}.failed{color:#a00}
 .skipped{color:#850}header a{text-decoration:none;color:inherit}
+code,pre,td{overflow-wrap:anywhere}pre{white-space:pre-wrap}input{max-width:100%}
 """
 
 
@@ -44,6 +45,7 @@ def esc(value: object) -> str:
 def page(title: str, body: str, status: int = 200) -> HTMLResponse:
     doc = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(title)}</title><style>{_STYLE}</style></head><body>"
         '<header><h1><a href="/">kernel ledger</a></h1>'
         '<form action="/search" method="get"><input name="q" size="70" '
@@ -243,6 +245,48 @@ def _fields(entry: dict[str, Any]) -> str:
     return _table(rows)
 
 
+def _verdict(entry: dict[str, Any]) -> str:
+    """The verdict the recorded checks give (SPEC 8): failed, partial or verified."""
+    statuses = [c.get("status") for c in entry.get("checks") or [] if isinstance(c, dict)]
+    if not statuses or "failed" in statuses:
+        return "failed"
+    return "partial" if "skipped" in statuses else "verified"
+
+
+def _at_a_glance(s: Any, entry: dict[str, Any], index: int, base: str) -> str:
+    """The top of a bundle entry for an auditor: the verdict at seal time, who signed it (name,
+    registration, revocation) and how to check it yourself."""
+    signer = str(entry.get("signer", ""))
+    name, registered, revoked = "?", "not found", "no"
+    try:
+        row = s.store.key_row(bytes.fromhex(signer))
+    except ValueError:
+        row = None
+    if row is not None:
+        name = str(row[1])
+        registered = f"entry {row[3]}" if row[3] is not None else "yes"
+        revoked = f"yes, at entry {row[4]}" if row[4] is not None else "no"
+    verdict = _verdict(entry)
+    vkey = str(s.store.meta("vkey") or "")
+    digest = str(entry.get("bundle_digest", ""))
+    commands = (
+        f"ledger mirror {base} --vkey '{vkey}' --home ./mirror\n"
+        f"ledger verify {digest} --home ./mirror"
+    )
+    return (
+        f'<p class="{esc(verdict)}"><strong>Verdict at seal time: {esc(verdict)}</strong></p>'
+        + _table([
+            ("signer", f"<code>{esc(signer)}</code> ({esc(name)}) · "
+                       f'<a href="/search?q={quote(signer)}">all its entries</a>'),
+            ("registered", esc(registered)), ("revoked", esc(revoked)),
+        ])
+        + "<h3>Verify it yourself</h3><p>The log's verifier key:</p>"
+        + f"<pre>{esc(vkey)}</pre><p>Mirror the log (checking every checkpoint, tile and "
+        "signature) and re-run every check of this bundle:</p>"
+        + f"<pre>{esc(commands)}</pre>"
+    )
+
+
 async def entry(request: Request) -> Response:
     s = served(request)
     view = s.view()
@@ -260,6 +304,8 @@ async def entry(request: Request) -> Response:
             ]
         ),
     ]
+    if isinstance(obj, dict) and obj.get("type") == "bundle":
+        parts.append(_at_a_glance(s, obj, index, str(request.base_url).rstrip("/")))
     if isinstance(obj, dict):
         parts.append("<h3>Fields</h3>" + _fields(obj))
         if obj.get("type") == "bundle":
