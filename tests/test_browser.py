@@ -68,3 +68,24 @@ def test_home_page_in_chromium(site: str, tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr[-2000:]
     assert "Recent entries" in res.stdout and 'href="/entry/12"' in res.stdout
     assert EVIL not in res.stdout
+
+
+PAGES = {"home": "/", "entry": "/entry/3", "search-kernel": "/search?q=kern2"}
+WIDTHS = {"desktop": (1280, 1000), "phone": (390, 1400)}
+
+
+@pytest.mark.parametrize("width", sorted(WIDTHS))
+def test_every_page_screenshot(site: str, tmp_path: Path, width: str) -> None:
+    """Each page at 1280 and 390 px wide, under artifacts/screenshots/ (docs/screenshots/ holds a
+    copy: `cp artifacts/screenshots/*.png docs/screenshots/`)."""
+    exe = chromium()
+    out = ARTIFACTS / "screenshots"
+    out.mkdir(parents=True, exist_ok=True)
+    w, h = WIDTHS[width]
+    for name, path in PAGES.items():
+        shot = out / f"{name}-{w}.png"
+        shot.unlink(missing_ok=True)
+        res = run_browser(exe, tmp_path / f"p-{name}", f"--screenshot={shot}",
+                          f"--window-size={w},{h}", f"{site}{path}")
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 5_000
