@@ -161,7 +161,14 @@ async def api_inclusion(request: Request) -> Response:
         raise HTTPException(404, f"size {size} is beyond the tree of size {view.size}")
     if index >= size:
         raise BadInput(f"index {index} is not below size {size}")
-    return json_response(inclusion_json(s.store, index, size))
+    obj = inclusion_json(s.store, index, size)
+    # beside SPEC 6's fields: what the proof is against (the root of that tree and, for the
+    # latest tree, its signed checkpoint note with any witness cosignatures)
+    obj["root"] = b64_encode(s.store.root(size))
+    obj["checkpoint"] = (
+        published_note(s.store, view.note).decode("utf-8") if size == view.size else None
+    )
+    return json_response(obj)
 
 
 async def api_consistency(request: Request) -> Response:

@@ -148,10 +148,13 @@ def test_proofs_verify(client: httpx.Client, store: Store) -> None:
     root = store.root()
     for index, size in ((0, 301), (255, 301), (300, 301), (5, 17)):
         p = client.get("/api/v1/proof/inclusion", params={"index": index, "size": size}).json()
-        assert set(p) == {"index", "tree_size", "leaf_hash", "hashes"}
+        # SPEC 6's fields, plus the root and (latest tree only) the checkpoint proved against
+        assert set(p) == {"index", "tree_size", "leaf_hash", "hashes", "root", "checkpoint"}
         hashes = [base64.b64decode(h) for h in p["hashes"]]
         leaf = base64.b64decode(p["leaf_hash"])
-        merkle.verify_inclusion(leaf, index, size, hashes, store.root(size))
+        merkle.verify_inclusion(leaf, index, size, hashes, base64.b64decode(p["root"]))
+        assert base64.b64decode(p["root"]) == store.root(size)
+        assert (p["checkpoint"] is not None) == (size == store.size())
     default = client.get("/api/v1/proof/inclusion?index=3").json()
     assert default["tree_size"] == 301
     for old in (1, 7, 256, 300, 301):
