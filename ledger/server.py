@@ -19,6 +19,7 @@ Hostile input gets a 4xx answer: ``BadInput`` -> 400, ``UnknownHash`` and anythi
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import socket
 import struct
@@ -289,7 +290,44 @@ class SecurityHeaders:
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
             await send(message)
 
+        if _CORS_HEADERS[0] in add and scope.get("method") == "GET":
+            await self.app(scope, receive, _with_etag(scope, send_with_headers))
+            return
         await self.app(scope, receive, send_with_headers)
+
+
+def _with_etag(scope: Scope, send: Send) -> Send:
+    """For a 200 answer sent in one body message: an ``ETag`` (SHA-256 of the body, 128 bits)
+    and, when the request's ``If-None-Match`` names it, 304 with no body. A streamed answer
+    passes through unchanged."""
+    wanted = next((v for k, v in scope.get("headers", []) if k == b"if-none-match"), b"")
+    start: Message | None = None
+
+    async def send_tagged(message: Message) -> None:
+        nonlocal start
+        if message["type"] == "http.response.start" and message.get("status") == 200:
+            start = message
+            return
+        if start is None or message["type"] != "http.response.body":
+            await send(message)
+            return
+        first, start = start, None
+        body = message.get("body", b"")
+        if message.get("more_body", False):  # streamed: no tag
+            await send(first)
+            await send(message)
+            return
+        tag = b'"' + hashlib.sha256(body).hexdigest()[:32].encode() + b'"'
+        headers = [*first.get("headers", []), (b"etag", tag)]
+        if tag in [t.strip() for t in wanted.split(b",")] or wanted.strip() == b"*":
+            keep = [(k, v) for k, v in headers if k not in (b"content-length", b"content-type")]
+            await send({**first, "status": 304, "headers": keep})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await send({**first, "headers": headers})
+        await send(message)
+
+    return send_tagged
 
 
 def _error(request: Request, status: int, message: str) -> Response:

@@ -81,3 +81,18 @@ def test_entry_page_tells_an_auditor_the_verdict_signer_and_how_to_check(tmp_pat
     assert "(alice)" in text and "entry 0" in text and "revoked</td><td>no" in text
     assert "Verify it yourself" in text and f"ledger mirror {srv.url} --vkey" in text
     assert 'name="viewport"' in text
+
+
+def test_etag_and_304_on_public_reads(tmp_path: Path) -> None:
+    log = new_ledger(tmp_path / "home")
+    add_node(log)
+    with BackgroundServer(make_app(log.home)) as srv, httpx.Client(timeout=30) as c:
+        for path in ("/checkpoint", "/api/v1/entries/0", "/tile/0/000.p/1"):
+            first = c.get(srv.url + path)
+            tag = first.headers["etag"]
+            assert first.status_code == 200 and tag.startswith('"') and len(tag) == 34
+            again = c.get(srv.url + path, headers={"if-none-match": tag})
+            assert again.status_code == 304 and again.content == b"", path
+            other = c.get(srv.url + path, headers={"if-none-match": '"nope"'})
+            assert other.status_code == 200 and other.content == first.content
+        assert "etag" not in c.get(srv.url + "/").headers
