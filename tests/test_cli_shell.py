@@ -72,3 +72,15 @@ def test_out_of_range_options_are_usage_errors(argv: list[str]) -> None:
     code, out, err = run(*argv)
     assert code == 2 and out == ""
     assert err.startswith("ledger: error: ") and err.count("\n") == 1, err
+
+
+def test_witness_commands_take_json(tmp_path: pytest.TempPathFactory) -> None:
+    import json
+
+    wdir = str(tmp_path) + "/w"
+    code, out, _ = run("witness", "init", "--name", "witness.example", "--dir", wdir, "--json")
+    made = json.loads(out)
+    assert code == 0 and made["name"] == "witness.example"
+    assert made["vkey"].startswith("witness.example+")
+    code, out, _ = run("witness", "vkey", "--dir", wdir, "--json")
+    assert code == 0 and json.loads(out) == {"vkey": made["vkey"]}

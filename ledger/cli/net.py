@@ -273,31 +273,43 @@ def register(app: typer.Typer) -> None:
     def witness_init(
         name: Annotated[str, typer.Option("--name", help="Witness name, e.g. witness.example")],
         wdir: WitnessDir = None,
+        json_out: JsonOpt = False,
     ) -> None:
         """Create a witness key in the witness directory and print its verifier key."""
         from ledger.witness import Witness
 
         w = Witness.init(witness_dir(wdir), name)
-        cli_out.plain(w.vkey)
+        if json_out:
+            cli_out.emit_json({"name": name, "vkey": w.vkey})
+        else:
+            cli_out.plain(w.vkey)
 
     @witness_app.command("vkey")
-    def witness_vkey(wdir: WitnessDir = None) -> None:
+    def witness_vkey(wdir: WitnessDir = None, json_out: JsonOpt = False) -> None:
         """Print the witness's cosignature verifier key."""
         from ledger.witness import Witness
 
-        cli_out.plain(Witness(witness_dir(wdir)).vkey)
+        vkey = Witness(witness_dir(wdir)).vkey
+        if json_out:
+            cli_out.emit_json({"vkey": vkey})
+        else:
+            cli_out.plain(vkey)
 
     @witness_app.command("add-log")
     def witness_add_log(
         vkey: Annotated[str, typer.Argument(help="The log's verifier key (or a file).")],
         wdir: WitnessDir = None,
+        json_out: JsonOpt = False,
     ) -> None:
         """Trust a log: the witness will cosign checkpoints signed by this key."""
         from ledger.submit import read_vkey
         from ledger.witness import Witness
 
         origin = Witness(witness_dir(wdir)).add_log(read_vkey(vkey).vkey)
-        cli_out.plain(f"witnessing {origin}")
+        if json_out:
+            cli_out.emit_json({"origin": origin})
+        else:
+            cli_out.plain(f"witnessing {origin}")
 
     @witness_app.command("serve")
     def witness_serve(
