@@ -209,6 +209,20 @@ def verify_consistency(
     # Step 2: if old is a power of two, the old tree is a stored subtree: its root leads the path.
     if old & (old - 1) == 0:
         path.insert(0, old_root)
+    fr, sr = consistency_roots(old, new, path)
+    if fr != old_root:
+        raise ProofError(f"consistency proof does not lead to the old root of size {old}")
+    if sr != new_root:
+        raise ProofError(f"consistency proof does not lead to the new root of size {new}")
+
+
+def consistency_roots(old: int, new: int, path: Sequence[bytes]) -> tuple[bytes, bytes]:
+    """The (old, new) roots a consistency path leads to (RFC 9162 2.1.4.2 steps 3-7), for
+    0 < old < new, where ``path`` is the proof with the old tree's root leading it when ``old``
+    is a power of two. A path of the wrong length is a ``ProofError``; comparing the roots with
+    trusted ones is the caller's job (``verify_consistency``)."""
+    if not path:
+        raise ProofError(f"consistency proof from size {old} to {new} is empty")
     fn, sn = old - 1, new - 1
     while fn & 1:
         fn >>= 1
@@ -230,11 +244,7 @@ def verify_consistency(
         sn >>= 1
     if sn != 0:
         raise ProofError(f"consistency proof from size {old} to {new} is too short")
-    if fr != old_root:
-        raise ProofError(f"consistency proof does not lead to the old root of size {old}")
-    if sr != new_root:
-        raise ProofError(f"consistency proof does not lead to the new root of size {new}")
-
+    return fr, sr
 
 class Frontier:
     """The right edge of the tree: the roots of its complete subtrees, largest first.

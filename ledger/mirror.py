@@ -210,31 +210,12 @@ class TileHashes:
 
 
 def _consistency_roots(old: int, new: int, path: list[bytes]) -> tuple[bytes, bytes] | None:
-    """The (old, new) roots a consistency path leads to (RFC 9162 2.1.4.2, with the old
-    subtree's hash leading the path when ``old`` is a power of two), or None when the path has
-    the wrong length."""
-    if not path:
+    """The (old, new) roots a consistency path leads to (``merkle.consistency_roots``), or None
+    when the path has the wrong length."""
+    try:
+        return merkle.consistency_roots(old, new, path)
+    except ProofError:
         return None
-    fn, sn = old - 1, new - 1
-    while fn & 1:
-        fn >>= 1
-        sn >>= 1
-    fr = sr = path[0]
-    for c in path[1:]:
-        if sn == 0:
-            return None
-        if fn & 1 or fn == sn:
-            fr = merkle.node_hash(c, fr)
-            sr = merkle.node_hash(c, sr)
-            if not fn & 1:
-                while fn and not fn & 1:
-                    fn >>= 1
-                    sn >>= 1
-        else:
-            sr = merkle.node_hash(sr, c)
-        fn >>= 1
-        sn >>= 1
-    return None if sn != 0 else (fr, sr)
 
 
 def prefix_root(old: int, cp: Checkpoint, hashes: TileHashes) -> bytes:
