@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything the project needs on a fresh machine (idempotent).
-#   scripts/setup.sh          the main job: a venv with the package and its dependencies
+#   scripts/setup.sh          the main job: a venv with the package and its dependencies, and
+#                             bubblewrap (the sandbox for bundle references; Debian package)
 #   scripts/setup.sh --test   also the test tools: pytest, hypothesis, ruff, mypy, pymerkle, and the
 #                             system packages the tests use as independent clients (b3sum, Go with
 #                             golang.org/x/mod, headless Chromium)
@@ -33,24 +34,25 @@ if ! command -v ptxas >/dev/null 2>&1 && ! ls /usr/local/cuda*/bin/ptxas >/dev/n
     echo "setup: could not install nvidia-cuda-nvcc; ptx.assemble will report skipped" >&2
 fi
 
+# bubblewrap: the sandbox a bundle's own reference runs in (verify/sandbox.py), for the main job
+# (the example bundles with bundle references) and the tests; without it those falsify checks are
+# skipped with the reason
+pkgs=()
+command -v bwrap >/dev/null 2>&1 || pkgs+=(bubblewrap)
 if [ $want_test = 1 ]; then
-  pkgs=()
   command -v b3sum >/dev/null 2>&1 || pkgs+=(b3sum)
   command -v go >/dev/null 2>&1 || pkgs+=(golang-go)
   [ -d /usr/share/gocode/src/golang.org/x/mod/sumdb ] || pkgs+=(golang-golang-x-mod-dev)
   command -v chromium >/dev/null 2>&1 || pkgs+=(chromium)
-  # bubblewrap: the sandbox a bundle's own reference runs in (verify/sandbox.py); without it
-  # those falsify checks are skipped
-  command -v bwrap >/dev/null 2>&1 || pkgs+=(bubblewrap)
-  if [ ${#pkgs[@]} -gt 0 ]; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-      echo "setup: installing ${pkgs[*]} (Debian packages)" >&2
-      export DEBIAN_FRONTEND=noninteractive
-      apt-get update -qq >/dev/null
-      apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
-    else
-      echo "setup: not root or no apt-get: tests needing ${pkgs[*]} will say skipped" >&2
-    fi
+fi
+if [ ${#pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing ${pkgs[*]} (Debian packages)" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+  else
+    echo "setup: not root or no apt-get: checks and tests needing ${pkgs[*]} will say skipped" >&2
   fi
 fi
 echo "setup: ready (.venv)" >&2
