@@ -36,7 +36,9 @@ def test_wheel_installs_and_runs(tmp_path: Path) -> None:
     (wheel,) = dist.glob("kernel_ledger-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     for want in (
-        "ledger/cli.py",
+        "ledger/cli/__init__.py",
+        "ledger/cli/__main__.py",
+        "ledger/cli/commands.py",
         "ledger/web/pages.py",
         "ledger/templates/openapi.json",
         "verify/lean/scan.py",
