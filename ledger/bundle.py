@@ -28,6 +28,7 @@ from pathlib import Path
 import blake3
 
 from ledger.errors import BundleError
+from ledger.fsutil import read_fd_bounded
 
 MAX_FILES = 64
 MAX_PATH_BYTES = 160
@@ -310,18 +311,11 @@ def _open_at(dfd: int, name: str, rel: str, flags: int, want: _Stamp) -> int:
 
 
 def _read_fd(fd: int, rel: str, want: _Stamp) -> bytes:
-    chunks: list[bytes] = []
-    got = 0
     try:
-        while got <= MAX_FILE_BYTES:
-            chunk = os.read(fd, min(1 << 20, MAX_FILE_BYTES + 1 - got))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
+        data = read_fd_bounded(fd, MAX_FILE_BYTES, 1 << 20)
         after = _stamp(os.fstat(fd))
     except OSError as e:
         raise BundleError(f"{rel}: cannot read ({e.strerror})") from e
-    if got != want[3] or after != want:
+    if len(data) != want[3] or after != want:
         raise BundleError(f"{rel}: changed while reading")
-    return b"".join(chunks)
+    return data

@@ -155,18 +155,25 @@ def read_small(path: Path, limit: int, what: str = "file") -> bytes:
             raise BadInput(f"{what} {path} is larger than {limit} bytes")
         if not stat.S_ISREG(st.st_mode):
             os.set_blocking(fd, True)  # a pipe: wait for its writer, still bounded below
-        chunks: list[bytes] = []
-        got = 0
-        while got <= limit:
-            chunk = os.read(fd, min(1 << 16, limit + 1 - got))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
+        data = read_fd_bounded(fd, limit)
     except OSError as e:
         raise BadInput(f"cannot read {what} {path}: {e.strerror}") from e
     finally:
         os.close(fd)
-    if got > limit:
+    if len(data) > limit:
         raise BadInput(f"{what} {path} is larger than {limit} bytes")
+    return data
+
+
+def read_fd_bounded(fd: int, limit: int, chunk_size: int = 1 << 16) -> bytes:
+    """Read from ``fd`` to its end or to ``limit + 1`` bytes, whichever comes first (so a caller
+    sees "more than the limit" without reading an endless source to its end); OSError passes."""
+    chunks: list[bytes] = []
+    got = 0
+    while got <= limit:
+        chunk = os.read(fd, min(chunk_size, limit + 1 - got))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
     return b"".join(chunks)
