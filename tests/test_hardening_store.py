@@ -19,8 +19,8 @@ from tests.helpers.ledgers import (
     assert_one_error_line,
     cli_json,
     new_ledger,
+    revoked_ledger,
     run_cli,
-    seal_fake,
 )
 
 
@@ -39,14 +39,7 @@ def _insert_checkpoint_copy(home: Path, size: int) -> None:
 @pytest.fixture()
 def revoked_home(tmp_path: Path) -> Path:
     """Entry 0 registers a node, 1..2 are its bundles, 3 revokes it."""
-    home = tmp_path / "home"
-    log = new_ledger(home)
-    sk = add_node(log)
-    for i in range(2):
-        seal_fake(log, sk, tmp_path / "b", str(i))
-    log.revoke(log.store.key_rows()[0][0], "stolen")
-    log.close()
-    return home
+    return revoked_ledger(tmp_path / "home", tmp_path / "b", "stolen")
 
 
 def test_rolled_back_checkpoint_is_not_the_latest(revoked_home: Path) -> None:

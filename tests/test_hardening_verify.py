@@ -19,6 +19,7 @@ from tests.helpers.ledgers import (
     assert_one_error_line,
     cli_json,
     new_ledger,
+    revoked_ledger,
     run_cli,
     seal_fake,
     write_bundle,
@@ -42,14 +43,7 @@ def _checks(rep: dict[str, Any]) -> dict[str, dict[str, str]]:
 @pytest.fixture()
 def home(tmp_path: Path) -> Path:
     """0 registers a node, 1 and 2 are its bundles, 3 revokes it."""
-    h = tmp_path / "home"
-    log = new_ledger(h)
-    sk = add_node(log)
-    for i in range(2):
-        seal_fake(log, sk, tmp_path / "b", str(i))
-    log.revoke(log.store.key_rows()[0][0], "key stolen")
-    log.close()
-    return h
+    return revoked_ledger(tmp_path / "home", tmp_path / "b", "key stolen")
 
 
 # -- item 3: the bundle reader race ----------------------------------------------------------------

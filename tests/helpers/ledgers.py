@@ -71,6 +71,18 @@ def seal_fake(log: Log, sk: nacl.signing.SigningKey, root: Path, salt: str) -> i
     return log.seal(Bundle.from_dir(d), fake_fields(salt), sk).index
 
 
+def revoked_ledger(home: Path, bundles_root: Path, reason: str) -> Path:
+    """A ledger at ``home`` whose entry 0 registers a node, 1 and 2 are its bundles, 3 revokes
+    it (for tests of what a revocation must change)."""
+    log = new_ledger(home)
+    sk = add_node(log)
+    for i in range(2):
+        seal_fake(log, sk, bundles_root, str(i))
+    log.revoke(log.store.key_rows()[0][0], reason)
+    log.close()
+    return home
+
+
 def run_cli(
     *args: str, home: Path | None = None, input: bytes | None = None, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:
