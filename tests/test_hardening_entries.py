@@ -161,19 +161,19 @@ def test_markup_and_controls_in_reason_and_kernel(tmp_path: Path) -> None:
 
 
 def test_report_table_escapes_check_text(capsys: pytest.CaptureFixture[str]) -> None:
-    from ledger.cli import output as cli_out
+    from ledger.cli import output
     from verify.report import Check, Report
 
     rep = Report(MARKUP, (Check("x[/]", "failed", MARKUP + CONTROL, "[b]t", "v"),))
-    cli_out.report_table(rep)
+    output.report_table(rep)
     out = capsys.readouterr().out
     assert "[/]" in out and "\x1b[2J" not in out
 
 
 def test_error_line_strips_controls(capsys: pytest.CaptureFixture[str]) -> None:
-    from ledger.cli import output as cli_out
+    from ledger.cli import output
 
-    cli_out.error_line("bad " + CONTROL)
+    output.error_line("bad " + CONTROL)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "\x1b" not in err and "\r" not in err
 

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ledger.cli import helptext, net, scaffold
-from ledger.cli import output as cli_out
+from ledger.cli import helptext, net, output, scaffold
 from ledger.cli.options import HomeOpt, JsonOpt, home_dir
 from ledger.errors import BadInput, CannotCheck, KeyFileError, LedgerError
 
@@ -50,7 +49,7 @@ def _version(value: bool) -> None:
     if value:
         from ledger import __version__
 
-        cli_out.plain(f"ledger {__version__}")
+        output.plain(f"ledger {__version__}")
         raise typer.Exit(0)
 
 
@@ -96,13 +95,13 @@ def init(
 
     log = Log.init(home_dir(home), origin)
     if json_out:
-        cli_out.emit_json(
+        output.emit_json(
             {"home": str(log.home), "origin": log.origin, "vkey": log.store.meta("vkey")}
         )
     else:
-        cli_out.plain(f"created ledger {log.origin} in {log.home}")
-        cli_out.plain(f"verifier key: {log.store.meta('vkey')}")
-        cli_out.plain("pin it: give it as --vkey to `ledger audit` and `ledger verify` elsewhere")
+        output.plain(f"created ledger {log.origin} in {log.home}")
+        output.plain(f"verifier key: {log.store.meta('vkey')}")
+        output.plain("pin it: give it as --vkey to `ledger audit` and `ledger verify` elsewhere")
 
 
 @app.command()
@@ -111,9 +110,9 @@ def vkey(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     log = _open_log(home)
     key = str(log.store.meta("vkey"))
     if json_out:
-        cli_out.emit_json({"origin": log.origin, "vkey": key})
+        output.emit_json({"origin": log.origin, "vkey": key})
     else:
-        cli_out.plain(key)
+        output.plain(key)
 
 
 @app.command()
@@ -128,7 +127,7 @@ def checkpoint(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
         sys.stdout.write(note.decode("utf-8"))
         return
     cp = parse_checkpoint(note[: note.index(b"\n\n") + 1])
-    cli_out.emit_json(
+    output.emit_json(
         {"origin": cp.origin, "size": cp.size, "root": b64_encode(cp.root),
          "note": note.decode("utf-8")}
     )
@@ -154,7 +153,7 @@ def keys_new(
     pw = read_passphrase(passphrase_file) if passphrase_file else None
     pub = new_node_key(keydir, name, pw)
     if json_out:
-        cli_out.emit_json(
+        output.emit_json(
             {
                 "name": name,
                 "key_id": pub.key_id.hex(),
@@ -163,11 +162,11 @@ def keys_new(
             }
         )
     else:
-        cli_out.plain(f"node key {name}: id {pub.key_id.hex()}")
-        cli_out.plain(
+        output.plain(f"node key {name}: id {pub.key_id.hex()}")
+        output.plain(
             f"secret: {keydir / (name + '.key')} (mode 0600)" + (", encrypted" if pw else "")
         )
-        cli_out.plain(f"public: {keydir / (name + '.pub')}")
+        output.plain(f"public: {keydir / (name + '.pub')}")
 
 
 @keys_app.command("register")
@@ -193,7 +192,7 @@ def keys_register(
     pub = NodePublic.from_bytes(data, str(path))
     sealed = log.register(pub)
     if json_out:
-        cli_out.emit_json(
+        output.emit_json(
             {
                 "index": sealed.index,
                 "key_id": pub.key_id.hex(),
@@ -202,7 +201,7 @@ def keys_register(
             }
         )
     else:
-        cli_out.plain(f"registered {pub.name} ({pub.key_id.hex()}) at entry {sealed.index}")
+        output.plain(f"registered {pub.name} ({pub.key_id.hex()}) at entry {sealed.index}")
 
 
 @keys_app.command("revoke")
@@ -219,9 +218,9 @@ def keys_revoke(
     kid = hex_decode(key_id.strip().lower(), 8, "key id")
     sealed = log.revoke(kid, reason)
     if json_out:
-        cli_out.emit_json({"index": sealed.index, "key_id": kid.hex(), "reason": reason})
+        output.emit_json({"index": sealed.index, "key_id": kid.hex(), "reason": reason})
     else:
-        cli_out.plain(f"revoked {kid.hex()} at entry {sealed.index}")
+        output.plain(f"revoked {kid.hex()} at entry {sealed.index}")
 
 
 @keys_app.command("list")
@@ -244,9 +243,9 @@ def keys_list(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
         for k, n, p, r, v, why in rows
     ]
     if json_out:
-        cli_out.emit_json({"keys": items})
+        output.emit_json({"keys": items})
     else:
-        cli_out.rows_table(
+        output.rows_table(
             "node keys",
             ["key id", "name", "status", "registered", "revoked", "reason"],
             [
@@ -310,7 +309,7 @@ def check(
     """Run the verifier on an unsealed bundle (needs no ledger)."""
     from ledger.cli import wiring
 
-    with cli_out.progress("checking", _check_steps(), enabled=not json_out) as bar:
+    with output.progress("checking", _check_steps(), enabled=not json_out) as bar:
         ((_, _, report),) = wiring.check_dirs(
             [directory],
             _options(seed, no_gpu, trust_bundle_code),
@@ -348,7 +347,7 @@ def seal(
     sk, _pub = load_node_secret(log.keydir, name, pw)
     wiring.check_node_may_seal(log, sk)
     steps = _check_steps() * len(directories)
-    with cli_out.progress("checking", steps, enabled=not json_out) as bar:
+    with output.progress("checking", steps, enabled=not json_out) as bar:
         checked = []
         for d in directories:
             options = _options(seed, no_gpu, trust_bundle_code)
@@ -360,9 +359,9 @@ def seal(
             first = next((c for c in rep.checks if c.status == "failed"), None)
             why = f"a check failed ({first.id}: {first.detail})" if first else "no checks ran"
             whys.append(why)
-            cli_out.error_line(f"{d}: refused, {why}")
+            output.error_line(f"{d}: refused, {why}")
         if json_out:
-            cli_out.emit_json(
+            output.emit_json(
                 {
                     "entries": [],
                     "refused": [
@@ -382,7 +381,7 @@ def seal(
             )
         raise typer.Exit(1)
     refused: list[Refused] = []
-    with cli_out.progress("sealing", len(checked), enabled=not json_out) as bar:
+    with output.progress("sealing", len(checked), enabled=not json_out) as bar:
         results = wiring.seal_checked(
             log,
             checked,
@@ -402,20 +401,20 @@ def _report_seals(results: list[SealResult], refused: list[Refused], json_out: b
         _print_seals(results, refused, json_out)
     except OSError as e:  # stdout is a full disk or a closed pipe: the seals still happened
         for r in results:
-            cli_out.error_line(
+            output.error_line(
                 f"{r.directory}: sealed as entry {r.sealed.index} (leaf "
                 f"{r.sealed.leaf_hash.hex()}), but the output could not be written ({e.strerror})"
             )
         return 3
     for r in results:
         if r.receipt_error is not None:
-            cli_out.error_line(
+            output.error_line(
                 f"{r.directory}: sealed as entry {r.sealed.index}, but its receipt could not be "
                 f"written ({r.receipt_error}); run `ledger receipt write "
                 f"{r.sealed.leaf_hash.hex()} --out {r.directory}`"
             )
     for x in refused:
-        cli_out.error_line(f"{x.directory}: refused, nothing appended for it ({x.reason})")
+        output.error_line(f"{x.directory}: refused, nothing appended for it ({x.reason})")
     if refused:
         return 2
     if any(r.receipt_error is not None for r in results):
@@ -445,16 +444,16 @@ def _print_seals(results: list[SealResult], refused: list[Refused], json_out: bo
             ]
         if refused:
             obj["refused"] = [{"directory": str(x.directory), "reason": x.reason} for x in refused]
-        cli_out.emit_json(obj)
+        output.emit_json(obj)
     else:
         for r in results:
-            cli_out.plain(
+            output.plain(
                 f"sealed {r.directory} as entry {r.sealed.index} (verdict {r.report.verdict})"
             )
-            cli_out.plain(f"  bundle  {r.bundle.digest.hex()}")
-            cli_out.plain(f"  leaf    {r.sealed.leaf_hash.hex()}")
+            output.plain(f"  bundle  {r.bundle.digest.hex()}")
+            output.plain(f"  leaf    {r.sealed.leaf_hash.hex()}")
             if r.receipt is not None:
-                cli_out.plain(f"  receipt {r.receipt}")
+                output.plain(f"  receipt {r.receipt}")
 
 
 def _only_key(keydir: Path) -> str:
@@ -554,18 +553,18 @@ def verify(
         if files is None:
             files = wiring.files_from_store(log, ev.item.entry)
     wiring.check_given_files(ev, bundle, receipt)
-    with cli_out.progress("verifying", _check_steps(), enabled=not json_out) as bar:
+    with output.progress("verifying", _check_steps(), enabled=not json_out) as bar:
         report = wiring.verify_evidence(ev, vk, files, options, bar.step)
     report, problem = wiring.apply_guard(
         report, lambda: trust.guard(ev.checkpoint, vk, witnesses, need, memory, prove)
     )
     if problem is not None:
-        cli_out.error_line(problem)
+        output.error_line(problem)
     if json_out:  # SPEC 8's report, plus which entry it verified and who signed it
         obj = report.to_json()
         obj["index"] = ev.item.index
         obj["signer"] = _entry_signer(ev.item.entry)
-        cli_out.emit_json(obj)
+        output.emit_json(obj)
         raise typer.Exit(_report_exit(report, required))
     _print_report(report, json_out)
     raise typer.Exit(_report_exit(report, required))
@@ -599,9 +598,9 @@ def _entry_signer(entry: bytes) -> str | None:
 
 def _print_report(report: Report, json_out: bool) -> None:
     if json_out:
-        cli_out.emit_json(report.to_json())
+        output.emit_json(report.to_json())
     else:
-        cli_out.report_table(report)
+        output.report_table(report)
 
 
 def _report_exit(report: Report, required: list[str]) -> int:
@@ -611,7 +610,7 @@ def _report_exit(report: Report, required: list[str]) -> int:
         return 1
     missing = required_missing(report, required)
     if missing:
-        cli_out.error_line(f"required checks could not run: {', '.join(missing)}")
+        output.error_line(f"required checks could not run: {', '.join(missing)}")
         return 3
     return 0
 
@@ -636,27 +635,27 @@ def show(
     log = _open_log(home)
     item = _entry_json(log.store, log.store.resolve(hash))
     if json_out:
-        cli_out.emit_json(item)
+        output.emit_json(item)
         return
     e = item["entry"]
-    cli_out.plain(f"entry {item['index']}  leaf {item['leaf_hash']}")
+    output.plain(f"entry {item['index']}  leaf {item['leaf_hash']}")
     for k in sorted(e):
         if k in ("checks", "manifest", "obligations"):
             continue
-        cli_out.plain(f"  {k}: {e[k]}")
+        output.plain(f"  {k}: {e[k]}")
     if e.get("manifest"):
-        cli_out.plain("  manifest:")
+        output.plain("  manifest:")
         for line in str(e["manifest"]).splitlines():
-            cli_out.plain(f"    {line}")
+            output.plain(f"    {line}")
     # stored entries may have odd shapes (written before shapes were validated): show, not crash
     for o in _items(e.get("obligations")):
         if isinstance(o, dict):
             o = f"{o.get('obligation')}: {o.get('theorem')} / {o.get('property')}"
-        cli_out.plain(f"  claim {o}")
+        output.plain(f"  claim {o}")
     for c in _items(e.get("checks")):
         if isinstance(c, dict):
             c = f"{c.get('id')}: {c.get('status')} - {c.get('detail')}"
-        cli_out.plain(f"  check {c}")
+        output.plain(f"  check {c}")
 
 
 def _items(value: Any) -> list[Any]:
@@ -704,9 +703,9 @@ def log_cmd(
             }
         )
     if json_out:
-        cli_out.emit_json({"size": size, "entries": items})
+        output.emit_json({"size": size, "entries": items})
     else:
-        cli_out.rows_table(
+        output.rows_table(
             f"{log.origin}: {size} entries",
             ["index", "time", "type", "kernel / key", "bundle digest", "leaf hash"],
             [
@@ -743,10 +742,10 @@ def audit(
     log = _open_log(home)
     vk = parse_vkey(vkey_opt.strip()) if vkey_opt else log.verifier
     size = log.store.size()
-    with cli_out.progress("auditing", size, enabled=not json_out) as bar:
+    with output.progress("auditing", size, enabled=not json_out) as bar:
         res = run_audit(log.store, vk, progress=lambda n: bar.update(n))
     if json_out:
-        cli_out.emit_json(
+        output.emit_json(
             {
                 "ok": res.ok,
                 "size": res.size,
@@ -764,15 +763,15 @@ def audit(
             }
         )
     elif res.ok:
-        cli_out.plain(
+        output.plain(
             f"audit passed: {res.entries} entries, {res.signatures} signatures, "
             f"{res.hashes} tree hashes, {res.checkpoints} checkpoints, "
             f"{res.blobs} blobs; root {res.root.hex()}; log key {vk.name}+{vk.key_id.hex()}"
         )
     else:
         for _i, m in res.sorted_problems()[:20]:
-            cli_out.error_line(m)
-        cli_out.error_line(
+            output.error_line(m)
+        output.error_line(
             f"audit failed: first bad index {res.first_bad_index} ({len(res.problems)} problems)"
         )
     if not res.ok:
@@ -808,11 +807,11 @@ def proof_inclusion(
         "hashes": hashes,
     }
     if json_out:
-        cli_out.emit_json(obj)
+        output.emit_json(obj)
     else:
-        cli_out.plain(f"inclusion of entry {index} in tree of size {n}:")
+        output.plain(f"inclusion of entry {index} in tree of size {n}:")
         for h in hashes:
-            cli_out.plain(f"  {h}")
+            output.plain(f"  {h}")
 
 
 @proof_app.command("consistency")
@@ -831,11 +830,11 @@ def proof_consistency(
     proof = log.store.consistency_proof(old, new)
     hashes = [b64_encode(h) for h in proof]
     if json_out:
-        cli_out.emit_json({"old_size": old, "new_size": new, "hashes": hashes})
+        output.emit_json({"old_size": old, "new_size": new, "hashes": hashes})
     else:
-        cli_out.plain(f"consistency of {old} -> {new}:")
+        output.plain(f"consistency of {old} -> {new}:")
         for h in hashes:
-            cli_out.plain(f"  {h}")
+            output.plain(f"  {h}")
 
 
 @receipt_app.command("write")
@@ -856,9 +855,9 @@ def receipt_write(
         raise BadInput(f"--out {out}: not a directory")
     path = wiring.write_receipt(log, index, out)
     if json_out:
-        cli_out.emit_json({"index": index, "receipt": str(path)})
+        output.emit_json({"index": index, "receipt": str(path)})
     else:
-        cli_out.plain(f"receipt for entry {index} written to {path}")
+        output.plain(f"receipt for entry {index} written to {path}")
 
 
 @receipt_app.command("refresh")
@@ -897,12 +896,12 @@ def receipt_refresh(
         file, server, vk, witnesses, need, trust.CheckpointMemory.default()
     )
     if json_out:
-        cli_out.emit_json(
+        output.emit_json(
             {"receipt": str(file), "old_size": done.old_size, "new_size": done.new_size,
              "cosignatures": done.cosignatures}
         )
     else:
-        cli_out.plain(
+        output.plain(
             f"receipt {file}: size {done.old_size} -> {done.new_size}, "
             f"{done.cosignatures} cosignature(s); {done.memory}"
         )
@@ -922,7 +921,7 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Exit as e:
         code = e.exit_code
     except typer.Abort:
-        cli_out.error_line("aborted")
+        output.error_line("aborted")
         code = 130
     except typer.TyperException as err:  # click's usage errors (typer vendors click)
         ctx = getattr(err, "ctx", None)
@@ -931,24 +930,24 @@ def main(argv: list[str] | None = None) -> None:
         else:
             fmt = getattr(err, "format_message", None)
             msg = fmt() if callable(fmt) else str(err)
-            cli_out.error_line(f"{msg} (see `ledger --help`)")
+            output.error_line(f"{msg} (see `ledger --help`)")
         code = 2
     except LedgerError as e:
-        cli_out.error_line(str(e))
+        output.error_line(str(e))
         code = e.exit_code
     except sqlite3.Error as e:  # the database could not be used (locked, I/O, corrupt)
-        cli_out.error_line(f"the ledger database could not be used: {e}")
+        output.error_line(f"the ledger database could not be used: {e}")
         code = CannotCheck.exit_code
     except KeyboardInterrupt:
-        cli_out.error_line("interrupted")
+        output.error_line("interrupted")
         code = 130
     except OSError as e:
-        cli_out.error_line(_os_error(e))
+        output.error_line(_os_error(e))
         code = 3
     except Exception as e:  # a bug; SystemExit is not an Exception
         if os.environ.get("LEDGER_DEBUG"):
             raise
-        cli_out.error_line(f"internal error ({type(e).__name__}: {e}); please report it")
+        output.error_line(f"internal error ({type(e).__name__}: {e}); please report it")
         code = 3
     sys.exit(code if isinstance(code, int) else 0)
 

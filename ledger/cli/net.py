@@ -69,7 +69,7 @@ def policy_log_key(vkey: str | None) -> "NoteVerifier":
 
 
 def register(app: typer.Typer) -> None:
-    from ledger.cli import output as cli_out
+    from ledger.cli import output
     from ledger.cli.options import HomeOpt, JsonOpt, home_dir
 
     @app.command()
@@ -105,12 +105,12 @@ def register(app: typer.Typer) -> None:
         """Write the checkpoint and every tile as static files (C2SP tlog-tiles layout)."""
         from ledger.export import export_tiles as run
 
-        with cli_out.progress("exporting tiles", None, enabled=not json_out) as bar:
+        with output.progress("exporting tiles", None, enabled=not json_out) as bar:
             size, written = run(home_dir(home), dest, lambda d, t: bar.update(d, total=t))
         if json_out:
-            cli_out.emit_json({"directory": str(dest), "tree_size": size, "files": written})
+            output.emit_json({"directory": str(dest), "tree_size": size, "files": written})
         else:
-            cli_out.plain(f"exported tree of size {size} to {dest} ({written} files written)")
+            output.plain(f"exported tree of size {size} to {dest} ({written} files written)")
 
     @app.command()
     def mirror(
@@ -177,17 +177,17 @@ def register(app: typer.Typer) -> None:
                 )
                 sys.stdout.flush()
             else:
-                cli_out.plain(
+                output.plain(
                     f"mirrored {r.origin}: size {r.old_size} -> {r.new_size} "
                     f"({r.entries} entries, {r.blobs} blobs, {r.requests} requests, "
                     f"{r.seconds:.2f} s)"
                 )
 
         def warn(e: Exception, delay: float) -> None:
-            cli_out.error_line(f"{e} (retrying in {delay:.0f} s)")
+            output.error_line(f"{e} (retrying in {delay:.0f} s)")
 
         try:
-            with cli_out.progress("mirroring", None, enabled=not json_out) as bar:
+            with output.progress("mirroring", None, enabled=not json_out) as bar:
                 m = Mirror(
                     home_dir(home),
                     remote,
@@ -239,15 +239,15 @@ def register(app: typer.Typer) -> None:
         if report.verdict == "failed":
             first = next((c for c in report.checks if c.status == "failed"), None)
             why = f"{first.id}: {first.detail}" if first else "no checks ran"
-            cli_out.error_line(f"{directory}: refused, a check failed ({why})")
+            output.error_line(f"{directory}: refused, a check failed ({why})")
             if json_out:
-                cli_out.emit_json({"refused": str(directory), "report": report.to_json()})
+                output.emit_json({"refused": str(directory), "report": report.to_json()})
             raise typer.Exit(1)
         done = submit_bundle(
             server, bundle, wiring.contract_fields(bundle, report), sk, pinned, timeout=timeout
         )
         if json_out:
-            cli_out.emit_json(
+            output.emit_json(
                 {
                     "index": done.index,
                     "bundle_digest": bundle.digest.hex(),
@@ -258,7 +258,7 @@ def register(app: typer.Typer) -> None:
                 }
             )
         else:
-            cli_out.plain(
+            output.plain(
                 f"submitted {directory}: index {done.index}  bundle {bundle.digest.hex()}  "
                 f"leaf {done.leaf_hash.hex()}  verdict {report.verdict}"
             )
@@ -280,9 +280,9 @@ def register(app: typer.Typer) -> None:
 
         w = Witness.init(witness_dir(wdir), name)
         if json_out:
-            cli_out.emit_json({"name": name, "vkey": w.vkey})
+            output.emit_json({"name": name, "vkey": w.vkey})
         else:
-            cli_out.plain(w.vkey)
+            output.plain(w.vkey)
 
     @witness_app.command("vkey")
     def witness_vkey(wdir: WitnessDir = None, json_out: JsonOpt = False) -> None:
@@ -291,9 +291,9 @@ def register(app: typer.Typer) -> None:
 
         vkey = Witness(witness_dir(wdir)).vkey
         if json_out:
-            cli_out.emit_json({"vkey": vkey})
+            output.emit_json({"vkey": vkey})
         else:
-            cli_out.plain(vkey)
+            output.plain(vkey)
 
     @witness_app.command("add-log")
     def witness_add_log(
@@ -307,9 +307,9 @@ def register(app: typer.Typer) -> None:
 
         origin = Witness(witness_dir(wdir)).add_log(read_vkey(vkey).vkey)
         if json_out:
-            cli_out.emit_json({"origin": origin})
+            output.emit_json({"origin": origin})
         else:
-            cli_out.plain(f"witnessing {origin}")
+            output.plain(f"witnessing {origin}")
 
     @witness_app.command("serve")
     def witness_serve(

@@ -525,7 +525,7 @@ def _write(sc: Scaffold, stem: str, source: str, ptx: bytes) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add ``ledger new`` to the typer app (``ledger.cli``)."""
-    from ledger.cli import output as cli_out
+    from ledger.cli import output
     from ledger.cli.options import JsonOpt
 
     @app.command("new")
@@ -541,11 +541,11 @@ def register(app: typer.Typer) -> None:
         """Start a bundle for any kernel: PTX, contract, reference/Lean/Futhark stubs."""
         sc = new_bundle(directory, cu, entry)
         if json_out:
-            cli_out.emit_json(sc.to_json())
+            output.emit_json(sc.to_json())
             return
-        cli_out.plain(f"wrote {directory} for kernel {sc.function} (PTX entry {sc.entry}):")
+        output.plain(f"wrote {directory} for kernel {sc.function} (PTX entry {sc.entry}):")
         for f in sc.files:
-            cli_out.plain(f"  {f}")
-        cli_out.plain("to do before `ledger check` can pass:")
+            output.plain(f"  {f}")
+        output.plain("to do before `ledger check` can pass:")
         for t in sc.todo:
-            cli_out.plain(f"  - {t}")
+            output.plain(f"  - {t}")
