@@ -333,13 +333,10 @@ def _check_key_index(store: Store, registry: object, res: AuditResult) -> None:
     from ledger.entries import Registry
 
     assert isinstance(registry, Registry)
-    want = {
-        k.key_id: (k.name, k.public, k.registered_at, k.revoked_at, k.revoke_reason)
-        for k in registry.keys.values()
-    }
-    have = {r[0]: (r[1], r[2], r[3], r[4], r[5]) for r in store.key_rows()}
+    want = dict(registry.keys)
+    have = {k.key_id: k for k in store.key_rows()}
     for kid in sorted(set(want) | set(have)):
         if want.get(kid) != have.get(kid):
             where = want.get(kid) or have.get(kid)
-            idx = where[2] if where else None
+            idx = where.registered_at if where else None
             res.add(idx, f"key index row for {kid.hex()} does not match the log's key entries")

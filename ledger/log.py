@@ -289,8 +289,10 @@ class Log:
             row = self.store.key_row(key_id)
             if row is None:
                 raise BadInput(f"no registered node key {key_id.hex()}")
-            if row[4] is not None:
-                raise BadInput(f"node key {key_id.hex()} was revoked already at entry {row[4]}")
+            if row.revoked_at is not None:
+                raise BadInput(
+                    f"node key {key_id.hex()} was revoked already at entry {row.revoked_at}"
+                )
             fields = {
                 "type": "key-revocation",
                 **self._chain(w),
@@ -309,8 +311,11 @@ class Log:
                 f"node key {key_id.hex()} is not registered in this ledger "
                 "(run `ledger keys register NAME`)"
             )
-        if row[4] is not None:
-            raise BadInput(f"node key {key_id.hex()} was revoked at entry {row[4]}: {row[5]}")
+        if row.revoked_at is not None:
+            raise BadInput(
+                f"node key {key_id.hex()} was revoked at entry {row.revoked_at}: "
+                f"{row.revoke_reason}"
+            )
 
     # -- sealing -------------------------------------------------------------------------------
 

@@ -25,10 +25,14 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ledger import merkle
 from ledger.errors import BadInput, CannotCheck, LedgerStateError, TamperDetected, UnknownHash
 from ledger.note import Checkpoint, note_text, parse_checkpoint
+
+if TYPE_CHECKING:
+    from ledger.entries import NodeKey
 
 DB_NAME = "ledger.db"
 LOCK_NAME = "write.lock"
@@ -358,21 +362,23 @@ class Store:
                 "digest do not start with it (run `ledger audit`)"
             )
 
-    def key_rows(self) -> list[tuple[bytes, str, bytes, int, int | None, str]]:
-        """(key id, name, public key, registered index, revoked index, reason) per node key."""
+    def key_rows(self) -> list[NodeKey]:
+        """The key index: one ``NodeKey`` per registered node key, in registration order."""
+        from ledger.entries import NodeKey
+
         rows = self.conn.execute(
             "SELECT k.key_id, k.name, k.public_key, k.registered_idx, r.revoked_idx, "
             "coalesce(r.reason, '') FROM keys k LEFT JOIN revocations r USING(key_id) "
             "ORDER BY k.registered_idx"
         ).fetchall()
         return [
-            (bytes(a), str(b), bytes(c), int(d), None if e is None else int(e), str(f))
+            NodeKey(bytes(a), str(b), bytes(c), int(d), None if e is None else int(e), str(f))
             for a, b, c, d, e, f in rows
         ]
 
-    def key_row(self, key_id: bytes) -> tuple[bytes, str, bytes, int, int | None, str] | None:
+    def key_row(self, key_id: bytes) -> NodeKey | None:
         for row in self.key_rows():
-            if row[0] == key_id:
+            if row.key_id == key_id:
                 return row
         return None
 

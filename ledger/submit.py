@@ -150,9 +150,9 @@ def _signer(request: Request, log: Any) -> tuple[bytes, bytes, bytes]:
         raise Rejected(401, str(e)) from e
     kid = bytes.fromhex(kid_hex)
     row = log.store.key_row(kid)
-    if row is None or row[4] is not None:
+    if row is None or row.revoked_at is not None:
         raise Rejected(403, f"signer {kid_hex} is not a registered, unrevoked node key")
-    return kid, row[2], sig
+    return kid, row.public, sig
 
 
 async def _read_body(request: Request) -> bytes:
@@ -233,10 +233,10 @@ def accept(
     if sender is not None and kid != sender:
         raise Rejected(403, f"the entry's signer is not the {SIGNER_HEADER} key")
     row = log.store.key_row(kid)
-    if row is None or row[4] is not None:
+    if row is None or row.revoked_at is not None:
         raise Rejected(403, f"signer {kid.hex()} is not a registered, unrevoked node key")
     try:
-        verify_signature(entry, row[2])
+        verify_signature(entry, row.public)
     except SignatureError as e:
         raise Rejected(403, str(e)) from e
     limiter.take(kid)

@@ -151,7 +151,7 @@ def test_markup_and_controls_in_reason_and_kernel(tmp_path: Path) -> None:
     fields["kernel"] = {"name": MARKUP, "version": MARKUP}
     fields["checks"][0]["detail"] = MARKUP + CONTROL
     log.seal(Bundle.from_dir(write_bundle(tmp_path, "b", "m")), fields, sk)
-    log.revoke(log.store.key_rows()[0][0], MARKUP + CONTROL)
+    log.revoke(log.store.key_rows()[0].key_id, MARKUP + CONTROL)
     log.close()
     for cmd in (["keys", "list"], ["log"], ["show", "1"]):
         res = run_cli(*cmd, home=home)

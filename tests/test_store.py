@@ -67,7 +67,7 @@ def test_appends_are_chained_and_proofs_verify(log: Log, tmp_path: Path) -> None
 def test_triggers_refuse_update_and_delete(log: Log, tmp_path: Path) -> None:
     sk = add_node(log)
     seal_fake(log, sk, tmp_path, "x")
-    log.revoke(log.store.key_rows()[0][0], "retired")
+    log.revoke(log.store.key_rows()[0].key_id, "retired")
     conn = sqlite3.connect(log.home / "ledger.db")
     for sql in (
         "UPDATE entries SET data = x'00' WHERE idx = 0",
@@ -122,7 +122,7 @@ def test_ambiguous_digest_names_both_entries(log: Log, tmp_path: Path) -> None:
 
 def test_register_revoke_and_refuse(log: Log, tmp_path: Path) -> None:
     sk = add_node(log, "n1")
-    kid = log.store.key_rows()[0][0]
+    kid = log.store.key_rows()[0].key_id
     seal_fake(log, sk, tmp_path, "before")
     log.revoke(kid, "compromised")
     size = log.store.size()

@@ -152,7 +152,7 @@ def test_any_entry_mutation_is_caught(home: Path, mutate: Callable[[bytes], byte
 
 def test_audit_passes_after_normal_use(home: Path) -> None:
     log = Log.open(home)
-    log.revoke(log.store.key_rows()[0][0], "rotated")
+    log.revoke(log.store.key_rows()[0].key_id, "rotated")
     log.close()
     assert cli_json("audit", home=home)["ok"] is True
 

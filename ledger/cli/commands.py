@@ -232,15 +232,15 @@ def keys_list(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     rows = log.store.key_rows()
     items = [
         {
-            "key_id": k.hex(),
-            "name": n,
-            "public_key": b64_encode(p),
-            "registered_index": r,
-            "revoked_index": v,
-            "reason": why,
-            "status": "revoked" if v is not None else "active",
+            "key_id": k.key_id.hex(),
+            "name": k.name,
+            "public_key": b64_encode(k.public),
+            "registered_index": k.registered_at,
+            "revoked_index": k.revoked_at,
+            "reason": k.revoke_reason,
+            "status": "revoked" if k.revoked_at is not None else "active",
         }
-        for k, n, p, r, v, why in rows
+        for k in rows
     ]
     if json_out:
         output.emit_json({"keys": items})

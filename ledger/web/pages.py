@@ -263,9 +263,9 @@ def _at_a_glance(s: Any, entry: dict[str, Any], index: int, base: str) -> str:
     except ValueError:
         row = None
     if row is not None:
-        name = str(row[1])
-        registered = f"entry {row[3]}" if row[3] is not None else "yes"
-        revoked = f"yes, at entry {row[4]}" if row[4] is not None else "no"
+        name = row.name
+        registered = f"entry {row.registered_at}"
+        revoked = f"yes, at entry {row.revoked_at}" if row.revoked_at is not None else "no"
     verdict = _verdict(entry)
     vkey = str(s.store.meta("vkey") or "")
     digest = str(entry.get("bundle_digest", ""))

@@ -78,7 +78,7 @@ def revoked_ledger(home: Path, bundles_root: Path, reason: str) -> Path:
     sk = add_node(log)
     for i in range(2):
         seal_fake(log, sk, bundles_root, str(i))
-    log.revoke(log.store.key_rows()[0][0], reason)
+    log.revoke(log.store.key_rows()[0].key_id, reason)
     log.close()
     return home
 
