@@ -51,6 +51,8 @@ class Served:
         self.accept_submissions = accept_submissions
         self._store: Store | None = None
         self._view: View | None = None
+        self._stamp: tuple[int, int] | None = None  # Store.version() when _view was read
+        self._published: bytes | None = None
         self._tiles: OrderedDict[str, bytes] = OrderedDict()
         self._tile_bytes = 0
         # submission state, set once by ``ledger.submit`` (the log and its rate limiter together)
@@ -66,15 +68,33 @@ class Served:
         if self._store is not None:
             self._store.close()
             self._store = None
+        self._view = self._published = self._stamp = None
 
     def view(self) -> View:
+        """The latest checkpoint's view, read again only when the store's committed state has
+        changed since (``Store.version``: one cheap pragma per request instead of two queries
+        and a parse)."""
+        store = self.store
+        stamp = store.version()
+        if self._view is not None and stamp == self._stamp:
+            return self._view
         try:
-            note = self.store.checkpoint()
+            note = store.checkpoint()
         except LedgerError as e:
             raise HTTPException(404, f"this ledger has no checkpoint yet ({e})") from e
         if self._view is None or self._view.note != note:
             self._view = View(note, parse_checkpoint(note_text(note)))
+        self._published = None
+        self._stamp = stamp
         return self._view
+
+    def published(self) -> bytes:
+        """The latest checkpoint note as ``GET /checkpoint`` serves it (``published_note``),
+        kept until the store changes."""
+        view = self.view()
+        if self._published is None:
+            self._published = published_note(self.store, view.note)
+        return self._published
 
     def cached_tile(self, key: str, make: Callable[[], bytes]) -> bytes:
         hit = self._tiles.get(key)

@@ -182,6 +182,13 @@ class Store:
             raise TamperDetected(f"stored hash ({level}, {n}) is missing from the database")
         return bytes(row[0])
 
+    def version(self) -> tuple[int, int]:
+        """A value that changes whenever committed state may have: a commit by another
+        connection (SQLite's ``data_version``) or by this one (``total_changes``). A server
+        caches what it derives from the latest checkpoint on it (``ledger.httpstate``)."""
+        (dv,) = self.conn.execute("PRAGMA data_version").fetchone()
+        return int(dv), self.conn.total_changes
+
     def root(self, size: int | None = None) -> bytes:
         return merkle.tree_root(self.size() if size is None else size, self.stored_hash)
 

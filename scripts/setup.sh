@@ -44,6 +44,9 @@ if [ $want_test = 1 ]; then
   command -v go >/dev/null 2>&1 || pkgs+=(golang-go)
   [ -d /usr/share/gocode/src/golang.org/x/mod/sumdb ] || pkgs+=(golang-golang-x-mod-dev)
   command -v chromium >/dev/null 2>&1 || pkgs+=(chromium)
+  # the serving benchmark's peer and load generator (bench/bench_serve.py, test_serve_nginx)
+  command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || pkgs+=(nginx-light)
+  command -v wrk >/dev/null 2>&1 || pkgs+=(wrk)
 fi
 if [ ${#pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
