@@ -28,6 +28,7 @@ import os
 import random
 import struct
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -71,6 +72,7 @@ MAX_BLOB_ANSWER_BYTES = 80 << 20
 BATCH_TILES = 16  # entry tiles verified and appended per transaction
 BLOBS_PER_REQUEST = 64
 BLOB_REQUESTS_IN_FLIGHT = 4
+STATIC_IN_FLIGHT = 8  # single-blob requests in flight from a static location
 PARALLEL_MIN_ENTRIES = 8192  # syncs this large pre-check signatures in worker processes
 MAX_WORKERS = 4
 PRECHECK_CHUNK = 512
@@ -96,6 +98,7 @@ class Remote:
             url, "the mirrored server", timeout, request_timeout, client=client
         )
         self.url = self.http.base
+        self.batch: bool | None = None  # has the batch blob endpoint (None: not known yet)
 
     @property
     def requests(self) -> int:
@@ -120,11 +123,28 @@ class Remote:
         return self.get("checkpoint", MAX_CHECKPOINT_BYTES)[0]
 
     def blobs(self, digests: Sequence[bytes]) -> dict[bytes, bytes]:
-        """Fetch blobs by digest (batches of ``BLOBS_PER_REQUEST``, a few requests in flight),
-        each checked against its BLAKE3 digest."""
+        """Fetch blobs by digest, each checked against its BLAKE3 digest: from ``ledger serve``
+        in batches of ``BLOBS_PER_REQUEST`` (``GET api/v1/blobs?d=...``, a few requests in
+        flight); from a static location (``ledger publish``: no batch endpoint) one file per
+        blob, ``GET api/v1/blobs/<hex>``, ``STATIC_IN_FLIGHT`` at a time. Which one is found out
+        on the first batch and kept."""
+        if not digests:
+            return {}
+        out: dict[bytes, bytes] = {}
+        if self.batch is None:
+            first = digests[:BLOBS_PER_REQUEST]
+            try:
+                out.update(self._blob_chunk(first))
+                self.batch = True
+            except CannotCheck:
+                self.batch = False  # no batch endpoint here: a static location
+                out.update(self._blob_singles(first))
+            digests = digests[len(first) :]
+        if not self.batch:
+            out.update(self._blob_singles(digests))
+            return out
         chunks = [digests[i : i + BLOBS_PER_REQUEST] for i in range(0, len(digests),
                                                                     BLOBS_PER_REQUEST)]
-        out: dict[bytes, bytes] = {}
         if len(chunks) <= 1:
             for chunk in chunks:
                 out.update(self._blob_chunk(chunk))
@@ -133,6 +153,18 @@ class Remote:
             for part in pool.map(self._blob_chunk, chunks):
                 out.update(part)
         return out
+
+    def _blob_singles(self, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        if len(digests) <= 1:
+            return {d: self._blob_one(d) for d in digests}
+        with ThreadPoolExecutor(max_workers=STATIC_IN_FLIGHT) as pool:
+            return dict(zip(digests, pool.map(self._blob_one, digests), strict=True))
+
+    def _blob_one(self, digest: bytes) -> bytes:
+        data = self.get(f"api/v1/blobs/{digest.hex()}", MAX_BLOB_ANSWER_BYTES)[0]
+        if blake3_digest(data) != digest:
+            raise BadAnswer(f"blob {digest.hex()} from the mirror has another hash")
+        return data
 
     def _blob_chunk(self, digests: Sequence[bytes]) -> dict[bytes, bytes]:
         out: dict[bytes, bytes] = {}
@@ -550,7 +582,9 @@ class Mirror:
             width = min(TILE_WIDTH, size - t * TILE_WIDTH)
             path = entries_tile_path(t, width)
             try:
-                items = parse_entry_bundle(self.remote.get(path, MAX_ENTRY_TILE_BYTES)[0])
+                items = parse_entry_bundle(
+                    gunzip_bundle(self.remote.get(path, MAX_ENTRY_TILE_BYTES)[0])
+                )
             except BadInput as e:
                 raise BadAnswer(
                     f"remote {path} is malformed ({oneline(str(e))}): the tile does not match "
@@ -621,6 +655,23 @@ class Mirror:
                 raise TamperDetected("the local store changed while the mirror was appending")
         known.update(blobs)
         return len(blobs)
+
+
+def gunzip_bundle(data: bytes) -> bytes:
+    """An entry bundle as published (``ledger publish``) by a host that does not send its
+    ``Content-Encoding: gzip``: the gzip bytes themselves, decompressed here (bounded). No
+    bundle starts with the gzip magic: its first entry would be 0x1f8b bytes long and begin
+    with byte 0x08, and an entry is JSON (it begins with ``{``)."""
+    if not data.startswith(b"\x1f\x8b\x08"):
+        return data
+    d = zlib.decompressobj(wbits=31)
+    try:
+        out = d.decompress(data, MAX_ENTRY_TILE_BYTES + 1)
+    except zlib.error as e:
+        raise BadInput(f"gzip data is corrupt ({e})") from e
+    if len(out) > MAX_ENTRY_TILE_BYTES or not d.eof or d.unused_data:
+        raise BadInput("gzip data is too large, truncated or followed by other bytes")
+    return out
 
 
 def manifest_digests(manifest: str) -> list[bytes]:

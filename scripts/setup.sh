@@ -4,7 +4,7 @@
 #                             bubblewrap (the sandbox for bundle references; Debian package)
 #   scripts/setup.sh --test   also the test tools: pytest, hypothesis, ruff, mypy, pymerkle, and the
 #                             system packages the tests use as independent clients (b3sum, Go with
-#                             golang.org/x/mod, headless Chromium)
+#                             golang.org/x/mod, headless Chromium, nginx for ledger publish)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 want_test=0
@@ -44,7 +44,8 @@ if [ $want_test = 1 ]; then
   command -v go >/dev/null 2>&1 || pkgs+=(golang-go)
   [ -d /usr/share/gocode/src/golang.org/x/mod/sumdb ] || pkgs+=(golang-golang-x-mod-dev)
   command -v chromium >/dev/null 2>&1 || pkgs+=(chromium)
-  # the serving benchmark's peer and load generator (bench/bench_serve.py, test_serve_nginx)
+  # the serving benchmark's peer and load generator (bench/bench_serve.py, test_serve_nginx);
+  # nginx also serves a published directory in tests/test_publish.py
   command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || pkgs+=(nginx-light)
   command -v wrk >/dev/null 2>&1 || pkgs+=(wrk)
 fi

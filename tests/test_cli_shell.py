@@ -17,7 +17,7 @@ from ledger.cli import main
 
 COMMANDS = ["init", "vkey", "checkpoint", "check", "seal", "verify", "show", "log", "audit",
             "serve", "export-tiles", "mirror", "submit", "new", "keys", "proof", "receipt",
-            "witness"]
+            "witness", "publish"]
 
 
 def run(*args: str) -> tuple[int, str, str]:

@@ -907,8 +907,11 @@ def receipt_refresh(
         )
 
 
+from ledger.cli import publish as publish_cli  # noqa: E402
+
 net.register(app)  # serve, export-tiles, mirror, witness, submit
 scaffold.register(app)  # new
+publish_cli.register(app)  # publish (issue 13)
 
 
 def main(argv: list[str] | None = None) -> None:
