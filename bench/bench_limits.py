@@ -217,8 +217,8 @@ def main() -> None:
         ):
             data = bytes(data)
             e = decode_entry(data)
-            sig = __import__("base64").b64decode(e["signature"])
-            jobs.append((pubs[bytes.fromhex(e["signer"])], signed_part(data, e), sig))
+            sig = __import__("base64").b64decode(e.signature)
+            jobs.append((pubs[bytes.fromhex(str(e.signer))], signed_part(data, e.fields), sig))
         conn.close()
         shares = [jobs[i::cpus] for i in range(cpus)]
         timer = ["/usr/bin/time", "-f", "%M"] if Path("/usr/bin/time").exists() else []

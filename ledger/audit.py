@@ -196,17 +196,17 @@ def audit(
             if len(pending) >= SIGNATURE_BATCH:
                 submit(pending)
                 pending = []
-            if obj["prev_size"] != idx or obj["prev_root"] != frontier.root().hex():
+            if obj.prev_size != idx or obj.prev_root != frontier.root().hex():
                 broken_links += 1
                 if broken_links == 1:
                     res.add(idx, f"entry {idx}: chain link (prev_size/prev_root) does not match")
-            if obj["type"] != etype:
+            if obj.type != etype:
                 res.add(idx, f"entry {idx}: stored type column does not match the entry")
-            if obj["type"] == "bundle":
-                d = bytes.fromhex(str(obj["bundle_digest"]))
+            if obj.bundle_digest is not None and obj.manifest is not None:
+                d = bytes.fromhex(obj.bundle_digest)
                 if digest is None or bytes(digest) != d:
                     res.add(idx, f"entry {idx}: stored bundle digest column does not match")
-                manifest = str(obj["manifest"]).encode("utf-8")
+                manifest = obj.manifest.encode("utf-8")
                 if blake3_digest(manifest) != d:
                     res.add(idx, f"entry {idx}: manifest does not hash to its bundle digest")
                 for fd in manifest_digests(manifest):

@@ -16,6 +16,7 @@ Node key id = the first 8 bytes of SHA-256(public key), 16 hex digits at the edg
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from collections.abc import Mapping
@@ -125,7 +126,41 @@ def verify_signature(entry: Mapping[str, Any], public: bytes, data: bytes | None
         raise SignatureError("entry signature does not verify") from e
 
 
-def decode_entry(data: bytes) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Entry:
+    """One decoded log entry: its exact bytes, the object they parse to, and its fields, typed.
+
+    The fields a type does not carry are ``None`` (``signer`` of a key entry, ``key_id`` of a
+    bundle entry, ...). Text fields stay as the JSON has them (hex key ids and digests, base64
+    keys). ``fields`` is the whole object, for what needs every member (shape checks, JSON
+    output); a signature covers ``data``, the exact bytes: cut them with ``signed_part``, never
+    serialise ``fields`` again. A later entry version adds its fields here with a default."""
+
+    data: bytes = dataclasses.field(repr=False)
+    fields: Mapping[str, Any] = dataclasses.field(repr=False)
+    type: str
+    origin: str
+    time: str
+    signature: str
+    # the chain link: the tree just before this entry
+    prev_size: int
+    prev_root: str
+    # bundle entries
+    signer: str | None = None
+    bundle_digest: str | None = None
+    manifest: str | None = None
+    kernel: Mapping[str, Any] | None = None
+    obligations: tuple[Any, ...] | None = None
+    checks: tuple[Any, ...] | None = None
+    # key-registration (key_id, name, public_key, pop) and key-revocation (key_id, reason)
+    key_id: str | None = None
+    name: str | None = None
+    public_key: str | None = None
+    pop: str | None = None
+    reason: str | None = None
+
+
+def decode_entry(data: bytes) -> Entry:
     """Parse untrusted entry bytes: canonical JSON within the size limit and the entry shape."""
     if len(data) > MAX_ENTRY_BYTES:
         raise BadInput(f"entry is larger than {MAX_ENTRY_BYTES} bytes")
@@ -159,7 +194,20 @@ def decode_entry(data: bytes) -> dict[str, Any]:
         if node_key_id(pub).hex() != obj["key_id"]:
             raise BadInput("registered key_id does not match the public key")
         b64_decode(obj["pop"], 64, "proof of possession")
-    return obj
+    typed: dict[str, Any] = {
+        k: tuple(obj[k]) if isinstance(obj[k], list) else obj[k] for k in _REQUIRED[etype]
+    }
+    return Entry(
+        data=bytes(data),
+        fields=obj,
+        type=etype,
+        origin=obj["origin"],
+        time=obj["time"],
+        signature=obj["signature"],
+        prev_size=obj["prev_size"],
+        prev_root=obj["prev_root"],
+        **typed,
+    )
 
 
 MAX_CHECKS = 512
@@ -278,43 +326,44 @@ class Registry:
 
     def apply(
         self, index: int, data: bytes, deferred: list[SignatureJob] | None = None
-    ) -> dict[str, Any]:
+    ) -> Entry:
         """Check entry ``index`` against the rules and record its key events. With ``deferred``,
         the entry's own signature check is appended there (for ``verify_jobs``, e.g. on another
         thread) instead of run here; everything else is checked now."""
         entry = decode_entry(data)
-        if entry["origin"] != self.origin:
-            raise VerificationFailed(f"entry {index} names origin {entry['origin']!r}")
-        etype = entry["type"]
+        if entry.origin != self.origin:
+            raise VerificationFailed(f"entry {index} names origin {entry.origin!r}")
         public = self.log_public
-        if etype == "bundle":
-            public = self.check_signer(bytes.fromhex(entry["signer"]), index).public
+        if entry.signer is not None:
+            public = self.check_signer(bytes.fromhex(entry.signer), index).public
         if deferred is None:
-            verify_signature(entry, public, data)
+            verify_signature(entry.fields, public, data)
         else:
-            sig = b64_decode(str(entry["signature"]), 64, "entry signature")
-            deferred.append((index, public, signed_part(data, entry), sig))
-        if etype == "bundle":
+            sig = b64_decode(entry.signature, 64, "entry signature")
+            deferred.append((index, public, signed_part(data, entry.fields), sig))
+        if entry.key_id is None:
             return entry
-        kid = bytes.fromhex(entry["key_id"])
-        if etype == "key-registration":
+        kid = bytes.fromhex(entry.key_id)
+        if entry.type == "key-registration":
+            assert entry.public_key is not None and entry.name is not None and entry.pop is not None
             if kid in self.keys:
                 raise VerificationFailed(f"entry {index} registers key {kid.hex()} a second time")
-            pub = b64_decode(entry["public_key"], 32)
+            pub = b64_decode(entry.public_key, 32)
             try:
                 nacl.signing.VerifyKey(pub).verify(
-                    pop_message(entry["name"], pub), b64_decode(entry["pop"], 64)
+                    pop_message(entry.name, pub), b64_decode(entry.pop, 64)
                 )
             except nacl.exceptions.BadSignatureError as e:
                 raise SignatureError(f"entry {index}: proof of possession does not verify") from e
-            self.keys[kid] = NodeKey(kid, entry["name"], pub, index)
+            self.keys[kid] = NodeKey(kid, entry.name, pub, index)
         else:
+            assert entry.reason is not None
             old = self.keys.get(kid)
             if old is None or old.revoked_at is not None:
                 raise VerificationFailed(
                     f"entry {index} revokes unknown or revoked key {kid.hex()}"
                 )
             self.keys[kid] = NodeKey(
-                kid, old.name, old.public, old.registered_at, index, entry["reason"]
+                kid, old.name, old.public, old.registered_at, index, entry.reason
             )
         return entry

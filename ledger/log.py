@@ -366,4 +366,4 @@ class Log:
     def _signer_of(self, idx: int) -> str:
         from ledger.entries import decode_entry
 
-        return str(decode_entry(self.store.entry(idx)).get("signer", ""))
+        return decode_entry(self.store.entry(idx)).signer or ""

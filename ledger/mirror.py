@@ -41,7 +41,7 @@ from ledger import merkle
 from ledger.bundle import blake3_digest
 from ledger.bundle import manifest_digests as bundle_manifest_digests
 from ledger.encoding import b64_encode
-from ledger.entries import Registry, check_entry_shape, decode_entry, verify_signature
+from ledger.entries import Entry, Registry, check_entry_shape, decode_entry, verify_signature
 from ledger.errors import (
     BadInput,
     CannotCheck,
@@ -627,13 +627,13 @@ class Mirror:
                 f"the remote entry tiles up to {end} do not match the signed checkpoint of size "
                 f"{cp.size} (a tile does not match the signed checkpoint)"
             )
-        rows: list[tuple[int, bytes, dict[str, Any]]] = []
+        rows: list[tuple[int, bytes, Entry]] = []
         wanted: dict[bytes, None] = {}
         for k, (i, data) in enumerate(fetched):
             entry = check_entry(registry, frontier, i, data, None if pre is None else pre[k])
             rows.append((i, data, entry))
-            if entry["type"] == "bundle":
-                for digest in manifest_digests(entry["manifest"]):
+            if entry.manifest is not None:
+                for digest in manifest_digests(entry.manifest):
                     if digest not in known:
                         wanted[digest] = None
         if wanted:
@@ -647,10 +647,10 @@ class Mirror:
         with store.writer() as w:
             w.put_blobs(blobs.items())  # batched with the entries, one executemany each
             for _i, data, entry in rows:
-                if entry["type"] == "bundle":
-                    w.append_bundle(data, bytes.fromhex(entry["bundle_digest"]))
+                if entry.bundle_digest is not None:
+                    w.append_bundle(data, bytes.fromhex(entry.bundle_digest))
                 else:
-                    w.append(data, entry["type"], None)  # also indexes key entries
+                    w.append(data, entry.type, None)  # also indexes key entries
             if w.size != end or w.root() != root:
                 raise TamperDetected("the local store changed while the mirror was appending")
         known.update(blobs)
@@ -696,7 +696,7 @@ def check_entry(
     index: int,
     data: bytes,
     pre: Prechecked | None = None,
-) -> dict[str, Any]:
+) -> Entry:
     """Verify one remote entry at ``index`` and add its leaf to ``frontier``.
 
     ``Registry.apply`` parses the entry (canonical JSON, shape) and checks its signatures and
@@ -709,9 +709,9 @@ def check_entry(
         raise VerificationFailed(f"internal: precheck of entry {pre.index} used for {index}")
     if pre is not None and pre.status == "ok" and pre.entry is not None:
         entry = pre.entry
-        if entry["origin"] != registry.origin:
-            raise VerificationFailed(f"entry {index} names origin {entry['origin']!r}")
-        key = registry.check_signer(bytes.fromhex(entry["signer"]), index)
+        if entry.origin != registry.origin:
+            raise VerificationFailed(f"entry {index} names origin {entry.origin!r}")
+        key = registry.check_signer(bytes.fromhex(str(entry.signer)), index)
         if key.public != pre.public:
             raise SignatureError(f"entry {index}: signed with another key than its signer's")
     elif pre is not None and pre.status != "apply":
@@ -724,17 +724,17 @@ def check_entry(
         except BadInput as e:
             raise VerificationFailed(f"remote entry {index} is malformed: {e}") from e
     try:
-        check_entry_shape(entry)
+        check_entry_shape(entry.fields)
     except BadInput as e:
         raise VerificationFailed(f"remote entry {index} has a shape no log writes: {e}") from e
-    if entry["prev_size"] != index or entry["prev_root"] != frontier.root().hex():
+    if entry.prev_size != index or entry.prev_root != frontier.root().hex():
         raise TamperDetected(
             f"remote entry {index} is not chained to the tree before it "
-            f"(prev_size {entry['prev_size']})"
+            f"(prev_size {entry.prev_size})"
         )
-    if entry["type"] == "bundle":
-        manifest = entry["manifest"].encode("utf-8")
-        if blake3_digest(manifest).hex() != entry["bundle_digest"]:
+    if entry.manifest is not None:
+        manifest = entry.manifest.encode("utf-8")
+        if blake3_digest(manifest).hex() != entry.bundle_digest:
             raise TamperDetected(f"remote entry {index}: the manifest does not hash to the digest")
     frontier.append(merkle.leaf_hash(data))
     return entry
@@ -749,7 +749,7 @@ class Prechecked:
 
     index: int
     status: str
-    entry: dict[str, Any] | None = None
+    entry: Entry | None = None
     public: bytes = b""
     message: str = ""
 
@@ -770,12 +770,12 @@ def precheck(rows: list[tuple[int, bytes]], keys: dict[bytes, bytes]) -> list[Pr
         except BadInput as e:
             out.append(Prechecked(index, "malformed", message=f"malformed: {e}"))
             continue
-        public = keys.get(bytes.fromhex(entry["signer"])) if entry["type"] == "bundle" else None
+        public = keys.get(bytes.fromhex(entry.signer)) if entry.signer is not None else None
         if public is None:
             out.append(Prechecked(index, "apply"))
             continue
         try:
-            verify_signature(entry, public)
+            verify_signature(entry.fields, public)
         except SignatureError as e:
             out.append(Prechecked(index, "signature", message=str(e)))
             continue

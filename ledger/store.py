@@ -360,7 +360,7 @@ class Store:
         data = self.entry(idx)
         names = [merkle.leaf_hash(data).hex()]
         try:
-            names.append(str(decode_entry(data).get("bundle_digest", "")))
+            names.append(decode_entry(data).bundle_digest or "")
         except BadInput:
             pass
         if not any(n.startswith(prefix) for n in names if n):
@@ -485,9 +485,9 @@ class Writer:
             from ledger.entries import decode_entry
 
             obj = decode_entry(entry)
-            etype = str(obj["type"])
-            if etype == "bundle":
-                digest = bytes.fromhex(str(obj["bundle_digest"]))
+            etype = obj.type
+            if obj.bundle_digest is not None:
+                digest = bytes.fromhex(obj.bundle_digest)
         idx = self.size
         if etype in ("key-registration", "key-revocation"):
             self._index_key_entry(idx, entry)
@@ -504,12 +504,12 @@ class Writer:
         from ledger.entries import decode_entry
 
         obj = decode_entry(entry)
-        kid = bytes.fromhex(str(obj["key_id"]))
-        if obj["type"] == "key-registration":
-            pub = b64_decode(str(obj["public_key"]), 32)
-            self.put_key(kid, str(obj["name"]), pub, idx)
+        kid = bytes.fromhex(str(obj.key_id))
+        if obj.type == "key-registration":
+            pub = b64_decode(str(obj.public_key), 32)
+            self.put_key(kid, str(obj.name), pub, idx)
         else:
-            self.put_revocation(kid, idx, str(obj["reason"]))
+            self.put_revocation(kid, idx, str(obj.reason))
 
     def put_blob(self, digest: bytes, data: bytes) -> None:
         self.flush()

@@ -50,6 +50,7 @@ from ledger.bundle import Bundle
 from ledger.canonical import canonical_json, loads_canonical
 from ledger.encoding import b64_decode, b64_encode
 from ledger.entries import (
+    Entry,
     bundle_fields,
     check_entry_shape,
     decode_entry,
@@ -170,7 +171,7 @@ def check_body_signature(public: bytes, sig: bytes, body: bytes) -> None:
         raise Rejected(403, f"{SIGNATURE_HEADER} does not verify for this body") from e
 
 
-def parse_submission(body: bytes) -> tuple[bytes, dict[str, Any], dict[str, bytes]]:
+def parse_submission(body: bytes) -> tuple[bytes, Entry, dict[str, bytes]]:
     """(entry bytes, decoded entry, files) from a request body; Rejected(400) when malformed."""
     try:
         obj = loads_canonical(body, max_bytes=MAX_BODY, max_depth=4)
@@ -189,10 +190,10 @@ def parse_submission(body: bytes) -> tuple[bytes, dict[str, Any], dict[str, byte
             raise BadInput("each file must be base64 text")
     except BadInput as e:
         raise Rejected(400, str(e)) from e
-    if entry["type"] != "bundle":
+    if entry.type != "bundle":
         raise Rejected(400, "only bundle entries can be submitted")
     try:
-        check_entry_shape(entry)
+        check_entry_shape(entry.fields)
     except BadInput as e:
         raise Rejected(400, str(e)) from e
     return data, entry, files
@@ -227,16 +228,16 @@ def accept(
     if signer is None:
         raise Rejected(503, "this ledger has no log key: it cannot accept submissions")
     data, entry, files = parse_submission(body)
-    if entry["origin"] != log.origin:
-        raise Rejected(400, f"entry is for origin {entry['origin']!r}, not {log.origin!r}")
-    kid = bytes.fromhex(entry["signer"])
+    if entry.origin != log.origin:
+        raise Rejected(400, f"entry is for origin {entry.origin!r}, not {log.origin!r}")
+    kid = bytes.fromhex(str(entry.signer))
     if sender is not None and kid != sender:
         raise Rejected(403, f"the entry's signer is not the {SIGNER_HEADER} key")
     row = log.store.key_row(kid)
     if row is None or row.revoked_at is not None:
         raise Rejected(403, f"signer {kid.hex()} is not a registered, unrevoked node key")
     try:
-        verify_signature(entry, row.public)
+        verify_signature(entry.fields, row.public)
     except SignatureError as e:
         raise Rejected(403, str(e)) from e
     limiter.take(kid)
@@ -244,15 +245,15 @@ def accept(
         bundle = Bundle.from_files(files)
     except BadInput as e:
         raise Rejected(422, f"the files are not a valid bundle: {e}") from e
-    if bundle.manifest.decode("utf-8") != entry["manifest"]:
+    if bundle.manifest.decode("utf-8") != entry.manifest:
         raise Rejected(422, "the files do not hash to the entry's manifest")
-    if bundle.digest.hex() != entry["bundle_digest"]:
+    if bundle.digest.hex() != entry.bundle_digest:
         raise Rejected(422, "the manifest does not hash to the entry's bundle digest")
     leaf = merkle.leaf_hash(data)
     store = log.store
     with store.writer() as w:
         root = w.root()
-        if entry["prev_size"] != w.size or entry["prev_root"] != root.hex():
+        if entry.prev_size != w.size or entry.prev_root != root.hex():
             raise Rejected(
                 409,
                 f"the log has moved on: size {w.size}, root {root.hex()}; sign again",

@@ -38,8 +38,8 @@ def _digests(log: Log) -> dict[int, str]:
     out = {}
     for i, _lh, data in log.store.rows():
         e = decode_entry(data)
-        if e["type"] == "bundle":
-            out[i] = str(e["bundle_digest"])
+        if e.bundle_digest is not None:
+            out[i] = e.bundle_digest
     return out
 
 

@@ -51,8 +51,8 @@ def test_appends_are_chained_and_proofs_verify(log: Log, tmp_path: Path) -> None
     # every entry names the tree it was appended to
     for i, data in enumerate(log.store.entries(0, size)):
         e = decode_entry(data)
-        assert e["prev_size"] == i
-        assert e["prev_root"] == merkle.root_from_leaf_hashes(leaves[:i]).hex()
+        assert e.prev_size == i
+        assert e.prev_root == merkle.root_from_leaf_hashes(leaves[:i]).hex()
     for n in (1, 5, 8, 14):
         r = log.store.root(n)
         assert r == merkle.root_from_leaf_hashes(leaves[:n])
@@ -96,8 +96,9 @@ def test_resolve(log: Log, tmp_path: Path) -> None:
     e = decode_entry(log.store.entry(idx))
     lh = log.store.leaf_hash(idx).hex()
     assert log.store.resolve(str(idx)) == idx
-    assert log.store.resolve(e["bundle_digest"]) == idx
-    assert log.store.resolve(e["bundle_digest"][:8]) == idx
+    assert e.bundle_digest is not None
+    assert log.store.resolve(e.bundle_digest) == idx
+    assert log.store.resolve(e.bundle_digest[:8]) == idx
     assert log.store.resolve(lh[:9].upper()) == idx
     with pytest.raises(UnknownHash, match="no entry"):
         log.store.resolve("99")
@@ -114,7 +115,7 @@ def test_ambiguous_digest_names_both_entries(log: Log, tmp_path: Path) -> None:
     b = add_node(log, "b")
     i = seal_fake(log, a, tmp_path / "1", "same")
     j = seal_fake(log, b, tmp_path / "2", "same")
-    digest = decode_entry(log.store.entry(i))["bundle_digest"]
+    digest = str(decode_entry(log.store.entry(i)).bundle_digest)
     with pytest.raises(UnknownHash, match=f"ambiguous: it matches entries {i}, {j}"):
         log.store.resolve(digest)
     assert log.store.resolve(log.store.leaf_hash(j).hex()[:12]) == j

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import nacl.exceptions
 import nacl.signing
 
 from ledger.bundle import blake3_digest, make_manifest, parse_manifest
 from ledger.encoding import b64_decode
-from ledger.entries import decode_entry, pop_message, verify_signature
+from ledger.entries import Entry, decode_entry, pop_message, verify_signature
 from ledger.errors import LedgerError
 from ledger.merkle import leaf_hash, verify_inclusion
 from ledger.note import Checkpoint, NoteVerifier, open_note, parse_checkpoint
@@ -68,7 +67,7 @@ def _included(it: Included, cp: Checkpoint) -> None:
 
 def check_evidence(
     ev: Evidence, vkey: NoteVerifier, files: Mapping[str, bytes] | None
-) -> tuple[list[Check], dict[str, Any] | None]:
+) -> tuple[list[Check], Entry | None]:
     """Run the five integrity checks; return them and the decoded entry (None if undecodable)."""
     checks: list[Check] = []
     cp_check, cp = check_checkpoint(ev.checkpoint, vkey)
@@ -94,15 +93,15 @@ def check_evidence(
         except LedgerError as e:
             checks.append(failed("integrity.inclusion", f"entry {ev.item.index}: {e}"))
 
-    if entry["type"] != "bundle":
+    if entry.type != "bundle":
         # key entries are signed by the log key itself
         try:
-            verify_signature(entry, vkey.public, ev.item.entry)
+            verify_signature(entry.fields, vkey.public, ev.item.entry)
             checks.append(
-                passed("integrity.signature", f"{entry['type']} entry signed by the log key")
+                passed("integrity.signature", f"{entry.type} entry signed by the log key")
             )
         except LedgerError as e:
-            checks.append(failed("integrity.signature", f"{entry['type']} entry: {e}"))
+            checks.append(failed("integrity.signature", f"{entry.type} entry: {e}"))
         return checks, entry
     checks.append(_check_manifest(entry, files))
     signer_check, public = _check_signer(ev, entry, vkey, cp)
@@ -111,22 +110,22 @@ def check_evidence(
         checks.append(failed("integrity.signature", "no registered key to check the signature"))
     else:
         try:
-            verify_signature(entry, public)
+            verify_signature(entry.fields, public)
             checks.append(
-                passed("integrity.signature", f"Ed25519 signature by node key {entry['signer']}")
+                passed("integrity.signature", f"Ed25519 signature by node key {entry.signer}")
             )
         except LedgerError as e:
             checks.append(failed("integrity.signature", str(e)))
     return checks, entry
 
 
-def _check_manifest(entry: Mapping[str, Any], files: Mapping[str, bytes] | None) -> Check:
-    manifest = str(entry["manifest"]).encode("utf-8")
+def _check_manifest(entry: Entry, files: Mapping[str, bytes] | None) -> Check:
+    manifest = str(entry.manifest).encode("utf-8")
     try:
         rows = parse_manifest(manifest)
     except LedgerError as e:
         return failed("integrity.manifest", f"recorded manifest is invalid: {e}")
-    if blake3_digest(manifest).hex() != entry["bundle_digest"]:
+    if blake3_digest(manifest).hex() != entry.bundle_digest:
         return failed("integrity.manifest", "recorded manifest does not hash to the bundle digest")
     if files is None:
         return failed("integrity.manifest", "no bundle files to check")
@@ -142,24 +141,24 @@ def _check_manifest(entry: Mapping[str, Any], files: Mapping[str, bytes] | None)
         return failed("integrity.manifest", "files do not reproduce the manifest byte for byte")
     return passed(
         "integrity.manifest",
-        f"{len(rows)} files hash to the manifest; manifest hashes to {entry['bundle_digest']}",
+        f"{len(rows)} files hash to the manifest; manifest hashes to {entry.bundle_digest}",
     )
 
 
 def _check_signer(
-    ev: Evidence, entry: Mapping[str, Any], vkey: NoteVerifier, cp: Checkpoint | None
+    ev: Evidence, entry: Entry, vkey: NoteVerifier, cp: Checkpoint | None
 ) -> tuple[Check, bytes | None]:
-    sid = str(entry["signer"])
+    sid = str(entry.signer)
     if ev.signer is None:
         return failed("integrity.signer", f"no registration found for signer {sid}"), None
     try:
         reg = decode_entry(ev.signer.entry)
-        if reg["type"] != "key-registration" or reg["key_id"] != sid:
+        if reg.type != "key-registration" or reg.key_id != sid:
             raise ValueError(f"entry {ev.signer.index} is not the registration of {sid}")
-        verify_signature(reg, vkey.public)
-        pub = b64_decode(str(reg["public_key"]), 32)
+        verify_signature(reg.fields, vkey.public)
+        pub = b64_decode(str(reg.public_key), 32)
         nacl.signing.VerifyKey(pub).verify(
-            pop_message(str(reg["name"]), pub), b64_decode(str(reg["pop"]), 64)
+            pop_message(str(reg.name), pub), b64_decode(str(reg.pop), 64)
         )
         if ev.signer.index >= ev.item.index:
             raise ValueError(
@@ -170,18 +169,18 @@ def _check_signer(
         _included(ev.signer, cp)
     except (LedgerError, ValueError, nacl.exceptions.BadSignatureError) as e:
         return failed("integrity.signer", str(e)), None
-    detail = f"node key {sid} ({reg['name']}) registered at entry {ev.signer.index}"
+    detail = f"node key {sid} ({reg.name}) registered at entry {ev.signer.index}"
     if ev.revocation is not None:
         try:
             rev = decode_entry(ev.revocation.entry)
-            verify_signature(rev, vkey.public)
+            verify_signature(rev.fields, vkey.public)
             if cp is None:
                 raise ValueError("no trusted checkpoint to prove the revocation against")
             _included(ev.revocation, cp)
-            if rev["type"] == "key-revocation" and rev["key_id"] == sid:
+            if rev.type == "key-revocation" and rev.key_id == sid:
                 return failed(
                     "integrity.signer",
-                    f"{detail}, revoked at entry {ev.revocation.index}: {rev['reason']}",
+                    f"{detail}, revoked at entry {ev.revocation.index}: {rev.reason}",
                 ), pub
             raise ValueError(f"entry {ev.revocation.index} is not a revocation of {sid}")
         except (LedgerError, ValueError) as e:

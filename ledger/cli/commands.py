@@ -590,10 +590,9 @@ def _entry_signer(entry: bytes) -> str | None:
     from ledger.entries import decode_entry
 
     try:
-        signer = decode_entry(entry).get("signer")
+        return decode_entry(entry).signer
     except LedgerError:
         return None
-    return signer if isinstance(signer, str) else None
 
 
 def _print_report(report: Report, json_out: bool) -> None:
@@ -622,7 +621,8 @@ def _entry_json(store: Store, index: int) -> dict[str, Any]:
     from ledger.entries import decode_entry
 
     data = store.entry(index)
-    return {"index": index, "leaf_hash": store.leaf_hash(index).hex(), "entry": decode_entry(data)}
+    entry = decode_entry(data).fields
+    return {"index": index, "leaf_hash": store.leaf_hash(index).hex(), "entry": entry}
 
 
 @app.command()
@@ -684,7 +684,7 @@ def log_cmd(
     size = log.store.size()
     limit = max(1, min(limit, 10_000))
     first = max(0, size - limit) if start is None else max(0, min(start, size))
-    items = []
+    items: list[dict[str, Any]] = []
     for i, lh, data in log.store.rows(first):
         if i >= first + limit:
             break
@@ -693,13 +693,13 @@ def log_cmd(
             {
                 "index": i,
                 "leaf_hash": lh.hex(),
-                "type": e["type"],
-                "time": e["time"],
-                "bundle_digest": e.get("bundle_digest"),
-                "kernel": (e["kernel"].get("name") if isinstance(e.get("kernel"), dict) else None)
-                if e["type"] == "bundle"
-                else e.get("name", e.get("key_id")),
-                "signer": e.get("signer"),
+                "type": e.type,
+                "time": e.time,
+                "bundle_digest": e.bundle_digest,
+                "kernel": e.kernel.get("name")
+                if e.kernel is not None
+                else e.name if e.name is not None else e.key_id,
+                "signer": e.signer,
             }
         )
     if json_out:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ import nacl.signing
 
 from ledger import merkle
 from ledger.bundle import Bundle, parse_manifest
-from ledger.entries import MAX_TEXT, decode_entry, node_key_id
+from ledger.entries import MAX_TEXT, Entry, decode_entry, node_key_id
 from ledger.errors import BadInput, LedgerError, TamperDetected, UnknownHash, VerificationFailed
 from ledger.fsutil import write_atomic
 from ledger.log import Log, Sealed
@@ -203,11 +203,11 @@ def _key_events(
                 obj = decode_entry(data)
             except LedgerError:
                 continue
-            if obj.get("key_id") != signer:
+            if obj.key_id != signer:
                 continue
-            if obj["type"] == "key-registration" and reg is None:
+            if obj.type == "key-registration" and reg is None:
                 reg = idx
-            elif obj["type"] == "key-revocation" and rev is None:
+            elif obj.type == "key-revocation" and rev is None:
                 rev = idx
     if expect != size:
         return reg, rev, f"the stored log ends at {expect} entries, before its checkpoint of {size}"
@@ -259,11 +259,11 @@ def evidence_from_store(log: Log, index: int) -> Evidence:
     signer = revocation = None
     problem = None
     try:
-        obj = decode_entry(entry)
+        signer_id = decode_entry(entry).signer
     except LedgerError:
-        obj = {"type": ""}
-    if obj["type"] == "bundle":
-        reg, rev, problem = _key_events(log, str(obj["signer"]), size, root)
+        signer_id = None
+    if signer_id is not None:
+        reg, rev, problem = _key_events(log, signer_id, size, root)
         if reg is not None:
             signer = Included(reg, store.entry(reg), proof(reg))
         if rev is not None:
@@ -279,8 +279,8 @@ def verify_evidence(
     progress: Progress | None = None,
 ) -> Report:
     integrity, entry = check_evidence(ev, vkey, files)
-    digest = str(entry["bundle_digest"]) if entry and entry.get("type") == "bundle" else ""
-    if entry is None or entry["type"] != "bundle":
+    digest = (entry.bundle_digest if entry is not None else None) or ""
+    if entry is None or entry.type != "bundle":
         return Report(digest, tuple(integrity))
     bundle = None
     if files is not None:
@@ -294,12 +294,11 @@ def verify_evidence(
     return compare_recorded(report, recorded_checks(entry))
 
 
-def recorded_checks(entry: Mapping[str, Any]) -> list[Check]:
+def recorded_checks(entry: Entry) -> list[Check]:
     """The seal-time checks an entry records, skipping any item of an odd shape (entries stored
     before shapes were validated must still be verifiable, never a crash)."""
     out: list[Check] = []
-    items = entry.get("checks")
-    for r in items if isinstance(items, list) else []:
+    for r in entry.checks or ():
         if not isinstance(r, dict):
             continue
         try:
@@ -311,9 +310,9 @@ def recorded_checks(entry: Mapping[str, Any]) -> list[Check]:
 
 def files_from_store(log: Log, entry_bytes: bytes) -> dict[str, bytes] | None:
     obj = decode_entry(entry_bytes)
-    if obj["type"] != "bundle":
+    if obj.manifest is None:
         return None
-    rows = parse_manifest(str(obj["manifest"]).encode("utf-8"))
+    rows = parse_manifest(obj.manifest.encode("utf-8"))
     out: dict[str, bytes] = {}
     for rel, digest in rows:
         data = log.store.blob(digest)
@@ -325,7 +324,7 @@ def files_from_store(log: Log, entry_bytes: bytes) -> dict[str, bytes] | None:
 
 def entry_type(entry: bytes) -> str:
     try:
-        return str(decode_entry(entry)["type"])
+        return decode_entry(entry).type
     except LedgerError:
         return ""
 
@@ -348,7 +347,7 @@ def match_receipt(receipt: Receipt, text: str) -> None:
     """The user's <hash> must name the receipt's entry (bundle digest or leaf hash prefix)."""
     t = text.strip().lower()
     obj = decode_entry(receipt.item.entry)
-    names = [merkle.leaf_hash(receipt.item.entry).hex(), str(obj.get("bundle_digest", ""))]
+    names = [merkle.leaf_hash(receipt.item.entry).hex(), obj.bundle_digest or ""]
     if t.isdigit() and int(t) == receipt.item.index:
         return
     if len(t) < 8 or not any(n.startswith(t) for n in names if n):
