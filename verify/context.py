@@ -19,9 +19,10 @@ from verify.model import Contract
 from verify.report import Check
 
 
-@dataclass
+@dataclass(frozen=True)
 class Options:
-    """Trusted settings of one verification run (from the CLI, never from the bundle)."""
+    """Trusted settings of one verification run (from the CLI, never from the bundle); frozen,
+    so no check group can change what the later ones run with."""
 
     # seed of the verifier's own draws in falsify.* (chosen sizes and their inputs, the author's
     # sizes again); None: a fresh one per run. The contract's seeds are used as well, never alone.
