@@ -48,6 +48,7 @@ from ledger.httpstate import (  # re-exported: the per-request layer below the h
     MAX_PARAM_DIGITS,
     TILE_CACHE_BYTES,
     Served,
+    View,
     int_param,
     json_response,
     resolve,
@@ -278,9 +279,10 @@ _TEXT = b"text/plain; charset=utf-8"
 
 class _Answer:
     """A prebuilt 200 answer: the header list ``SecurityHeaders`` would send (security, CORS,
-    ETag) and the body; ``not_modified`` the 304 for a matching ``If-None-Match``."""
+    ETag) and the body; ``not_modified`` the 304 for a matching ``If-None-Match``; ``wire`` the
+    header lines and body as bytes on the wire after the status and default (date) lines."""
 
-    __slots__ = ("body", "headers", "not_modified", "tag")
+    __slots__ = ("body", "headers", "not_modified", "tag", "wire")
 
     def __init__(self, body: bytes, content_type: bytes, cache: str) -> None:
         self.body = body
@@ -294,6 +296,7 @@ class _Answer:
             *tail,
         ]
         self.not_modified = [*common, *tail]
+        self.wire = b"".join(k + b": " + v + b"\r\n" for k, v in self.headers) + b"\r\n" + body
 
     async def send(self, scope: Scope, send: Send) -> None:
         for k, v in scope["headers"]:
@@ -306,53 +309,55 @@ class _Answer:
         await send({"type": "http.response.body", "body": self.body})
 
 
-class FastReads:
-    """``GET /tile/...`` and ``GET /checkpoint`` answered in front of the router and the
-    middleware, with the very headers and bodies the routed handlers and ``SecurityHeaders``
-    send (issue 12: the tiles are what mirrors and clients fetch in bulk).
+class Answers:
+    """The prebuilt answers of ``GET /tile/...`` and ``GET /checkpoint`` (issue 12: the tiles are
+    what mirrors and clients fetch in bulk), with the very headers and bodies the routed
+    handlers and ``SecurityHeaders`` send.
 
-    Full tiles are immutable: their prebuilt answers are kept (LRU, ``TILE_CACHE_BYTES``) and a
-    hit costs a dict lookup, without reading the view. The checkpoint's answer is rebuilt when
-    the store changes (``Served.view``). Anything else, and any request these paths would answer
-    with an error (bad path, beyond the tree, no checkpoint), goes to the app unchanged, which
-    answers it as before."""
+    Full tiles are immutable: their answers are kept (LRU, ``TILE_CACHE_BYTES``) and a hit costs
+    a dict lookup, without reading the view. The checkpoint's answer and the partial tiles' are
+    kept until the store changes (``Served.view``). ``get`` returns None for anything else and
+    for any request these paths answer with an error (bad path, beyond the tree, no checkpoint):
+    the routed handlers answer those, as before."""
 
-    def __init__(self, app: ASGIApp, state: Served) -> None:
-        self.app = app
+    def __init__(self, state: Served) -> None:
         self.state = state
         self.tiles: OrderedDict[str, _Answer] = OrderedDict()
         self.tile_bytes = 0
         self.checkpoint: tuple[bytes, _Answer] | None = None
+        self.partial: tuple[View | None, dict[str, _Answer]] = (None, {})
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "GET":
-            path: str = scope["path"]
-            answer = None
-            if path.startswith("/tile/"):
-                answer = self.tiles.get(path)
-                if answer is None:
-                    answer = self.tile(path)
-            elif path == "/checkpoint":
-                answer = self.published()
-            if answer is not None:
-                await answer.send(scope, send)
-                return
-        await self.app(scope, receive, send)
+    def get(self, path: str) -> _Answer | None:
+        if path.startswith("/tile/"):
+            return self.tiles.get(path) or self.tile(path)
+        if path == "/checkpoint":
+            return self.published()
+        return None
 
     def tile(self, path: str) -> _Answer | None:
         s = self.state
         try:
-            data, full = tile_bytes(s, s.view(), path[1:])
+            view = s.view()
+            view_of, partial = self.partial
+            if view_of is view and path in partial:
+                return partial[path]
+            data, full = tile_bytes(s, view, path[1:])
         except Exception:  # the routed handler answers it (400, 404) exactly as before
             return None
         if not full:
-            return _Answer(data, _OCTETS, PARTIAL_TILE_CACHE)
+            if view_of is not view:
+                partial = {}
+                self.partial = (view, partial)
+            answer = _Answer(data, _OCTETS, PARTIAL_TILE_CACHE)
+            if len(partial) < 64:  # a tree has one partial tile per level
+                partial[path] = answer
+            return answer
         answer = _Answer(data, _OCTETS, FULL_TILE_CACHE)
         self.tiles[path] = answer
-        self.tile_bytes += len(data) + _ANSWER_OVERHEAD
+        self.tile_bytes += 2 * len(data) + _ANSWER_OVERHEAD
         while self.tile_bytes > TILE_CACHE_BYTES and self.tiles:
             _, old = self.tiles.popitem(last=False)
-            self.tile_bytes -= len(old.body) + _ANSWER_OVERHEAD
+            self.tile_bytes -= 2 * len(old.body) + _ANSWER_OVERHEAD
         return answer
 
     def published(self) -> _Answer | None:
@@ -363,6 +368,23 @@ class FastReads:
         if self.checkpoint is None or self.checkpoint[0] is not body:
             self.checkpoint = (body, _Answer(body, _TEXT, CHECKPOINT_CACHE))
         return self.checkpoint[1]
+
+
+class FastReads:
+    """``GET /tile/...`` and ``GET /checkpoint`` answered from ``Answers`` in front of the
+    router and the middleware; anything else goes to the app unchanged."""
+
+    def __init__(self, app: ASGIApp, answers: Answers) -> None:
+        self.app = app
+        self.answers = answers
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
+            answer = self.answers.get(scope["path"])
+            if answer is not None:
+                await answer.send(scope, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class SecurityHeaders:
@@ -519,7 +541,9 @@ def make_app(home: Path, accept_submissions: bool = False) -> Starlette:
     )
     app.router.redirect_slashes = False  # no 307 to another spelling of a path: 404 instead
     app.state.served = state
-    app.add_middleware(FastReads, state=state)  # outermost: in front of SecurityHeaders
+    answers = Answers(state)
+    app.add_middleware(FastReads, answers=answers)  # outermost: in front of SecurityHeaders
+    app.state.answers = answers  # server_config hands it to the protocol's fast path
     return app
 
 
@@ -593,6 +617,7 @@ def event_loop() -> str:
 def guarded_protocol(
     max_connections: int, idle_timeout: float = IDLE_TIMEOUT,
     request_timeout: float = REQUEST_TIMEOUT, parser: str | None = None,
+    answers: Answers | None = None,
 ) -> type:
     """uvicorn's HTTP protocol (``http_parser()``: httptools, else h11) with connection limits
     that hostile clients cannot exhaust.
@@ -608,6 +633,14 @@ def guarded_protocol(
       connection closed (h11 counts it itself; over httptools, which buffers a header without
       bound, the URL and headers parsed and the bytes received while a head is incomplete are
       counted here).
+
+    With ``answers`` (``make_app``'s prebuilt tile and checkpoint answers) and httptools, a plain
+    keep-alive HTTP/1.1 ``GET`` of a path ``answers`` holds, on a connection with nothing else in
+    flight, is answered from the parser's callback in one write: the same status, date and
+    header lines and body the ASGI app sends, without a task, the ASGI layers or Starlette
+    (issue 12). Everything else (HEAD, ``If-None-Match``, a query, ``%``-escapes, pipelined
+    requests, ``Connection: close``, HTTP/1.0, the access log on, a client not reading) takes
+    the ASGI path.
     """
     base: type
     if (parser or http_parser()) == "httptools":
@@ -640,10 +673,6 @@ def guarded_protocol(
                         self.logger.warning("Request head too large.")
                         self.send_400_response("Request head too large.")
 
-            def on_message_begin(self) -> None:
-                self._head_seen = 0
-                super().on_message_begin()
-
             def _count_head(self, n: int) -> None:
                 self._head_seen += n
                 if self._head_seen > MAX_HEAD_BYTES:  # the parser answers 400 and closes
@@ -657,15 +686,56 @@ def guarded_protocol(
                 self._count_head(len(name) + len(value) + 4)
                 super().on_header(name, value)
 
+            _answered = False  # this request was answered by the fast path
+
+            def on_message_begin(self) -> None:
+                self._head_seen = 0
+                self._answered = False
+                super().on_message_begin()
+
             def on_headers_complete(self) -> None:
                 self._marks += 1
                 self._in_body = True
+                if answers is not None and self._answer_fast():
+                    self._answered = True
+                    return
                 super().on_headers_complete()
+
+            def on_body(self, body: bytes) -> None:
+                if not self._answered:
+                    super().on_body(body)
 
             def on_message_complete(self) -> None:
                 self._marks += 1
                 self._in_body = False
-                super().on_message_complete()
+                if not self._answered:
+                    super().on_message_complete()
+
+            def _answer_fast(self) -> bool:
+                cycle = self.cycle
+                if (cycle is not None and not cycle.response_complete) or self.pipeline:
+                    return False
+                url: bytes = self.url
+                parser = self.parser
+                if (
+                    answers is None
+                    or (url[:6] != b"/tile/" and url != b"/checkpoint")
+                    or b"%" in url or b"?" in url or b"#" in url
+                    or self.access_log or self.flow.write_paused or self.transport.is_closing()
+                    or parser.get_method() != b"GET" or parser.get_http_version() != "1.1"
+                    or not parser.should_keep_alive() or parser.should_upgrade()
+                    or any(k == b"if-none-match" for k, _ in self.headers)
+                ):
+                    return False
+                try:
+                    answer = answers.get(url.decode("ascii"))
+                except Exception:  # the ASGI path answers (or reports) it
+                    return False
+                if answer is None:
+                    return False
+                self.transport.write(_status_and_defaults(self.server_state) + answer.wire)
+                self.on_response_complete()  # keep-alive and idle timers, request count
+                return True
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
@@ -722,6 +792,22 @@ def guarded_protocol(
     return Guarded
 
 
+_DEFAULTS: list[Any] = [None, b""]  # uvicorn's default header list, and it as bytes
+
+
+def _status_and_defaults(server_state: Any) -> bytes:
+    """``200 OK`` and uvicorn's default header lines (the date, refreshed each second) as the
+    ASGI path writes them."""
+    headers = server_state.default_headers
+    if headers is not _DEFAULTS[0]:
+        _DEFAULTS[1] = b"HTTP/1.1 200 OK\r\n" + b"".join(
+            k.lower() + b": " + v + b"\r\n" for k, v in headers
+        )
+        _DEFAULTS[0] = headers
+    line: bytes = _DEFAULTS[1]
+    return line
+
+
 def server_config(
     app: ASGIApp,
     host: str = "127.0.0.1",
@@ -736,6 +822,9 @@ def server_config(
     import uvicorn
 
     cap = connection_cap() if max_connections is None else max_connections
+    answers = getattr(getattr(app, "state", None), "answers", None)
+    if not isinstance(answers, Answers):
+        answers = None
     return uvicorn.Config(
         app,
         host=host,
@@ -744,7 +833,7 @@ def server_config(
         access_log=access_log,
         server_header=False,
         lifespan="on",
-        http=guarded_protocol(cap, idle_timeout, request_timeout),
+        http=guarded_protocol(cap, idle_timeout, request_timeout, answers=answers),
         loop="auto",  # uvloop when installed (event_loop())
         timeout_keep_alive=int(KEEP_ALIVE),
         limit_concurrency=cap + 1,  # busy requests over the cap are answered 503

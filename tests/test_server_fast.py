@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -151,6 +152,40 @@ def test_request_head_limit(tmp_path: Path) -> None:
             assert ask(chunks).startswith(b"HTTP/1.1 400")
             # still serving
             assert httpx.get(srv.url + "/checkpoint", timeout=10).status_code == 200
+    finally:
+        log.close()
+
+
+def test_fast_path_answers_the_bytes_of_the_asgi_path(tmp_path: Path) -> None:
+    """A keep-alive GET of a tile or the checkpoint is answered from the protocol's fast path;
+    ``Connection: close`` (and a query) takes the ASGI path: the bytes are the same but for the
+    date and the connection line, and two pipelined requests get two identical answers."""
+    log = make_origin(tmp_path / "o", TILE_WIDTH + 10)
+    try:
+        with BackgroundServer(make_app(log.home)) as srv:
+            host, port = srv.url.removeprefix("http://").split(":")
+
+            def ask(data: bytes) -> bytes:
+                with socket.create_connection((host, int(port)), timeout=10) as s:
+                    s.sendall(data)
+                    s.settimeout(0.5)
+                    out = b""
+                    try:
+                        while chunk := s.recv(65536):
+                            out += chunk
+                    except TimeoutError:
+                        pass
+                    return re.sub(rb"date: [^\r]*\r\n", b"", out)
+
+            for path in (b"/tile/0/000", b"/tile/0/001.p/11", b"/tile/1/000.p/1", b"/checkpoint"):
+                get = b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n"
+                asgi = ask(get + b"Connection: close\r\n\r\n")
+                assert asgi.startswith(b"HTTP/1.1 200 OK\r\n") and b"etag: " in asgi
+                assert asgi.replace(b"connection: close\r\n", b"") == ask(get + b"\r\n")
+                assert ask(get + b"\r\n" + get + b"\r\n") == asgi.replace(
+                    b"connection: close\r\n", b"") * 2
+                query = ask(b"GET " + path + b"?x=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert query == asgi.replace(b"connection: close\r\n", b"")
     finally:
         log.close()
 
