@@ -36,19 +36,21 @@ def _active(m: Machine, tids: np.ndarray) -> np.ndarray:
 
 
 def _check_members(m: Machine, tids: np.ndarray, mask: Any, act: np.ndarray, what: str) -> None:
-    lanes = (tids & 31).astype(np.uint32)
-    base = tids - (tids & 31)
+    """Refuse a lane named in ``mask`` that neither runs this instruction nor has exited. One
+    32-bit word per warp says which lanes are there (running or exited); a thread's mask minus
+    its warp's word must be empty. The lowest such lane, then the first thread naming it, is
+    reported."""
     maskv = np.broadcast_to(np.asarray(mask).astype(np.uint32), tids.shape)
-    for lane in range(32):
-        inmask = ((maskv >> np.uint32(lane)) & np.uint32(1)).astype(bool)
-        other = base + lane
-        bad = inmask & ~act[other] & ~m.exited[other]
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise NotConverged(
-                f"{what} at PTX line {m.line}: lane {lane} of the warp of thread "
-                f"{m.tname(int(tids[i]))} is in membermask but never arrives here "
-                f"(lane {int(lanes[i])} does); the interpreter does not model that")
+    there = np.packbits((act | m.exited).reshape(-1, 32), axis=1, bitorder="little")
+    bad = maskv & ~there.view("<u4").reshape(-1)[tids >> 5]
+    if bad.any():
+        union = int(np.bitwise_or.reduce(bad))
+        lane = (union & -union).bit_length() - 1
+        i = int(np.flatnonzero((bad >> np.uint32(lane)) & np.uint32(1))[0])
+        raise NotConverged(
+            f"{what} at PTX line {m.line}: lane {lane} of the warp of thread "
+            f"{m.tname(int(tids[i]))} is in membermask but never arrives here "
+            f"(lane {int(tids[i]) & 31} does); the interpreter does not model that")
 
 
 def shfl(ctx: Ctx) -> Fn:
