@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ledger.bundle import Bundle
 from verify.model import Contract
 from verify.report import Check
+from verify.tools import RunningTool
 
 
 @dataclass(frozen=True)
@@ -65,3 +67,22 @@ class Context:
         for d in self._tmp:
             shutil.rmtree(d, ignore_errors=True)
         self._tmp.clear()
+
+
+@dataclass
+class Started:
+    """Checks whose external tools were started and run in the background (``start(ctx)`` of a
+    check group, see ``verify.runner``): ``finish()`` waits for the tools and gives the checks;
+    ``cancel()`` stops them when the run is abandoned."""
+
+    finish: Callable[[], list[Check]]
+    tools: list[RunningTool] = field(default_factory=list)
+
+    def cancel(self) -> None:
+        for t in self.tools:
+            t.kill()
+
+
+def done(checks: list[Check]) -> Started:
+    """A ``Started`` with nothing running: its checks are already known."""
+    return Started(lambda: checks)

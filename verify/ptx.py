@@ -21,16 +21,17 @@ statistics and compares them with the contract's resource budget.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from ledger.errors import BadInput, CannotCheck
-from verify.context import Context
+from verify.context import Context, Started, done
 from verify.model import Kernel, Param
 from verify.report import Check, failed, passed, skipped
-from verify.tools import ToolResult, find_tool, run_tool
+from verify.tools import RunningTool, ToolResult, find_tool, run_tool
 
 MAX_PTX_BYTES = 8 << 20  # the bundle's per-file limit
 MAX_LINE_CHARS = 256 << 10  # nvcc writes big data initialisers on one line
@@ -449,6 +450,19 @@ def parse_ptxas_output(out: str) -> list[PtxasStats]:
     ]
 
 
+def ptxas_argv(ptxas: str, ptx_path: Path, arch: str, cwd: Path, warn_spills_as_errors: bool
+               ) -> list[str]:
+    """The argv assembling ``ptx_path`` for ``arch`` into ``cwd``; ``BadInput`` for a target that
+    is not ``sm_NN``."""
+    if not _ARCH.fullmatch(arch) or not arch.startswith("sm_"):
+        raise BadInput(f"target {arch!r} is not an sm_NN architecture")
+    out = cwd / f"{ptx_path.name}.{arch}.cubin"
+    argv = [ptxas, f"-arch={arch}", "-v"]
+    if warn_spills_as_errors:
+        argv += ["--warn-on-spills", "--warning-as-error"]
+    return [*argv, "-o", str(out), str(ptx_path.resolve())]
+
+
 def run_ptxas(
     ptx_path: Path, arch: str, cwd: Path, warn_spills_as_errors: bool, timeout: float
 ) -> tuple[ToolResult, list[PtxasStats]]:
@@ -456,13 +470,7 @@ def run_ptxas(
     ptxas = find_ptxas()
     if ptxas is None:
         raise CannotCheck("no ptxas found on PATH or in the CUDA locations")
-    if not _ARCH.fullmatch(arch) or not arch.startswith("sm_"):
-        raise BadInput(f"target {arch!r} is not an sm_NN architecture")
-    out = cwd / f"{ptx_path.name}.{arch}.cubin"
-    argv = [ptxas, f"-arch={arch}", "-v"]
-    if warn_spills_as_errors:
-        argv += ["--warn-on-spills", "--warning-as-error"]
-    argv += ["-o", str(out), str(ptx_path.resolve())]
+    argv = ptxas_argv(ptxas, ptx_path, arch, cwd, warn_spills_as_errors)
     res = run_tool(argv, cwd=cwd, timeout=timeout)
     return res, parse_ptxas_output(res.stdout + "\n" + res.stderr)
 
@@ -579,25 +587,32 @@ def _errors(res: ToolResult) -> str:
 
 
 def assemble_check(ctx: Context) -> Check:
+    (check,) = start_assemble(ctx).finish()
+    return check
+
+
+def start_assemble(ctx: Context) -> Started:
+    """``ptx.assemble`` with ptxas started now and judged in ``finish()`` (the runner lets it
+    run beside the falsification tests). The first file's ptxas runs in the background; any
+    further ``.ptx`` files (a bundle without a kernel contract) are assembled in ``finish()``."""
     ptxas = find_ptxas()
     if ptxas is None:
-        return skipped(
+        return done([skipped(
             "ptx.assemble",
             "no ptxas on PATH or in the CUDA locations "
             "(install the CUDA toolkit or kernel-ledger[cuda])",
             tool="ptxas",
-        )
-    version = tool_release(ptxas)
+        )])
     k = ctx.contract.kernel if ctx.contract is not None else None
     notes: list[str] = []
     if k is not None:
         if not any(f.path == k.ptx for f in ctx.bundle.files):
-            return failed(
+            return done([failed(
                 "ptx.assemble",
                 f"the contract's kernel.ptx {k.ptx!r} is not in the bundle",
                 "ptxas",
-                version,
-            )
+                tool_release(ptxas),
+            )])
         jobs = [(k.ptx, k.target or DEFAULT_TARGET)]
         max_regs, max_smem, allow = k.max_registers, k.max_shared_bytes, k.allow_spills
         notes.append(
@@ -608,47 +623,72 @@ def assemble_check(ctx: Context) -> Check:
         jobs = [(f.path, DEFAULT_TARGET) for f in ctx.bundle.with_suffix(".ptx")]
         max_regs, max_smem, allow = None, None, True
         notes.append(f"no kernel contract: every .ptx assembled for {DEFAULT_TARGET}, no budget")
-    problems: list[str] = []
-    lines: list[str] = []
     scratch = ctx.scratch()
-    for path, arch in jobs:
-        try:
-            res, stats = run_ptxas(scratch / path, arch, scratch, not allow, ctx.options.timeout)
-        except BadInput as e:
-            problems.append(f"{path}: {e}")
-            continue
-        if res.timed_out:
-            problems.append(f"{path}: ptxas timed out after {ctx.options.timeout:g} s")
-            continue
-        if not res.ok:
-            problems.append(f"{path}: ptxas -arch={arch} exit {res.returncode}: {_errors(res)}")
-        for s in stats:
-            lines.append(
-                f"{path}:{s.entry} on {arch}: {s.registers} registers, "
-                f"{s.shared_bytes} bytes smem, {s.spill_stores} bytes spill stores, "
-                f"{s.spill_loads} bytes spill loads, {s.stack_frame} bytes stack frame"
-            )
-            if not allow and (s.spill_stores or s.spill_loads):
-                problems.append(
-                    f"{s.entry}: spills registers ({s.spill_stores} bytes stores, "
-                    f"{s.spill_loads} bytes loads) and the contract forbids spills"
+    timeout = ctx.options.timeout
+    first: RunningTool | None = None
+    if jobs:
+        with contextlib.suppress(BadInput):  # reported in finish()
+            argv = ptxas_argv(ptxas, scratch / jobs[0][0], jobs[0][1], scratch, not allow)
+            first = RunningTool(argv, cwd=scratch, timeout=timeout)
+    version = tool_release(ptxas)  # while the first ptxas runs
+
+    def finish() -> list[Check]:
+        problems: list[str] = []
+        lines: list[str] = []
+        for i, (path, arch) in enumerate(jobs):
+            try:
+                argv = ptxas_argv(ptxas, scratch / path, arch, scratch, not allow)
+            except BadInput as e:
+                problems.append(f"{path}: {e}")
+                continue
+            if i == 0 and first is not None:
+                res = first.result()
+            else:
+                res = run_tool(argv, cwd=scratch, timeout=timeout)
+            stats = parse_ptxas_output(res.stdout + "\n" + res.stderr)
+            if res.timed_out:
+                problems.append(f"{path}: ptxas timed out after {timeout:g} s")
+                continue
+            if not res.ok:
+                problems.append(f"{path}: ptxas -arch={arch} exit {res.returncode}: {_errors(res)}")
+            for s in stats:
+                lines.append(
+                    f"{path}:{s.entry} on {arch}: {s.registers} registers, "
+                    f"{s.shared_bytes} bytes smem, {s.spill_stores} bytes spill stores, "
+                    f"{s.spill_loads} bytes spill loads, {s.stack_frame} bytes stack frame"
                 )
-            if max_regs is not None and s.registers > max_regs:
-                problems.append(f"{s.entry}: {s.registers} registers > max_registers {max_regs}")
-            if max_smem is not None and s.shared_bytes > max_smem:
-                problems.append(
-                    f"{s.entry}: {s.shared_bytes} bytes smem > max_shared_bytes {max_smem}"
-                )
-        if res.ok and k is not None and not any(s.entry == k.entry for s in stats):
-            problems.append(f"ptxas printed no statistics for entry {k.entry!r}")
-        elif res.ok and not stats:
-            problems.append(f"{path}: ptxas printed no entry statistics")
-    detail = "; ".join(lines + notes)
-    if problems:
-        return failed("ptx.assemble", "; ".join(problems) + f" | {detail}", "ptxas", version)
-    return passed("ptx.assemble", detail, "ptxas", version)
+                if not allow and (s.spill_stores or s.spill_loads):
+                    problems.append(
+                        f"{s.entry}: spills registers ({s.spill_stores} bytes stores, "
+                        f"{s.spill_loads} bytes loads) and the contract forbids spills"
+                    )
+                if max_regs is not None and s.registers > max_regs:
+                    problems.append(
+                        f"{s.entry}: {s.registers} registers > max_registers {max_regs}"
+                    )
+                if max_smem is not None and s.shared_bytes > max_smem:
+                    problems.append(
+                        f"{s.entry}: {s.shared_bytes} bytes smem > max_shared_bytes {max_smem}"
+                    )
+            if res.ok and k is not None and not any(s.entry == k.entry for s in stats):
+                problems.append(f"ptxas printed no statistics for entry {k.entry!r}")
+            elif res.ok and not stats:
+                problems.append(f"{path}: ptxas printed no entry statistics")
+        detail = "; ".join(lines + notes)
+        if problems:
+            return [failed("ptx.assemble", "; ".join(problems) + f" | {detail}", "ptxas", version)]
+        return [passed("ptx.assemble", detail, "ptxas", version)]
+
+    return Started(finish, [first] if first is not None else [])
+
+
+def start(ctx: Context) -> Started:
+    """``ptx.parse`` now; ``ptx.assemble`` with its ptxas running in the background."""
+    parse = parse_check(ctx)
+    asm = start_assemble(ctx)
+    return Started(lambda: [parse, *asm.finish()], asm.tools)
 
 
 def run(ctx: Context) -> list[Check]:
     """``[ptx.parse, ptx.assemble]``."""
-    return [parse_check(ctx), assemble_check(ctx)]
+    return start(ctx).finish()

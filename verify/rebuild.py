@@ -21,10 +21,10 @@ from collections.abc import Sequence
 
 from ledger.bundle import check_path
 from ledger.errors import BadInput, BundleError
-from verify.context import Context
+from verify.context import Context, Started, done
 from verify.ptx import tool_release
 from verify.report import Check, failed, passed, skipped
-from verify.tools import find_tool, run_tool
+from verify.tools import RunningTool, find_tool
 
 # nvcc options that only steer PTX generation (names without leading dashes).
 # fmt: off
@@ -126,62 +126,81 @@ def first_difference(sealed: bytes, rebuilt: bytes) -> str:
 
 
 def rebuild_check(ctx: Context) -> Check:
+    (check,) = start(ctx).finish()
+    return check
+
+
+def start(ctx: Context) -> Started:
+    """``rebuild.ptx`` with nvcc started now and compared in ``finish()`` (the runner lets it run
+    beside the falsification tests)."""
     k = ctx.contract.kernel if ctx.contract is not None else None
     if k is None:
         why = "contract not loaded" if ctx.contract is None else "contract has no kernel section"
-        return skipped("rebuild.ptx", f"{why}: no build to run", tool="nvcc")
+        return done([skipped("rebuild.ptx", f"{why}: no build to run", tool="nvcc")])
     if not k.source or not k.build:
-        return skipped(
+        return done([skipped(
             "rebuild.ptx", "the contract gives no .cu source and build command", tool="nvcc"
-        )
+        )])
     present = {f.path for f in ctx.bundle.files}
     for role, path in (("source", k.source), ("ptx", k.ptx)):
         if path not in present:
-            return failed(
+            return done([failed(
                 "rebuild.ptx", f"kernel.{role} {path!r} is not in the bundle", tool="nvcc"
-            )
+            )])
     nvcc = find_tool("nvcc", cuda=True)
     if nvcc is None:
-        return skipped("rebuild.ptx", "no nvcc on PATH or in the CUDA locations", tool="nvcc")
-    version = tool_release(nvcc)
+        return done([
+            skipped("rebuild.ptx", "no nvcc on PATH or in the CUDA locations", tool="nvcc")
+        ])
     try:
         args = check_build(k.build, k.ptx, k.source)
     except BadInput as e:
-        return failed("rebuild.ptx", f"refused build command: {e}", "nvcc", version)
+        return done(
+            [failed("rebuild.ptx", f"refused build command: {e}", "nvcc", tool_release(nvcc))]
+        )
     scratch = ctx.scratch()
     target = scratch / k.ptx
     target.unlink()
-    res = run_tool([nvcc, *args], cwd=scratch, timeout=ctx.options.timeout)
+    timeout = ctx.options.timeout
+    tool = RunningTool([nvcc, *args], cwd=scratch, timeout=timeout)
+    version = tool_release(nvcc)  # while nvcc runs
     cmd = " ".join(k.build)
-    if res.timed_out:
-        return failed(
-            "rebuild.ptx", f"{cmd}: timed out after {ctx.options.timeout:g} s", "nvcc", version
-        )
-    if not res.ok or not target.is_file():
-        # Only the diagnostic lines, not nvcc's echo of the offending source text.
-        msgs = [ln.strip() for ln in (res.stderr + res.stdout).splitlines() if "error" in ln]
-        err = " / ".join(msgs)[:400] or "no diagnostics"
-        return failed(
-            "rebuild.ptx", f"{cmd}: exit {res.returncode}, no PTX written: {err}", "nvcc", version
-        )
-    rebuilt = target.read_bytes()
-    sealed = ctx.bundle.file(k.ptx)
-    if rebuilt != sealed:
-        return failed(
+    ptx_path = k.ptx
+
+    def finish() -> list[Check]:
+        res = tool.result()
+        if res.timed_out:
+            return [failed("rebuild.ptx", f"{cmd}: timed out after {timeout:g} s", "nvcc", version)]
+        if not res.ok or not target.is_file():
+            # Only the diagnostic lines, not nvcc's echo of the offending source text.
+            msgs = [ln.strip() for ln in (res.stderr + res.stdout).splitlines() if "error" in ln]
+            err = " / ".join(msgs)[:400] or "no diagnostics"
+            return [failed(
+                "rebuild.ptx",
+                f"{cmd}: exit {res.returncode}, no PTX written: {err}",
+                "nvcc",
+                version,
+            )]
+        rebuilt = target.read_bytes()
+        sealed = ctx.bundle.file(ptx_path)
+        if rebuilt != sealed:
+            return [failed(
+                "rebuild.ptx",
+                f"{cmd}: rebuilt {ptx_path} differs from the sealed one; "
+                f"{first_difference(sealed, rebuilt)}",
+                "nvcc",
+                version,
+            )]
+        return [passed(
             "rebuild.ptx",
-            f"{cmd}: rebuilt {k.ptx} differs from the sealed one; "
-            f"{first_difference(sealed, rebuilt)}",
+            f"{cmd}: rebuilt {ptx_path} equals the sealed PTX ({len(sealed)} bytes)",
             "nvcc",
             version,
-        )
-    return passed(
-        "rebuild.ptx",
-        f"{cmd}: rebuilt {k.ptx} equals the sealed PTX ({len(sealed)} bytes)",
-        "nvcc",
-        version,
-    )
+        )]
+
+    return Started(finish, [tool])
 
 
 def run(ctx: Context) -> list[Check]:
     """``[rebuild.ptx]``."""
-    return [rebuild_check(ctx)]
+    return start(ctx).finish()

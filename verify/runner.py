@@ -9,29 +9,40 @@ Order (each group sees the results before it through ``Context.results``):
 5. ``futhark.spec``, ``futhark.run``; 6. ``rebuild.ptx``; 7. ``falsify.<TEST-ID>``;
 8. ``certificate`` (reads everything above).
 
+The groups are the modules in ``GROUPS``, each with ``run(ctx) -> list[Check]``. A group whose
+work is an external tool (``ptx``: ptxas; ``rebuild``: nvcc) also has ``start(ctx) -> Started``:
+the runner starts its tool and goes on with the next groups, so ptxas and nvcc run in their own
+processes while this one interprets the falsification tests (issue 15: the two overlap on a
+machine with two cores or more); their checks are collected before ``certificate``, which reads
+every result, and the report lists every check in the order above whatever finished first.
+
 A group that raises an unexpected project error becomes a failed check naming it: the run never
 stops half-way and never reports a check it did not run.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
+from types import ModuleType
 
 from ledger.bundle import Bundle
 from ledger.errors import LedgerError
-from verify.context import Context, Options
+from verify import certificate, contract, falsify, futhark, lean, ptx, rebuild
+from verify.context import Context, Options, Started, done
 from verify.report import Check, Report, failed, passed
 
-GROUPS: tuple[tuple[str, str], ...] = (
-    ("verify.contract", "contract.schema"),
-    ("verify.lean", "lean.scan"),
-    ("verify.ptx", "ptx.parse"),
-    ("verify.futhark", "futhark.spec"),
-    ("verify.rebuild", "rebuild.ptx"),
-    ("verify.falsify", "falsify"),
-    ("verify.certificate", "certificate"),
+# (group module, the id of its first check: for progress and for a group that fails as a whole)
+GROUPS: tuple[tuple[ModuleType, str], ...] = (
+    (contract, "contract.schema"),
+    (lean, "lean.scan"),
+    (ptx, "ptx.parse"),
+    (futhark, "futhark.spec"),
+    (rebuild, "rebuild.ptx"),
+    (falsify, "falsify"),
+    (certificate, "certificate"),
 )
+# groups that read ``ctx.results``: every group before them has finished when they start
+READS_RESULTS = frozenset({certificate})
 
 Progress = Callable[[str], None]
 
@@ -44,6 +55,26 @@ def manifest_check(bundle: Bundle) -> Check:
     )
 
 
+def _begin(module: ModuleType, first_id: str, ctx: Context) -> Started:
+    """Run the group, or start it when it has background work (``start``)."""
+    begin: Callable[[Context], Started] | None = getattr(module, "start", None)
+    try:
+        if begin is not None:
+            return begin(ctx)
+        run: Callable[[Context], list[Check]] = module.run
+        return done(run(ctx))
+    except LedgerError as e:
+        return done([failed(first_id, f"check could not complete: {e}")])
+
+
+def _collect(first_id: str, started: Started) -> list[Check]:
+    try:
+        return started.finish()
+    except LedgerError as e:
+        started.cancel()
+        return [failed(first_id, f"check could not complete: {e}")]
+
+
 def check_bundle(
     bundle: Bundle,
     options: Options | None = None,
@@ -52,16 +83,24 @@ def check_bundle(
 ) -> Report:
     ctx = Context(bundle, options or Options())
     ctx.results.extend(integrity if integrity is not None else [manifest_check(bundle)])
+    slots: list[tuple[str, Started]] = []  # in GROUPS order, some still running
+
+    def settle() -> None:
+        for first_id, started in slots:
+            ctx.results.extend(_collect(first_id, started))
+        slots.clear()
+
     try:
-        for module_name, first_id in GROUPS:
+        for module, first_id in GROUPS:
             if progress is not None:
                 progress(first_id)
-            run: Callable[[Context], list[Check]] = importlib.import_module(module_name).run
-            try:
-                ctx.results.extend(run(ctx))
-            except LedgerError as e:
-                ctx.results.append(failed(first_id, f"check could not complete: {e}"))
+            if module in READS_RESULTS:
+                settle()
+            slots.append((first_id, _begin(module, first_id, ctx)))
+        settle()
     finally:
+        for _, started in slots:  # only when the run was abandoned half-way
+            started.cancel()
         ctx.close()
     return Report(bundle.digest.hex(), tuple(ctx.results))
 

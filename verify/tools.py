@@ -16,9 +16,12 @@ import shutil
 import signal
 import subprocess
 import sysconfig
+import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 OUTPUT_LIMIT = 1 << 20  # bytes of stdout/stderr kept from one tool run
 
@@ -60,6 +63,101 @@ def _limits(mem_bytes: int, cpu_seconds: int, fsize_bytes: int) -> None:
     lower_limit(resource.RLIMIT_CORE, 0)
 
 
+class RunningTool:
+    """One tool run started now and collected later (``result``), so that a caller can do other
+    work while it runs (``verify.runner`` lets ptxas and nvcc run beside the falsification tests).
+
+    Its stdout and stderr go to anonymous temporary files, not pipes: a tool that writes a lot
+    never blocks on a full pipe while nobody reads it (``RLIMIT_FSIZE`` bounds the files). The
+    wall-clock ``timeout`` counts from the start."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        cwd: Path,
+        timeout: float = 120.0,
+        mem_bytes: int = 8 << 30,
+        fsize_bytes: int = 512 << 20,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.argv = tuple(argv)
+        self.timeout = timeout
+        self._deadline = time.monotonic() + timeout
+        self._done: ToolResult | None = None
+        self._out = tempfile.TemporaryFile()
+        self._err = tempfile.TemporaryFile()
+        base_env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(cwd),
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+        }
+        if env:
+            base_env.update(env)
+        cpu = max(1, int(timeout) + 5)
+        self.proc: subprocess.Popen[bytes] | None = None
+        try:
+            # A new session makes the tool the leader of its own process group, so a timeout
+            # kills everything it started (nvcc's cicc, a compiler's passes), not only the child.
+            self.proc = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=base_env,
+                stdin=subprocess.DEVNULL,
+                stdout=self._out,
+                stderr=self._err,
+                start_new_session=True,
+                preexec_fn=lambda: _limits(mem_bytes, cpu, fsize_bytes),
+            )
+        except OSError as e:
+            self._finish(ToolResult(self.argv, 127, "", f"could not start {argv[0]}: {e}", False))
+
+    def _finish(self, res: ToolResult) -> ToolResult:
+        self._done = res
+        self._out.close()
+        self._err.close()
+        return res
+
+    def _read(self, f: IO[bytes]) -> str:
+        f.seek(0)
+        return _cut(f.read(OUTPUT_LIMIT))
+
+    def result(self) -> ToolResult:
+        """Wait for the tool (at most until ``timeout`` seconds after its start; then it and
+        its process group are killed) and return what it did."""
+        if self._done is not None:
+            return self._done
+        assert self.proc is not None
+        try:
+            self.proc.wait(timeout=max(0.0, self._deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self._stop()
+            return self._finish(
+                ToolResult(self.argv, None, self._read(self._out), self._read(self._err), True)
+            )
+        return self._finish(
+            ToolResult(
+                self.argv,
+                self.proc.returncode,
+                self._read(self._out),
+                self._read(self._err),
+                False,
+            )
+        )
+
+    def _stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def kill(self) -> None:
+        """Stop the tool and everything it started (a run abandoned half-way)."""
+        self._stop()
+        if self._done is None:
+            self._finish(ToolResult(self.argv, None, "", "stopped: the run was abandoned", False))
+
+
 def run_tool(
     argv: Sequence[str],
     cwd: Path,
@@ -69,38 +167,7 @@ def run_tool(
     env: dict[str, str] | None = None,
 ) -> ToolResult:
     """Run ``argv`` in ``cwd`` with limits; never raises for the tool's own failure."""
-    base_env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(cwd),
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-    }
-    if env:
-        base_env.update(env)
-    cpu = max(1, int(timeout) + 5)
-    try:
-        # A new session makes the tool the leader of its own process group, so a timeout kills
-        # everything it started (nvcc's cicc, a compiler's passes), not only the direct child.
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=base_env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            preexec_fn=lambda: _limits(mem_bytes, cpu, fsize_bytes),
-        )
-    except OSError as e:
-        return ToolResult(tuple(argv), 127, "", f"could not start {argv[0]}: {e}", False)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        return ToolResult(tuple(argv), None, _cut(out), _cut(err), True)
-    return ToolResult(tuple(argv), proc.returncode, _cut(out), _cut(err), False)
+    return RunningTool(argv, cwd, timeout, mem_bytes, fsize_bytes, env).result()
 
 
 def _cut(data: bytes) -> str:
