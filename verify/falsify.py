@@ -44,7 +44,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -55,12 +55,18 @@ from verify.compare import describe_tolerance as describe_tolerance
 from verify.compare import np_dtype as np_dtype
 from verify.compare import ulp_distance as ulp_distance
 from verify.context import Context, Options
+from verify.engine import Arg as Arg
+from verify.engine import BufferArg as BufferArg
+from verify.engine import Dim3 as Dim3
+from verify.engine import Engine as Engine
+from verify.engine import LaunchOutcome as LaunchOutcome
+from verify.engine import Observed as Observed
+from verify.engine import ScalarArg as ScalarArg
 from verify.model import FLOAT_DTYPES, RANDOM, FalsificationTest, Kernel, Tolerance, scalar_literal
 from verify.oracle import ORACLE_IN_DETAIL, OracleCase, Oracles, Result, oracles_for
 from verify.report import Check, failed, passed, skipped
 from verify.sandbox import OutputSpec
 
-Dim3 = tuple[int, int, int]
 MAX_LAUNCH_BYTES = 512 << 20  # all buffers of one launch together
 MAX_BLOCK_THREADS = 1024
 MAX_GRID_BLOCKS = 1 << 20  # more blocks than any contract test needs
@@ -100,63 +106,12 @@ FINDING_PROPERTY = {
 }
 
 
-@dataclass
-class BufferArg:
-    """A pointer argument: ``data`` is 1-D and contiguous, and is written back in place."""
-
-    name: str
-    intent: str  # "in" | "out" | "inout"
-    data: np.ndarray[Any, Any]
-
-
-@dataclass(frozen=True)
-class ScalarArg:
-    name: str
-    value: int | float
-    dtype: str  # a model dtype, e.g. "u32"
-
-
-Arg = BufferArg | ScalarArg
-
-
-@dataclass(frozen=True)
-class Observed:
-    """A finding as an engine reports it (kinds: ``verify.ptxsim.Finding.kind`` and
-    ``device_error``)."""
-
-    kind: str
-    message: str
-
-
-@dataclass(frozen=True)
-class LaunchOutcome:
-    engine: str  # e.g. "ptxsim 0.1" or "cupy 13.3.0 on NVIDIA H200"
-    findings: tuple[Observed, ...] = ()
-    thread_instructions: int = 0  # 0 when the engine does not count them
-    seconds: float = 0.0
-
-
-class Engine(Protocol):
-    """Runs one launch of a PTX entry. Raises ``CannotCheck`` when it cannot run the PTX."""
-
-    name: str  # "interpreter" | "cupy": the check's ``tool``
-    version: str  # e.g. "ptxsim 0.1.0", "cupy 13.3.0": the check's ``version``
-    description: str  # for the detail, e.g. "interpreter ptxsim 0.1 (CPU)"
-    observes_findings: bool  # False: races, bounds and barriers cannot be seen (a GPU)
-
-    def launch(
-        self,
-        ptx: bytes,
-        entry: str,
-        grid: Dim3,
-        block: Dim3,
-        args: Sequence[Arg],
-        dynamic_shared: int,
-    ) -> LaunchOutcome: ...
-
-
 SECOND_SCHEDULE_SEED = 1  # fixed: a verdict must not depend on a random draw
 SECOND_SCHEDULE_MAX_THREADS = 1 << 16  # larger launches run once (the run time doubles)
+# Issue 10's second run shares issue 15's time budget: every author binding gets it, and of the
+# verifier's chosen bindings the ones with the most threads (the most contention for atomics and
+# conflicting stores), at most this many per test; the detail says which sizes ran under which.
+SECOND_SCHEDULE_CHOSEN = 2
 
 
 class InterpreterEngine:
@@ -192,6 +147,7 @@ class InterpreterEngine:
         block: Dim3,
         args: Sequence[Arg],
         dynamic_shared: int,
+        second_schedule: bool = True,
     ) -> LaunchOutcome:
         sim = self._sim
         module = self.module(ptx)
@@ -201,6 +157,7 @@ class InterpreterEngine:
                 sim_args.append(sim.Buffer(data=a.data, intent=a.intent, name=a.name))
             else:
                 sim_args.append(sim.Scalar(value=a.value, ptx_type=PTX_TYPES[a.dtype]))
+        small = math.prod(grid) * math.prod(block) <= SECOND_SCHEDULE_MAX_THREADS
         t0 = time.perf_counter()
         try:
             res = sim.launch(
@@ -213,9 +170,7 @@ class InterpreterEngine:
                 step_limit=self.step_limit,
                 max_findings=self.max_findings,
                 # issue 10: small launches run again under a second, seeded schedule
-                schedule_seed=SECOND_SCHEDULE_SEED
-                if math.prod(grid) * math.prod(block) <= SECOND_SCHEDULE_MAX_THREADS
-                else None,
+                schedule_seed=SECOND_SCHEDULE_SEED if second_schedule and small else None,
             )
         except CannotCheck as e:
             # Findings made before the run met something it cannot model are still bugs.
@@ -458,19 +413,25 @@ def launch_and_judge(
     """Run ``case`` on ``engine`` and compare with each oracle's outputs (``expected_by``: oracle
     name -> outputs or an error; the first is the primary oracle); None when it passed, else
     (status, reason)."""
-    outcome = launch_case(kernel, case, ptx, engine)
+    outcome = launch_case(kernel, case, ptx, engine, second_schedule=True)
     if isinstance(outcome, tuple):
         return outcome
     return judge_case(kernel, test, case, outcome, engine, expected_by, worst)
 
 
 def launch_case(
-    kernel: Kernel, case: Case, ptx: bytes, engine: Engine
+    kernel: Kernel, case: Case, ptx: bytes, engine: Engine, second_schedule: bool = True
 ) -> LaunchOutcome | tuple[str, str]:
     """The engine's outcome, or ("skipped", why) when it could not run the launch."""
     try:
         return engine.launch(
-            ptx, kernel.entry, case.grid, case.block, case.args, case.dynamic_shared
+            ptx,
+            kernel.entry,
+            case.grid,
+            case.block,
+            case.args,
+            case.dynamic_shared,
+            second_schedule=second_schedule,
         )
     except CannotCheck as e:
         return "skipped", f"{engine.name} could not run it: {e}"
@@ -714,6 +675,40 @@ def run_test(
     return check
 
 
+def _threads(case: Case) -> int:
+    return math.prod(case.grid) * math.prod(case.block)
+
+
+def second_schedule_plan(cases: Sequence[tuple[Binding, Case]]) -> list[bool]:
+    """Which launches the interpreter runs again under its second schedule (issue 10): every
+    author binding, and the ``SECOND_SCHEDULE_CHOSEN`` chosen bindings with the most threads;
+    none over ``SECOND_SCHEDULE_MAX_THREADS`` threads."""
+    fits = [_threads(c) <= SECOND_SCHEDULE_MAX_THREADS for _, c in cases]
+    chosen = [i for i, (b, _) in enumerate(cases) if b.chosen and fits[i]]
+    chosen.sort(key=lambda i: (-_threads(cases[i][1]), i))
+    keep = set(chosen[:SECOND_SCHEDULE_CHOSEN])
+    return [fits[i] and (not b.chosen or i in keep) for i, (b, _) in enumerate(cases)]
+
+
+def _schedule_text(cases: Sequence[tuple[Binding, Case]], twice: Sequence[bool]) -> str:
+    """Which sizes ran under the second schedule, and which once (and why), for the detail."""
+    two = [b.sizes for (b, _), t in zip(cases, twice, strict=True) if t]
+    big = [b.sizes for (b, c), t in zip(cases, twice, strict=True)
+           if not t and _threads(c) > SECOND_SCHEDULE_MAX_THREADS]
+    rest = [b.sizes for (b, c), t in zip(cases, twice, strict=True)
+            if not t and _threads(c) <= SECOND_SCHEDULE_MAX_THREADS]
+    where = _fmt_chosen(two) if two else "no size"
+    parts = [f"second schedule (seed {SECOND_SCHEDULE_SEED}) at {where}"]
+    if big:
+        parts.append(f"once at {_fmt_chosen(big)} (over {SECOND_SCHEDULE_MAX_THREADS} threads)")
+    if rest:
+        parts.append(
+            f"once at {_fmt_chosen(rest)} (chosen sizes beyond the {SECOND_SCHEDULE_CHOSEN} "
+            "with the most threads)"
+        )
+    return ", ".join(parts)
+
+
 def _judge_test(
     kernel: Kernel,
     test: FalsificationTest,
@@ -754,11 +749,12 @@ def _judge_test(
     # binding order is reported, as if each binding were judged right after its launch.
     launched: list[tuple[Binding, Case, LaunchOutcome]] = []
     stop: tuple[Binding, str, str] | None = None  # binding, status, reason
-    for b, case in cases:
+    twice = second_schedule_plan(cases)
+    for (b, case), again2 in zip(cases, twice, strict=True):
         if deadline is not None and time.monotonic() > deadline:
             stop = (b, "skipped", BUDGET_SPENT)
             break
-        outcome = launch_case(kernel, case, ptx, engine)
+        outcome = launch_case(kernel, case, ptx, engine, second_schedule=again2)
         if isinstance(outcome, tuple):
             stop = (b, *outcome)
             break
@@ -788,6 +784,8 @@ def _judge_test(
     if run_seed != seed and any(b.seed == run_seed and not b.chosen for b in plan):
         again = f" and at seed {run_seed}"
     extra = "".join(f"; {t}" for t in too_large)
+    if engine.observes_findings:
+        extra += f"; {_schedule_text(cases, twice)}"
     summary = (
         f"{engine.description}: {_fmt_sizes(test.sizes)}; seed {seed}{again}; {phrase}{extra}; "
         f"{worst.text(test.tolerance)}"

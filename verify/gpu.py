@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from ledger.errors import CannotCheck
-from verify.falsify import Arg, BufferArg, Dim3, LaunchOutcome, Observed, np_dtype
+from verify.compare import np_dtype
+from verify.engine import Arg, BufferArg, Dim3, LaunchOutcome, Observed
 
 DEFAULT_SHARED_LIMIT = 48 << 10  # above this a kernel must opt in to more dynamic shared memory
 
@@ -97,6 +98,7 @@ class CupyEngine:
         block: Dim3,
         args: Sequence[Arg],
         dynamic_shared: int,
+        second_schedule: bool = True,  # a device runs its own schedule: nothing to repeat
     ) -> LaunchOutcome:
         cp = self._cp
         fn = self._function(ptx, entry)
