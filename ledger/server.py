@@ -25,7 +25,7 @@ import socket
 import struct
 import sys
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -58,7 +58,7 @@ from ledger.httpstate import (  # re-exported: the per-request layer below the h
 )
 from ledger.store import Store
 from ledger.submit import submit_endpoint
-from ledger.web import feed, pages
+from ledger.web import compress, feed, pages, receipts
 
 log = logging.getLogger("ledger.server")
 
@@ -284,10 +284,11 @@ class _Answer:
 
     __slots__ = ("body", "headers", "not_modified", "tag", "wire")
 
-    def __init__(self, body: bytes, content_type: bytes, cache: str) -> None:
+    def __init__(self, body: bytes, content_type: bytes, cache: str,
+                 extra: list[tuple[bytes, bytes]] | None = None) -> None:
         self.body = body
         self.tag = _etag(body)
-        common = [(b"cache-control", cache.encode())]
+        common = [(b"cache-control", cache.encode()), *(extra or [])]
         tail = [(b"etag", self.tag), *_SECURITY_HEADERS, *_CORS_HEADERS]
         self.headers = [
             *common,
@@ -327,33 +328,35 @@ class Answers:
         self.checkpoint: tuple[bytes, _Answer] | None = None
         self.partial: tuple[View | None, dict[str, _Answer]] = (None, {})
 
-    def get(self, path: str) -> _Answer | None:
+    def get(self, path: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> _Answer | None:
         if path.startswith("/tile/"):
-            return self.tiles.get(path) or self.tile(path)
+            key = compress.tile_key(path, headers)  # an entry bundle: gzip when accepted
+            return self.tiles.get(key) or self.tile(path, key)
         if path == "/checkpoint":
             return self.published()
         return None
 
-    def tile(self, path: str) -> _Answer | None:
+    def tile(self, path: str, key: str) -> _Answer | None:
         s = self.state
         try:
             view = s.view()
             view_of, partial = self.partial
-            if view_of is view and path in partial:
-                return partial[path]
+            if view_of is view and key in partial:
+                return partial[key]
             data, full = tile_bytes(s, view, path[1:])
         except Exception:  # the routed handler answers it (400, 404) exactly as before
             return None
+        data, extra = compress.encode(path, key, data)
         if not full:
             if view_of is not view:
                 partial = {}
                 self.partial = (view, partial)
-            answer = _Answer(data, _OCTETS, PARTIAL_TILE_CACHE)
-            if len(partial) < 64:  # a tree has one partial tile per level
-                partial[path] = answer
+            answer = _Answer(data, _OCTETS, PARTIAL_TILE_CACHE, extra)
+            if len(partial) < 64:  # a tree has one partial tile per level (two forms of bundles)
+                partial[key] = answer
             return answer
-        answer = _Answer(data, _OCTETS, FULL_TILE_CACHE)
-        self.tiles[path] = answer
+        answer = _Answer(data, _OCTETS, FULL_TILE_CACHE, extra)
+        self.tiles[key] = answer
         self.tile_bytes += 2 * len(data) + _ANSWER_OVERHEAD
         while self.tile_bytes > TILE_CACHE_BYTES and self.tiles:
             _, old = self.tiles.popitem(last=False)
@@ -380,7 +383,7 @@ class FastReads:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "GET":
-            answer = self.answers.get(scope["path"])
+            answer = self.answers.get(scope["path"], scope["headers"])
             if answer is not None:
                 await answer.send(scope, send)
                 return
@@ -510,6 +513,9 @@ def routes(accept_submissions: bool) -> list[BaseRoute]:
         Route("/", pages.home, methods=["GET"]),
         Route("/entry/{index:uint}", pages.entry, methods=["GET"]),
         Route("/search", pages.search, methods=["GET"]),
+        Route("/key/{key_id}", pages.key_page, methods=["GET"]),
+        Route("/keys", pages.keys_page, methods=["GET"]),
+        Route("/api/v1/entries/{index:uint}/receipt", receipts.api_receipt, methods=["GET"]),
         Route("/feed.atom", feed.atom_feed, methods=["GET"]),
     ]
     if accept_submissions:
@@ -728,7 +734,7 @@ def guarded_protocol(
                 ):
                     return False
                 try:
-                    answer = answers.get(url.decode("ascii"))
+                    answer = answers.get(url.decode("ascii"), self.headers)
                 except Exception:  # the ASGI path answers (or reports) it
                     return False
                 if answer is None:

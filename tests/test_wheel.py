@@ -41,6 +41,7 @@ def test_wheel_installs_and_runs(tmp_path: Path) -> None:
         "ledger/cli/commands.py",
         "ledger/web/pages.py",
         "ledger/templates/openapi.json",
+        "ledger/templates/entry.html",  # the pages (Jinja2), package data
         "verify/lean/scan.py",
         "verify/ptxsim/machine.py",
         "verify/contract_schema.json",
@@ -65,7 +66,8 @@ def test_wheel_installs_and_runs(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(purelib)
     out = subprocess.run(
-        [str(py), "-c", "import ledger, verify.ptxsim, ledger.web.pages; print(ledger.__file__)"],
+        [str(py), "-c", "import ledger, verify.ptxsim, ledger.web.pages; print(ledger.__file__); "
+         "from ledger.web.render import environment as e; e().get_template('entry.html')"],
         cwd=tmp_path,
         check=True,
         capture_output=True,

@@ -1,20 +1,29 @@
-"""HTML pages of the public mirror (SPEC 9, "HTML pages for people").
+"""HTML pages of the public mirror (SPEC 9, "HTML pages for people"; issue 11, pages for auditors).
 
-``/`` lists recent entries with a search box, ``/entry/{index}`` shows one entry (its bundle files,
-the checks recorded at seal time, the proof obligations, the inclusion proof and the checkpoint it
-is proved against) and ``/search?q=`` resolves an index, bundle digest or leaf hash. Every value
-taken from the ledger is escaped with ``html.escape``; the pages need no JavaScript, and the
-server's Content-Security-Policy forbids scripts anyway.
+* ``/``: recent entries and the search box;
+* ``/entry/{index}``: one entry; for a bundle, at the top, the verdict at seal time, the signer's
+  name and status (linking its key page), the proof obligations with their status, and a "verify
+  it yourself" box (the log's verifier key, the exact offline command, the receipt to download);
+  then the fields, kernel, bundle files, checks, inclusion proof and checkpoint;
+* ``/key/{key_id}``: one node key (registered when and by which entry, revoked when and why, the
+  entries it signed) and ``/keys``: every node key;
+* ``/search?q=``: an index, bundle digest or leaf hash redirects to its entry; else the entries
+  of a kernel of that name, or signed (or registered, revoked) by a node key of that name or id.
+
+The handlers only gather values; the templates under ``ledger/templates`` (``ledger.web.render``,
+Jinja2 with automatic escaping) print them. The pages need no JavaScript, and the server's
+Content-Security-Policy forbids scripts anyway.
 """
 
 from __future__ import annotations
 
-import html
 import json
-from collections.abc import Iterable, Sequence
+import re
+import shlex
 from typing import Any
 from urllib.parse import quote
 
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
@@ -23,51 +32,25 @@ from ledger.bundle import parse_manifest
 from ledger.canonical import loads_canonical
 from ledger.encoding import b64_encode
 from ledger.errors import BadInput, UnknownHash
-from ledger.httpstate import int_param, published_note, resolve, served, tree_index
+from ledger.httpstate import Served, int_param, published_note, resolve, served, tree_index
+from ledger.web.render import render
 
 PAGE_ENTRIES = 25
 MAX_QUERY = 200
-
-_STYLE = """
-body{font-family:system-ui,sans-serif;margin:2em auto;max-width:70em;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .5em;
-text-align:left;vertical-align:top}code,pre{font-family:ui-monospace,monospace;font-size:.9em}
-pre{background:#f6f6f6;padding:.5em;overflow-x:auto}.passed{color:#060}.failed{color:#a00}
-.skipped{color:#850}header a{text-decoration:none;color:inherit}
-code,pre,td{overflow-wrap:anywhere}pre{white-space:pre-wrap}input{max-width:100%}
-"""
-
-
-def esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def page(title: str, body: str, status: int = 200) -> HTMLResponse:
-    doc = (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{esc(title)}</title><style>{_STYLE}</style></head><body>"
-        '<header><h1><a href="/">kernel ledger</a></h1>'
-        '<form action="/search" method="get"><input name="q" size="70" '
-        'placeholder="index, hash (8+ hex digits), kernel name or signer">'
-        ' <button type="submit">Search</button></form></header>'
-        f"<main>{body}</main></body></html>\n"
-    )
-    return HTMLResponse(doc, status)
+SEARCH_SCAN = 5000  # entries a name search (or a key page) reads back at most, newest first
+MAX_FOUND = 100  # entries a search or a key page lists at most
 
 
 def error_page(status: int, message: str) -> HTMLResponse:
-    return page(f"{status}", f"<h2>{status}</h2><p>{esc(message)}</p>", status)
+    return render("error.html", {"title": str(status), "status": status, "message": message},
+                  status)
 
 
-def _table(rows: Iterable[Sequence[str]], head: Sequence[str] | None = None) -> str:
-    out = ["<table>"]
-    if head:
-        out.append("<tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>")
-    for row in rows:
-        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>")
-    out.append("</table>")
-    return "".join(out)
+def _parse(data: bytes) -> Any:
+    try:
+        return loads_canonical(data)
+    except BadInput:
+        return None
 
 
 def _summary(entry: Any) -> str:
@@ -84,11 +67,49 @@ def _summary(entry: Any) -> str:
     return str(etype)
 
 
-def _parse(data: bytes) -> Any:
-    try:
-        return loads_canonical(data)
-    except BadInput:
-        return None
+def _text(entry: Any, key: str) -> str:
+    value = entry.get(key, "") if isinstance(entry, dict) else ""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+# --- node keys --------------------------------------------------------------------------------
+
+
+def _keys(s: Served, size: int) -> list[dict[str, Any]]:
+    """The node keys registered inside the tree of ``size`` entries, in registration order, each
+    with its revocation when that too is inside the tree (the store's key index)."""
+    out = []
+    for key in s.store.key_rows():
+        if key.registered_at >= size:
+            continue
+        rev = key.revoked_at
+        revoked = rev if rev is not None and rev < size else None
+        out.append({
+            "id": key.key_id.hex(), "name": key.name, "public_key": b64_encode(key.public),
+            "registered": key.registered_at, "revoked": revoked,
+            "reason": key.revoke_reason if revoked is not None else "",
+            "status": "revoked" if revoked is not None else "active",
+        })
+    return out
+
+
+def _names(s: Served, size: int) -> dict[str, str]:
+    return {k["id"]: k["name"] for k in _keys(s, size)}
+
+
+def _row(i: int, e: Any, names: dict[str, str]) -> dict[str, Any]:
+    signer = _text(e, "signer") or _text(e, "key_id")
+    return {"index": i, "type": _text(e, "type"), "what": _summary(e), "signer": signer,
+            "signer_name": names.get(signer, ""), "time": _text(e, "time")}
+
+
+def _window(s: Served, size: int) -> list[tuple[int, dict[str, Any]]]:
+    """The newest ``SEARCH_SCAN`` entries of the tree that parse, newest first."""
+    return [(i, e) for i in range(size - 1, max(-1, size - 1 - SEARCH_SCAN), -1)
+            if isinstance(e := _parse(s.store.entry(i)), dict)]
+
+
+# --- pages --------------------------------------------------------------------------------------
 
 
 async def home(request: Request) -> Response:
@@ -96,30 +117,13 @@ async def home(request: Request) -> Response:
     view = s.view()
     end = min(int_param(request, "before", view.size), view.size)
     start = max(0, end - PAGE_ENTRIES)
-    rows = []
-    for i in range(end - 1, start - 1, -1):
-        data = s.store.entry(i)
-        entry = _parse(data)
-        digest = entry.get("bundle_digest", "") if isinstance(entry, dict) else ""
-        time = entry.get("time", "") if isinstance(entry, dict) else ""
-        rows.append(
-            (
-                f'<a href="/entry/{i}">{i}</a>',
-                esc(entry.get("type", "") if isinstance(entry, dict) else ""),
-                esc(_summary(entry)),
-                f"<code>{esc(str(digest)[:16])}</code>",
-                esc(time),
-            )
-        )
-    body = (
-        f"<p>Origin <code>{esc(view.checkpoint.origin)}</code>, {view.size} entries, root "
-        f"<code>{esc(b64_encode(view.checkpoint.root))}</code>. "
-        '<a href="/checkpoint">checkpoint</a> · <a href="/api/v1/openapi.json">API</a></p>'
-        "<h2>Recent entries</h2>" + _table(rows, ("index", "type", "what", "bundle digest", "time"))
-    )
-    if start > 0:
-        body += f'<p><a href="/?before={start}">older entries</a></p>'
-    return page("kernel ledger", body)
+    names = _names(s, view.size)
+    rows = [_row(i, _parse(s.store.entry(i)), names) for i in range(end - 1, start - 1, -1)]
+    return render("home.html", {
+        "title": "recent entries", "origin": view.checkpoint.origin, "size": view.size,
+        "root": b64_encode(view.checkpoint.root), "rows": rows,
+        "older": start if start > 0 else None,
+    })
 
 
 async def search(request: Request) -> Response:
@@ -132,159 +136,167 @@ async def search(request: Request) -> Response:
     try:
         index = resolve(s, view, q.lower())
     except BadInput as e:  # not a hash or index of this tree: a kernel name or a signer?
-        found = _search_names(s, view.size, q)
+        keys = [k for k in _keys(s, view.size) if q in (k["name"], k["id"])]
+        found, kernel_hit = _search_names(s, view.size, q, {k["id"] for k in keys})
         if not found:
             why = str(e) if isinstance(e, UnknownHash) else "no such index or hash"
             return error_page(404, f"{why}; no kernel or signer named {q!r} in the newest "
                                    f"{SEARCH_SCAN} entries")
-        rows = [(f'<a href="/entry/{i}">{i}</a>', esc(e.get("type", "")), esc(_summary(e)),
-                 f"<code>{esc(e.get('signer', e.get('key_id', '')))}</code>",
-                 esc(e.get("time", ""))) for i, e in found]
-        return page(f"search {q}", f"<h2>Entries for {esc(q)}</h2>"
-                    + _table(rows, ("index", "type", "what", "signer", "time")))
+        names = _names(s, view.size)
+        return render("search.html", {
+            "title": f"search {q}", "query": q, "scanned": min(SEARCH_SCAN, view.size),
+            "rows": [_row(i, e, names) for i, e in found], "keys": keys,
+            "kernel_feed": q if kernel_hit else "",
+        })
     return RedirectResponse(f"/entry/{index}", status_code=303)
 
 
-SEARCH_SCAN = 5000  # entries a name search reads back at most, newest first
-
-
-def _search_names(s: Any, size: int, q: str) -> list[tuple[int, dict[str, Any]]]:
-    """Entries among the newest ``SEARCH_SCAN`` that seal kernel ``q``, or that a node key named
-    ``q`` (or with key id ``q``) signed, registered or revoked; newest first, at most 100."""
-    window = [(i, e) for i in range(size - 1, max(-1, size - 1 - SEARCH_SCAN), -1)
-              if isinstance(e := _parse(s.store.entry(i)), dict)]
-    keys = {q.lower()} | {str(e.get("key_id")) for _, e in window
-                          if e.get("type") == "key-registration" and e.get("name") == q}
+def _search_names(
+    s: Served, size: int, q: str, keys: set[str]
+) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
+    """Entries among the newest ``SEARCH_SCAN`` that seal kernel ``q``, or that a node key of
+    ``keys`` signed, registered or revoked; newest first, at most ``MAX_FOUND``; and whether a
+    kernel of that name was among them."""
     out = []
-    for i, e in window:
+    kernel_hit = False
+    for i, e in _window(s, size):
         kernel = e.get("kernel")
-        if ((isinstance(kernel, dict) and kernel.get("name") == q) or e.get("signer") in keys
-                or (e.get("type") != "bundle" and e.get("key_id") in keys)):
+        by_kernel = isinstance(kernel, dict) and kernel.get("name") == q
+        kernel_hit = kernel_hit or by_kernel
+        if by_kernel or e.get("signer") in keys or (
+            e.get("type") != "bundle" and e.get("key_id") in keys
+        ):
             out.append((i, e))
-            if len(out) >= 100:
+            if len(out) >= MAX_FOUND:
                 break
-    return out
+    return out, kernel_hit
 
 
-def _checks(entry: dict[str, Any]) -> str:
-    checks = entry.get("checks")
-    if not isinstance(checks, list) or not checks:
-        return "<p>No checks recorded.</p>"
-    rows = []
-    for c in checks:
-        if not isinstance(c, dict):
-            continue
-        status = str(c.get("status", ""))
-        rows.append(
-            (
-                f"<code>{esc(c.get('id', ''))}</code>",
-                f'<span class="{esc(status)}">{esc(status)}</span>',
-                esc(" ".join(str(c.get(k, "")) for k in ("tool", "version")).strip()),
-                esc(c.get("detail", "")),
-            )
-        )
-    return _table(rows, ("check", "status", "tool", "detail"))
+_KEY_ID = re.compile(r"[0-9a-f]{16}")
 
 
-def _obligations(entry: dict[str, Any]) -> str:
-    """The claimed obligations, with the ``certificate`` check recorded at seal time."""
-    claims = entry.get("obligations")
-    if not isinstance(claims, list) or not claims:
-        return "<p>No proof obligations claimed.</p>"
-    rows = [
-        (
-            esc(c.get("obligation", "")),
-            f"<code>{esc(c.get('theorem', ''))}</code>",
-            esc(c.get("property", "")),
-        )
-        for c in claims
-        if isinstance(c, dict)
-    ]
-    out = _table(rows, ("obligation", "theorem", "dynamic evidence (property)"))
-    checks = entry.get("checks")
-    cert = (
-        next((c for c in checks if isinstance(c, dict) and c.get("id") == "certificate"), None)
-        if isinstance(checks, list)
-        else None
+async def key_page(request: Request) -> Response:
+    s = served(request)
+    view = s.view()
+    kid = request.path_params["key_id"]
+    if not _KEY_ID.fullmatch(kid):
+        raise BadInput("a node key id is 16 lowercase hex digits")
+    key = next((k for k in _keys(s, view.size) if k["id"] == kid), None)
+    if key is None:
+        raise HTTPException(404, f"no node key {kid} in the tree of the latest checkpoint")
+    key["registered_time"] = _text(_parse(s.store.entry(key["registered"])), "time")
+    key["revoked_time"] = (
+        _text(_parse(s.store.entry(key["revoked"])), "time") if key["revoked"] is not None else ""
     )
-    if cert is not None:
-        status = str(cert.get("status", ""))
-        out += (
-            f'<p>certificate at seal time: <span class="{esc(status)}">{esc(status)}</span> '
-            f"- {esc(cert.get('detail', ''))}</p>"
-        )
-    return out
-
-
-def _files(index: int, entry: dict[str, Any]) -> str:
-    try:
-        rows = parse_manifest(str(entry.get("manifest", "")).encode("utf-8"))
-    except BadInput as e:
-        return f"<p>Manifest unreadable: {esc(e)}</p>"
-    return _table(
-        (
-            (
-                f'<a href="/api/v1/bundles/{index}/files/{quote(rel)}"><code>{esc(rel)}</code></a>',
-                f"<code>{esc(digest.hex())}</code>",
-            )
-            for rel, digest in rows
-        ),
-        ("file", "BLAKE3"),
-    )
-
-
-def _fields(entry: dict[str, Any]) -> str:
-    skip = {"manifest", "checks", "obligations", "kernel"}
+    names = {kid: key["name"]}
     rows = []
-    for k in sorted(entry):
-        if k in skip:
-            continue
-        v = entry[k]
-        text = v if isinstance(v, str) else json.dumps(v, sort_keys=True)
-        rows.append((esc(k), f"<code>{esc(text)}</code>"))
-    return _table(rows)
+    for i, e in _window(s, view.size):
+        if e.get("signer") == kid:
+            rows.append(_row(i, e, names))
+            if len(rows) >= MAX_FOUND:
+                break
+    return render("key.html", {"title": f"node key {key['name']}", "key": key, "rows": rows,
+                               "limit": MAX_FOUND, "scanned": min(SEARCH_SCAN, view.size)})
+
+
+async def keys_page(request: Request) -> Response:
+    s = served(request)
+    return render("keys.html", {"title": "node keys", "keys": _keys(s, s.view().size)})
+
+
+# --- one entry ----------------------------------------------------------------------------------
 
 
 def _verdict(entry: dict[str, Any]) -> str:
     """The verdict the recorded checks give (SPEC 8): failed, partial or verified."""
-    statuses = [c.get("status") for c in entry.get("checks") or [] if isinstance(c, dict)]
+    checks = entry.get("checks")
+    statuses = [c.get("status") for c in checks or [] if isinstance(c, dict)] if isinstance(
+        checks, list) else []
     if not statuses or "failed" in statuses:
         return "failed"
     return "partial" if "skipped" in statuses else "verified"
 
 
-def _at_a_glance(s: Any, entry: dict[str, Any], index: int, base: str) -> str:
-    """The top of a bundle entry for an auditor: the verdict at seal time, who signed it (name,
-    registration, revocation) and how to check it yourself."""
-    signer = str(entry.get("signer", ""))
-    name, registered, revoked = "?", "not found", "no"
+def _checks(entry: dict[str, Any]) -> list[dict[str, str]]:
+    checks = entry.get("checks")
+    return [
+        {"id": _text(c, "id"), "status": _text(c, "status"), "detail": _text(c, "detail"),
+         "tool": " ".join(_text(c, k) for k in ("tool", "version")).strip()}
+        for c in (checks if isinstance(checks, list) else []) if isinstance(c, dict)
+    ]
+
+
+# the certificate check's detail judges each claim: "PO1 ok (...)", "PO2 partial (...)",
+# "PO3 FAILED (...)" (verify.certificate)
+_CLAIM = re.compile(r"\b(PO[1-8]) (ok|partial|FAILED) \(")
+_CLAIM_STATUS = {"ok": "ok", "partial": "partial", "FAILED": "failed"}
+
+
+def _obligations(entry: dict[str, Any], checks: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The claimed obligations, each with the status the ``certificate`` check recorded for it at
+    seal time ("not judged" when the certificate names none: it could not run)."""
+    cert = next((c for c in checks if c["id"] == "certificate"), None)
+    judged = {m[1]: _CLAIM_STATUS[m[2]] for m in _CLAIM.finditer(cert["detail"] if cert else "")}
+    claims = entry.get("obligations")
+    return [
+        {"obligation": _text(c, "obligation"), "theorem": _text(c, "theorem"),
+         "property": _text(c, "property"),
+         "status": judged.get(_text(c, "obligation"), "not judged")}
+        for c in (claims if isinstance(claims, list) else []) if isinstance(c, dict)
+    ]
+
+
+def _files(index: int, entry: dict[str, Any]) -> tuple[list[dict[str, str]], str]:
     try:
-        row = s.store.key_row(bytes.fromhex(signer))
-    except ValueError:
-        row = None
-    if row is not None:
-        name = row.name
-        registered = f"entry {row.registered_at}"
-        revoked = f"yes, at entry {row.revoked_at}" if row.revoked_at is not None else "no"
-    verdict = _verdict(entry)
-    vkey = str(s.store.meta("vkey") or "")
-    digest = str(entry.get("bundle_digest", ""))
-    commands = (
-        f"ledger mirror {base} --vkey '{vkey}' --home ./mirror\n"
-        f"ledger verify {digest} --home ./mirror"
-    )
-    return (
-        f'<p class="{esc(verdict)}"><strong>Verdict at seal time: {esc(verdict)}</strong></p>'
-        + _table([
-            ("signer", f"<code>{esc(signer)}</code> ({esc(name)}) · "
-                       f'<a href="/search?q={quote(signer)}">all its entries</a>'),
-            ("registered", esc(registered)), ("revoked", esc(revoked)),
-        ])
-        + "<h3>Verify it yourself</h3><p>The log's verifier key:</p>"
-        + f"<pre>{esc(vkey)}</pre><p>Mirror the log (checking every checkpoint, tile and "
-        "signature) and re-run every check of this bundle:</p>"
-        + f"<pre>{esc(commands)}</pre>"
-    )
+        rows = parse_manifest(str(entry.get("manifest", "")).encode("utf-8"))
+    except BadInput as e:
+        return [], str(e)
+    return [
+        {"path": rel, "digest": digest.hex(),
+         "url": f"/api/v1/bundles/{index}/files/{quote(rel)}"}
+        for rel, digest in rows
+    ], ""
+
+
+def _signer(s: Served, size: int, signer: str) -> dict[str, str]:
+    key = next((k for k in _keys(s, size) if k["id"] == signer), None)
+    if key is None:
+        return {"id": signer, "name": "?", "status": "unknown",
+                "status_text": "not registered in this tree"}
+    status_text = f"registered by entry {key['registered']}"
+    if key["revoked"] is not None:
+        status_text += f", revoked by entry {key['revoked']}: {key['reason']}"
+    else:
+        status_text += ", not revoked"
+    return {"id": signer, "name": key["name"], "status": key["status"],
+            "status_text": status_text}
+
+
+def _glance(s: Served, size: int, entry: dict[str, Any], checks: list[dict[str, str]],
+            base: str, vkey: str) -> dict[str, Any]:
+    """The top of a bundle entry for an auditor."""
+    digest = _text(entry, "bundle_digest")
+    cert = next((c for c in checks if c["id"] == "certificate"), None)
+    return {
+        "verdict": _verdict(entry),
+        "kernel": _summary(entry),
+        "digest": digest,
+        "time": _text(entry, "time"),
+        "signer": _signer(s, size, _text(entry, "signer")),
+        "obligations": _obligations(entry, checks),
+        "certificate": cert,
+        "command": verify_command(digest, vkey),
+        "mirror_commands": (
+            f"ledger mirror {shlex.quote(base)} --vkey {shlex.quote(vkey)} --home ./mirror\n"
+            f"ledger verify {digest} --home ./mirror"
+        ),
+    }
+
+
+def verify_command(name: str, vkey: str) -> str:
+    """The offline check an entry page shows: the receipt beside the bundle's files."""
+    return (f"ledger verify {shlex.quote(name)} --receipt ledger-receipt.json "
+            f"--vkey {shlex.quote(vkey)}")
 
 
 async def entry(request: Request) -> Response:
@@ -293,40 +305,31 @@ async def entry(request: Request) -> Response:
     index = tree_index(view, request.path_params["index"])
     data = s.store.entry(index)
     obj = _parse(data)
-    leaf = merkle.leaf_hash(data)
-    proof = s.store.inclusion_proof(index, view.size)
-    parts = [
-        f"<h2>Entry {index}: {esc(_summary(obj))}</h2>",
-        _table(
-            [
-                ("leaf hash", f"<code>{esc(leaf.hex())}</code>"),
-                ("JSON", f'<a href="/api/v1/entries/{index}">/api/v1/entries/{index}</a>'),
-            ]
-        ),
-    ]
-    if isinstance(obj, dict) and obj.get("type") == "bundle":
-        parts.append(_at_a_glance(s, obj, index, str(request.base_url).rstrip("/")))
+    vkey = str(s.store.meta("vkey") or "")
+    ctx: dict[str, Any] = {
+        "title": f"entry {index}", "index": index, "summary": _summary(obj),
+        "leaf_hash": merkle.leaf_hash(data).hex(), "vkey": vkey,
+        "receipt_url": f"/api/v1/entries/{index}/receipt",
+        "command": verify_command(str(index), vkey),
+        "glance": None, "fields": None, "kernel": None, "kernel_name": "", "files": None,
+        "files_error": "", "checks": None, "key_id": "",
+        "tree_size": view.size, "root": b64_encode(view.checkpoint.root),
+        "proof": [b64_encode(h) for h in s.store.inclusion_proof(index, view.size)],
+        "checkpoint": published_note(s.store, view.note).decode("utf-8", "replace"),
+    }
     if isinstance(obj, dict):
-        parts.append("<h3>Fields</h3>" + _fields(obj))
-        if obj.get("type") == "bundle":
-            kernel = obj.get("kernel")
-            if isinstance(kernel, dict) and kernel:
-                parts.append(
-                    "<h3>Kernel</h3>" + _table((esc(k), esc(kernel[k])) for k in sorted(kernel))
-                )
-            parts.append("<h3>Bundle files</h3>" + _files(index, obj))
-            parts.append("<h3>Checks recorded at seal time</h3>" + _checks(obj))
-            parts.append("<h3>Certificate: proof obligations</h3>" + _obligations(obj))
-    else:
-        parts.append("<p>This entry is not canonical JSON.</p>")
-    parts.append(
-        f"<h3>Inclusion proof in the tree of size {view.size}</h3>"
-        + _table(
-            [(str(i), f"<code>{esc(b64_encode(h))}</code>") for i, h in enumerate(proof)],
-            ("#", "hash (base64, sibling first)"),
-        )
-        + f"<p>Root <code>{esc(b64_encode(view.checkpoint.root))}</code></p>"
-    )
-    note = published_note(s.store, view.note)
-    parts.append("<h3>Checkpoint</h3><pre>" + esc(note.decode("utf-8", "replace")) + "</pre>")
-    return page(f"entry {index}", "".join(parts))
+        skip = {"manifest", "checks", "obligations", "kernel"}
+        ctx["fields"] = [(k, _text(obj, k)) for k in sorted(obj) if k not in skip]
+        if obj.get("type") != "bundle" and _KEY_ID.fullmatch(_text(obj, "key_id")):
+            ctx["key_id"] = _text(obj, "key_id")
+    if isinstance(obj, dict) and obj.get("type") == "bundle":
+        checks = _checks(obj)
+        base = str(request.base_url).rstrip("/")
+        ctx["glance"] = _glance(s, view.size, obj, checks, base, vkey)
+        ctx["checks"] = checks
+        kernel = obj.get("kernel")
+        if isinstance(kernel, dict) and kernel:
+            ctx["kernel"] = [(k, _text(kernel, k)) for k in sorted(kernel)]
+            ctx["kernel_name"] = _text(kernel, "name")
+        ctx["files"], ctx["files_error"] = _files(index, obj)
+    return render("entry.html", ctx)
