@@ -72,7 +72,12 @@ class Proxy(httpx.BaseTransport):
         if self.hook is None:
             return resp
         resp.read()
-        return self.hook(request, resp)
+        # the hook sees (and may change) the decoded body: hand it on without the encoding that
+        # body no longer has (entry bundles come gzip-compressed, C2SP tlog-tiles)
+        headers = [(k, v) for k, v in resp.headers.multi_items()
+                   if k.lower() not in ("content-encoding", "content-length")]
+        return self.hook(request, httpx.Response(resp.status_code, headers=headers,
+                                                 content=resp.content))
 
     def close(self) -> None:
         self.inner.close()

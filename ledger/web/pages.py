@@ -263,9 +263,13 @@ def _signer(s: Served, size: int, signer: str) -> dict[str, str]:
     if key is None:
         return {"id": signer, "name": "?", "status": "unknown",
                 "status_text": "not registered in this tree"}
-    status_text = f"registered by entry {key['registered']}"
+    def when(index: int) -> str:
+        return _text(_parse(s.store.entry(index)), "time")
+
+    status_text = f"registered by entry {key['registered']} ({when(key['registered'])})"
     if key["revoked"] is not None:
-        status_text += f", revoked by entry {key['revoked']}: {key['reason']}"
+        status_text += (f", revoked by entry {key['revoked']} ({when(key['revoked'])}): "
+                        f"{key['reason']}")
     else:
         status_text += ", not revoked"
     return {"id": signer, "name": key["name"], "status": key["status"],
