@@ -3,8 +3,12 @@
 It streams the log once, in index order, never holding it in memory:
 
 1. each entry's leaf hash is recomputed and compared with the stored one; the entry must be
-   canonical JSON of a known shape, name this log's origin, and carry ``prev_size`` = its index and
-   ``prev_root`` = the root of the tree before it (recomputed here, not read);
+   canonical JSON of a known shape, name this log's origin, and carry a chain link that holds
+   (``ledger.entries.chain_problem``): a v1 entry ``prev_size`` = its index and ``prev_root`` = the
+   root of the tree before it (recomputed here, not read); a v2 entry a ``prev_size`` of at most
+   its index and the log's root at that size (a prefix; recent roots are the recomputed ones,
+   older ones come from the ``hashes`` table, which step 3 compares with the recomputed tree in
+   full, so a wrong stored hash is reported there);
 2. every signature is checked and the node-key rules replayed (``ledger.entries.Registry``);
    for a large log the Ed25519 checks run in batches in a worker process, at most
    ``MAX_BATCHES_IN_FLIGHT`` batches ahead, so they overlap the Python work of this loop;
@@ -33,7 +37,7 @@ from dataclasses import dataclass, field
 
 from ledger import merkle
 from ledger.bundle import blake3_digest, manifest_digests
-from ledger.entries import SignatureJob, verify_jobs
+from ledger.entries import ChainCheck, SignatureJob, verify_jobs
 from ledger.errors import LedgerError
 from ledger.note import NoteVerifier, open_note, parse_checkpoint
 from ledger.store import Store
@@ -108,6 +112,7 @@ def audit(
     conn = store.conn
     blobs_seen: dict[bytes, None] = {}  # a bounded cache of blob digests known to be stored
     broken_links = 0  # after one bad entry every later link breaks too: report the first
+    chain = ChainCheck(lambda size: store.root(size))
 
     def check_cps_at(size: int) -> None:
         nonlocal next_cp
@@ -196,10 +201,12 @@ def audit(
             if len(pending) >= SIGNATURE_BATCH:
                 submit(pending)
                 pending = []
-            if obj.prev_size != idx or obj.prev_root != frontier.root().hex():
+            link = chain.check(obj, idx, frontier.root())
+            if link is not None:
                 broken_links += 1
                 if broken_links == 1:
-                    res.add(idx, f"entry {idx}: chain link (prev_size/prev_root) does not match")
+                    res.add(idx, f"entry {idx}: chain link (prev_size/prev_root) does not match: "
+                                 f"{link}")
             if obj.type != etype:
                 res.add(idx, f"entry {idx}: stored type column does not match the entry")
             if obj.bundle_digest is not None and obj.manifest is not None:

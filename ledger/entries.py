@@ -1,9 +1,20 @@
 """Log entries (SPEC 4, 5): their canonical bytes, signatures, and the node-key registry.
 
 An entry is one leaf: canonical JSON (RFC 8785) of an object whose ``type`` is ``bundle``,
-``key-registration`` or ``key-revocation``. Every entry carries the ``origin`` of its log and the
-``prev_size`` / ``prev_root`` of the tree just before it, so it is chained to the history its
-signer saw, and an Ed25519 ``signature`` over the canonical bytes of the entry without that field:
+``key-registration`` or ``key-revocation``. Every entry carries the ``origin`` of its log, a chain
+link ``prev_size`` / ``prev_root`` naming a tree its signer had verified, and an Ed25519
+``signature`` over the canonical bytes of the entry without that field. Two formats (SPEC 4,
+docs/design.md "Entries"), both valid forever:
+
+* **v1** (no ``v`` member; written before shared sealing was batched): ``prev_size`` is the
+  entry's own index and ``prev_root`` the root of the tree just before it;
+* **v2** (``"v": 2``): ``prev_size`` / ``prev_root`` are the size and root of *a* checkpoint the
+  signer verified: ``prev_size`` is at most the entry's index and ``prev_root`` is the log's root
+  at that size (the named tree is a prefix of the log). A local seal names the tree just before
+  the entry, a remote node (``ledger submit``) any checkpoint it verified, so concurrent
+  submissions no longer invalidate each other. ``chain_problem`` is the one check of both rules.
+
+The signers:
 
 * ``bundle``: signed by a registered, unrevoked node key (``signer`` = its key id);
 * ``key-registration``: signed by the log key; carries the node's public key and its
@@ -19,7 +30,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +45,10 @@ from ledger.encoding import b64_decode, b64_encode, hex_decode
 from ledger.errors import BadInput, SignatureError, VerificationFailed
 
 MAX_ENTRY_BYTES = 65535
+ENTRY_V1 = 1  # no "v" member: prev_size is the entry's index
+ENTRY_V2 = 2  # "v": 2: prev_size/prev_root name a verified prefix of the log
+ENTRY_VERSION = ENTRY_V2  # the format every new entry is written in
+CHAIN_WINDOW = 16384  # roots of this many recent sizes kept by ``ChainCheck``
 POP_CONTEXT = b"kernel-ledger key-registration v1\n"
 ENTRY_TYPES = ("bundle", "key-registration", "key-revocation")
 _HEX16 = re.compile(r"[0-9a-f]{16}")
@@ -89,9 +105,10 @@ def bundle_fields(
     chain: Mapping[str, Any], bundle: Bundle, extra: Mapping[str, Any], signer: bytes
 ) -> dict[str, Any]:
     """The fields of a ``bundle`` entry (before signing): the chain link ``chain`` (``origin``,
-    ``time``, ``prev_size``, ``prev_root``), the bundle's digest and manifest, the ``kernel``,
-    ``obligations`` and ``checks`` from ``extra``, and the signer's node key id. The one place
-    the entry's shape is written, for local seals and for submissions to a remote log."""
+    ``time``, ``v``, ``prev_size``, ``prev_root``: ``chain_link``), the bundle's digest and
+    manifest, the ``kernel``, ``obligations`` and ``checks`` from ``extra``, and the signer's
+    node key id. The one place the entry's shape is written, for local seals and for
+    submissions to a remote log."""
     return {
         "type": "bundle",
         **chain,
@@ -102,6 +119,63 @@ def bundle_fields(
         "checks": list(extra.get("checks", [])),
         "signer": signer.hex(),
     }
+
+
+def chain_link(size: int, root: bytes) -> dict[str, Any]:
+    """The chain members of a new (v2) entry naming the verified tree ``size`` / ``root``."""
+    return {"v": ENTRY_VERSION, "prev_size": size, "prev_root": root.hex()}
+
+
+def chain_problem(
+    entry: Entry,
+    index: int,
+    root_before: bytes,
+    root_at: Callable[[int], bytes | None],
+) -> str | None:
+    """Why the chain link of ``entry`` (at ``index``) is wrong, or None when it holds.
+
+    ``root_before`` is the log's root at size ``index`` (the tree just before the entry);
+    ``root_at(size)`` the log's root at an older size (None when it cannot be had). v1: the link
+    must name exactly the tree before the entry; v2: a tree of size at most ``index`` whose root is
+    the log's root at that size (a prefix of the log)."""
+    size, named = entry.prev_size, entry.prev_root
+    if entry.v == ENTRY_V1:
+        if size != index or named != root_before.hex():
+            return f"chain link (prev_size {size}/prev_root) is not the tree before entry {index}"
+        return None
+    if size > index:
+        return f"names a tree of size {size}, beyond its own index {index}"
+    root = root_before if size == index else root_at(size)
+    if root is None:
+        return f"names a tree of size {size} whose root cannot be recomputed here"
+    if named != root.hex():
+        return f"names a tree of size {size} that is not a prefix of this log (another root)"
+    return None
+
+
+class ChainCheck:
+    """``chain_problem`` for entries met in index order: remembers the roots of the last
+    ``window`` sizes (the trees submitters name are recent), and asks ``older`` for the rest."""
+
+    def __init__(
+        self, older: Callable[[int], bytes | None] | None = None, window: int = CHAIN_WINDOW
+    ) -> None:
+        self.older = older
+        self.window = window
+        self.roots: OrderedDict[int, bytes] = OrderedDict()
+
+    def root_at(self, size: int) -> bytes | None:
+        hit = self.roots.get(size)
+        if hit is not None:
+            return hit
+        return self.older(size) if self.older is not None else None
+
+    def check(self, entry: Entry, index: int, root_before: bytes) -> str | None:
+        """The problem with ``entry``'s link (None when it holds); records ``root_before``."""
+        self.roots[index] = root_before
+        if len(self.roots) > self.window:
+            self.roots.popitem(last=False)
+        return chain_problem(entry, index, root_before, self.root_at)
 
 
 def signed_part(data: bytes, entry: Mapping[str, Any]) -> bytes:
@@ -142,7 +216,8 @@ class Entry:
     origin: str
     time: str
     signature: str
-    # the chain link: the tree just before this entry
+    # the chain link: a tree its signer verified (v1: the tree just before this entry; v2: a
+    # prefix of the log of size at most the entry's index; ``chain_problem``)
     prev_size: int
     prev_root: str
     # bundle entries
@@ -158,6 +233,8 @@ class Entry:
     public_key: str | None = None
     pop: str | None = None
     reason: str | None = None
+    # the entry format: ENTRY_V1 (no "v" member) or ENTRY_V2
+    v: int = 1
 
 
 def decode_entry(data: bytes) -> Entry:
@@ -177,6 +254,11 @@ def decode_entry(data: bytes) -> Entry:
             raise BadInput(f"{etype} entry field {field!r} has the wrong type")
     if obj["prev_size"] < 0:
         raise BadInput("entry prev_size is negative")
+    if "v" in obj and (
+        not isinstance(obj["v"], int) or isinstance(obj["v"], bool) or obj["v"] != ENTRY_V2
+    ):
+        raise BadInput(f"unknown entry format version {str(obj['v'])[:20]!r} (this reader knows "
+                       f"1, no \"v\" member, and {ENTRY_V2})")
     hex_decode(obj["prev_root"], 32, "entry prev_root")
     b64_decode(obj["signature"], 64, "entry signature")
     if _TIME.fullmatch(obj["time"]) is None:
@@ -206,6 +288,7 @@ def decode_entry(data: bytes) -> Entry:
         signature=obj["signature"],
         prev_size=obj["prev_size"],
         prev_root=obj["prev_root"],
+        v=ENTRY_V2 if "v" in obj else ENTRY_V1,
         **typed,
     )
 

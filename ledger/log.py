@@ -26,7 +26,13 @@ import nacl.signing
 from ledger import merkle
 from ledger.bundle import Bundle
 from ledger.encoding import b64_encode
-from ledger.entries import bundle_fields, check_entry_shape, node_key_id, sign_entry
+from ledger.entries import (
+    bundle_fields,
+    chain_link,
+    check_entry_shape,
+    node_key_id,
+    sign_entry,
+)
 from ledger.errors import (
     BadInput,
     CannotCheck,
@@ -253,12 +259,8 @@ class Log:
         return note
 
     def _chain(self, w: Writer) -> dict[str, Any]:
-        return {
-            "origin": self.origin,
-            "time": utc_now(),
-            "prev_size": w.size,
-            "prev_root": w.root().hex(),
-        }
+        """The chain link of an entry written here: a v2 link naming the tree just before it."""
+        return {"origin": self.origin, "time": utc_now(), **chain_link(w.size, w.root())}
 
     # -- keys ----------------------------------------------------------------------------------
 

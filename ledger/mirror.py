@@ -41,7 +41,14 @@ from ledger import merkle
 from ledger.bundle import blake3_digest
 from ledger.bundle import manifest_digests as bundle_manifest_digests
 from ledger.encoding import b64_encode
-from ledger.entries import Entry, Registry, check_entry_shape, decode_entry, verify_signature
+from ledger.entries import (
+    ChainCheck,
+    Entry,
+    Registry,
+    check_entry_shape,
+    decode_entry,
+    verify_signature,
+)
 from ledger.errors import (
     BadInput,
     CannotCheck,
@@ -629,8 +636,11 @@ class Mirror:
             )
         rows: list[tuple[int, bytes, Entry]] = []
         wanted: dict[bytes, None] = {}
+        chain = ChainCheck(store.root)  # older trees: the verified entries stored here
         for k, (i, data) in enumerate(fetched):
-            entry = check_entry(registry, frontier, i, data, None if pre is None else pre[k])
+            entry = check_entry(
+                registry, frontier, i, data, None if pre is None else pre[k], chain
+            )
             rows.append((i, data, entry))
             if entry.manifest is not None:
                 for digest in manifest_digests(entry.manifest):
@@ -696,6 +706,7 @@ def check_entry(
     index: int,
     data: bytes,
     pre: Prechecked | None = None,
+    chain: ChainCheck | None = None,
 ) -> Entry:
     """Verify one remote entry at ``index`` and add its leaf to ``frontier``.
 
@@ -727,11 +738,9 @@ def check_entry(
         check_entry_shape(entry.fields)
     except BadInput as e:
         raise VerificationFailed(f"remote entry {index} has a shape no log writes: {e}") from e
-    if entry.prev_size != index or entry.prev_root != frontier.root().hex():
-        raise TamperDetected(
-            f"remote entry {index} is not chained to the tree before it "
-            f"(prev_size {entry.prev_size})"
-        )
+    link = (chain or ChainCheck()).check(entry, index, frontier.root())  # v1 and v2 links
+    if link is not None:
+        raise TamperDetected(f"remote entry {index} is not chained to the log: {link}")
     if entry.manifest is not None:
         manifest = entry.manifest.encode("utf-8")
         if blake3_digest(manifest).hex() != entry.bundle_digest:
