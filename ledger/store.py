@@ -265,13 +265,13 @@ class Store:
         """The latest checkpoint: the one for the largest tree. Never "the last row inserted": a
         copy of an older, validly signed checkpoint inserted later must not roll the head back
         (issue 9 item 1); ``ledger audit`` rejects such a table."""
-        row = self.conn.execute(
-            "SELECT note FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1"
+        row = self.conn.execute(  # one statement: one snapshot, even while a writer commits
+            "SELECT note, (SELECT max(size) FROM checkpoints) FROM checkpoints "
+            "ORDER BY size DESC, id DESC LIMIT 1"
         ).fetchone()
         if row is None:
             raise LedgerStateError("the ledger has no checkpoint yet")
-        note = bytes(row[0])
-        (column,) = self.conn.execute("SELECT max(size) FROM checkpoints").fetchone()
+        note, column = bytes(row[0]), int(row[1])
         try:
             real = checkpoint_of(note).size
         except BadInput:

@@ -1,4 +1,4 @@
-"""Shared sealing: a node submits a signed bundle entry to a remote log (SPEC 9 server, issue 5).
+"""Shared sealing: a node submits a signed bundle entry to a remote log (SPEC 4, 7, 9; issue 13).
 
 Request: ``POST /api/v1/submit`` with the canonical JSON body ``{"entry": base64(entry bytes),
 "files": {path: base64(file bytes)}}`` (at most ``MAX_BODY`` bytes) and two headers that
@@ -14,30 +14,49 @@ log key. The server, in order:
 1. parses the body strictly (400);
 2. decodes the entry (400): a ``bundle`` entry of this log's origin, signed by the key of the
    headers (403 otherwise);
-3. checks the signer is registered and not revoked, and the node signature (403);
-4. spends a token of the signer's rate bucket (429 with ``Retry-After``);
-5. rebuilds the bundle from the files and checks it against the entry's manifest and digest (422);
-6. inside one write transaction: the entry must chain to the current tree (``prev_size``,
-   ``prev_root``; else 409 so the client re-signs), must not repeat an entry of the log (409),
-   then its blobs and the entry are appended and a new checkpoint is signed with the log key.
+3. an entry already in the log is answered at once with its index (a retry after a lost answer:
+   submitting is idempotent, and no second entry is ever made of the same bytes);
+4. checks the signer is registered and not revoked, and the node signature (403);
+5. spends a token of the signer's rate bucket (429 with ``Retry-After``);
+6. rebuilds the bundle from the files and checks it against the entry's manifest and digest (422);
+7. hands the entry to the log's one ``Sequencer``, which integrates pending submissions in
+   batches: every ``BATCH_INTERVAL`` seconds or ``BATCH_MAX`` entries, one write transaction
+   assigns the indices, checks each entry's chain link (``ledger.entries.chain_problem``: a v2
+   entry names a tree the log has, as a prefix, of size at most its index; a v1 entry the very
+   tree before it), its signer once more, and duplicates within the batch, appends blobs and
+   entries, and signs **one** checkpoint for the batch. The request is answered only after that
+   transaction committed (``synchronous=FULL``): a kill -9 never loses an acknowledged entry.
+   A link the log cannot accept is 409 (sign again over a checkpoint of this log); no answer
+   within ``ANSWER_WAIT`` seconds is 503 (the entry may still be integrated: submitting the same
+   bytes again is answered from step 3).
 
-Answer: ``{"index", "leaf_hash" (hex), "checkpoint" (the new signed note)}``.
-The client side is ``submit_bundle``: fetch and verify the checkpoint, sign, post; on contention
-(409: the log moved on), a rate limit (429) or a transient failure (unreachable, 502-504), wait with
-jittered exponential backoff and try again, re-signing against the new checkpoint, until an overall
-deadline. All its requests go through the bounded ``ledger.httpclient.HttpClient``.
+Answer: ``{"index", "leaf_hash" (hex), "checkpoint" (a signed note of a tree holding the entry),
+"signer_index" (the index of the signer's key-registration entry, for the receipt)}``.
+
+The client side is ``submit_bundle``: fetch the checkpoint, verify it with the pinned log key (and
+the checkpoint memory, ``ledger.trust``), sign a v2 entry over it once, post; a lost answer, a
+rate limit (429) or a transient failure (unreachable, 502-504) re-posts the same bytes after a
+jittered exponential backoff; a 409 re-signs over a fresh checkpoint (after asking whether an
+earlier entry got in); all until an overall deadline. The answer is checked: a checkpoint signed by
+the log key, consistent with the one signed over, and an inclusion proof of the entry in it; with
+the signer's registration and its inclusion proof, that is an offline receipt
+(``Submitted.receipt``). All requests go through the bounded ``ledger.httpclient.HttpClient``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import os
 import random
+import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, InvalidStateError
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import nacl.exceptions
@@ -52,13 +71,22 @@ from ledger.encoding import b64_decode, b64_encode
 from ledger.entries import (
     Entry,
     bundle_fields,
+    chain_link,
+    chain_problem,
     check_entry_shape,
     decode_entry,
     node_key_id,
     sign_entry,
     verify_signature,
 )
-from ledger.errors import BadInput, CannotCheck, LedgerError, SignatureError, VerificationFailed
+from ledger.errors import (
+    BadInput,
+    CannotCheck,
+    LedgerError,
+    LedgerStateError,
+    SignatureError,
+    VerificationFailed,
+)
 from ledger.httpbody import ClientGone, read_limited_body
 from ledger.httpclient import BYTES, JSON, BadAnswer, HttpClient, oneline
 from ledger.httpstate import json_response, served
@@ -71,10 +99,20 @@ from ledger.note import (
     parse_checkpoint,
     sign_note,
 )
+from ledger.receipt import Included, Receipt
+from ledger.store import Store
+
+if TYPE_CHECKING:
+    from ledger.trust import CheckpointMemory
 
 MAX_BODY = 40 << 20
 RATE_PER_SECOND = 1.0  # sustained submissions per node key
 RATE_BURST = 10.0
+RATE_ENV = "LEDGER_SUBMIT_RATE"  # "RATE[/BURST]" per node key, overriding the two above
+BATCH_INTERVAL = 0.1  # seconds the sequencer gathers submissions before one transaction
+BATCH_MAX = 256  # submissions integrated in one transaction (and one checkpoint) at most
+ANSWER_WAIT = 60.0  # seconds a POST waits for its batch to commit before answering 503
+SEQUENCER_IDLE = 5.0  # seconds without work after which the sequencer thread ends (restarts lazily)
 BODY_CONTEXT = b"kernel-ledger submit body v1\n"
 SIGNER_HEADER = "X-Ledger-Signer"
 SIGNATURE_HEADER = "X-Ledger-Signature"
@@ -199,14 +237,200 @@ def parse_submission(body: bytes) -> tuple[bytes, Entry, dict[str, bytes]]:
     return data, entry, files
 
 
+@dataclass
+class Pending:
+    """A validated submission waiting for its batch; ``done`` gets the answer or a Rejected."""
+
+    data: bytes
+    entry: Entry
+    leaf: bytes
+    signer: bytes
+    bundle: Bundle
+    done: Future[dict[str, Any]] = field(default_factory=Future)
+
+
+class Sequencer:
+    """The one writer of submissions for a ledger in this process: a thread that takes the
+    pending submissions in batches (``interval`` seconds after the first, or ``max_batch`` of
+    them) and integrates each batch in one write transaction with one checkpoint. Its own
+    connection (opened in its thread); it ends after ``SEQUENCER_IDLE`` seconds without work
+    and is started again by the next submission. Other processes writing the same ledger
+    (``seal``) queue on the store's write lock like any writer."""
+
+    def __init__(
+        self, home: Path, interval: float | None = None, max_batch: int | None = None
+    ) -> None:
+        self.home = home
+        self.interval = BATCH_INTERVAL if interval is None else interval
+        self.max_batch = BATCH_MAX if max_batch is None else max_batch
+        self._cond = threading.Condition()
+        self._queue: list[Pending] = []
+        self._thread: threading.Thread | None = None
+        self.batches = 0  # transactions committed (for tests and benchmarks)
+
+    def enqueue(self, p: Pending) -> Future[dict[str, Any]]:
+        with self._cond:
+            self._queue.append(p)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="ledger-sequencer", daemon=True
+                )
+                self._thread.start()
+            else:
+                self._cond.notify()
+        return p.done
+
+    def _take(self) -> list[Pending] | None:
+        """The next batch; None when idle for ``SEQUENCER_IDLE`` seconds (the thread then ends,
+        under the lock, so a later ``enqueue`` starts a new one)."""
+        with self._cond:
+            idle_until = time.monotonic() + SEQUENCER_IDLE
+            while not self._queue:
+                left = idle_until - time.monotonic()
+                if left <= 0:
+                    self._thread = None
+                    return None
+                self._cond.wait(left)
+            close_at = time.monotonic() + self.interval
+            while len(self._queue) < self.max_batch:
+                left = close_at - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
+            return batch
+
+    def _run(self) -> None:
+        log: Log | None = None
+        try:
+            while True:
+                batch = self._take()
+                if batch is None:
+                    return
+                try:
+                    if log is None:
+                        log = Log.open(self.home)
+                    answers = integrate(log, batch)
+                    self.batches += 1
+                except Exception as e:  # every waiter gets an answer, never a hang
+                    why = Rejected(503, f"the log could not integrate the batch "
+                                        f"({oneline(str(e))}); submit the same entry again",
+                                   {"Retry-After": "1"})
+                    answers = [why] * len(batch)
+                    if log is not None:
+                        log.close()
+                        log = None
+                for p, a in zip(batch, answers, strict=True):
+                    try:
+                        if isinstance(a, Rejected):
+                            p.done.set_exception(a)
+                        else:
+                            p.done.set_result(a)
+                    except InvalidStateError:
+                        pass  # its request gave up waiting (503); a retry finds the entry
+        finally:
+            if log is not None:
+                log.close()
+
+
+def existing_index(store: Store, digest: bytes, leaf: bytes) -> int | None:
+    """The index of the entry with leaf hash ``leaf`` (a bundle of ``digest``), when the log
+    holds it already."""
+    for idx in store.indices_for_digest(digest):
+        if store.leaf_hash(idx) == leaf:
+            return idx
+    return None
+
+
+def integrate(log: Log, batch: Sequence[Pending]) -> list[dict[str, Any] | Rejected]:
+    """Append the acceptable submissions of ``batch`` in one transaction with one checkpoint;
+    per submission, its answer or why it was refused. Raises (and appends nothing) when the
+    transaction itself fails."""
+    signer = log.signer
+    if signer is None:
+        raise LedgerStateError("this ledger has no log key: it cannot accept submissions")
+    store = log.store
+    out: list[dict[str, Any] | Rejected] = []
+    placed: dict[bytes, int] = {}  # leaf hash -> index, this batch
+    roots: dict[int, bytes] = {}  # log roots at the sizes entries of this batch name
+
+    def root_at(size: int) -> bytes:
+        if size not in roots:
+            roots[size] = store.root(size)  # a committed size: before this transaction's entries
+        return roots[size]
+
+    note: bytes | None = None
+    with store.writer() as w:
+        base = w.size
+        for p in batch:
+            digest = p.bundle.digest
+            index: int | None = placed.get(p.leaf)
+            if index is None:
+                index = existing_index(store, digest, p.leaf)
+            if index is not None:
+                out.append({"index": index})
+                continue
+            row = store.key_row(p.signer)
+            if row is None or row.revoked_at is not None:
+                out.append(Rejected(403, f"signer {p.signer.hex()} is not a registered, "
+                                         "unrevoked node key"))
+                continue
+            size = p.entry.prev_size
+            if size > base and size != w.size:
+                out.append(Rejected(409, f"the entry names a tree of size {size}, larger than "
+                                         f"this log ({base}); sign again over its checkpoint",
+                                    {"X-Tree-Size": str(base)}))
+                continue
+            problem = chain_problem(p.entry, w.size, w.root(), root_at)
+            if problem is not None:
+                out.append(Rejected(409, f"the log cannot take this entry at {w.size}: {problem}; "
+                                         "sign again over a checkpoint of this log",
+                                    {"X-Tree-Size": str(w.size)}))
+                continue
+            w.put_blobs((f.digest, f.data) for f in p.bundle.files)
+            index, _lh = w.append_bundle(p.data, digest)
+            placed[p.leaf] = index
+            out.append({"index": index, "signer_index": row.registered_at})
+        if w.size > base:
+            text = format_checkpoint(Checkpoint(log.origin, w.size, w.root(), ()))
+            note = sign_note(text, [signer])
+            w.put_checkpoint(note, w.size)
+    # committed: now the answers may go out
+    if note is None:
+        note = store.checkpoint()
+    for p, a in zip(batch, out, strict=True):
+        if isinstance(a, dict):
+            a["leaf_hash"] = p.leaf.hex()
+            a["checkpoint"] = note.decode("utf-8")
+            if "signer_index" not in a:
+                row = store.key_row(p.signer)
+                a["signer_index"] = row.registered_at if row is not None else None
+    return out
+
+
+def rate_from_env() -> tuple[float | None, float | None]:
+    """(rate, burst) from ``LEDGER_SUBMIT_RATE`` ("RATE" or "RATE/BURST"), else (None, None);
+    a malformed value is ignored (the defaults apply)."""
+    text = os.environ.get(RATE_ENV, "")
+    try:
+        rate, _, burst = text.partition("/")
+        r, b = float(rate), float(burst) if burst else None
+    except ValueError:
+        return None, None
+    if not 0 < r < 1e9 or (b is not None and not 1 <= b < 1e9):
+        return None, None
+    return r, b
+
+
 @dataclass(frozen=True)
 class Intake:
     """What accepting submissions needs, made once per app and kept on ``Served.intake``: the
-    log (with its key) and the per-signer rate limiter, together, so neither can be read before
-    the other is set."""
+    log (with its key, read in the event loop's thread), the per-signer rate limiter and the
+    sequencer (the one writer), together, so none can be read before the others are set."""
 
     log: Log
     limiter: RateLimiter
+    sequencer: Sequencer
 
 
 def _intake(request: Request) -> Intake:
@@ -214,18 +438,19 @@ def _intake(request: Request) -> Intake:
     if s.intake is None:
         log = Log.open(s.home)
         if log.signer is None:
+            log.close()
             raise Rejected(503, "this ledger has no log key: it cannot accept submissions")
-        s.intake = Intake(log, RateLimiter())
+        s.intake = Intake(log, RateLimiter(*rate_from_env()), Sequencer(s.home))
     return s.intake
 
 
-def accept(
+def validate(
     log: Log, limiter: RateLimiter, body: bytes, sender: bytes | None = None
-) -> dict[str, Any]:
+) -> Pending | dict[str, Any]:
     """Steps 1 to 6 of the module docstring on an already size-capped (and, with ``sender``,
-    authenticated) ``body``."""
-    signer = log.signer
-    if signer is None:
+    authenticated) ``body``: the submission to integrate, or (step 3) the answer for an entry
+    the log holds already."""
+    if log.signer is None:
         raise Rejected(503, "this ledger has no log key: it cannot accept submissions")
     data, entry, files = parse_submission(body)
     if entry.origin != log.origin:
@@ -233,11 +458,19 @@ def accept(
     kid = bytes.fromhex(str(entry.signer))
     if sender is not None and kid != sender:
         raise Rejected(403, f"the entry's signer is not the {SIGNER_HEADER} key")
-    row = log.store.key_row(kid)
+    leaf = merkle.leaf_hash(data)
+    store = log.store
+    known = existing_index(store, bytes.fromhex(str(entry.bundle_digest)), leaf)
+    if known is not None:
+        row = store.key_row(kid)
+        return {"index": known, "leaf_hash": leaf.hex(),
+                "checkpoint": store.checkpoint().decode("utf-8"),
+                "signer_index": row.registered_at if row is not None else None}
+    row = store.key_row(kid)
     if row is None or row.revoked_at is not None:
         raise Rejected(403, f"signer {kid.hex()} is not a registered, unrevoked node key")
     try:
-        verify_signature(entry.fields, row.public)
+        verify_signature(entry.fields, row.public, data)
     except SignatureError as e:
         raise Rejected(403, str(e)) from e
     limiter.take(kid)
@@ -249,24 +482,24 @@ def accept(
         raise Rejected(422, "the files do not hash to the entry's manifest")
     if bundle.digest.hex() != entry.bundle_digest:
         raise Rejected(422, "the manifest does not hash to the entry's bundle digest")
-    leaf = merkle.leaf_hash(data)
-    store = log.store
-    with store.writer() as w:
-        root = w.root()
-        if entry.prev_size != w.size or entry.prev_root != root.hex():
-            raise Rejected(
-                409,
-                f"the log has moved on: size {w.size}, root {root.hex()}; sign again",
-                {"X-Tree-Size": str(w.size)},
-            )
-        if store.has_leaf(leaf):
-            raise Rejected(409, "this entry is in the log already (replay)")
-        w.put_blobs((f.digest, f.data) for f in bundle.files)
-        index = w.append(data, "bundle", bundle.digest)
-        text = format_checkpoint(Checkpoint(log.origin, w.size, w.root(), ()))
-        note = sign_note(text, [signer])
-        w.put_checkpoint(note, w.size)
-    return {"index": index, "leaf_hash": leaf.hex(), "checkpoint": note.decode("utf-8")}
+    return Pending(data, entry, leaf, kid, bundle)
+
+
+def accept(
+    log: Log, limiter: RateLimiter, body: bytes, sender: bytes | None = None,
+    sequencer: Sequencer | None = None, wait: float | None = None,
+) -> dict[str, Any]:
+    """Validate ``body`` and integrate it (a batch of one without ``sequencer``); the answer
+    once committed. For callers outside the event loop (tests, tools)."""
+    got = validate(log, limiter, body, sender)
+    if isinstance(got, dict):
+        return got
+    if sequencer is None:
+        [a] = integrate(log, [got])
+        if isinstance(a, Rejected):
+            raise a
+        return a
+    return sequencer.enqueue(got).result(ANSWER_WAIT if wait is None else wait)
 
 
 async def submit_endpoint(request: Request) -> Response:
@@ -275,7 +508,15 @@ async def submit_endpoint(request: Request) -> Response:
         kid, public, sig = _signer(request, intake.log)
         body = await _read_body(request)
         check_body_signature(public, sig, body)
-        out = accept(intake.log, intake.limiter, body, kid)
+        got = validate(intake.log, intake.limiter, body, kid)
+        if isinstance(got, dict):
+            return json_response(got)
+        future = intake.sequencer.enqueue(got)
+        try:
+            out = await asyncio.wait_for(asyncio.wrap_future(future), ANSWER_WAIT)
+        except TimeoutError:
+            raise Rejected(503, f"not integrated within {ANSWER_WAIT:g} s; it may still be: "
+                                "submit the same entry again", {"Retry-After": "1"}) from None
     except Rejected as e:
         headers = dict(e.headers)
         if e.status in (401, 403, 413):
@@ -291,19 +532,77 @@ async def submit_endpoint(request: Request) -> Response:
 
 @dataclass(frozen=True)
 class Submitted:
+    """A submission the log integrated, checked: ``checkpoint`` is signed by the log key and
+    consistent with the tree the entry was signed over (``signed_over``), ``inclusion`` proves the
+    entry in it, and ``signer`` (when the server named it) is the signer's key registration with
+    its inclusion proof in the same tree: together an offline receipt (``receipt()``)."""
+
     index: int
     leaf_hash: bytes
     entry: bytes
     checkpoint: bytes
     attempts: int
+    origin: str = ""
+    inclusion: tuple[bytes, ...] = ()
+    signer: Included | None = None
+    signed_over: int = 0
+    memory: str = ""
+    signed: int = 1  # entries signed for it (more than one only after a 409)
+    retried: tuple[str, ...] = ()  # why each earlier attempt failed
+
+    def receipt(self) -> Receipt:
+        if self.signer is None:
+            raise CannotCheck("the server named no key registration for the signer, so no "
+                              "offline receipt can be written (`ledger receipt write` on the log)")
+        return Receipt(
+            self.origin, Included(self.index, self.entry, self.inclusion), self.checkpoint,
+            self.signer,
+        )
 
 
 def chained_fields(
     bundle: Bundle, extra: Mapping[str, Any], cp: Checkpoint, kid: bytes, now: str
 ) -> dict[str, Any]:
-    """The fields of a bundle entry chained to the remote checkpoint ``cp``."""
-    chain = {"origin": cp.origin, "time": now, "prev_size": cp.size, "prev_root": cp.root.hex()}
+    """The fields of a (v2) bundle entry signed over the verified remote checkpoint ``cp``."""
+    chain = {"origin": cp.origin, "time": now, **chain_link(cp.size, cp.root)}
     return bundle_fields(chain, bundle, extra, kid)
+
+
+def _verified(note: bytes, vkey: NoteVerifier, what: str) -> Checkpoint:
+    try:
+        cp = parse_checkpoint(open_note(note, [vkey]).text)
+    except SignatureError:
+        raise
+    except BadInput as e:
+        raise BadAnswer(f"{what} is not a signed checkpoint note: {oneline(str(e))}") from e
+    if cp.origin != vkey.name:
+        raise VerificationFailed(f"{what} is for origin {cp.origin!r}, not {vkey.name!r}")
+    return cp
+
+
+def _proof(http: HttpClient, path: str, params: list[tuple[str, str]]) -> list[bytes]:
+    a = http.get_ok(path, MAX_ANSWER, params, types=JSON)
+    try:
+        hashes = loads_json(a.body)["hashes"]
+        if not isinstance(hashes, list) or len(hashes) > 64:
+            raise ValueError("not a list of at most 64 hashes")
+        return [b64_decode(h, 32, "proof hash") for h in hashes]
+    except (ValueError, KeyError, TypeError, BadInput) as e:
+        raise BadAnswer(f"{a.url}: not a SPEC 6 proof ({oneline(str(e))})") from e
+
+
+def _remember(
+    http: HttpClient, note: bytes, vkey: NoteVerifier, memory: CheckpointMemory | None
+) -> str:
+    """Show ``note`` (verified) to the checkpoint memory, proving consistency from the server."""
+    if memory is None:
+        return ""
+    from ledger.trust import guard
+
+    def prove(old: int, new: int) -> list[bytes] | None:
+        return _proof(http, "api/v1/proof/consistency", [("old", str(old)), ("new", str(new))])
+
+    return guard(note, vkey, (), 0, memory, prove)
 
 
 def submit_bundle(
@@ -316,15 +615,18 @@ def submit_bundle(
     timeout: float = DEFAULT_TIMEOUT,
     sleep: Callable[[float], None] = time.sleep,
     rand: Callable[[], float] = random.random,
+    memory: CheckpointMemory | None = None,
 ) -> Submitted:
-    """Sign ``bundle`` against the server's verified checkpoint and submit it.
+    """Sign ``bundle`` over the server's verified checkpoint, submit it, wait for its inclusion.
 
-    Contention (409, the log moved on), a rate limit (429) and transient failures (unreachable,
-    a timeout, 502/503/504, an HTML page) are retried, re-signed against the new checkpoint,
-    after ``min(BACKOFF_CAP, BACKOFF_BASE * 2**k)`` seconds times a random factor in [0.5, 1.5)
-    (``Retry-After`` for a 429, when longer), until ``timeout`` seconds have passed in all; then
-    ``CannotCheck`` with the last reason. Before re-signing after a failed POST, the server is
-    asked whether the entry already got in, so a lost answer never makes a second entry.
+    The entry is signed once; a lost answer, a rate limit (429) and transient failures
+    (unreachable, a timeout, 502/503/504, an HTML page) re-post the same bytes (the server answers
+    an entry it holds with its index, so this never makes a second entry); a 409 (the log cannot
+    take the tree the entry names) re-signs over a fresh checkpoint, after asking whether an
+    earlier entry got in. Retries wait ``min(BACKOFF_CAP, BACKOFF_BASE * 2**k)`` seconds times a
+    random factor in [0.5, 1.5) (``Retry-After`` for a 429, when longer), until ``timeout``
+    seconds have passed in all; then ``CannotCheck`` with the last reason. With ``memory``, every
+    checkpoint seen is compared with the checkpoint memory (``ledger.trust``).
     """
     from ledger.log import utc_now
 
@@ -332,38 +634,43 @@ def submit_bundle(
     deadline = time.monotonic() + timeout
     kid = node_key_id(bytes(node.verify_key))
     files = {f.path: b64_encode(f.data) for f in bundle.files}
-    sent: list[bytes] = []
+    sent: list[tuple[bytes, bytes, Checkpoint]] = []  # (entry, body, tree signed over)
+    current: tuple[bytes, bytes, Checkpoint] | None = None
     attempt = 0
     reason = ""  # the most telling failure so far (a deadline cut-off does not hide another)
+    whys: list[str] = []
     try:
         while True:
             attempt += 1
             try:
-                for entry in sent[-1:]:
-                    index = _already_in(http, entry)
-                    if index is not None:
-                        return _answer(http, None, entry, vkey, attempt - 1, index)
-                note = http.get_ok("checkpoint", MAX_ANSWER, types=BYTES).body
-                try:
-                    cp = parse_checkpoint(open_note(note, [vkey]).text)
-                except SignatureError:
-                    raise
-                except BadInput as e:
-                    raise BadAnswer(f"{http.url('checkpoint')} is not a signed checkpoint note: "
-                                    f"{oneline(str(e))}") from e
-                entry = sign_entry(chained_fields(bundle, extra, cp, kid, utc_now()), node)
-                body = canonical_json({"entry": b64_encode(entry), "files": files})
-                sent.append(entry)
+                if current is None:
+                    for old in sent[::-1]:  # after a 409: did an earlier entry get in after all?
+                        if _already_in(http, old[0]) is not None:
+                            current = old
+                            break
+                if current is None:
+                    note = http.get_ok("checkpoint", MAX_ANSWER, types=BYTES).body
+                    cp = _verified(note, vkey, http.url("checkpoint"))
+                    _remember(http, note, vkey, memory)
+                    entry = sign_entry(chained_fields(bundle, extra, cp, kid, utc_now()), node)
+                    body = canonical_json({"entry": b64_encode(entry), "files": files})
+                    current = (entry, body, cp)
+                    sent.append(current)
+                entry, body, cp = current
                 headers = {"Content-Type": "application/json", **auth_headers(node, body)}
                 r = http.post("api/v1/submit", body, MAX_ANSWER, headers, types=JSON)
                 if r.status == 200:
-                    return _answer(http, r, entry, vkey, attempt)
+                    done = _answer(http, r, entry, cp, vkey, kid, attempt, memory)
+                    return replace(done, signed=len(sent), retried=tuple(whys))
                 wait = _retry_after(r)
                 if wait is None:
                     raise _client_error(r)
+                if r.status == 409:
+                    current = None  # sign again over a fresh checkpoint
                 why = f"HTTP {r.status}: {_message(r)}"
             except CannotCheck as e:
                 wait, why = 0.0, str(e)
+            whys.append(why)
             if not reason or "no complete answer in time" not in why:
                 reason = why
             backoff = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** min(attempt - 1, 30))
@@ -375,6 +682,69 @@ def submit_bundle(
             sleep(wait)
     finally:
         http.close()
+
+
+def _answer(
+    http: HttpClient,
+    r: Any,
+    entry: bytes,
+    signed_over: Checkpoint,
+    vkey: NoteVerifier,
+    kid: bytes,
+    attempts: int,
+    memory: CheckpointMemory | None,
+) -> Submitted:
+    """Check the answer: a checkpoint signed by the log key, consistent with the tree the entry
+    was signed over, an inclusion proof of the entry in it, and the signer's registration."""
+    try:
+        obj = loads_json(r.body)
+        index = obj["index"]
+        note = str(obj["checkpoint"]).encode("utf-8")
+        signer_index = obj.get("signer_index")
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise TypeError("index is not an integer")
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise BadAnswer("the server's answer is not the submission JSON") from e
+    cp = _verified(note, vkey, "the server's checkpoint")
+    if not 0 <= index < cp.size:
+        raise VerificationFailed(f"the server put the entry at {index}, past its checkpoint")
+    if cp.size < signed_over.size or (cp.size == signed_over.size and cp.root != signed_over.root):
+        raise VerificationFailed(
+            f"the server's checkpoint (size {cp.size}) does not extend the one the entry was "
+            f"signed over (size {signed_over.size})"
+        )
+    if 0 < signed_over.size < cp.size:
+        merkle.verify_consistency(
+            signed_over.size, cp.size, signed_over.root, cp.root,
+            _proof(http, "api/v1/proof/consistency",
+                   [("old", str(signed_over.size)), ("new", str(cp.size))]),
+        )
+    leaf = merkle.leaf_hash(entry)
+    hashes = _proof(http, "api/v1/proof/inclusion", [("index", str(index)), ("size", str(cp.size))])
+    merkle.verify_inclusion(leaf, index, cp.size, hashes, cp.root)
+    signer = None
+    if isinstance(signer_index, int) and not isinstance(signer_index, bool):
+        signer = _registration(http, signer_index, kid, cp)
+    account = _remember(http, note, vkey, memory)
+    return Submitted(index, leaf, entry, note, attempts, cp.origin, tuple(hashes), signer,
+                     signed_over.size, account)
+
+
+def _registration(http: HttpClient, index: int, kid: bytes, cp: Checkpoint) -> Included:
+    """The signer's key-registration entry at ``index``, checked, with its inclusion proof."""
+    if not 0 <= index < cp.size:
+        raise VerificationFailed(f"the server names a registration at {index}, past its tree")
+    a = http.get_ok(f"api/v1/entries/{index}", MAX_ANSWER, types=JSON)
+    try:
+        data = b64_decode(str(loads_json(a.body)["entry_b64"]), what="entry")
+        reg = decode_entry(data)
+    except (ValueError, KeyError, TypeError, BadInput) as e:
+        raise BadAnswer(f"{a.url}: not an entry ({oneline(str(e))})") from e
+    if reg.type != "key-registration" or reg.key_id != kid.hex():
+        raise VerificationFailed(f"entry {index} is not the registration of key {kid.hex()}")
+    hashes = _proof(http, "api/v1/proof/inclusion", [("index", str(index)), ("size", str(cp.size))])
+    merkle.verify_inclusion(merkle.leaf_hash(data), index, cp.size, hashes, cp.root)
+    return Included(index, data, tuple(hashes))
 
 
 def _retry_after(r: Any) -> float | None:
@@ -427,47 +797,6 @@ def _client_error(r: Any) -> LedgerError:
     return CannotCheck(msg)
 
 
-def _answer(
-    http: HttpClient,
-    r: Any,
-    entry: bytes,
-    vkey: NoteVerifier,
-    attempts: int,
-    index: int | None = None,
-) -> Submitted:
-    """Check the answer: a checkpoint signed by the log key and an inclusion proof of the entry
-    in that very tree (with ``r`` None, the entry was found by lookup: the current checkpoint)."""
-    try:
-        if r is not None:
-            obj = loads_json(r.body)
-            index = int(obj["index"])
-            note = str(obj["checkpoint"]).encode("utf-8")
-        else:
-            note = http.get_ok("checkpoint", MAX_ANSWER, types=BYTES).body
-    except (ValueError, KeyError, TypeError) as e:
-        raise BadAnswer("the server's answer is not the submission JSON") from e
-    assert index is not None
-    try:
-        cp = parse_checkpoint(open_note(note, [vkey]).text)
-    except SignatureError:
-        raise
-    except BadInput as e:
-        raise BadAnswer(f"the server's checkpoint is malformed: {oneline(str(e))}") from e
-    if not 0 <= index < cp.size:
-        raise VerificationFailed(f"the server put the entry at {index}, past its checkpoint")
-    leaf = merkle.leaf_hash(entry)
-    proof = http.get_ok(
-        "api/v1/proof/inclusion", MAX_ANSWER,
-        [("index", str(index)), ("size", str(cp.size))], types=JSON,
-    )
-    try:
-        hashes = [b64_decode(h, 32, "proof hash") for h in loads_json(proof.body)["hashes"]]
-    except (ValueError, KeyError, TypeError, BadInput) as e:
-        raise BadAnswer("the server's inclusion proof is not SPEC 6 JSON") from e
-    merkle.verify_inclusion(leaf, index, cp.size, hashes, cp.root)
-    return Submitted(index, leaf, entry, note, attempts)
-
-
 def read_vkey(text_or_file: str) -> NoteVerifier:
     from ledger.note import parse_vkey
 
@@ -478,3 +807,33 @@ def read_vkey(text_or_file: str) -> NoteVerifier:
     except (OSError, UnicodeDecodeError) as e:
         raise BadInput(f"cannot read the verifier key file {p}") from e
     return parse_vkey(text_or_file.strip())
+
+
+def cosign_receipt(
+    path: Path, url: str, vkey: NoteVerifier, client: httpx.Client | None = None
+) -> tuple[bool | None, str]:
+    """Issue 14: with witnesses configured (the trust policy), bring the receipt at ``path`` to
+    the server's newest checkpoint carrying their quorum (``ledger receipt refresh``).
+
+    (True, account) when it now carries the quorum; (None, why) when no witnesses are configured;
+    (False, why) when it could not be (most often: the log has not yet asked its witnesses to
+    cosign the checkpoint this submission made; the receipt is then left as written)."""
+    from ledger import trust
+    from ledger.refresh import refresh_receipt
+
+    _policy, witnesses, need = trust.resolve(None, [], None)
+    if not witnesses or need == 0:
+        return None, ("no witnesses configured (trust policy): the receipt carries the log's "
+                      "signature only")
+    try:
+        # no checkpoint memory here: a checkpoint not yet cosigned is no evidence of a split view
+        done = refresh_receipt(path, url, vkey, witnesses, need, None, client=client)
+    except LedgerError as e:
+        return False, (
+            f"receipt not cosigned ({oneline(str(e), 200)}): witnesses cosign a checkpoint when "
+            "the log asks them (`ledger witness add-checkpoint`); run `ledger receipt refresh "
+            f"{path} --server {url}` later"
+        )
+    return True, (f"receipt cosigned: {done.cosignatures} cosignature(s) on the checkpoint of "
+                  f"size {done.new_size}")
+

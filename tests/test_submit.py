@@ -1,9 +1,12 @@
 """Shared sealing (POST /api/v1/submit): a registered node submits a signed entry to a live
-server; stale chains are re-signed, forgeries, replays, bad files and floods are refused."""
+server; an entry signed over an older checkpoint of the log is taken (v2 entries), a replay is
+answered with the entry's index and appends nothing, forgeries, bad files and floods are
+refused."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +19,7 @@ from ledger import submit as submit_mod
 from ledger.bundle import Bundle
 from ledger.canonical import canonical_json
 from ledger.encoding import b64_encode
-from ledger.entries import node_key_id, sign_entry
+from ledger.entries import bundle_fields, node_key_id, sign_entry
 from ledger.errors import VerificationFailed
 from ledger.log import Log, utc_now
 from ledger.mirror import Mirror, Remote
@@ -80,11 +83,17 @@ def test_submit_appends_and_signs_a_checkpoint(
             }
         ),
         sk,
-    )
-    assert replay.status_code == 409
+    )  # the same bytes again (a retry after a lost answer): its index, nothing appended
+    assert replay.status_code == 200 and replay.json()["index"] == 6
+    assert log.store.size() == 7
 
 
-def test_stale_chain_is_re_signed(served: tuple[Log, BackgroundServer]) -> None:
+def test_older_checkpoint_is_a_prefix_not_a_conflict(
+    served: tuple[Log, BackgroundServer],
+) -> None:
+    """Issue 13: another node's seal between our checkpoint and our POST no longer makes us sign
+    again; the log takes the v2 entry at the next index. A v1 entry (an older client) keeps the
+    old rule: it must name the tree just before it."""
     log, srv = served
     sk = node_key(log)
     posts = []
@@ -93,7 +102,7 @@ def test_stale_chain_is_re_signed(served: tuple[Log, BackgroundServer]) -> None:
         def handle_request(self, request: httpx.Request) -> httpx.Response:
             if request.method == "POST":
                 posts.append(request)
-                if len(posts) == 1:  # another node seals first: our chain is stale
+                if len(posts) == 1:  # another node seals first
                     seal_range(log, sk, 700, 701)
             return super().handle_request(request)
 
@@ -101,7 +110,22 @@ def test_stale_chain_is_re_signed(served: tuple[Log, BackgroundServer]) -> None:
         done = submit_bundle(
             srv.url, Bundle.from_files(bundle_files(901)), fields(901), sk, log.verifier, client=c
         )
-    assert done.attempts == 2 and done.index == 7 and len(posts) == 2
+    assert done.attempts == 1 and done.index == 7 and len(posts) == 1
+    assert json.loads(done.entry)["prev_size"] == 6 and json.loads(done.entry)["v"] == 2
+    assert done.signed_over == 6 and done.receipt().signer is not None
+
+    def v1_body(i: int, size: int) -> bytes:
+        bundle = Bundle.from_files(bundle_files(i))
+        chain = {"origin": log.origin, "time": utc_now(), "prev_size": size,
+                 "prev_root": log.store.root(size).hex()}
+        entry = sign_entry(bundle_fields(chain, bundle, fields(i), node_key_id(
+            bytes(sk.verify_key))), sk)
+        files = {f.path: b64_encode(f.data) for f in bundle.files}
+        return canonical_json({"entry": b64_encode(entry), "files": files})
+
+    assert post(srv.url, v1_body(940, 7), sk).status_code == 409  # not the tree before it
+    ok = post(srv.url, v1_body(941, 8), sk)
+    assert ok.status_code == 200 and ok.json()["index"] == 8
 
 
 def test_refusals(served: tuple[Log, BackgroundServer]) -> None:
@@ -181,7 +205,8 @@ def test_read_only_server_refuses_and_cli_submit(
     log, srv = served
     with BackgroundServer(make_app(log.home)) as ro:
         assert post(ro.url, body_for(log, node_key(log), 920), node_key(log)).status_code == 404
-    bundle_dir = REPO / "bundles" / "vector_add"
+    bundle_dir = tmp_path / "vector_add"  # submit writes its receipt into the directory
+    shutil.copytree(REPO / "bundles" / "vector_add", bundle_dir)
     res = run_cli(
         "submit",
         str(bundle_dir),
@@ -198,6 +223,11 @@ def test_read_only_server_refuses_and_cli_submit(
     out = json.loads(res.stdout)
     assert out["index"] == 6 and out["report"]["verdict"] in ("verified", "partial")
     assert open_note(out["checkpoint"].encode(), [parse_vkey(vkey_of(log))])
+    assert out["receipt"] == str(bundle_dir / "ledger-receipt.json") and out["cosigned"] is None
+    offline = run_cli("verify", out["bundle_digest"], "--receipt", out["receipt"], "--vkey",
+                      vkey_of(log), "--json", home=tmp_path / "nowhere")
+    assert offline.returncode == 0, offline.stderr  # the receipt verifies with the key alone
+    assert json.loads(offline.stdout)["verdict"] in ("verified", "partial")
     wrong = run_cli(
         "submit",
         str(bundle_dir),

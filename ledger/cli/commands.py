@@ -444,6 +444,8 @@ def _print_seals(results: list[SealResult], refused: list[Refused], json_out: bo
             ]
         if refused:
             obj["refused"] = [{"directory": str(x.directory), "reason": x.reason} for x in refused]
+        if results and (cosign := _seal_cosign_note()) is not None:
+            obj["cosigned"], obj["cosign"] = False, cosign  # issue 14: why not
         output.emit_json(obj)
     else:
         for r in results:
@@ -454,6 +456,28 @@ def _print_seals(results: list[SealResult], refused: list[Refused], json_out: bo
             output.plain(f"  leaf    {r.sealed.leaf_hash.hex()}")
             if r.receipt is not None:
                 output.plain(f"  receipt {r.receipt}")
+        if any(r.receipt is not None for r in results) and (note := _seal_cosign_note()):
+            output.plain(f"note: {note}")
+
+
+def _seal_cosign_note() -> str | None:
+    """What ``seal`` says about cosignatures when witnesses are configured (issue 14): a local
+    seal makes a new checkpoint that no witness has seen yet, so its receipts cannot carry
+    cosignatures; None when no witnesses are configured."""
+    from ledger import trust
+
+    try:
+        _policy, witnesses, need = trust.resolve(None, [], None)
+    except LedgerError as e:
+        return f"receipts not cosigned: the trust policy cannot be read ({e})"
+    if not witnesses or need == 0:
+        return None
+    return (
+        f"receipts not cosigned (the trust policy asks for {need} of {len(witnesses)} "
+        "witnesses): the checkpoint this seal made is new and no witness has cosigned it; ask "
+        "them with `ledger witness add-checkpoint URL --vkey WVKEY`, then `ledger receipt "
+        "refresh FILE --server URL` brings each receipt to the cosigned checkpoint"
+    )
 
 
 def _only_key(keydir: Path) -> str:

@@ -222,8 +222,10 @@ def register(app: typer.Typer) -> None:
         home: HomeOpt = None,
         json_out: JsonOpt = False,
     ) -> None:
-        """Check a bundle locally, sign it with a node key registered in a remote log, and submit
-        it (shared sealing); re-sign when the log moved on."""
+        """Check a bundle locally, sign it over the server's verified checkpoint with a node key
+        registered in that log, submit it (shared sealing), wait until it is included, and write
+        its offline receipt into the bundle directory (cosigned when witnesses are configured and
+        have cosigned)."""
         from ledger.cli import wiring
         from ledger.httpclient import check_base_url
         from ledger.keys import load_node_secret, read_passphrase
@@ -243,9 +245,26 @@ def register(app: typer.Typer) -> None:
             if json_out:
                 output.emit_json({"refused": str(directory), "report": report.to_json()})
             raise typer.Exit(1)
+        from ledger import trust
+        from ledger.errors import LedgerError
+        from ledger.fsutil import write_atomic
+        from ledger.receipt import FILE_NAME
+        from ledger.submit import cosign_receipt
+
         done = submit_bundle(
-            server, bundle, wiring.contract_fields(bundle, report), sk, pinned, timeout=timeout
+            server, bundle, wiring.contract_fields(bundle, report), sk, pinned, timeout=timeout,
+            memory=trust.CheckpointMemory.default(),
         )
+        path = directory / FILE_NAME
+        receipt: Path | None = path
+        receipt_error = cosign = None
+        cosigned: bool | None = None
+        try:  # like seal: a receipt that cannot be written does not undo or hide the entry
+            write_atomic(path, done.receipt().to_bytes(), 0o644, exclusive=False)
+            cosigned, cosign = cosign_receipt(path, server, pinned)
+        except (LedgerError, OSError) as e:
+            receipt = None
+            receipt_error = str(e) if isinstance(e, LedgerError) else (e.strerror or str(e))
         if json_out:
             output.emit_json(
                 {
@@ -255,6 +274,10 @@ def register(app: typer.Typer) -> None:
                     "attempts": done.attempts,
                     "checkpoint": done.checkpoint.decode("utf-8"),
                     "report": report.to_json(),
+                    "receipt": str(receipt) if receipt is not None else None,
+                    "cosigned": cosigned,
+                    **({"receipt_error": receipt_error} if receipt_error else {}),
+                    **({"cosign": cosign} if cosign else {}),
                 }
             )
         else:
@@ -262,6 +285,17 @@ def register(app: typer.Typer) -> None:
                 f"submitted {directory}: index {done.index}  bundle {bundle.digest.hex()}  "
                 f"leaf {done.leaf_hash.hex()}  verdict {report.verdict}"
             )
+            if receipt is not None:
+                output.plain(f"  receipt {receipt}")
+        if cosigned is False and cosign:
+            output.error_line(f"{directory}: {cosign}")
+        if receipt_error is not None:
+            output.error_line(
+                f"{directory}: included as entry {done.index}, but its receipt could not be "
+                f"written ({receipt_error}); run `ledger receipt write {done.leaf_hash.hex()}` "
+                "on the log"
+            )
+            raise typer.Exit(3)
 
     witness_app = typer.Typer(
         help="A checkpoint witness (C2SP tlog-witness) and asking one to cosign.",
