@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import httpx
-from bench_mirror import build_origin, cpu, free_port  # type: ignore[import-not-found]
+from bench_mirror import build_origin, cpu, free_port
 
 from ledger.export import export_tiles
 from ledger.store import Store

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from ledger import merkle
 from ledger.errors import BadInput, CannotCheck, LedgerStateError, TamperDetected, UnknownHash
+from ledger.hashlevels import HashLevels, combine, inclusion_paths
 from ledger.note import Checkpoint, note_text, parse_checkpoint
 
 if TYPE_CHECKING:
@@ -37,9 +38,8 @@ if TYPE_CHECKING:
 DB_NAME = "ledger.db"
 LOCK_NAME = "write.lock"
 BUSY_TIMEOUT_MS = 60_000
-HASH_CACHE = 1 << 17  # upper-tree hashes a Store keeps in memory for proofs (< 20 MB)
-HASH_CACHE_LEVEL = 4  # ... at this level and above (subtrees of 16 entries or more)
-PRELOAD_AFTER_PROOFS = 64  # ... and after this many proofs, loads them all in one query
+PRELOAD_AFTER_PROOFS = 64  # a Store that has answered this many proofs keeps the tree's
+# stored hashes in memory from then on (ledger.hashlevels: the levels that fit in 64 MB)
 FLUSH_ROWS = 1024  # entries a Writer batches before inserting them
 BLOBS_REMEMBERED = 1 << 16  # blob digests a Writer remembers as put in its transaction
 APPEND_ONLY_TABLES = ("entries", "hashes", "blobs", "checkpoints", "keys", "revocations")
@@ -90,7 +90,7 @@ class Store:
     def __init__(self, conn: sqlite3.Connection, home: Path) -> None:
         self.conn = conn
         self.home = home
-        self._hash_cache: dict[tuple[int, int], bytes] = {}
+        self._levels: HashLevels | None = None  # stored hashes in memory, for proofs
         self._proofs = 0
         origin = self.meta("origin")
         if origin is None:
@@ -193,48 +193,66 @@ class Store:
         return merkle.tree_root(self.size() if size is None else size, self.stored_hash)
 
     def inclusion_proof(self, index: int, size: int) -> list[bytes]:
-        return self._prefetched(lambda get: merkle.inclusion_proof(index, size, get))
+        levels = self._hash_levels(size)
+        if levels is None:
+            return self._prefetched(lambda get: merkle.inclusion_proof(index, size, get))
+        fast = levels.inclusion_proof(index, size)  # the whole tree in memory (up to ~10^6)
+        if fast is not None:
+            return fast
+        if not 0 <= index < size:
+            raise BadInput(f"leaf index {index} is not in a tree of size {size}")
+        paths = inclusion_paths(index, size)
+        got: dict[tuple[int, int], bytes] = {}
+        for path in paths:
+            for a in path:
+                h = levels.get(*a)
+                if h is not None:
+                    got[a] = h
+        missing = [a for path in paths for a in path if a not in got]
+        if missing:  # the levels below ``low``: one batched read
+            got.update(self._read_hashes(missing))
+        return [combine([got[a] for a in path]) for path in paths]
 
     def consistency_proof(self, old: int, new: int) -> list[bytes]:
-        return self._prefetched(lambda get: merkle.consistency_proof(old, new, get))
+        levels = self._hash_levels(new)
+        fast = None if levels is None else levels.consistency_proof(old, new)
+        if fast is not None:  # the whole tree in memory (up to ~10^6 entries)
+            return fast
+        return self._prefetched(lambda get: merkle.consistency_proof(old, new, get), new)
 
-    def _preload_upper_levels(self) -> None:
-        """A Store that keeps answering proofs (a server) loads the upper levels at once: the
-        lowest level whose rows, with all above, fit in the cache, and never below level 4."""
-        size = self.size()
-        level = HASH_CACHE_LEVEL
-        while (size >> max(level - 1, 0)) > HASH_CACHE // 2:
-            level += 1
-        cache = self._hash_cache
-        cache.clear()
-        for lv, n, h in self.conn.execute(
-            "SELECT level, n, hash FROM hashes WHERE level >= ?", (level,)
-        ):
-            cache[(int(lv), int(n))] = bytes(h)
-
-    def _prefetched(self, proof: Callable[[merkle.GetStored], list[bytes]]) -> list[bytes]:
-        """Run ``proof`` twice: first to learn which stored hashes it reads (the addresses depend
-        only on the sizes, never on hash values), then on those hashes fetched in one query."""
-        need: list[tuple[int, int]] = []
-
-        def record(level: int, n: int) -> bytes:
-            need.append((level, n))
-            return merkle.EMPTY_ROOT
-
-        proof(record)
-        cache = self._hash_cache
+    def _hash_levels(self, size: int) -> HashLevels | None:
+        """The stored hashes in memory, for a Store that keeps answering proofs (a server): after
+        ``PRELOAD_AFTER_PROOFS`` proofs, filled from the committed rows (then only the new rows
+        whenever a proof is for a larger tree); never inside a transaction, whose rows a rollback
+        would take back."""
         self._proofs += 1
-        if self._proofs == PRELOAD_AFTER_PROOFS and not self.conn.in_transaction:
-            self._preload_upper_levels()
+        if self._proofs < PRELOAD_AFTER_PROOFS or self.conn.in_transaction:
+            return None
+        levels = self._levels
+        if levels is None:
+            levels = self._levels = HashLevels()
+        if size > levels.size:
+            try:
+                levels.fill(self.size(), self._read_level)
+            except LookupError:  # a row missing or malformed: the reads below report it
+                self._levels = None
+                self._proofs = -(1 << 62)  # and never again for this Store
+                return None
+        return levels
+
+    def _read_level(self, level: int, start: int, end: int) -> Iterator[bytes]:
+        for (h,) in self.conn.execute(
+            "SELECT hash FROM hashes WHERE level=? AND n>=? AND n<? AND length(hash)=32 "
+            "ORDER BY n",
+            (level, start, end),
+        ):
+            yield bytes(h)
+
+    def _read_hashes(self, need: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+        """The stored hashes at ``need``, in one query per 400; TamperDetected when one is
+        missing."""
         got: dict[tuple[int, int], bytes] = {}
-        missing = []
-        for key in dict.fromkeys(need):
-            h = cache.get(key)
-            if h is None:
-                missing.append(key)
-            else:
-                got[key] = h
-        need = missing
+        need = list(dict.fromkeys(need))
         for i in range(0, len(need), 400):
             part = need[i : i + 400]
             where = " OR ".join(["(level=? AND n=?)"] * len(part))
@@ -243,23 +261,35 @@ class Store:
                 f"SELECT level, n, hash FROM hashes WHERE {where}", args
             ):
                 got[(int(level), int(n))] = bytes(h)
-        # A complete subtree's hash never changes once committed: keep the upper levels (a few
-        # thousand hashes at 10^6 entries, shared by every proof). Never rows this connection
-        # wrote in an open transaction, which a rollback would take back.
-        if not self.conn.in_transaction:
-            if len(cache) > HASH_CACHE:
-                cache.clear()
+        for key in need:
+            if key not in got:
+                raise TamperDetected(f"stored hash {key} is missing from the database")
+        return got
+
+    def _prefetched(
+        self, proof: Callable[[merkle.GetStored], list[bytes]], size: int | None = None
+    ) -> list[bytes]:
+        """Run ``proof`` twice: first to learn which stored hashes it reads (the addresses depend
+        only on the sizes, never on hash values), then on those hashes, from memory
+        (``_hash_levels``, given the tree ``size``) or fetched in one query."""
+        need: list[tuple[int, int]] = []
+
+        def record(level: int, n: int) -> bytes:
+            need.append((level, n))
+            return merkle.EMPTY_ROOT
+
+        proof(record)
+        levels = self._hash_levels(size) if size is not None else None
+        got: dict[tuple[int, int], bytes] = {}
+        if levels is not None:
             for key in need:
-                if key[0] >= HASH_CACHE_LEVEL and key in got:
-                    cache[key] = got[key]
-
-        def stored(level: int, n: int) -> bytes:
-            h = got.get((level, n))
-            if h is None:
-                raise TamperDetected(f"stored hash ({level}, {n}) is missing from the database")
-            return h
-
-        return proof(stored)
+                h = levels.get(*key)
+                if h is not None:
+                    got[key] = h
+        missing = [key for key in need if key not in got]
+        if missing:
+            got.update(self._read_hashes(missing))
+        return proof(lambda level, n: got[(level, n)])
 
     def checkpoint(self) -> bytes:
         """The latest checkpoint: the one for the largest tree. Never "the last row inserted": a
