@@ -329,7 +329,7 @@ class Answers:
         self.partial: tuple[View | None, dict[str, _Answer]] = (None, {})
 
     def get(self, path: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> _Answer | None:
-        if path.startswith("/tile/"):
+        if path.startswith("/tile/") and "#" not in path:  # "#": the cache keys' suffix
             key = compress.tile_key(path, headers)  # an entry bundle: gzip when accepted
             return self.tiles.get(key) or self.tile(path, key)
         if path == "/checkpoint":
