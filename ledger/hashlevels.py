@@ -6,7 +6,8 @@ within 3x of Go's sumdb/tlog, which proves from hashes in memory).
 per hash and no per-hash object. ``low`` is the lowest level whose rows, with all the
 levels above, fit in ``budget`` bytes: at 10^6 entries the whole tree (64 MB), at 10^7 the levels
 from 4 up. ``fill`` reads only the rows it does not hold yet (stored hashes never change once
-committed), so following a growing log costs the new rows only.
+committed), top level first and a bounded number per call, so following a growing log costs the
+new rows only and filling a large tree never stalls one request for long.
 
 ``inclusion_paths`` computes which stored hashes an inclusion proof combines, without hashing,
 so a proof is: the addresses, the hashes (from memory, the rest in one batched read), and at
@@ -52,32 +53,45 @@ class HashLevels:
         self.levels: list[list[bytes]] = []  # index: level; below ``low``: empty
         self._edges: dict[tuple[int, int], bytes] = {}  # right-edge subtree hashes by range
 
-    def fill(self, size: int, read: ReadLevel) -> None:
+    def fill(self, size: int, read: ReadLevel, max_rows: int | None = None) -> bool:
         """Hold every stored hash of a tree of ``size`` leaves from level ``lowest_level`` up,
-        reading the rows not held yet with ``read(level, start, end)`` (committed rows only)."""
+        reading the rows not held yet with ``read(level, start, end)`` (committed rows only),
+        top level first; with ``max_rows``, at most that many rows this call (a server fills
+        a large tree over several proofs instead of stalling on one). True when complete: then
+        ``size`` is the tree the levels hold."""
         if size <= self.size:
-            return
+            return True
         low = lowest_level(size, self.budget)
         top = size.bit_length()
         while len(self.levels) <= top:
             self.levels.append([])
-        for level in range(low):
-            self.levels[level] = []  # over the budget now: dropped
-        for level in range(low, top + 1):
-            chunks = self.levels[level]
+        if low > self.low:
+            self.size = 0  # the levels below ``low`` go: no tree is held whole meanwhile
+            for level in range(low):
+                self.levels[level] = []
+        self.low = low
+        rows = 0
+        for level in range(top, low - 1, -1):
             have = self.count(level)
             want = size >> level
-            if have >= want:
+            end = want if max_rows is None else min(want, have + max_rows - rows)
+            if end <= have:
+                if have < want:
+                    return False
                 continue
-            got = b"".join(read(level, have, want))
-            if len(got) != (want - have) * HASH_SIZE:
-                raise LookupError(f"stored hashes of level {level} are missing below {want}")
+            got = b"".join(read(level, have, end))
+            if len(got) != (end - have) * HASH_SIZE:
+                raise LookupError(f"stored hashes of level {level} are missing below {end}")
+            chunks = self.levels[level]
             if chunks and len(chunks[-1]) < CHUNK * HASH_SIZE:
                 got = chunks.pop() + got
             step = CHUNK * HASH_SIZE
             chunks.extend(got[k : k + step] for k in range(0, len(got), step))
-        self.low = low
+            rows += end - have
+            if end < want:
+                return False
         self.size = size
+        return True
 
     def count(self, level: int) -> int:
         chunks = self.levels[level] if level < len(self.levels) else []
@@ -85,7 +99,7 @@ class HashLevels:
 
     def get(self, level: int, n: int) -> bytes | None:
         """The stored hash ``(level, n)``, or None when not held."""
-        if level < self.low or level >= len(self.levels) or n < 0:
+        if level >= len(self.levels) or n < 0:
             return None
         chunks = self.levels[level]
         c = n >> CHUNK_BITS

@@ -39,7 +39,8 @@ DB_NAME = "ledger.db"
 LOCK_NAME = "write.lock"
 BUSY_TIMEOUT_MS = 60_000
 PRELOAD_AFTER_PROOFS = 64  # a Store that has answered this many proofs keeps the tree's
-# stored hashes in memory from then on (ledger.hashlevels: the levels that fit in 64 MB)
+# stored hashes in memory from then on (ledger.hashlevels: the levels that fit in 64 MB), reading
+FILL_ROWS = 1 << 14  # at most this many of them per proof (0.02-0.1 s) until it holds them all
 FLUSH_ROWS = 1024  # entries a Writer batches before inserting them
 BLOBS_REMEMBERED = 1 << 16  # blob digests a Writer remembers as put in its transaction
 APPEND_ONLY_TABLES = ("entries", "hashes", "blobs", "checkpoints", "keys", "revocations")
@@ -222,9 +223,9 @@ class Store:
 
     def _hash_levels(self, size: int) -> HashLevels | None:
         """The stored hashes in memory, for a Store that keeps answering proofs (a server): after
-        ``PRELOAD_AFTER_PROOFS`` proofs, filled from the committed rows (then only the new rows
-        whenever a proof is for a larger tree); never inside a transaction, whose rows a rollback
-        would take back."""
+        ``PRELOAD_AFTER_PROOFS`` proofs, filled from the committed rows, ``FILL_ROWS`` per proof
+        (then only the new rows whenever a proof is for a larger tree); never inside a
+        transaction, whose rows a rollback would take back. Hashes not held yet are read."""
         self._proofs += 1
         if self._proofs < PRELOAD_AFTER_PROOFS or self.conn.in_transaction:
             return None
@@ -233,7 +234,7 @@ class Store:
             levels = self._levels = HashLevels()
         if size > levels.size:
             try:
-                levels.fill(self.size(), self._read_level)
+                levels.fill(self.size(), self._read_level, FILL_ROWS)
             except LookupError:  # a row missing or malformed: the reads below report it
                 self._levels = None
                 self._proofs = -(1 << 62)  # and never again for this Store

@@ -68,6 +68,12 @@ def test_levels_fill_grow_and_budget() -> None:
     top = (1000).bit_length() - 1
     assert levels.get(top, 0) == tree[(top, 0)]
     assert levels.get(levels.low, (1000 >> levels.low)) is None  # beyond the tree
+    step = HashLevels()
+    calls = 0
+    while not step.fill(1000, reader(tree), max_rows=300):
+        calls += 1
+        assert step.size == 0 and step.inclusion_proof(5, 1000) is None
+    assert calls >= 6 and step.size == 1000 and step.nbytes() == len(tree) * 32
     whole = HashLevels()
     whole.fill(1000, reader(tree))
     assert whole.low == 0 and whole.nbytes() == len(tree) * 32
@@ -76,16 +82,19 @@ def test_levels_fill_grow_and_budget() -> None:
         HashLevels().fill(1000, reader(tree))
 
 
-@pytest.mark.parametrize("budget", [64 * 32, 1 << 20])
+@pytest.mark.parametrize(("budget", "fill_rows"), [(64 * 32, 1 << 16), (1 << 20, 1 << 16),
+                                                   (1 << 20, 37)])
 def test_store_proofs_from_memory_match(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget: int, fill_rows: int
 ) -> None:
     """A Store past PRELOAD_AFTER_PROOFS answers from memory (the whole tree, or with a small
-    budget the upper levels and the lowest ones in one batched read), and follows the tree as
-    it grows."""
+    budget the upper levels and the lowest ones in one batched read; filled a few rows per proof
+    meanwhile), and follows the tree as it grows."""
     import ledger.hashlevels as hl
+    import ledger.store as store_mod
 
     monkeypatch.setattr(hl, "HASH_CACHE_BYTES", budget)
+    monkeypatch.setattr(store_mod, "FILL_ROWS", fill_rows)
     store = Store.create(tmp_path / "h", "test.example/levels")
     try:
         for part in (range(0, 200), range(200, 333)):
@@ -104,6 +113,7 @@ def test_store_proofs_from_memory_match(
                 )
             assert store._levels is not None
             assert (store._levels.low > 0) == (budget < 1 << 20)
+            assert store._levels.size == size  # filled by now, 37 rows per proof or at once
         assert store._proofs > PRELOAD_AFTER_PROOFS
         with pytest.raises(BadInput):
             store.inclusion_proof(size, size)
