@@ -13,8 +13,9 @@ kind, after a warm-up batch and a GC) and then the same batches on the Store in 
 (after the warm-up proofs that fill the server's in-memory levels, ``FILL_ROWS`` rows per proof;
 the time that takes and its slowest proof are reported separately). A batch's figure is its mean
 time per proof, wall clock and CPU time; a round's figure is the median over its batches; the
-ratio Store / Go is taken within the round. --repeat rounds give min / median / max. Also reported: the first proofs of a fresh Store (one batched
-SQLite read per proof, the path of a one-off `ledger` command).
+ratio Store / Go is taken within the round. --repeat rounds give min / median / max. Also
+reported: the first proofs of a fresh Store (one batched SQLite read per proof, the path of a
+one-off `ledger` command).
 
     .venv/bin/python bench/bench_proofs.py [--entries 1000000] [--repeat 3]
 
