@@ -11,20 +11,11 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.table import Table
+if TYPE_CHECKING:  # rich loads on first output, not at start-up (``ledger --help``, issue 12)
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
 
 
 def _columns() -> int | None:
@@ -33,11 +24,31 @@ def _columns() -> int | None:
     return int(raw) if raw.isascii() and raw.isdigit() and 20 <= int(raw) <= 10_000 else None
 
 
-# On a terminal or with $COLUMNS: tables and text fit that width (long words folded). Otherwise
-# (a pipe, a file, CI logs): 160 columns and text lines never folded, so they stay greppable.
-_FIT = sys.stdout.isatty() or _columns() is not None
-out = Console(highlight=False, soft_wrap=not _FIT, width=_columns() or (None if _FIT else 160))
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+def _make(name: str) -> Console:
+    from rich.console import Console
+
+    if name == "err":
+        return Console(stderr=True, highlight=False, soft_wrap=True)
+    # On a terminal or with $COLUMNS: tables and text fit that width (long words folded).
+    # Otherwise (a pipe, a file, CI logs): 160 columns and text lines never folded, so they stay
+    # greppable.
+    fit = sys.stdout.isatty() or _columns() is not None
+    return Console(highlight=False, soft_wrap=not fit, width=_columns() or (None if fit else 160))
+
+
+def __getattr__(name: str) -> Console:
+    """``out`` (stdout) and ``err`` (stderr): the two consoles, made on first use."""
+    if name in ("out", "err"):
+        console = _make(name)
+        globals()[name] = console
+        return console
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _console(name: str) -> Console:
+    found: Console | None = globals().get(name)
+    return found if found is not None else __getattr__(name)
+
 
 STATUS_STYLE = {"passed": "green", "failed": "bold red", "skipped": "yellow"}
 VERDICT_STYLE = {"verified": "bold green", "partial": "bold yellow", "failed": "bold red"}
@@ -55,6 +66,8 @@ def clean(text: object) -> str:
 
 def esc(text: object) -> str:
     """``clean`` and then escaped for rich markup: for every table cell and title (issue 9)."""
+    from rich.markup import escape
+
     return escape(clean(text))
 
 
@@ -70,10 +83,13 @@ def error_line(message: str) -> None:
 
 
 def plain(text: str) -> None:
-    out.print(clean(text), markup=False)
+    _console("out").print(clean(text), markup=False)
 
 
 def report_table(report: Any, recorded: Sequence[Any] = ()) -> None:
+    from rich.table import Table
+
+    out = _console("out")
     tools = {c.id: (c.tool, c.version) for c in recorded}
     table = Table(title=f"bundle {esc(report.bundle_digest)}", title_justify="left")
     # check ids are never cut or folded (two ids cut to the same text would read as one check):
@@ -111,19 +127,35 @@ def short_tool(tool: str, version: str) -> str:
 
 
 def rows_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    from rich.table import Table
+
     table = Table(title=esc(title), title_justify="left")
     for c in columns:
         table.add_column(esc(c), overflow="fold")
     for r in rows:
         table.add_row(*[esc(x) for x in r])
-    out.print(table)
+    _console("out").print(table)
 
 
 @contextmanager
 def progress(description: str, total: int | None, enabled: bool = True) -> Iterator[Bar]:
     """A progress bar on stderr (only on a terminal and when enabled), with an ETA when the total
     is known. ``step(text)`` names the step that starts and moves the bar by one (the previous
-    step is done); ``update`` sets the count (and the total, once it is known)."""
+    step is done); ``update`` sets the count (and the total, once it is known). Off a terminal
+    the bar is a no-op and rich's progress module is never loaded (start-up, issue 12)."""
+    err = _console("err") if enabled else None
+    if err is None or not err.is_terminal:
+        yield Bar(None, None, description)
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -132,7 +164,6 @@ def progress(description: str, total: int | None, enabled: bool = True) -> Itera
         TimeRemainingColumn(),
         console=err,
         transient=True,
-        disable=not (enabled and err.is_terminal),
     )
     with bar:
         task = bar.add_task(esc(description), total=total)
@@ -140,18 +171,23 @@ def progress(description: str, total: int | None, enabled: bool = True) -> Itera
 
 
 class Bar:
-    def __init__(self, bar: Progress, task: TaskID, description: str) -> None:
+    """Drives a rich progress bar; with ``bar`` None (no terminal) every call does nothing."""
+
+    def __init__(self, bar: Progress | None, task: TaskID | None, description: str) -> None:
         self.bar, self.task, self.description = bar, task, description
         self.steps = 0  # steps started
 
     def advance(self, n: int = 1) -> None:
-        self.bar.advance(self.task, n)
+        if self.bar is not None and self.task is not None:
+            self.bar.advance(self.task, n)
 
     def step(self, text: str) -> None:
         self.update(self.steps, text)
         self.steps += 1
 
     def update(self, completed: int, text: str | None = None, total: int | None = None) -> None:
+        if self.bar is None or self.task is None:
+            return
         fields: dict[str, Any] = {"completed": completed}
         if text is not None:
             fields["description"] = f"{esc(self.description)} {esc(text)}"
