@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ledger.errors import CannotCheck
+from verify.ptxsim.compiler import build
 from verify.ptxsim.errors import Finding, PtxSyntaxError, SimResult, UnsupportedPtx
 from verify.ptxsim.machine import Machine
 from verify.ptxsim.memory import GlobalSpace
 from verify.ptxsim.parser import Module as _Parsed
 from verify.ptxsim.parser import parse
-from verify.ptxsim.program import Program, build
+from verify.ptxsim.program import Program
 
 __all__ = [
     "Buffer",

@@ -22,16 +22,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from verify.ptxsim.errors import Finding, NotConverged, UnsupportedPtx
-from verify.ptxsim.memory import GlobalSpace, SharedSpace
-from verify.ptxsim.program import CInstr, Program
+from verify.ptxsim.memory import CpAsync, GlobalSpace, SharedSpace
+from verify.ptxsim.program import CInstr, Kind, Program
 
-NORMAL, BRANCH, EXIT, BARRIER = 0, 1, 2, 3
+# the one instruction-kind enum, bound to module names the run loop reads
+NORMAL, BRANCH, EXIT, BARRIER = Kind.NORMAL, Kind.BRANCH, Kind.EXIT, Kind.BARRIER
 
 
 def _as_slice(idx: np.ndarray | None) -> Any:
@@ -89,16 +89,6 @@ class _Specials(dict[str, Any]):
         v = np.asarray(f()).astype(np.uint32)
         self[key] = v
         return v
-
-
-@dataclass
-class CpAsync:
-    dst: np.ndarray  # flat shared byte index of the first byte
-    data: np.ndarray  # (n, width) uint8, read at issue time (zero-filled past src-size)
-    threads: np.ndarray
-    group: np.ndarray
-    line: int
-    src: np.ndarray  # global address of the first source byte (bytes read: width, src-size)
 
 
 class Machine:

@@ -34,6 +34,18 @@ Report = Callable[[str, str, int, int | None], None]  # kind, message, thread, a
 
 
 @dataclass
+class CpAsync:
+    """One ``cp.async`` copy in flight: it lands in shared memory at its group's wait."""
+
+    dst: np.ndarray  # flat shared byte index of the first byte
+    data: np.ndarray  # (n, width) uint8, read at issue time (zero-filled past src-size)
+    threads: np.ndarray
+    group: np.ndarray
+    line: int
+    src: np.ndarray  # global address of the first source byte (bytes read: width, src-size)
+
+
+@dataclass
 class GlobalBuffer:
     name: str
     intent: str

@@ -14,13 +14,11 @@ from typing import TYPE_CHECKING
 from verify.ptxsim import ops_alu, ops_cvt, ops_float, ops_mem, ops_warp
 from verify.ptxsim.ops_alu import ptype
 from verify.ptxsim.parser import Imm, Sym
-from verify.ptxsim.program import CInstr, Ctx, Fn
+from verify.ptxsim.program import CInstr, Ctx, Fn, Kind
 from verify.ptxsim.values import Idx, is_float, unsupported
 
 if TYPE_CHECKING:
     from verify.ptxsim.machine import Machine
-
-NORMAL, BRANCH, EXIT, BARRIER = 0, 1, 2, 3
 
 FLOAT_ROOTS = {"rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "fma"}
 ARITH_ROOTS = {"add", "sub", "mul", "mad", "div", "rem", "min", "max", "abs", "neg", "and", "or",
@@ -74,9 +72,9 @@ def _compile(ctx: Ctx) -> CInstr:
     if root == "bra":
         if len(ins.operands) != 1 or not isinstance(ins.operands[0], Sym):
             raise unsupported(ins, "indirect branch")
-        return CInstr(ins.line, ins, BRANCH, _noop, guard, target=-2)
+        return CInstr(ins.line, ins, Kind.BRANCH, _noop, guard, target=-2)
     if root in ("ret", "exit"):
-        return CInstr(ins.line, ins, EXIT, _noop, guard)
+        return CInstr(ins.line, ins, Kind.EXIT, _noop, guard)
     if root in ("bar", "barrier") and (len(parts) == 1 or parts[1] in ("sync", "aligned")
                                        or parts[1:] == ["cta", "sync"]):
         if any(p in ("arrive", "red") for p in parts):
@@ -89,16 +87,16 @@ def _compile(ctx: Ctx) -> CInstr:
             if not isinstance(ops[1], Imm):
                 raise unsupported(ins, "barrier thread count in a register")
             count = int(ops[1].text, 0)
-        return CInstr(ins.line, ins, BARRIER, _noop, guard, bar_count=count)
+        return CInstr(ins.line, ins, Kind.BARRIER, _noop, guard, bar_count=count)
     if root in ("bar", "barrier") and len(parts) > 1 and parts[1] == "warp":
-        return CInstr(ins.line, ins, NORMAL, ops_warp.warp_sync(ctx), guard)
+        return CInstr(ins.line, ins, Kind.NORMAL, ops_warp.warp_sync(ctx), guard)
     if root in ("membar", "fence"):
         if any(p.startswith("proxy") for p in parts):
             raise unsupported(ins)
-        return CInstr(ins.line, ins, NORMAL, _noop, guard)
+        return CInstr(ins.line, ins, Kind.NORMAL, _noop, guard)
     if root == "cp" and (len(parts) < 2 or parts[1] != "async" or len(parts) < 3):
         raise unsupported(ins)
     b = BUILDERS.get(root)
     if b is None:
         raise unsupported(ins)
-    return CInstr(ins.line, ins, NORMAL, b(ctx), guard)
+    return CInstr(ins.line, ins, Kind.NORMAL, b(ctx), guard)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from verify.ptxsim.access import access
-from verify.ptxsim.memory import LOCAL_GENERIC, SHARED_GENERIC, UINT
+from verify.ptxsim.memory import LOCAL_GENERIC, SHARED_GENERIC, UINT, CpAsync
 from verify.ptxsim.ops_alu import ptype
 from verify.ptxsim.parser import Imm, type_size
 from verify.ptxsim.program import Ctx, Fn
@@ -286,8 +286,6 @@ def cp_async(ctx: Ctx) -> Fn:
     srcsize = ctx.get(ops[3], ".u32") if len(ops) > 3 else None
 
     def issue(m: Machine, idx: Idx) -> None:
-        from verify.ptxsim.machine import CpAsync
-
         tids = m.all_idx(idx)
         d = np.broadcast_to(np.asarray(dst(m, idx), np.uint64), tids.shape)
         s = np.broadcast_to(np.asarray(src(m, idx), np.uint64), tids.shape)
