@@ -185,7 +185,7 @@ def audit(
                     res.add(i, f"entry {i}: bundle file {fd.hex()} is missing")
             blob_batch.clear()
 
-    for idx, lh, data, etype, digest in conn.execute(
+    for idx, lh, data, etype, digest in store.scan(
         "SELECT idx, leaf_hash, data, type, bundle_digest FROM entries ORDER BY idx"
     ):
         data = bytes(data)
@@ -292,11 +292,9 @@ def _check_checkpoint_order(store: Store, res: AuditResult) -> None:
 
 
 def _check_triggers(store: Store, res: AuditResult) -> None:
-    import sqlite_utils
-
     from ledger.store import APPEND_ONLY_TABLES
 
-    have = {t.name for t in sqlite_utils.Database(store.conn).triggers}
+    have = store.trigger_names()
     for table in APPEND_ONLY_TABLES:
         for kind in ("no_update", "no_delete"):
             if f"{table}_{kind}" not in have:
@@ -313,7 +311,7 @@ def _signature_pool(size: int) -> ProcessPoolExecutor | None:
 
 
 def _checkpoints_by_size(store: Store) -> Iterator[tuple[int, bytes]]:
-    for size, note in store.conn.execute("SELECT size, note FROM checkpoints ORDER BY size, id"):
+    for size, note in store.scan("SELECT size, note FROM checkpoints ORDER BY size, id"):
         yield int(size), bytes(note)
 
 

@@ -54,7 +54,7 @@ from ledger.note import (
     parse_vkey,
     sign_note,
 )
-from ledger.store import DB_NAME, LOCK_NAME, Store, Writer
+from ledger.store import DB_NAME, LOCK_NAME, URL_NAME, Store, Writer
 
 LOG_KEY = "log.key"
 LOG_VKEY = "log.vkey"
@@ -129,12 +129,17 @@ class Log:
     # -- life cycle ----------------------------------------------------------------------------
 
     @classmethod
-    def init(cls, home: Path, origin: str) -> Log:
+    def init(cls, home: Path, origin: str, db: str | None = None) -> Log:
         """Create a ledger in ``home``. Everything is validated first, then built in a private
         temporary directory next to ``home`` and renamed into place, so a failure or a crash
-        leaves no half-built ledger that would block a second ``init``."""
+        leaves no half-built ledger that would block a second ``init``. With ``db`` (a
+        ``postgresql://`` URL) the log lives in that database and ``home`` names it."""
         check_origin(origin)
-        if os.path.lexists(home / "ledger.db") or os.path.lexists(home / LOG_KEY):
+        if db is not None:
+            from ledger.pgstore import check_url
+
+            check_url(db)
+        if any(os.path.lexists(home / n) for n in (DB_NAME, URL_NAME, LOG_KEY)):
             raise LedgerStateError(f"{home} holds a ledger already")
         if os.path.lexists(home) and not home.is_dir():
             raise LedgerStateError(f"{home} exists and is not a directory")
@@ -147,20 +152,20 @@ class Log:
         except OSError as e:
             raise BadInput(f"cannot create a ledger in {home}: {e.strerror}") from e
         try:
-            cls._build(tmp, origin)
+            cls._build(tmp, origin, db)
             cls._move_into_place(tmp, home)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return cls.open(home)
 
     @classmethod
-    def _build(cls, home: Path, origin: str) -> None:
+    def _build(cls, home: Path, origin: str, db: str | None = None) -> None:
         seed = bytes(nacl.signing.SigningKey.generate())
         write_atomic(home / LOG_KEY, (format_skey(origin, seed) + "\n").encode(), 0o600)
         signer = parse_skey(format_skey(origin, seed))
         vkey = format_vkey(origin, signer.public)
         write_atomic(home / LOG_VKEY, (vkey + "\n").encode(), 0o644)
-        store = Store.create(home, origin)
+        store = Store.create(home, origin, db)
         try:
             store.set_meta("vkey", vkey)
             log = cls(store, signer, parse_vkey(vkey))
@@ -195,8 +200,9 @@ class Log:
                 raise BadInput(f"cannot create a ledger in {home}: {e.strerror}") from e
         # home holds other files (e.g. keys/ made before init): move ours in, the database
         # last; it is what marks a ledger as existing
-        names = [n for n in (DB_NAME + "-wal", DB_NAME + "-shm") if (tmp / n).exists()]
-        for name in (LOG_VKEY, LOG_KEY, *names, DB_NAME):
+        last = [n for n in (DB_NAME + "-wal", DB_NAME + "-shm", DB_NAME, URL_NAME)
+                if (tmp / n).exists()]
+        for name in (LOG_VKEY, LOG_KEY, *last):
             try:
                 os.link(tmp / name, home / name, follow_symlinks=False)
             except FileExistsError as e:

@@ -15,6 +15,13 @@ refuse UPDATE and DELETE on every table that holds history, so the database itse
 Writers take ``BEGIN IMMEDIATE`` (``Store.writer()``), so several processes may append at once and
 the indices stay contiguous: each writer reads the size and the right edge of the tree inside its
 own transaction.
+
+The same ledger may live on a PostgreSQL server instead (``ledger init --db postgresql://...``):
+then ``LEDGER_HOME`` holds a small trusted file naming the database (``db.url``), the connection
+(``ledger.pgstore.PgConn``) speaks PostgreSQL's dialect for every query below, and a
+``ledger.pgstore.PgBackend`` does the few steps spelt differently (the write transaction, streamed
+reads, the trigger list). ``Store.open`` chooses by that file, never by anything a request
+carries.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ledger import merkle
 from ledger.errors import BadInput, CannotCheck, LedgerStateError, TamperDetected, UnknownHash
@@ -34,9 +41,11 @@ from ledger.note import Checkpoint, note_text, parse_checkpoint
 
 if TYPE_CHECKING:
     from ledger.entries import NodeKey
+    from ledger.pgstore import PgBackend
 
 DB_NAME = "ledger.db"
 LOCK_NAME = "write.lock"
+URL_NAME = "db.url"  # in LEDGER_HOME: the PostgreSQL database holding this ledger (ledger.pgstore)
 BUSY_TIMEOUT_MS = 60_000
 PRELOAD_AFTER_PROOFS = 64  # a Store that has answered this many proofs keeps the tree's
 # stored hashes in memory from then on (ledger.hashlevels: the levels that fit in 64 MB), reading
@@ -76,6 +85,23 @@ MIGRATIONS: tuple[str, ...] = (
 )
 
 
+class Cursor(Protocol):
+    def fetchone(self) -> Any: ...
+    def fetchall(self) -> list[Any]: ...
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Conn(Protocol):
+    """What a Store asks of its connection: ``sqlite3.Connection``, or ``ledger.pgstore.PgConn``
+    (SQLite's ``?`` placeholders and ``INSERT OR ...`` spelled for PostgreSQL)."""
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor: ...
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor: ...
+    @property
+    def in_transaction(self) -> bool: ...
+    def close(self) -> None: ...
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
@@ -88,9 +114,10 @@ def _connect(path: Path) -> sqlite3.Connection:
 class Store:
     """A ledger database. Readers see committed state; writers use ``writer()``."""
 
-    def __init__(self, conn: sqlite3.Connection, home: Path) -> None:
+    def __init__(self, conn: Conn, home: Path, backend: PgBackend | None = None) -> None:
         self.conn = conn
         self.home = home
+        self.backend = backend  # None: SQLite
         self._levels: HashLevels | None = None  # stored hashes in memory, for proofs
         self._proofs = 0
         origin = self.meta("origin")
@@ -101,10 +128,15 @@ class Store:
     # -- opening -------------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, home: Path, origin: str) -> Store:
+    def create(cls, home: Path, origin: str, db: str | None = None) -> Store:
         from ledger.fsutil import private_dir
 
         private_dir(home)
+        if db is not None:  # a postgresql:// URL
+            from ledger.pgstore import PgBackend
+
+            backend = PgBackend.create(home / URL_NAME, origin, db)
+            return cls(backend.conn, home, backend)
         path = home / DB_NAME
         if os.path.lexists(path):
             raise LedgerStateError(f"{home} holds a ledger already")
@@ -118,6 +150,11 @@ class Store:
     @classmethod
     def open(cls, home: Path) -> Store:
         path = home / DB_NAME
+        if os.path.lexists(home / URL_NAME):
+            from ledger.pgstore import PgBackend
+
+            backend = PgBackend.open(home / URL_NAME)
+            return cls(backend.conn, home, backend)
         if not path.is_file():
             raise LedgerStateError(
                 f"no ledger at {home} (run `ledger init --origin ORIGIN`, or set LEDGER_HOME)"
@@ -167,9 +204,23 @@ class Store:
         for (data,) in cur:
             yield bytes(data)
 
+    def scan(self, sql: str, parameters: Sequence[Any] = ()) -> Iterator[Any]:
+        """The rows of a query that may return the whole log, streamed (other queries may run on
+        this connection meanwhile): SQLite steps its cursor; PostgreSQL uses a server cursor."""
+        if self.backend is not None:
+            return self.backend.scan(sql, parameters)
+        return iter(self.conn.execute(sql, parameters))
+
+    def trigger_names(self) -> set[str]:
+        """Names of the database's enabled triggers (``ledger audit`` checks none was dropped)."""
+        if self.backend is not None:
+            return self.backend.trigger_names()
+        return {str(r[0]) for r in self.conn.execute("SELECT name FROM sqlite_master "
+                                                     "WHERE type='trigger'")}
+
     def rows(self, start: int = 0) -> Iterator[tuple[int, bytes, bytes]]:
         """(index, leaf hash, entry bytes) in index order, streamed."""
-        cur = self.conn.execute(
+        cur = self.scan(
             "SELECT idx, leaf_hash, data FROM entries WHERE idx>=? ORDER BY idx", (start,)
         )
         for idx, lh, data in cur:
@@ -187,8 +238,10 @@ class Store:
         """A value that changes whenever committed state may have: a commit by another
         connection (SQLite's ``data_version``) or by this one (``total_changes``). A server
         caches what it derives from the latest checkpoint on it (``ledger.httpstate``)."""
+        if self.backend is not None:
+            return self.backend.version()
         (dv,) = self.conn.execute("PRAGMA data_version").fetchone()
-        return int(dv), self.conn.total_changes
+        return int(dv), cast(sqlite3.Connection, self.conn).total_changes
 
     def root(self, size: int | None = None) -> bytes:
         return merkle.tree_root(self.size() if size is None else size, self.stored_hash)
@@ -337,7 +390,7 @@ class Store:
         return row.fetchone() is not None
 
     def blobs(self) -> Iterator[tuple[bytes, bytes]]:
-        for d, data in self.conn.execute("SELECT digest, data FROM blobs"):
+        for d, data in self.scan("SELECT digest, data FROM blobs"):
             yield bytes(d), bytes(data)
 
     def indices_for_digest(self, digest: bytes) -> list[int]:
@@ -429,16 +482,13 @@ class Store:
         Writers of all processes first queue on an exclusive ``flock`` of ``write.lock``: the
         kernel wakes the next one the moment the lock is released, where SQLite's own busy
         handler would poll with sleeps of up to 100 ms. The lock is released by the kernel when
-        a process dies, so a killed writer never blocks the others."""
-        try:
-            fd = os.open(
-                self.home / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-            )
-        except OSError as e:
-            lock = self.home / LOCK_NAME
-            raise CannotCheck(f"cannot take the write lock {lock}: {e.strerror}") from e
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        a process dies, so a killed writer never blocks the others. On PostgreSQL the backend
+        orders writers of every host instead (``PgBackend.writer``)."""
+        if self.backend is not None:
+            with self.backend.writer(lambda size, stored: Writer(self, size, stored)) as w:
+                yield w
+            return
+        with self._write_lock():
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 w = Writer(self)
@@ -449,6 +499,19 @@ class Store:
             else:
                 w.flush()
                 self.conn.execute("COMMIT")
+
+    @contextmanager
+    def _write_lock(self) -> Iterator[None]:
+        try:
+            fd = os.open(
+                self.home / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+            )
+        except OSError as e:
+            lock = self.home / LOCK_NAME
+            raise CannotCheck(f"cannot take the write lock {lock}: {e.strerror}") from e
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
         finally:
             os.close(fd)
 
@@ -473,11 +536,13 @@ class Store:
 class Writer:
     """Operations inside one write transaction; the tree's right edge is kept in memory."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(
+        self, store: Store, size: int | None = None, stored: merkle.GetStored | None = None
+    ) -> None:
         self.store = store
         self.conn = store.conn
-        self.size = store.size()
-        self.frontier = merkle.Frontier.from_store(self.size, store.stored_hash)
+        self.size = store.size() if size is None else size
+        self.frontier = merkle.Frontier.from_store(self.size, stored or store.stored_hash)
         # Batched rows of ``append_bundle`` / ``put_blobs``, inserted by ``flush`` (before any
         # other write of this transaction and before COMMIT), so a batch import costs a few
         # ``executemany`` calls per thousand entries instead of four statements per entry.

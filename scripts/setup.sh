@@ -4,7 +4,8 @@
 #                             bubblewrap (the sandbox for bundle references; Debian package)
 #   scripts/setup.sh --test   also the test tools: pytest, hypothesis, ruff, mypy, pymerkle, and the
 #                             system packages the tests use as independent clients (b3sum, Go with
-#                             golang.org/x/mod, headless Chromium, nginx for ledger publish)
+#                             golang.org/x/mod, headless Chromium, nginx for ledger publish,
+#                             PostgreSQL)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 want_test=0
@@ -48,6 +49,7 @@ if [ $want_test = 1 ]; then
   # nginx also serves a published directory in tests/test_publish.py
   command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || pkgs+=(nginx-light)
   command -v wrk >/dev/null 2>&1 || pkgs+=(wrk)
+  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || pkgs+=(postgresql)  # tests/test_postgres*
 fi
 if [ ${#pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -87,13 +87,22 @@ def _open_log(home: Path | None) -> Log:
 @app.command()
 def init(
     origin: Annotated[str, typer.Option("--origin", help="Log origin, e.g. example.com/kernels.")],
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db", metavar="URL",
+            help="Keep the log in this PostgreSQL database (postgresql://USER@HOST:PORT/DB) "
+            "instead of the SQLite file in LEDGER_HOME.",
+        ),
+    ] = None,
     home: HomeOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Create a ledger: the SQLite database and the log key that signs checkpoints."""
+    """Create a ledger: the SQLite database (or PostgreSQL with --db) and the log key that signs
+    checkpoints."""
     from ledger.log import Log
 
-    log = Log.init(home_dir(home), origin)
+    log = Log.init(home_dir(home), origin, db)
     if json_out:
         output.emit_json(
             {"home": str(log.home), "origin": log.origin, "vkey": log.store.meta("vkey")}
@@ -931,11 +940,13 @@ def receipt_refresh(
         )
 
 
+from ledger.cli import db as db_cli  # noqa: E402
 from ledger.cli import publish as publish_cli  # noqa: E402
 
 net.register(app)  # serve, export-tiles, mirror, witness, submit
 scaffold.register(app)  # new
 publish_cli.register(app)  # publish (issue 13)
+db_cli.register(app)  # db copy (issue 13)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -185,7 +185,7 @@ def _key_events(
     reg = rev = None
     needle = f'"key_id":"{signer}"'.encode()
     expect = 0
-    for idx, data in store.conn.execute(
+    for idx, data in store.scan(
         "SELECT idx, data FROM entries WHERE idx < ? ORDER BY idx", (size,)
     ):
         data = bytes(data)

@@ -1,0 +1,63 @@
+"""``ledger db``: where the ledger's database lives (issue 13, PostgreSQL).
+
+``ledger db copy --to postgresql://...`` moves the SQLite ledger of LEDGER_HOME into an empty
+PostgreSQL database, proves both trees equal (roots recomputed from the entry bytes on each side,
+both printed) and then makes LEDGER_HOME use PostgreSQL (``ledger.dbcopy.copy_home``).
+``register(app)`` adds the ``db`` group to the typer app (``ledger.cli.commands``)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ledger.cli import output
+from ledger.cli.options import HomeOpt, JsonOpt, home_dir
+
+app = typer.Typer(help="The ledger's database: move it to PostgreSQL.", no_args_is_help=True)
+
+
+def register(root: typer.Typer) -> None:
+    """Add ``ledger db ...`` to the typer app."""
+    root.add_typer(app, name="db")
+
+
+@app.command("copy")
+def copy(
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to", metavar="URL",
+            help="An empty PostgreSQL database: postgresql://USER@HOST:PORT/DB.",
+        ),
+    ],
+    home: HomeOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Move this SQLite ledger to a PostgreSQL database and prove both roots equal; afterwards
+    LEDGER_HOME uses PostgreSQL (the SQLite file is kept, renamed). Stop writers and `serve`
+    first."""
+    from ledger.dbcopy import copy_home
+    from ledger.pgstore import shown_url
+
+    h = home_dir(home)
+    got = copy_home(h, to)
+    kept = str(got.kept)
+    if json_out:
+        output.emit_json(
+            {
+                "to": shown_url(to),
+                "size": got.size,
+                "sqlite_root": got.sqlite_root.hex(),
+                "postgresql_root": got.pg_root.hex(),
+                "equal": got.sqlite_root == got.pg_root,
+                "rows": got.rows,
+                "kept": kept,
+            }
+        )
+        return
+    rows = ", ".join(f"{n} {t}" for t, n in got.rows.items())
+    output.plain(f"copied to {shown_url(to)}: {rows}")
+    output.plain(f"sqlite root:     {got.sqlite_root.hex()} (size {got.size})")
+    output.plain(f"postgresql root: {got.pg_root.hex()} (size {got.size})")
+    output.plain(f"roots equal; {h} now uses the PostgreSQL database (SQLite file kept as {kept})")

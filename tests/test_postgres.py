@@ -1,0 +1,269 @@
+"""The ledger on PostgreSQL (issue 13): ``ledger init --db postgresql://...``, the same commands
+and audit, append-only enforced by the database, several processes (as if on several hosts)
+sealing into one database, a writer killed mid-batch, and ``ledger db copy`` from SQLite.
+
+One real PostgreSQL server (Debian's binaries, started by ``tests.helpers.postgres.pg_server`` as
+an unprivileged user on a free loopback port) serves the whole module; each test gets a fresh
+database owned by an ordinary role. Without the server these tests are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ledger import pgstore
+from ledger.audit import audit
+from ledger.bundle import Bundle
+from ledger.entries import decode_entry
+from ledger.errors import CannotCheck, LedgerStateError
+from ledger.log import Log
+from ledger.pgstore import APPEND_ONLY_TABLES, PgBackend
+from ledger.store import APPEND_ONLY_TABLES as SQLITE_TABLES
+from tests.helpers.ledgers import (
+    REPO,
+    add_node,
+    assert_one_error_line,
+    fake_fields,
+    new_ledger,
+    run_cli,
+    write_bundle,
+)
+from tests.helpers.postgres import PgServer, pg_server
+
+__all__ = ["pg_server"]  # the session fixture, used by name below
+
+
+def _seal(log: Log, sk: object, root: Path, n: int, prefix: str) -> list[int]:
+    out = []
+    for i in range(n):
+        b = Bundle.from_dir(write_bundle(root, f"{prefix}{i}", f"{prefix}{i}"))
+        out.append(log.seal(b, fake_fields(f"{prefix}{i}"), sk).index)  # type: ignore[arg-type]
+    return out
+
+
+def _db_name(url: str) -> str:
+    return url.rsplit("/", 1)[1]
+
+
+def _host_copy(home: Path, dest: Path) -> Path:
+    """Another host's LEDGER_HOME: the same log key, verifier key, node key and database URL."""
+    shutil.copytree(home, dest, symlinks=True)
+    return dest
+
+
+def test_init_and_every_command_unchanged(pg_server: PgServer, tmp_path: Path) -> None:
+    url = pg_server.new_database()
+    home = tmp_path / "home"
+    r = run_cli("init", "--origin", "pg.example/log", "--db", url, "--json", home=home)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["origin"] == "pg.example/log"
+    assert not (home / "ledger.db").exists() and APPEND_ONLY_TABLES == SQLITE_TABLES
+    assert (home / "db.url").read_text().strip() == url
+    assert (home / "db.url").stat().st_mode & 0o777 == 0o600
+    log = Log.open(home)
+    assert isinstance(log.store.backend, PgBackend)
+    sk = add_node(log)
+    _seal(log, sk, tmp_path / "b", 5, "a")
+    size, root = log.store.size(), log.store.root()
+    log.close()
+    r = run_cli("audit", "--json", home=home)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["ok"] is True and got["size"] == size == 6
+    r = run_cli("checkpoint", home=home)
+    assert r.returncode == 0 and f"\n{size}\n" in r.stdout
+    r = run_cli("log", "--json", home=home)
+    assert r.returncode == 0 and len(json.loads(r.stdout)["entries"]) == size
+    r = run_cli("proof", "inclusion", "3", "--json", home=home)
+    assert r.returncode == 0 and json.loads(r.stdout)["tree_size"] == size
+    # a second init on the same home, or of another home on the same database, is refused
+    r = run_cli("init", "--origin", "o.example/x", "--db", url, home=home)
+    assert r.returncode == 2 and "holds a ledger already" in r.stderr
+    r = run_cli("init", "--origin", "o.example/x", "--db", url, home=tmp_path / "other")
+    assert "holds a ledger already" in assert_one_error_line(r, 2)
+    assert not (tmp_path / "other" / "log.key").exists()
+    log = Log.open(home)
+    assert (log.store.size(), log.store.root()) == (size, root)
+    log.close()
+
+
+def test_bad_and_unreachable_database(pg_server: PgServer, tmp_path: Path) -> None:
+    r = run_cli("init", "--origin", "o.example/x", "--db", "mysql://u@h/db", home=tmp_path / "a")
+    assert "bad database URL" in assert_one_error_line(r, 2)
+    assert not (tmp_path / "a").exists()
+    dead = f"postgresql://ledger@127.0.0.1:{pg_server.port}/no_such_db"
+    r = run_cli("init", "--origin", "o.example/x", "--db", dead, home=tmp_path / "b")
+    assert "cannot reach the ledger database" in assert_one_error_line(r, 3)
+    assert not (tmp_path / "b" / "log.key").exists()
+
+
+def test_append_only_enforced_by_the_database(pg_server: PgServer, tmp_path: Path) -> None:
+    import psycopg
+
+    url = pg_server.new_database()
+    home = tmp_path / "home"
+    log = Log.init(home, "pg.example/log", url)
+    sk = add_node(log)
+    _seal(log, sk, tmp_path / "b", 3, "a")
+    log.close()
+    db = _db_name(url)
+    # the application role (the tables' owner) lost UPDATE, DELETE and TRUNCATE
+    with psycopg.connect(url, autocommit=True) as conn:
+        for sql in ("UPDATE entries SET type='x' WHERE idx=1", "DELETE FROM hashes",
+                    "TRUNCATE checkpoints", "DELETE FROM head"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(sql)  # type: ignore[arg-type]
+    # a superuser bypasses privileges, not the triggers
+    for sql in ("UPDATE entries SET type='x' WHERE idx=1", "DELETE FROM blobs",
+                "TRUNCATE keys", "UPDATE head SET size=size-1", "UPDATE checkpoints SET size=0"):
+        with pytest.raises(psycopg.errors.RaiseException, match=r"append-only|only grows"):
+            pg_server.admin_execute(sql, db)
+    assert audit_ok(home)
+    # a superuser who disables a trigger and edits history is caught by `ledger audit`
+    pg_server.admin_execute(
+        "ALTER TABLE entries DISABLE TRIGGER entries_no_update; "
+        "UPDATE entries SET data = overlay(data placing 'X' from 20 for 1) WHERE idx=2", db
+    )
+    r = run_cli("audit", home=home)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "entry 2" in r.stdout + r.stderr
+    assert "entries_no_update has been dropped" in r.stdout + r.stderr
+
+
+def audit_ok(home: Path) -> bool:
+    log = Log.open(home)
+    try:
+        res = audit(log.store, log.verifier)
+        assert isinstance(log.store.backend, PgBackend)
+        return res.ok and log.store.backend.head_size() == res.size == log.store.size()
+    finally:
+        log.close()
+
+
+def _worker(home: Path, prefix: str, count: int) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.helpers.seal_worker", str(home), prefix, str(count)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def test_two_hosts_seal_into_one_database_and_a_killed_writer_loses_nothing(
+    pg_server: PgServer, tmp_path: Path
+) -> None:
+    url = pg_server.new_database()
+    a = tmp_path / "host-a"
+    log = Log.init(a, "pg.example/log", url)
+    add_node(log)
+    log.close()
+    b = _host_copy(a, tmp_path / "host-b")
+    # two processes with their own LEDGER_HOME (their own write.lock: only the database orders them)
+    procs = [_worker(a, "a", 25), _worker(b, "b", 25)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        assert out.count("done ") == 25
+    log = Log.open(b)
+    idx = [r[0] for r in log.store.conn.execute("SELECT idx FROM entries ORDER BY idx")]
+    assert idx == list(range(51))
+    log.close()
+    assert audit_ok(a)
+    # kill -9 of a sealing process mid-run, 3 times: every seal it reported is there, once
+    for r in range(3):
+        proc = _worker(b if r % 2 else a, f"k{r}", 100_000)
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == "ready\n"
+        done = 0
+        while done < 5 + 3 * r:  # some committed, then kill at a moment it is writing
+            line = proc.stdout.readline()
+            assert line.startswith("done "), line
+            done += 1
+        time.sleep(0.05 * r)
+        os.kill(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == -signal.SIGKILL
+        reported = done + sum(1 for ln in out.splitlines() if ln.startswith("done "))
+        log = Log.open(a)
+        by_digest: dict[str, list[int]] = {}
+        for i, _lh, data in log.store.rows():
+            e = decode_entry(data)
+            if e["type"] == "bundle":
+                by_digest.setdefault(str(e["bundle_digest"]), []).append(i)
+        log.close()
+        assert sum(1 for d in by_digest if d) >= 50 + reported
+        assert all(len(v) == 1 for v in by_digest.values())
+        assert audit_ok(a)
+
+
+def test_two_sequencers_without_the_lock_cannot_fork(
+    pg_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Even a sequencer that skipped the advisory lock cannot fork the log: the head's
+    conditional update (and the entries' key) refuse its transaction, and nothing of it stays."""
+    url = pg_server.new_database()
+    a = tmp_path / "a"
+    log = Log.init(a, "pg.example/log", url)
+    sk = add_node(log)
+    log.close()
+    b = _host_copy(a, tmp_path / "b")
+    rogue, honest = Log.open(a), Log.open(b)
+    bundle = Bundle.from_dir(write_bundle(tmp_path / "x", "r", "rogue"))
+    with pytest.raises((CannotCheck, LedgerStateError)), rogue.store.writer() as w:
+        start = w.size
+        # the honest sequencer takes another advisory lock: nothing orders the two any more
+        monkeypatch.setattr(pgstore, "LOCK_KEY", pgstore.LOCK_KEY + 1)
+        _seal(honest, sk, tmp_path / "h", 1, "h")  # commits entry `start` meanwhile
+        w.append_bundle(honest.store.entry(start), bundle.digest)  # the rogue's own entry `start`
+    honest.close()
+    rogue.close()
+    assert audit_ok(a)
+
+
+def test_db_copy_moves_a_sqlite_ledger_and_proves_the_roots(
+    pg_server: PgServer, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    log = new_ledger(home)
+    sk = add_node(log)
+    _seal(log, sk, tmp_path / "b", 4, "s")
+    log.revoke(log.store.key_rows()[0][0], "rotated")
+    size, root, note = log.store.size(), log.store.root(), log.store.checkpoint()
+    log.close()
+    url = pg_server.new_database()
+    r = run_cli("db", "copy", "--to", url, "--json", home=home)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["equal"] is True and got["size"] == size
+    assert got["sqlite_root"] == got["postgresql_root"] == root.hex()
+    assert not (home / "ledger.db").exists() and (home / "ledger.db.moved-to-postgresql").exists()
+    log = Log.open(home)
+    assert isinstance(log.store.backend, PgBackend)
+    assert (log.store.size(), log.store.root(), log.store.checkpoint()) == (size, root, note)
+    sk2 = add_node(log, "second")
+    _seal(log, sk2, tmp_path / "c", 2, "p")
+    log.close()
+    assert audit_ok(home)
+    # once moved, copying again is refused; so is copying into a database holding a ledger
+    r = run_cli("db", "copy", "--to", url, home=home)
+    assert r.returncode == 2 and "on PostgreSQL already" in r.stderr
+    other = tmp_path / "other"
+    new_ledger(other).close()
+    r = run_cli("db", "copy", "--to", url, home=other)
+    assert r.returncode == 2 and "holds a ledger already" in r.stderr
+    assert (other / "ledger.db").exists() and not (other / "db.url").exists()
+    # the human output prints both roots
+    url2 = pg_server.new_database()
+    r = run_cli("db", "copy", "--to", url2, home=other)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    sq = [ln for ln in lines if ln.startswith("sqlite root:")]
+    pg = [ln for ln in lines if ln.startswith("postgresql root:")]
+    assert sq and pg and sq[0].split()[2] == pg[0].split()[2]
