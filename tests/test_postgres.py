@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from ledger import pgstore
@@ -25,8 +26,10 @@ from ledger.audit import audit
 from ledger.bundle import Bundle
 from ledger.entries import decode_entry
 from ledger.errors import CannotCheck, LedgerStateError
+from ledger.keys import load_node_secret
 from ledger.log import Log
 from ledger.pgstore import APPEND_ONLY_TABLES, PgBackend
+from ledger.server import make_app
 from ledger.store import APPEND_ONLY_TABLES as SQLITE_TABLES
 from tests.helpers.ledgers import (
     REPO,
@@ -38,6 +41,7 @@ from tests.helpers.ledgers import (
     write_bundle,
 )
 from tests.helpers.postgres import PgServer, pg_server
+from tests.helpers.server import BackgroundServer
 
 __all__ = ["pg_server"]  # the session fixture, used by name below
 
@@ -174,32 +178,44 @@ def test_two_hosts_seal_into_one_database_and_a_killed_writer_loses_nothing(
     log = Log.open(b)
     idx = [r[0] for r in log.store.conn.execute("SELECT idx FROM entries ORDER BY idx")]
     assert idx == list(range(51))
+    # host b serves what host a seals: its cached view follows the database's head
+    with BackgroundServer(make_app(b)) as srv:
+        assert httpx.get(srv.url + "/checkpoint").text.split("\n")[1] == "51"
+        other = Log.open(a)
+        _seal(other, load_node_secret(other.keydir, "node")[0], tmp_path / "s", 1, "s")
+        other.close()
+        got = httpx.get(srv.url + "/checkpoint").text
+        assert got.split("\n")[1] == "52"
+        assert got.encode() == log.store.checkpoint()
+        assert httpx.get(srv.url + "/tile/0/000.p/52").content == b"".join(
+            log.store.stored_hash(0, i) for i in range(52)
+        )
     log.close()
     assert audit_ok(a)
     # kill -9 of a sealing process mid-run, 3 times: every seal it reported is there, once
+    reported: list[list[str]] = []
     for r in range(3):
         proc = _worker(b if r % 2 else a, f"k{r}", 100_000)
         assert proc.stdout is not None
         assert proc.stdout.readline() == "ready\n"
-        done = 0
-        while done < 5 + 3 * r:  # some committed, then kill at a moment it is writing
+        for _ in range(5 + 3 * r):  # some committed, then the kill lands while it writes
             line = proc.stdout.readline()
             assert line.startswith("done "), line
-            done += 1
+            reported.append(line.split())
         time.sleep(0.05 * r)
         os.kill(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == -signal.SIGKILL
-        reported = done + sum(1 for ln in out.splitlines() if ln.startswith("done "))
+        reported += [ln.split() for ln in out.splitlines() if ln.startswith("done ")]
         log = Log.open(a)
-        by_digest: dict[str, list[int]] = {}
+        by_index = {}
         for i, _lh, data in log.store.rows():
             e = decode_entry(data)
-            if e["type"] == "bundle":
-                by_digest.setdefault(str(e["bundle_digest"]), []).append(i)
+            if e.bundle_digest is not None:
+                by_index[i] = e.bundle_digest
         log.close()
-        assert sum(1 for d in by_digest if d) >= 50 + reported
-        assert all(len(v) == 1 for v in by_digest.values())
+        assert all(by_index.get(int(idx)) == digest for _, idx, digest in reported)
+        assert len(set(by_index.values())) == len(by_index)  # none twice
         assert audit_ok(a)
 
 
