@@ -250,7 +250,7 @@ def test_db_copy_moves_a_sqlite_ledger_and_proves_the_roots(
     log = new_ledger(home)
     sk = add_node(log)
     _seal(log, sk, tmp_path / "b", 4, "s")
-    log.revoke(log.store.key_rows()[0][0], "rotated")
+    log.revoke(log.store.key_rows()[0].key_id, "rotated")
     size, root, note = log.store.size(), log.store.root(), log.store.checkpoint()
     log.close()
     url = pg_server.new_database()
