@@ -283,3 +283,39 @@ def test_db_copy_moves_a_sqlite_ledger_and_proves_the_roots(
     sq = [ln for ln in lines if ln.startswith("sqlite root:")]
     pg = [ln for ln in lines if ln.startswith("postgresql root:")]
     assert sq and pg and sq[0].split()[2] == pg[0].split()[2]
+
+
+def test_shared_sealing_through_two_servers_on_one_database(
+    pg_server: PgServer, tmp_path: Path
+) -> None:
+    """Two `serve --accept-submissions` processes (their own LEDGER_HOME each, as on two hosts)
+    integrate submissions into the one database; indices stay contiguous, every receipt's entry
+    is where it says, the audit passes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ledger.submit import submit_bundle
+
+    url = pg_server.new_database()
+    a = tmp_path / "a"
+    log = Log.init(a, "pg.example/log", url)
+    sk = add_node(log)
+    verifier = log.verifier
+    log.close()
+    b = _host_copy(a, tmp_path / "b")
+    with (
+        BackgroundServer(make_app(a, accept_submissions=True)) as sa,
+        BackgroundServer(make_app(b, accept_submissions=True)) as sb,
+    ):
+
+        def one(i: int) -> int:
+            files = {"contract.yaml": b"c", f"k{i}.ptx": f"// {i}\n".encode(),
+                     "proof.lean": b"l", "spec.fut": b"f"}
+            srv = sa if i % 2 else sb
+            return submit_bundle(
+                srv.url, Bundle.from_files(files), fake_fields(str(i)), sk, verifier
+            ).index
+
+        with ThreadPoolExecutor(4) as pool:
+            got = sorted(pool.map(one, range(8)))
+    assert got == list(range(1, 9))
+    assert audit_ok(a)
