@@ -1,19 +1,26 @@
-"""Benchmark: `ledger mirror` syncing a 100,000-entry ledger over loopback, with full verification.
+"""Benchmark: `ledger mirror` against the raw fetch of the same files, from `ledger serve` and from
+a static location (`ledger publish` behind nginx); and `ledger publish` throughput (issues 12, 13).
 
 An origin ledger of N bundle entries (each a 5-file bundle with one distinct file, signed by a
-registered node key) is built once (cached under --work) and served by `ledger serve` in a
-subprocess. The mirror then syncs from scratch: checkpoint signature, every entry's chaining,
-node signature and signer registration, every manifest digest, every blob's BLAKE3 (batched
-fetch), the tree recomputed and proved against the signed root batch by batch, and every batch
-appended to its own SQLite store.
+registered node key) is built once (cached under --work). It is published to a directory
+(timed: the publish throughput; peer: `cp -r` of the published files, same disk, same run), then
+served two ways at once: `ledger serve` in a subprocess, and nginx (Debian nginx-light, one
+worker) on the published directory. Each round, for each server:
 
-Peer, measured in the same run against the same server: a raw httpx fetch of the same entry tiles
-and the same blob batches, sequentially, with no verification and no storage. The ratio says what
-verification and storage cost on top of the transfer.
+* **raw fetch** (the peer): curl (one process, keep-alive, `--parallel --parallel-max 8`, the
+  mirror's own concurrency) fetches exactly the files a mirror needs, no verification, no
+  storage: every entry tile, and every bundle file (from `ledger serve` as the 64-digest batches
+  `GET /api/v1/blobs?d=...` the mirror asks for; from nginx as `api/v1/blobs/<hex>` files);
+* **mirror**: `Mirror.sync` from scratch into a fresh directory, in this process: checkpoint
+  signature, every entry's chaining, signature and signer, every manifest, every blob's BLAKE3,
+  the tree proved against the signed root batch by batch, everything stored in SQLite.
 
-    .venv/bin/python bench/bench_mirror.py [--entries 100000] [--work /tmp/ledger-bench-mirror]
+The ratio is mirror entries/s over raw-fetch entries/s in the same round (goal: >= 0.5). Reported
+as min-max over --rounds, with the load average.
 
-Writes docs/bench/server-mirror.md (or --out); docs/bench/server.md holds the figures with notes.
+    .venv/bin/python bench/bench_mirror.py [--entries 100000] [--rounds 3] [--work DIR]
+
+Prints a markdown section (and writes it to --out when given).
 """
 
 from __future__ import annotations
@@ -23,9 +30,9 @@ import json
 import os
 import platform
 import shutil
-import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -33,12 +40,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 
-from ledger.bundle import Bundle, parse_manifest
+from ledger.bundle import Bundle, manifest_digests
 from ledger.keys import load_node_secret, new_node_key
 from ledger.log import Log
 from ledger.mirror import BLOBS_PER_REQUEST, Mirror, Remote
+from ledger.publish import DirTarget, publish
 from ledger.store import Store
-from ledger.tiles import TILE_WIDTH, entries_tile_path, parse_entry_bundle
+from ledger.tiles import TILE_WIDTH, entries_tile_path
+from tests.helpers.nginx import free_port, nginx_serving
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -82,12 +91,6 @@ def build_origin(home: Path, count: int) -> None:
     log.close()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start_server(home: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     env = {**os.environ, "LEDGER_HOME": str(home)}
@@ -104,88 +107,165 @@ def start_server(home: Path) -> tuple[subprocess.Popen[bytes], str]:
     raise SystemExit("server did not start")
 
 
-def raw_fetch(url: str, size: int) -> tuple[float, int, int]:
-    """The peer: the same entry tiles and blob batches, fetched with no verification."""
-    t0 = time.perf_counter()
-    nbytes = requests = 0
-    seen: set[bytes] = set()
-    with httpx.Client(base_url=url, timeout=60) as c:
-        for t in range(0, (size + TILE_WIDTH - 1) // TILE_WIDTH):
+def mirror_paths(home: Path, batch: bool) -> list[str]:
+    """The files a mirror fetches from scratch (after the checkpoint and a few hash tiles):
+    every entry tile, and every distinct bundle file in order of first use (batched as the
+    mirror batches them against ``ledger serve``, single files from a static location)."""
+    store = Store.open(home)
+    try:
+        size = store.size()
+        paths: list[str] = []
+        seen: set[bytes] = set()
+        for t in range((size + TILE_WIDTH - 1) // TILE_WIDTH):
             width = min(TILE_WIDTH, size - t * TILE_WIDTH)
-            body = c.get("/" + entries_tile_path(t, width)).content
-            requests += 1
-            nbytes += len(body)
-            wanted = []
-            for e in parse_entry_bundle(body):  # only to name the same blobs the mirror fetches
-                obj = json.loads(e)
-                if obj["type"] == "bundle":
-                    for _, d in parse_manifest(obj["manifest"].encode()):
+            paths.append(entries_tile_path(t, width))
+            wanted: list[bytes] = []
+            for data in store.entries(t * TILE_WIDTH, t * TILE_WIDTH + width):
+                obj = json.loads(data)
+                if obj.get("type") == "bundle":
+                    for d in manifest_digests(obj["manifest"].encode()):
                         if d not in seen:
                             seen.add(d)
                             wanted.append(d)
-            for i in range(0, len(wanted), BLOBS_PER_REQUEST):
-                batch = wanted[i : i + BLOBS_PER_REQUEST]
-                r = c.get("/api/v1/blobs", params=[("d", d.hex()) for d in batch])
-                requests += 1
-                nbytes += len(r.content)
-    return time.perf_counter() - t0, requests, nbytes
+            if batch:
+                for i in range(0, len(wanted), BLOBS_PER_REQUEST):
+                    q = "&".join(f"d={d.hex()}" for d in wanted[i : i + BLOBS_PER_REQUEST])
+                    paths.append(f"api/v1/blobs?{q}")
+            else:
+                paths.extend(f"api/v1/blobs/{d.hex()}" for d in wanted)
+        return paths
+    finally:
+        store.close()
+
+
+def curl_fetch(url: str, paths: list[str], work: Path) -> tuple[float, int]:
+    """The raw peer: one curl process, keep-alive, 8 transfers in flight, bodies discarded."""
+    cfg = work / "curl.cfg"
+    with open(cfg, "w") as f:
+        for p in paths:
+            f.write(f'url = "{url}/{p}"\noutput = "/dev/null"\n')
+    t0 = time.perf_counter()
+    res = subprocess.run(
+        ["curl", "-sS", "--fail", "--parallel", "--parallel-max", "8", "-K", str(cfg),
+         "-w", "%{size_download}\n"],
+        capture_output=True, text=True, check=False,
+    )
+    seconds = time.perf_counter() - t0
+    if res.returncode != 0:
+        raise SystemExit(f"curl failed: {res.stderr[-300:]}")
+    return seconds, sum(int(x) for x in res.stdout.split())
+
+
+def mirror_once(url: str, vkey: str, work: Path) -> tuple[float, int, int]:
+    home = Path(tempfile.mkdtemp(prefix="mirror-", dir=work))
+    remote = Remote(url)
+    try:
+        t0 = time.perf_counter()
+        r = Mirror(home, remote, vkey).sync()
+        seconds = time.perf_counter() - t0
+    finally:
+        remote.close()
+        shutil.rmtree(home, ignore_errors=True)
+    return seconds, r.requests, r.blobs
+
+
+def span(values: list[float], fmt: str = "{:,.0f}") -> str:
+    lo, hi = min(values), max(values)
+    return fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else \
+        f"{fmt.format(lo)}-{fmt.format(hi)}"
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--entries", type=int, default=100_000)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--work", type=Path, default=Path("/tmp/ledger-bench-mirror"))
-    ap.add_argument("--out", type=Path, default=REPO / "docs" / "bench" / "server-mirror.md")
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--only", choices=["serve", "static", "both"], default="both")
     args = ap.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
     origin = args.work / f"origin-{args.entries}"
     if not (origin / "ledger.db").exists():
         shutil.rmtree(origin, ignore_errors=True)
         t0 = time.perf_counter()
         build_origin(origin, args.entries)
-        print(f"built origin of {args.entries} bundles in {time.perf_counter() - t0:.1f} s")
+        print(f"built origin of {args.entries} bundles in {time.perf_counter() - t0:.1f} s",
+              file=sys.stderr)
     store = Store.open(origin)
     size, vkey = store.size(), str(store.meta("vkey"))
     store.close()
-    load_before = os.getloadavg()[0]
-    proc, url = start_server(origin)
+    loads = [os.getloadavg()[0]]
+
+    # publish throughput, against cp -r of the same files
+    static = args.work / f"static-{args.entries}"
+    shutil.rmtree(static, ignore_errors=True)
+    pub = publish(origin, DirTarget(static))
+    copy = args.work / "static-copy"
+    shutil.rmtree(copy, ignore_errors=True)
+    t0 = time.perf_counter()
+    subprocess.run(["cp", "-r", str(static), str(copy)], check=True)
+    subprocess.run(["sync"], check=True)
+    cp_s = time.perf_counter() - t0
+    shutil.rmtree(copy, ignore_errors=True)
+    t0 = time.perf_counter()
+    again = publish(origin, DirTarget(static))
+    noop_s = time.perf_counter() - t0
+    files = pub.tiles + pub.blobs + 1
+
+    results: dict[str, dict[str, list[float]]] = {}
+    proc, serve_url = start_server(origin)
     try:
-        raw_fetch(url, min(size, 2048))  # warm the server's page cache and connections
-        peer_s, peer_requests, peer_bytes = raw_fetch(url, size)
-        mirror_home = args.work / "mirror"
-        shutil.rmtree(mirror_home, ignore_errors=True)
-        remote = Remote(url)
-        t0 = time.perf_counter()
-        result = Mirror(mirror_home, remote, vkey).sync()
-        mirror_s = time.perf_counter() - t0
-        remote.close()
+        with nginx_serving(static, args.work / "nginx") as static_url:
+            where = {"serve": (serve_url, True), "static": (static_url, False)}
+            if args.only != "both":
+                where = {args.only: where[args.only]}
+            paths = {k: mirror_paths(origin, batch) for k, (_u, batch) in where.items()}
+            for k, (u, _b) in where.items():  # warm page caches and connections
+                curl_fetch(u, paths[k][:200], args.work)
+            for _round in range(args.rounds):
+                for k, (u, _b) in where.items():
+                    raw_s, raw_bytes = curl_fetch(u, paths[k], args.work)
+                    m_s, m_requests, m_blobs = mirror_once(u, vkey, args.work)
+                    r = results.setdefault(k, {"raw": [], "mirror": [], "ratio": [],
+                                               "requests": [], "mib": [], "blobs": []})
+                    r["raw"].append(size / raw_s)
+                    r["mirror"].append(size / m_s)
+                    r["ratio"].append(raw_s / m_s)
+                    r["requests"].append(m_requests)
+                    r["mib"].append(raw_bytes / 2**20)
+                    r["blobs"].append(m_blobs)
+                    loads.append(os.getloadavg()[0])
+                    print(f"{k}: raw {size / raw_s:,.0f}/s, mirror {size / m_s:,.0f}/s, "
+                          f"ratio {raw_s / m_s:.2f}, load {loads[-1]:.1f}", file=sys.stderr)
     finally:
         proc.terminate()
         proc.wait(30)
-    assert result.new_size == size
-    load_after = os.getloadavg()[0]
-    rate, peer_rate = size / mirror_s, size / peer_s
-    cmd = f".venv/bin/python bench/bench_mirror.py --entries {args.entries}"
-    row_mirror = (f"| `ledger mirror` from scratch, full verification, stored | {size} | "
-                  f"{mirror_s:.2f} | {rate:,.0f} | {result.requests} | - |")
-    row_peer = (f"| peer: raw httpx fetch of the same entry tiles and blob batches | {size} | "
-                f"{peer_s:.2f} | {peer_rate:,.0f} | {peer_requests} | {peer_bytes / 2**20:.1f} |")
-    text = f"""## Mirror sync over loopback (bench/bench_mirror.py)
 
-Command: `{cmd}`
-Machine: {cpu()}, Python {platform.python_version()}; `ledger serve` in a subprocess on 127.0.0.1;
-1-minute load average {load_before:.1f} before, {load_after:.1f} after (other work shares the CPUs).
+    cmd = f".venv/bin/python bench/bench_mirror.py --entries {args.entries} --rounds {args.rounds}"
+    rows = []
+    names = {"serve": "`ledger serve` (subprocess)", "static": "nginx on `ledger publish` output"}
+    for k, r in results.items():
+        rows.append(f"| {names[k]} | {span(r['raw'])} | {span(r['mirror'])} | "
+                    f"**{span(r['ratio'], '{:.2f}')}** | {span(r['requests'])} | "
+                    f"{span(r['mib'], '{:.1f}')} |")
+    text = f"""### Mirror against raw fetch, and publish (bench/bench_mirror.py)
 
-| what | entries | seconds | entries/s | requests | MiB transferred |
+Command: `{cmd}`; {size:,} entries, {args.rounds} rounds.
+Machine: {cpu()}, Python {platform.python_version()}; servers on 127.0.0.1 sharing the CPUs;
+1-minute load average {min(loads):.1f}-{max(loads):.1f} during the run.
+
+| source | raw fetch, entries/s | mirror, entries/s | mirror / raw | requests | MiB raw |
 |---|---:|---:|---:|---:|---:|
-{row_mirror}
-{row_peer}
+{chr(10).join(rows)}
 
-Ratio mirror time / raw fetch time: **{mirror_s / peer_s:.2f}x** (the cost of verifying every
-signature, chain link, manifest, blob hash and the tree, and of storing it all).
-Blobs fetched and checked: {result.blobs}. Target: >= 5,000 entries/s with full verification.
+`ledger publish` of the {size:,} entries to a directory from scratch: {pub.seconds:.1f} s,
+{size / pub.seconds:,.0f} entries/s ({files:,} files, {pub.bytes / 2**20:.1f} MiB); `cp -r` of
+the same files then `sync`: {cp_s:.1f} s (publish / copy time {pub.seconds / cp_s:.2f}x). A re-run
+with nothing new: {noop_s:.2f} s ({again.tiles} tiles, {again.blobs} files written).
 """
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
     print(text)
 
 

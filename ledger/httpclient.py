@@ -351,7 +351,14 @@ class HttpClient:
                     method, url, params=list(params or []), content=content,
                     headers=dict(headers or {}), timeout=timeout,
                 )
-                r = self.client.send(req, stream=True)
+                try:
+                    r = self.client.send(req, stream=True)
+                except httpx.RemoteProtocolError:
+                    if method != "GET":
+                        raise
+                    # a kept-alive connection the server closed while idle: once more, on a
+                    # fresh connection (a GET is idempotent)
+                    r = self.client.send(req, stream=True)
                 try:
                     return self._read(r, url, limit, types, ok, at)
                 finally:

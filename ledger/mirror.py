@@ -23,10 +23,14 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import http.client as http_client
+import json
 import multiprocessing
 import os
 import random
+import socket
 import struct
+import threading
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -34,13 +38,14 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
 from ledger import merkle
 from ledger.bundle import blake3_digest
 from ledger.bundle import manifest_digests as bundle_manifest_digests
-from ledger.encoding import b64_encode
+from ledger.encoding import b64_decode, b64_encode
 from ledger.entries import (
     ChainCheck,
     Entry,
@@ -63,6 +68,7 @@ from ledger.errors import (
 from ledger.fsutil import write_atomic
 from ledger.httpclient import (
     BYTES,
+    CONNECT_TIMEOUT,
     DEFAULT_TIMEOUT,
     REQUEST_TIMEOUT,
     BadAnswer,
@@ -76,7 +82,9 @@ from ledger.tiles import TILE_WIDTH, entries_tile_path, parse_entry_bundle, tile
 MAX_CHECKPOINT_BYTES = 1 << 20
 MAX_ENTRY_TILE_BYTES = TILE_WIDTH * (2 + 65535)
 MAX_BLOB_ANSWER_BYTES = 80 << 20
-BATCH_TILES = 16  # entry tiles verified and appended per transaction
+MAX_LEAN_ERROR_BODY = 4096
+BATCH_TILES = 8  # entry tiles verified and appended per transaction
+TILES_IN_FLIGHT = 4  # entry tiles of a batch fetched at once
 BLOBS_PER_REQUEST = 64
 BLOB_REQUESTS_IN_FLIGHT = 4
 STATIC_IN_FLIGHT = 8  # single-blob requests in flight from a static location
@@ -106,6 +114,9 @@ class Remote:
         )
         self.url = self.http.base
         self.batch: bool | None = None  # has the batch blob endpoint (None: not known yet)
+        # the one-file-per-blob GETs of a static location through the lean client; not when a
+        # client was handed in (tests inject faults through it)
+        self.lean = LeanGet(self.http) if client is None else None
 
     @property
     def requests(self) -> int:
@@ -117,6 +128,8 @@ class Remote:
 
     def close(self) -> None:
         self.http.client.close()  # a client handed in is the Remote's to close, as before
+        if self.lean is not None:
+            self.lean.close()
 
     def get(
         self, path: str, limit: int, params: Sequence[tuple[str, str]] | None = None
@@ -168,7 +181,10 @@ class Remote:
             return dict(zip(digests, pool.map(self._blob_one, digests), strict=True))
 
     def _blob_one(self, digest: bytes) -> bytes:
-        data = self.get(f"api/v1/blobs/{digest.hex()}", MAX_BLOB_ANSWER_BYTES)[0]
+        path = f"api/v1/blobs/{digest.hex()}"
+        data = self.lean.get(path, MAX_BLOB_ANSWER_BYTES) if self.lean is not None else None
+        if data is None:
+            data = self.get(path, MAX_BLOB_ANSWER_BYTES)[0]
         if blake3_digest(data) != digest:
             raise BadAnswer(f"blob {digest.hex()} from the mirror has another hash")
         return data
@@ -201,6 +217,155 @@ class Remote:
                 raise BadAnswer("the mirror's blob answer has trailing bytes")
             todo = todo[int(count) :]
         return out
+
+
+class _DeadlineSocket(socket.socket):
+    """A socket whose every read waits at most until ``deadline`` (``time.monotonic``), so a
+    peer that trickles bytes cannot stretch one request past it."""
+
+    deadline = float("inf")
+
+    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("no complete answer in time")
+        self.settimeout(left)
+        return super().recv_into(buffer, nbytes, flags)
+
+
+class _LeanConnection(http_client.HTTPConnection):
+    def connect(self) -> None:
+        super().connect()
+        assert self.sock is not None
+        self.sock = _DeadlineSocket(fileno=self.sock.detach())
+
+
+class LeanGet:
+    """Plain GETs of static files over ``http.client`` keep-alive connections (one per thread),
+    for the one-request-per-blob path: about a fifth of httpx's CPU per request, which is what a
+    static location's tens of thousands of small files cost. The same bounds as ``HttpClient``
+    (whose deadline and request count it shares): the overall deadline and ``REQUEST_TIMEOUT``
+    per request, checked between reads; ``Content-Length`` and the body capped at ``limit``;
+    a 200 answer's content type one of ``BYTES``. Anything it does not handle itself (a status
+    other than 200, a redirect, a ``Content-Encoding``) returns None: the caller asks again
+    through ``HttpClient``, which says what is wrong."""
+
+    def __init__(self, http: HttpClient) -> None:
+        parts = urlsplit(http.base)
+        self.http = http
+        self.https = parts.scheme == "https"
+        self.host = parts.hostname or ""
+        self.port = parts.port
+        self.prefix = parts.path.rstrip("/")
+        self._local = threading.local()
+        self._all: list[http_client.HTTPConnection] = []
+        self._lock = threading.Lock()
+
+    def _conn(self, fresh: bool = False) -> http_client.HTTPConnection:
+        conn: http_client.HTTPConnection | None = getattr(self._local, "conn", None)
+        if conn is not None and not fresh:
+            return conn
+        if conn is not None:
+            conn.close()
+        conn = _LeanConnection(self.host, self.port, timeout=CONNECT_TIMEOUT)
+        self._local.conn = conn
+        with self._lock:
+            self._all.append(conn)
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+
+    def get(self, path: str, limit: int) -> bytes | None:
+        if self.https:
+            return None  # TLS: through HttpClient (its sockets obey the deadline)
+        url = f"{self.http.base}/{path}"
+        now = time.monotonic()
+        at = now + self.http.request_timeout
+        if self.http.deadline is not None:
+            at = min(at, self.http.deadline)
+        if at <= now:
+            raise CannotCheck(f"{self.http.what}: the {self.http.timeout:g} s deadline has passed")
+        self.http.requests += 1
+        for attempt in (1, 2):
+            conn = self._conn(fresh=attempt == 2)
+            try:
+                conn.timeout = max(0.001, min(at - time.monotonic(), CONNECT_TIMEOUT))
+                if conn.sock is None:
+                    conn.connect()
+                assert isinstance(conn.sock, _DeadlineSocket)
+                conn.sock.deadline = at
+                conn.sock.settimeout(max(0.001, at - time.monotonic()))
+                conn.request("GET", f"{self.prefix}/{path}",
+                             headers={"Accept-Encoding": "identity"})
+                r = conn.getresponse()
+            except (http_client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                if attempt == 1:
+                    continue  # a kept-alive connection the server closed while idle
+                raise CannotCheck(f"cannot reach {self.http.what} at {url}: the connection "
+                                  "was closed") from None
+            except TimeoutError as e:
+                self._conn(fresh=True)
+                raise CannotCheck(f"cannot reach {self.http.what} at {url}: no complete answer "
+                                  "in time") from e
+            except (OSError, http_client.HTTPException) as e:
+                self._conn(fresh=True)
+                raise CannotCheck(f"cannot reach {self.http.what} at {url}: "
+                                  f"{oneline(str(e) or type(e).__name__)}") from e
+            try:
+                return self._body(r, url, limit, at)
+            except TimeoutError as e:
+                self._conn(fresh=True)
+                raise CannotCheck(f"cannot reach {self.http.what} at {url}: no complete answer "
+                                  "in time") from e
+            except (OSError, http_client.HTTPException) as e:
+                self._conn(fresh=True)
+                raise CannotCheck(f"cannot reach {self.http.what} at {url}: "
+                                  f"{oneline(str(e) or type(e).__name__)}") from e
+            except CannotCheck:
+                self._conn(fresh=True)
+                raise
+            finally:
+                r.close()
+        return None  # not reached
+
+    def _body(
+        self, r: http_client.HTTPResponse, url: str, limit: int, at: float
+    ) -> bytes | None:
+        mt = (r.getheader("content-type") or "").split(";", 1)[0].strip().lower()
+        encoding = (r.getheader("content-encoding") or "identity").strip().lower()
+        if r.status != 200 or mt not in BYTES or encoding != "identity":
+            r.read(MAX_LEAN_ERROR_BODY)
+            if not r.isclosed():
+                r.close()
+                self._conn(fresh=True)  # do not read the rest of an unwanted answer
+            return None
+        length = r.getheader("content-length") or ""
+        if length and (not length.isascii() or not length.isdigit() or len(length) > 19):
+            raise CannotCheck(f"{url}: {self.http.what} sent a malformed Content-Length")
+        if length and int(length) > limit:
+            raise CannotCheck(f"{url}: {self.http.what} announced {length} bytes, over the "
+                              f"{limit}-byte limit")
+        buf = bytearray()
+        while True:
+            chunk = r.read1(1 << 16)
+            if not chunk:
+                break
+            buf += chunk
+            if len(buf) > limit:
+                raise CannotCheck(f"{url}: {self.http.what}'s answer is over the {limit}-byte "
+                                  "limit")
+            if time.monotonic() > at:
+                raise CannotCheck(f"cannot reach {self.http.what} at {url}: no complete "
+                                  "answer in time")
+        if length and len(buf) != int(length):
+            raise CannotCheck(f"cannot reach {self.http.what} at {url}: the answer ended "
+                              f"after {len(buf)} of {length} bytes")
+        r.close()  # read in full: the connection serves the next request
+        return bytes(buf)
 
 
 class TileHashes:
@@ -326,6 +491,8 @@ class Mirror:
     vkey: NoteVerifier = field(init=False)
     _registry: Registry | None = field(default=None, init=False)
     _registry_size: int = field(default=0, init=False)
+    _ahead_seen: set[bytes] = field(default_factory=set, init=False)
+    _ahead_keys: dict[bytes, bytes] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         from ledger.note import parse_vkey
@@ -503,20 +670,23 @@ class Mirror:
             frontier = merkle.Frontier.from_store(local, store.stored_hash)
             known: set[bytes] = set()
             procs = self._workers(cp.size - local)
-            # fetch (and pre-check signatures of) batch k+1 while batch k is verified and stored
+            self._ahead_seen = set()
+            self._ahead_keys = {}
+            # fetch batch k+1 (its entry tiles, pre-checked signatures and bundle files) while
+            # batch k is verified and stored
             with ThreadPoolExecutor(max_workers=1) as pool:
                 end = self._batch_end(local, cp.size)
                 ahead = pool.submit(self._fetch, local, end, cp.size, procs, key_table(registry))
                 try:
                     while local < cp.size:
-                        rows, pre = ahead.result()
+                        rows, pre, blobs = ahead.result()
                         nxt = self._batch_end(end, cp.size)
                         if end < cp.size:
                             ahead = pool.submit(
                                 self._fetch, end, nxt, cp.size, procs, key_table(registry)
                             )
                         blobs_fetched += self._batch(
-                            store, registry, frontier, rows, pre, end, cp, hashes, known
+                            store, registry, frontier, rows, pre, end, cp, hashes, known, blobs
                         )
                         local, end = end, nxt
                         self._registry_size = local
@@ -572,41 +742,68 @@ class Mirror:
         size: int,
         procs: ProcessPoolExecutor | None,
         keys: dict[bytes, bytes],
-    ) -> tuple[list[tuple[int, bytes]], list[Prechecked] | None]:
+    ) -> tuple[list[tuple[int, bytes]], list[Prechecked] | None, dict[bytes, bytes]]:
+        """Entries ``[start, end)``, their worker pre-checks (None without workers), and the
+        bundle files they name that this sync has not fetched yet (unverified entries: the
+        files are checked against their digests here and used only for the entries that
+        ``_batch`` then verifies; one it lacks is fetched there)."""
         rows = self._fetch_entries(start, end, size)
+        pre: list[Prechecked] | None = None
+        keys = {**keys, **self._ahead_keys}
+        for _i, data in rows:  # keys registered in the fetched range (checked in order later)
+            found = registered_key(data)
+            if found is not None:
+                keys[found[0]] = self._ahead_keys[found[0]] = found[1]
+        named: list[bytes] = []
         if procs is None:
-            return rows, None
-        chunks = [rows[i : i + PRECHECK_CHUNK] for i in range(0, len(rows), PRECHECK_CHUNK)]
-        pre: list[Prechecked] = []
-        for part in procs.map(precheck, chunks, [keys] * len(chunks)):
-            pre.extend(part)
-        return rows, pre
+            for _i, data in rows:
+                named.extend(named_digests(data))
+        else:
+            chunks = [rows[i : i + PRECHECK_CHUNK] for i in range(0, len(rows), PRECHECK_CHUNK)]
+            pre = []
+            for part in procs.map(precheck, chunks, [keys] * len(chunks)):
+                pre.extend(part)
+            for p in pre:
+                named.extend(p.digests)
+        wanted = [d for d in dict.fromkeys(named) if d not in self._ahead_seen]
+        self._ahead_seen.update(wanted)
+        return rows, pre, self.remote.blobs(wanted)
 
     def _fetch_entries(self, start: int, end: int, size: int) -> list[tuple[int, bytes]]:
-        """Entries ``[start, end)`` from the remote entry tiles of the tree of ``size``."""
+        """Entries ``[start, end)`` from the remote entry tiles of the tree of ``size`` (the
+        tiles fetched ``TILES_IN_FLIGHT`` at a time)."""
+        tiles = list(range(start // TILE_WIDTH, (end + TILE_WIDTH - 1) // TILE_WIDTH))
+        if len(tiles) <= 1:
+            got = [self._entry_tile(t, size) for t in tiles]
+        else:
+            with ThreadPoolExecutor(max_workers=TILES_IN_FLIGHT) as pool:
+                got = list(pool.map(lambda t: self._entry_tile(t, size), tiles))
         out: list[tuple[int, bytes]] = []
-        for t in range(start // TILE_WIDTH, (end + TILE_WIDTH - 1) // TILE_WIDTH):
-            width = min(TILE_WIDTH, size - t * TILE_WIDTH)
-            path = entries_tile_path(t, width)
-            try:
-                items = parse_entry_bundle(
-                    gunzip_bundle(self.remote.get(path, MAX_ENTRY_TILE_BYTES)[0])
-                )
-            except BadInput as e:
-                raise BadAnswer(
-                    f"remote {path} is malformed ({oneline(str(e))}): the tile does not match "
-                    "the signed checkpoint"
-                ) from e
-            if len(items) != width:
-                raise BadAnswer(
-                    f"remote {path} holds {len(items)} entries, not {width}: the tile does not "
-                    "match the signed checkpoint"
-                )
+        for t, items in zip(tiles, got, strict=True):
             for k, data in enumerate(items):
                 i = t * TILE_WIDTH + k
                 if start <= i < end:
                     out.append((i, data))
         return out
+
+    def _entry_tile(self, t: int, size: int) -> list[bytes]:
+        width = min(TILE_WIDTH, size - t * TILE_WIDTH)
+        path = entries_tile_path(t, width)
+        try:
+            items = parse_entry_bundle(
+                gunzip_bundle(self.remote.get(path, MAX_ENTRY_TILE_BYTES)[0])
+            )
+        except BadInput as e:
+            raise BadAnswer(
+                f"remote {path} is malformed ({oneline(str(e))}): the tile does not match "
+                "the signed checkpoint"
+            ) from e
+        if len(items) != width:
+            raise BadAnswer(
+                f"remote {path} holds {len(items)} entries, not {width}: the tile does not "
+                "match the signed checkpoint"
+            )
+        return items
 
     def _batch(
         self,
@@ -619,8 +816,10 @@ class Mirror:
         cp: Checkpoint,
         hashes: TileHashes,
         known: set[bytes],
+        prefetched: dict[bytes, bytes] | None = None,
     ) -> int:
-        """Verify the entries ``fetched`` (up to ``end``), fetch their blobs, append them."""
+        """Verify the entries ``fetched`` (up to ``end``), take their blobs from ``prefetched``
+        or fetch them, append them."""
         # first the bytes against the signed root: a tile that does not match it is bad data from
         # whoever served it; only entries the log signed are then judged as the log's entries
         probe = copy.deepcopy(frontier)
@@ -638,12 +837,13 @@ class Mirror:
         wanted: dict[bytes, None] = {}
         chain = ChainCheck(store.root)  # older trees: the verified entries stored here
         for k, (i, data) in enumerate(fetched):
-            entry = check_entry(
-                registry, frontier, i, data, None if pre is None else pre[k], chain
-            )
+            p = None if pre is None else pre[k]
+            entry = check_entry(registry, frontier, i, data, p, chain)
             rows.append((i, data, entry))
             if entry.manifest is not None:
-                for digest in manifest_digests(entry.manifest):
+                named = p.digests if p is not None and p.status == "ok" else \
+                    manifest_digests(entry.manifest)
+                for digest in named:
                     if digest not in known:
                         wanted[digest] = None
         if wanted:
@@ -653,7 +853,9 @@ class Mirror:
                 del wanted[digest]
         if frontier.root() != root:
             raise TamperDetected("internal: the entries checked are not the entries hashed")
-        blobs = self.remote.blobs(list(wanted))
+        have = prefetched or {}
+        blobs = {d: have[d] for d in wanted if d in have}
+        blobs.update(self.remote.blobs([d for d in wanted if d not in have]))
         with store.writer() as w:
             w.put_blobs(blobs.items())  # batched with the entries, one executemany each
             for _i, data, entry in rows:
@@ -752,15 +954,17 @@ def check_entry(
 @dataclass(frozen=True)
 class Prechecked:
     """A worker's verdict on one entry: ``ok`` (a bundle whose signature verifies under
-    ``public``, the key registered for its signer id when the batch began), ``apply`` (check it in
-    order with ``Registry.apply``: a key entry, or a signer registered later), ``malformed`` or
-    ``signature`` (refused, with ``message``)."""
+    ``public``, the key its signer id names in the keys known or fetched so far), ``apply``
+    (check it in order with ``Registry.apply``: a key entry, or a signer not known yet),
+    ``malformed`` or ``signature`` (refused, with ``message``). ``digests``: the bundle files
+    its manifest names (fetched ahead)."""
 
     index: int
     status: str
     entry: Entry | None = None
     public: bytes = b""
     message: str = ""
+    digests: tuple[bytes, ...] = ()
 
 
 def key_table(registry: Registry) -> dict[bytes, bytes]:
@@ -770,8 +974,8 @@ def key_table(registry: Registry) -> dict[bytes, bytes]:
 
 
 def precheck(rows: list[tuple[int, bytes]], keys: dict[bytes, bytes]) -> list[Prechecked]:
-    """Run in a worker process: parse each entry and verify bundle signatures (module-level so
-    that it pickles)."""
+    """Run in a worker process: parse each entry strictly (canonical JSON, shape) and verify
+    bundle signatures (module-level so that it pickles)."""
     out: list[Prechecked] = []
     for index, data in rows:
         try:
@@ -779,17 +983,50 @@ def precheck(rows: list[tuple[int, bytes]], keys: dict[bytes, bytes]) -> list[Pr
         except BadInput as e:
             out.append(Prechecked(index, "malformed", message=f"malformed: {e}"))
             continue
+        digests: tuple[bytes, ...] = ()
+        if entry.manifest is not None:
+            digests = tuple(manifest_digests(entry.manifest))
         public = keys.get(bytes.fromhex(entry.signer)) if entry.signer is not None else None
         if public is None:
-            out.append(Prechecked(index, "apply"))
+            out.append(Prechecked(index, "apply", digests=digests))
             continue
         try:
-            verify_signature(entry.fields, public)
+            verify_signature(entry.fields, public, entry.data)
         except SignatureError as e:
             out.append(Prechecked(index, "signature", message=str(e)))
             continue
-        out.append(Prechecked(index, "ok", entry, public))
+        out.append(Prechecked(index, "ok", entry, public, digests=digests))
     return out
+
+
+def registered_key(data: bytes) -> tuple[bytes, bytes] | None:
+    """(key id, public key) of an (unverified) key-registration entry, else None. Workers
+    pre-check bundles signed by it against this key; the main process still verifies the
+    registration itself (the log's signature, the proof of possession) in log order, and that
+    a bundle's signer was registered before it with this very key (``check_entry``)."""
+    if b'"key-registration"' not in data:
+        return None
+    try:
+        entry = json.loads(data)
+        if entry.get("type") != "key-registration":
+            return None
+        return bytes.fromhex(entry["key_id"]), b64_decode(entry["public_key"], 32)
+    except (ValueError, AttributeError, KeyError, TypeError, LedgerError):
+        return None
+
+
+def named_digests(data: bytes) -> list[bytes]:
+    """The bundle files an (unverified) entry names, for fetching ahead; [] when it names none
+    or does not parse (``check_entry`` judges it)."""
+    if b'"manifest"' not in data:
+        return []
+    try:
+        entry = json.loads(data)
+        if entry.get("type") != "bundle":
+            return []
+        return manifest_digests(entry["manifest"])
+    except (ValueError, AttributeError, KeyError, TypeError):
+        return []
 
 
 def follow(

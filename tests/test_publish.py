@@ -29,19 +29,12 @@ from ledger.publish import IMMUTABLE, DirTarget, S3Target, publish
 from ledger.store import Store
 from ledger.tiles import parse_entry_bundle
 from tests.helpers.ledgers import REPO, add_node, new_ledger, run_cli
+from tests.helpers.nginx import NginxUnavailable, nginx_serving
 from tests.test_mirror import same_ledger
 from tests.test_server import _go_build, bundle_files, fields, seal_range
 
 SIZE = 300  # bundles; 301 entries with the key registration: a full tile and a partial one
-NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
 BUCKET = "ledger-pub"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def wait_http(url: str, proc: subprocess.Popen[bytes], seconds: float, log: Path) -> None:
@@ -87,62 +80,15 @@ def www(origin: Log, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return dest
 
 
-NGINX_CONF = """
-daemon off;
-worker_processes 1;
-pid {tmp}/nginx.pid;
-error_log {tmp}/error.log;
-{user}
-events {{ worker_connections 128; }}
-http {{
-    access_log off;
-    client_body_temp_path {tmp}/body;
-    proxy_temp_path {tmp}/proxy;
-    fastcgi_temp_path {tmp}/fastcgi;
-    uwsgi_temp_path {tmp}/uwsgi;
-    scgi_temp_path {tmp}/scgi;
-    types {{ }}
-    default_type application/octet-stream;
-    etag on;
-    server {{
-        listen 127.0.0.1:{port};
-        root {root};
-        location = /checkpoint {{
-            default_type "text/plain; charset=utf-8";
-            add_header Cache-Control "no-cache";
-        }}
-        location /tile/entries/ {{
-            add_header Content-Encoding gzip;
-            add_header Cache-Control "public, max-age=31536000, immutable";
-        }}
-        location /tile/ {{ add_header Cache-Control "public, max-age=31536000, immutable"; }}
-        location /api/v1/blobs/ {{
-            add_header Cache-Control "public, max-age=31536000, immutable";
-        }}
-    }}
-}}
-"""
-
-
 @pytest.fixture(scope="module")
 def nginx(www: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """nginx (Debian nginx-light) serving the published directory on a free loopback port, with
-    the headers docs/scale-out.md gives."""
-    if NGINX is None:
-        pytest.skip("no nginx on PATH or in /usr/sbin (Debian nginx-light: setup.sh --test)")
-    tmp = tmp_path_factory.mktemp("nginx")
-    port = free_port()
-    user = "user root root;" if os.geteuid() == 0 else ""  # workers must read the 0700 tmp dirs
-    conf = tmp / "nginx.conf"
-    conf.write_text(NGINX_CONF.format(tmp=tmp, port=port, root=www, user=user))
-    log = tmp / "error.log"
-    proc = subprocess.Popen([NGINX, "-e", str(log), "-p", str(tmp), "-c", str(conf)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    the headers docs/scale-out.md gives (tests/helpers/nginx.py)."""
     try:
-        wait_http(f"http://127.0.0.1:{port}/checkpoint", proc, 20, log)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop(proc)
+        with nginx_serving(www, tmp_path_factory.mktemp("nginx")) as url:
+            yield url
+    except NginxUnavailable as e:
+        pytest.skip(str(e))
 
 
 @pytest.fixture(scope="module")
@@ -312,6 +258,37 @@ def test_mirror_from_a_host_without_content_encoding(
     bomb = gzip.compress(b"\0" * (300 * 65537))
     with pytest.raises(BadInput, match="too large"):
         gunzip_bundle(bomb)
+
+
+@pytest.mark.parametrize(
+    "mode", ["trickle_head", "trickle_body", "endless", "huge_length", "digits_length",
+             "short_body", "long_body"],
+)
+def test_static_blob_fetch_is_bounded(
+    origin: Log, nginx: str, tmp_path: Path, mode: str
+) -> None:
+    """The lean one-file-per-blob client keeps HttpClient's bounds: a host that trickles,
+    never ends, announces too much or sends another length fails the sync in time (exit 3, or
+    1 for bytes that do not hash to the digest), and nothing of the batch is stored."""
+    from ledger.errors import CannotCheck
+    from ledger.httpclient import BadAnswer
+    from tests.helpers.hostile import HostileServer
+
+    with HostileServer(mode, ("/api/v1/blobs/",), nginx) as bad:
+        remote = Remote(bad.url, timeout=2)
+        t0 = time.monotonic()
+        try:
+            with pytest.raises((CannotCheck, BadAnswer)):
+                Mirror(tmp_path / "m", remote, vkey_of(origin)).sync()
+        finally:
+            remote.close()
+        assert time.monotonic() - t0 < 10
+        assert bad.hits > 0
+    s = Store.open(tmp_path / "m")
+    try:
+        assert s.size() == 0
+    finally:
+        s.close()
 
 
 def test_go_tlog_client_reads_nginx(origin: Log, nginx: str, tmp_path: Path) -> None:
