@@ -488,6 +488,9 @@ class Mirror:
     vkey_text: str
     witnesses: Sequence[NoteVerifier] = ()
     progress: Callable[[int, int], None] | None = None
+    # called with the store (every entry of the new tree verified and stored) and the signed
+    # checkpoint before it is stored; raising keeps the checkpoint out (not served, not trusted)
+    before_store: Callable[[Store, bytes], None] | None = None
     vkey: NoteVerifier = field(init=False)
     _registry: Registry | None = field(default=None, init=False)
     _registry_size: int = field(default=0, init=False)
@@ -696,6 +699,8 @@ class Mirror:
                     if procs is not None:
                         procs.shutdown(cancel_futures=True)
         if verified != note:
+            if self.before_store is not None:
+                self.before_store(store, note)  # e.g. the user's checkpoint memory (issue 14)
             store.put_checkpoint(note, cp.size)
         if pending:
             store.set_meta(PENDING_META, "")

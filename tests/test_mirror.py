@@ -364,3 +364,30 @@ def test_cli_follow_prints_one_json_line_per_poll(
     assert [(x["old_size"], x["new_size"]) for x in lines] == [(0, 301), (301, 301)]
     bad = run_cli("mirror", srv.url, "--vkey", "not a key", home=tmp_path / "m2")
     assert bad.returncode == 2
+
+
+def test_before_store_keeps_a_refused_checkpoint_out(
+    origin: tuple[Log, BackgroundServer], tmp_path: Path
+) -> None:
+    """The hook the CLI gives the checkpoint memory (issue 14): it sees every entry stored and
+    the signed note before it is stored; when it raises, the checkpoint is not stored (the
+    mirror serves nothing of that tree) and the next sync checks the same tree again."""
+    log, srv = origin
+    seen: list[tuple[int, bytes]] = []
+
+    def refuse(store: Store, note: bytes) -> None:
+        seen.append((store.size(), note))
+        raise RewriteDetected("refused by the test's memory")
+
+    m = Mirror(tmp_path / "m", remote(srv.url), vkey_of(log), before_store=refuse)
+    with pytest.raises(RewriteDetected):
+        m.sync()
+    assert seen == [(301, log.store.checkpoint())]
+    s = Store.open(tmp_path / "m")
+    try:
+        assert s.size() == 301 and list(s.checkpoints()) == []
+    finally:
+        s.close()
+    m.before_store = None
+    assert m.sync().new_size == 301
+    same_ledger(log.home, tmp_path / "m")

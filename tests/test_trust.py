@@ -236,6 +236,8 @@ def test_mirror_remembers_and_catches_the_other_fork(fork: Fork, tmp_path: Path)
                              str(tmp_path / "mb"), cache=cache)
     assert code == 1 and "equivocates" in err, err
     assert len(list((cache / "evidence").glob("*.checkpoint"))) == 2
+    # the memory is consulted before the checkpoint is stored: mb never serves the other fork
+    assert run_cli("checkpoint", home=tmp_path / "mb").returncode != 0
 
 
 def test_refresh_against_the_other_fork_is_evidence_not_a_new_receipt(

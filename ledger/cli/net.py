@@ -16,6 +16,7 @@ import typer
 
 if TYPE_CHECKING:
     from ledger.note import NoteVerifier
+    from ledger.store import Store
 
 WITNESS_HOME = "~/.local/share/kernel-ledger-witness"
 
@@ -186,6 +187,11 @@ def register(app: typer.Typer) -> None:
         def warn(e: Exception, delay: float) -> None:
             output.error_line(f"{e} (retrying in {delay:.0f} s)")
 
+        def before_store(store: "Store", note: bytes) -> None:  # issue 14: memory first
+            size = store.size()
+            trust.guard(note, pinned, (), 0, memory,
+                        lambda a, b: store.consistency_proof(a, b) if b <= size else None)
+
         try:
             with output.progress("mirroring", None, enabled=not json_out) as bar:
                 m = Mirror(
@@ -194,6 +200,7 @@ def register(app: typer.Typer) -> None:
                     pinned.vkey,
                     witnesses,
                     progress=lambda done, total: bar.update(done, total=total),
+                    before_store=before_store,
                 )
                 if follow:
                     follow_loop(m, interval, show, warn, rounds=rounds)
