@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import re
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -171,6 +172,10 @@ class PgConn:
         self.url = url
         self.txn = False  # inside Store.writer (pipeline mode hides libpq's transaction status)
         self._sql: dict[str, str] = {}
+        # like sqlite3's, the server connection ends with its last owner (a Store left to the
+        # garbage collector, a sequencer thread that ended): closed, not warned about. A weakref
+        # finalizer runs before any __del__ of a collected cycle, so before psycopg's own.
+        weakref.finalize(self, _close_quietly, raw)
 
     def _translate(self, sql: str) -> str:
         got = self._sql.get(sql)
@@ -223,6 +228,13 @@ class PgConn:
 
     def close(self) -> None:
         self.raw.close()
+
+
+def _close_quietly(raw: psycopg.Connection[Any]) -> None:
+    try:
+        raw.close()
+    except Exception:
+        pass  # at interpreter exit the socket may be gone already
 
 
 def connect(url: str) -> PgConn:
