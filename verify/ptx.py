@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from ledger.errors import BadInput, CannotCheck
@@ -410,15 +410,35 @@ def find_ptxas() -> str | None:
     return find_tool("ptxas", cuda=True)
 
 
-@lru_cache(maxsize=8)
-def tool_release(path: str) -> str:
-    """The ``release`` line a CUDA tool prints for ``--version`` (else its last line)."""
-    res = run_tool([path, "--version"], cwd=Path("/"), timeout=30)
+_RELEASES: dict[str, str] = {}
+
+
+def _release_text(res: ToolResult) -> str:
     lines = [ln.strip() for ln in (res.stdout + res.stderr).splitlines() if ln.strip()]
     for ln in lines:
         if "release" in ln:
             return ln[:200]
     return lines[-1][:200] if lines else ""
+
+
+def start_release(path: str) -> Callable[[], str]:
+    """``tool_release(path)`` with ``--version`` started now and read when called."""
+    if path in _RELEASES:
+        known = _RELEASES[path]
+        return lambda: known
+    tool = RunningTool([path, "--version"], cwd=Path("/"), timeout=30)
+
+    def get() -> str:
+        if path not in _RELEASES:
+            _RELEASES[path] = _release_text(tool.result())
+        return _RELEASES[path]
+
+    return get
+
+
+def tool_release(path: str) -> str:
+    """The ``release`` line a CUDA tool prints for ``--version`` (else its last line)."""
+    return start_release(path)()
 
 
 def parse_ptxas_output(out: str) -> list[PtxasStats]:
@@ -630,9 +650,10 @@ def start_assemble(ctx: Context) -> Started:
         with contextlib.suppress(BadInput):  # reported in finish()
             argv = ptxas_argv(ptxas, scratch / jobs[0][0], jobs[0][1], scratch, not allow)
             first = RunningTool(argv, cwd=scratch, timeout=timeout)
-    version = tool_release(ptxas)  # while the first ptxas runs
+    release = start_release(ptxas)  # beside the first ptxas
 
     def finish() -> list[Check]:
+        version = release()
         problems: list[str] = []
         lines: list[str] = []
         for i, (path, arch) in enumerate(jobs):
@@ -684,8 +705,8 @@ def start_assemble(ctx: Context) -> Started:
 
 def start(ctx: Context) -> Started:
     """``ptx.parse`` now; ``ptx.assemble`` with its ptxas running in the background."""
+    asm = start_assemble(ctx)  # ptxas first: it runs while the PTX is parsed here
     parse = parse_check(ctx)
-    asm = start_assemble(ctx)
     return Started(lambda: [parse, *asm.finish()], asm.tools)
 
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from ledger.bundle import check_path
 from ledger.errors import BadInput, BundleError
 from verify.context import Context, Started, done
-from verify.ptx import tool_release
+from verify.ptx import start_release, tool_release
 from verify.report import Check, failed, passed, skipped
 from verify.tools import RunningTool, find_tool
 
@@ -163,12 +163,13 @@ def start(ctx: Context) -> Started:
     target.unlink()
     timeout = ctx.options.timeout
     tool = RunningTool([nvcc, *args], cwd=scratch, timeout=timeout)
-    version = tool_release(nvcc)  # while nvcc runs
+    release = start_release(nvcc)  # beside nvcc
     cmd = " ".join(k.build)
     ptx_path = k.ptx
 
     def finish() -> list[Check]:
         res = tool.result()
+        version = release()
         if res.timed_out:
             return [failed("rebuild.ptx", f"{cmd}: timed out after {timeout:g} s", "nvcc", version)]
         if not res.ok or not target.is_file():

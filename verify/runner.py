@@ -11,10 +11,11 @@ Order (each group sees the results before it through ``Context.results``):
 
 The groups are the modules in ``GROUPS``, each with ``run(ctx) -> list[Check]``. A group whose
 work is an external tool (``ptx``: ptxas; ``rebuild``: nvcc) also has ``start(ctx) -> Started``:
-the runner starts its tool and goes on with the next groups, so ptxas and nvcc run in their own
-processes while this one interprets the falsification tests (issue 15: the two overlap on a
-machine with two cores or more); their checks are collected before ``certificate``, which reads
-every result, and the report lists every check in the order above whatever finished first.
+the runner starts those tools as soon as the contract is read and then runs the other groups, so
+ptxas and nvcc run in their own processes while this one interprets the falsification tests
+(issue 15: the two overlap on a machine with two cores or more); their checks are collected
+before ``certificate``, which reads every result, and the report lists every check in the
+order above whatever finished first.
 
 A group that raises an unexpected project error becomes a failed check naming it: the run never
 stops half-way and never reports a check it did not run.
@@ -83,24 +84,37 @@ def check_bundle(
 ) -> Report:
     ctx = Context(bundle, options or Options())
     ctx.results.extend(integrity if integrity is not None else [manifest_check(bundle)])
-    slots: list[tuple[str, Started]] = []  # in GROUPS order, some still running
+    slots: list[tuple[str, Started | None]] = [(first_id, None) for _, first_id in GROUPS]
 
-    def settle() -> None:
-        for first_id, started in slots:
-            ctx.results.extend(_collect(first_id, started))
-        slots.clear()
+    def settle(upto: int) -> None:
+        for i in range(upto):
+            first_id, started = slots[i]
+            if started is not None:
+                ctx.results.extend(_collect(first_id, started))
+                slots[i] = (first_id, None)
 
     try:
-        for module, first_id in GROUPS:
+        # the first group reads the contract (ctx.contract); the groups with external tools
+        # start right after it, so that their tools run while every other group works
+        (module, first_id), *_ = GROUPS
+        if progress is not None:
+            progress(first_id)
+        slots[0] = (first_id, _begin(module, first_id, ctx))
+        for i, (module, first_id) in enumerate(GROUPS[1:], start=1):
+            if getattr(module, "start", None) is not None:
+                slots[i] = (first_id, _begin(module, first_id, ctx))
+        for i, (module, first_id) in enumerate(GROUPS[1:], start=1):
             if progress is not None:
                 progress(first_id)
             if module in READS_RESULTS:
-                settle()
-            slots.append((first_id, _begin(module, first_id, ctx)))
-        settle()
+                settle(i)
+            if slots[i][1] is None:
+                slots[i] = (first_id, _begin(module, first_id, ctx))
+        settle(len(slots))
     finally:
         for _, started in slots:  # only when the run was abandoned half-way
-            started.cancel()
+            if started is not None:
+                started.cancel()
         ctx.close()
     return Report(bundle.digest.hex(), tuple(ctx.results))
 
