@@ -299,6 +299,9 @@ def _check_triggers(store: Store, res: AuditResult) -> None:
         for kind in ("no_update", "no_delete"):
             if f"{table}_{kind}" not in have:
                 res.add(None, f"append-only trigger {table}_{kind} has been dropped")
+    if store.backend is not None:  # PostgreSQL: its own triggers and the tree head (pgstore)
+        for message in store.backend.audit_problems(res.size):
+            res.add(None, message)
 
 
 def _signature_pool(size: int) -> ProcessPoolExecutor | None:

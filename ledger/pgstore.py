@@ -365,6 +365,18 @@ class PgBackend:
         )
         return {str(r[0]) for r in rows}
 
+    def audit_problems(self, size: int) -> list[str]:
+        """What ``ledger audit`` checks beyond the SQLite store's: the TRUNCATE and head triggers
+        are in place and enabled, and the tree head names the audited size."""
+        have = self.trigger_names()
+        want = [f"{t}_no_truncate" for t in APPEND_ONLY_TABLES]
+        want += ["head_grows", "head_no_delete", "head_no_truncate"]
+        out = [f"append-only trigger {n} has been dropped" for n in want if n not in have]
+        head = self.head_size()
+        if head != size:
+            out.append(f"the tree head says {head} entries, the audited log has {size}")
+        return out
+
     def version(self) -> tuple[int, int]:
         """``Store.version`` here: the head's size and the newest checkpoint row, both of which
         every write of history moves (one query; the checkpoints' primary key answers max)."""

@@ -141,6 +141,13 @@ def test_append_only_enforced_by_the_database(pg_server: PgServer, tmp_path: Pat
     assert r.returncode == 1, r.stdout + r.stderr
     assert "entry 2" in r.stdout + r.stderr
     assert "entries_no_update has been dropped" in r.stdout + r.stderr
+    pg_server.admin_execute(
+        "ALTER TABLE head DISABLE TRIGGER head_grows; UPDATE head SET size = size - 1", db
+    )
+    r = run_cli("audit", home=home)
+    assert r.returncode == 1
+    assert "head_grows has been dropped" in r.stderr
+    assert "the tree head says 3 entries, the audited log has 4" in r.stderr
 
 
 def audit_ok(home: Path) -> bool:
