@@ -318,6 +318,7 @@ def test_parallel_precheck_path(
     """Large syncs pre-check signatures in worker processes; the verdicts are the same."""
     log, srv = origin
     monkeypatch.setattr(mirror_mod, "PARALLEL_MIN_ENTRIES", 0)
+    monkeypatch.setattr(mirror_mod, "WORKERS_MIN_CPUS", 1)
     monkeypatch.setattr(mirror_mod, "BATCH_TILES", 1)
     monkeypatch.setattr(mirror_mod, "PRECHECK_CHUNK", 64)
     first = node_key(log)
