@@ -90,7 +90,7 @@ BLOB_REQUESTS_IN_FLIGHT = 4
 STATIC_IN_FLIGHT = 8  # single-blob requests in flight from a static location
 PARALLEL_MIN_ENTRIES = 8192  # syncs this large pre-check signatures in worker processes
 MAX_WORKERS = 4
-WORKERS_MIN_CPUS = 4  # fewer CPUs: no worker processes (they compete with the main process)
+WORKERS_MIN_CPUS = 2  # fewer CPUs: no worker processes
 PRECHECK_CHUNK = 512
 PENDING_META = "mirror.pending"
 URL_META = "mirror.url"
@@ -734,14 +734,15 @@ class Mirror:
         return min(size, (start // TILE_WIDTH + BATCH_TILES) * TILE_WIDTH)
 
     def _workers(self, todo: int) -> ProcessPoolExecutor | None:
-        """Worker processes that pre-check bundle signatures, for large syncs on a machine with
-        CPUs to spare beyond this process and its fetch thread (``WORKERS_MIN_CPUS``): on 2
-        CPUs, workers made a 20,000-entry sync 1.3-1.5x slower (docs/benchmarks.md)."""
+        """Worker processes that pre-check bundle signatures, for large syncs on several CPUs
+        (``WORKERS_MIN_CPUS``). On 2 CPUs two workers made a 20,000-entry sync 1.1-1.25x faster
+        when the machine was otherwise idle, 1.3-1.5x slower when other jobs kept both CPUs busy
+        (docs/benchmarks.md, "Mirror and publish")."""
         cpus = os.cpu_count() or 1
         if todo < PARALLEL_MIN_ENTRIES or cpus < WORKERS_MIN_CPUS:
             return None
         ctx = multiprocessing.get_context("spawn")
-        return ProcessPoolExecutor(max_workers=max(1, min(cpus - 2, MAX_WORKERS)), mp_context=ctx)
+        return ProcessPoolExecutor(max_workers=min(cpus, MAX_WORKERS), mp_context=ctx)
 
     def _fetch(
         self,
