@@ -376,7 +376,7 @@ def publish(
     compress: bool = True,
 ) -> PublishResult:
     """Publish the ledger at ``home`` to ``target`` (see the module docstring). ``progress(done,
-    total)`` follows the hash tiles, then the blobs. ``blobs=False, compress=False`` is
+    total)`` counts every file but the checkpoint: tiles, entry bundles, then blobs. ``blobs=False, compress=False`` is
     ``ledger export-tiles`` (tiles only, entry bundles uncompressed, for any host)."""
     from ledger.httpstate import published_note
 
@@ -391,7 +391,8 @@ def publish(
         old = published_size(target, store, cp)
         tiles = new_tiles(old, cp.size)
         digests = list(named_blobs(store, old, cp.size)) if blobs else []
-        total = len(tiles) + len(digests)
+        # every file but the checkpoint: hash tiles, entry bundles (one per level-0 tile), blobs
+        total = len(tiles) + sum(1 for t in tiles if t[0] == 0) + len(digests)
         done = 0
         written_tiles = written_blobs = nbytes = 0
 
@@ -423,8 +424,7 @@ def publish(
             else:
                 written_tiles += 1
             nbytes += sent
-            if not obj.key.startswith("tile/entries/"):
-                step()  # progress counts hash tiles and blobs
+            step()
         target.flush()
         target.put(Obj("checkpoint", note, NOTE_TYPE, NO_CACHE))
         target.flush()

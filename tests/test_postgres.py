@@ -287,9 +287,10 @@ def test_db_copy_moves_a_sqlite_ledger_and_proves_the_roots(
     r = run_cli("db", "copy", "--to", url2, home=other)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    sq = [ln for ln in lines if ln.startswith("sqlite root:")]
-    pg = [ln for ln in lines if ln.startswith("postgresql root:")]
-    assert sq and pg and sq[0].split()[2] == pg[0].split()[2]
+    sq = [ln.split() for ln in lines if ln.startswith("  sqlite ")]
+    pg = [ln.split() for ln in lines if ln.startswith("  postgresql ")]
+    assert sq and pg and len(sq[0][1]) == 64 and sq[0][1] == pg[0][1]
+    assert all(len(ln) <= 80 for ln in lines if ln.startswith("  "))
 
 
 def test_shared_sealing_through_two_servers_on_one_database(

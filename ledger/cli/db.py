@@ -57,7 +57,9 @@ def copy(
         )
         return
     rows = ", ".join(f"{n} {t}" for t, n in got.rows.items())
+    # each root on a line of its own that fits 80 columns, so a terminal never folds a hash
     output.plain(f"copied to {shown_url(to)}: {rows}")
-    output.plain(f"sqlite root:     {got.sqlite_root.hex()} (size {got.size})")
-    output.plain(f"postgresql root: {got.pg_root.hex()} (size {got.size})")
+    output.plain(f"tree size {got.size}; roots:")
+    output.plain(f"  sqlite      {got.sqlite_root.hex()}")
+    output.plain(f"  postgresql  {got.pg_root.hex()}")
     output.plain(f"roots equal; {h} now uses the PostgreSQL database (SQLite file kept as {kept})")

@@ -90,6 +90,7 @@ def run_cli(
     if home is not None:
         env["LEDGER_HOME"] = str(home)
     env.pop("LEDGER_DEBUG", None)
+    env.pop("COLUMNS", None)  # output width as on a pipe; tests of a width set it themselves
     return subprocess.run(
         [sys.executable, "-m", "ledger.cli", *args],
         cwd=REPO,
