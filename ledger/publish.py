@@ -376,8 +376,9 @@ def publish(
     compress: bool = True,
 ) -> PublishResult:
     """Publish the ledger at ``home`` to ``target`` (see the module docstring). ``progress(done,
-    total)`` counts every file but the checkpoint: tiles, entry bundles, then blobs. ``blobs=False, compress=False`` is
-    ``ledger export-tiles`` (tiles only, entry bundles uncompressed, for any host)."""
+    total)`` counts every file but the checkpoint: tiles, entry bundles, then blobs.
+    ``blobs=False, compress=False`` is ``ledger export-tiles`` (tiles only, entry bundles
+    uncompressed, for any host)."""
     from ledger.httpstate import published_note
 
     t0 = time.perf_counter()
