@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 from ledger import merkle
 from ledger.bundle import blake3_digest, manifest_digests
+from ledger.encoding import hex_decode, hex_encode
 from ledger.entries import ChainCheck, SignatureJob, verify_jobs
 from ledger.errors import LedgerError
 from ledger.note import NoteVerifier, open_note, parse_checkpoint
@@ -182,7 +183,7 @@ def audit(
                         blobs_seen.clear()
                     blobs_seen[fd] = None
                 else:
-                    res.add(i, f"entry {i}: bundle file {fd.hex()} is missing")
+                    res.add(i, f"entry {i}: bundle file {hex_encode(fd)} is missing")
             blob_batch.clear()
 
     for idx, lh, data, etype, digest in store.scan(
@@ -210,7 +211,7 @@ def audit(
             if obj.type != etype:
                 res.add(idx, f"entry {idx}: stored type column does not match the entry")
             if obj.bundle_digest is not None and obj.manifest is not None:
-                d = bytes.fromhex(obj.bundle_digest)
+                d = hex_decode(obj.bundle_digest)
                 if digest is None or bytes(digest) != d:
                     res.add(idx, f"entry {idx}: stored bundle digest column does not match")
                 manifest = obj.manifest.encode("utf-8")
@@ -269,8 +270,8 @@ def _check_recorded_vkey(store: Store, vkey: NoteVerifier, res: AuditResult) -> 
     if (recorded.name, recorded.public) != (vkey.name, vkey.public):
         res.add(
             None,
-            f"the database records verifier key {recorded.name}+{recorded.key_id.hex()}, "
-            f"not the trusted {vkey.name}+{vkey.key_id.hex()}",
+            f"the database records verifier key {recorded.name}+{hex_encode(recorded.key_id)}, "
+            f"not the trusted {vkey.name}+{hex_encode(vkey.key_id)}",
         )
     if store.origin != vkey.name:
         res.add(None, f"the database's origin {store.origin!r} is not the key's {vkey.name!r}")
@@ -334,7 +335,7 @@ def _check_blobs(store: Store, res: AuditResult) -> None:
     for digest, data in store.blobs():
         res.blobs += 1
         if blake3_digest(data) != digest:
-            res.add(None, f"blob {digest.hex()} does not hash to its address")
+            res.add(None, f"blob {hex_encode(digest)} does not hash to its address")
 
 
 def _check_key_index(store: Store, registry: object, res: AuditResult) -> None:
@@ -347,4 +348,5 @@ def _check_key_index(store: Store, registry: object, res: AuditResult) -> None:
         if want.get(kid) != have.get(kid):
             where = want.get(kid) or have.get(kid)
             idx = where.registered_at if where else None
-            res.add(idx, f"key index row for {kid.hex()} does not match the log's key entries")
+            res.add(idx,
+                    f"key index row for {hex_encode(kid)} does not match the log's key entries")

@@ -25,7 +25,7 @@ import nacl.signing
 
 from ledger import merkle
 from ledger.bundle import Bundle
-from ledger.encoding import b64_encode
+from ledger.encoding import b64_encode, hex_encode
 from ledger.entries import (
     bundle_fields,
     chain_link,
@@ -274,11 +274,11 @@ class Log:
         key = self._log_signing_key()
         with self.store.writer() as w:
             if self.store.key_row(public.key_id) is not None:
-                raise BadInput(f"node key {public.key_id.hex()} is registered already")
+                raise BadInput(f"node key {hex_encode(public.key_id)} is registered already")
             fields = {
                 "type": "key-registration",
                 **self._chain(w),
-                "key_id": public.key_id.hex(),
+                "key_id": hex_encode(public.key_id),
                 "name": public.name,
                 "public_key": b64_encode(public.public),
                 "pop": b64_encode(public.pop),
@@ -296,15 +296,15 @@ class Log:
         with self.store.writer() as w:
             row = self.store.key_row(key_id)
             if row is None:
-                raise BadInput(f"no registered node key {key_id.hex()}")
+                raise BadInput(f"no registered node key {hex_encode(key_id)}")
             if row.revoked_at is not None:
                 raise BadInput(
-                    f"node key {key_id.hex()} was revoked already at entry {row.revoked_at}"
+                    f"node key {hex_encode(key_id)} was revoked already at entry {row.revoked_at}"
                 )
             fields = {
                 "type": "key-revocation",
                 **self._chain(w),
-                "key_id": key_id.hex(),
+                "key_id": hex_encode(key_id),
                 "reason": reason,
             }
             entry = sign_entry(fields, key)
@@ -316,12 +316,12 @@ class Log:
         row = self.store.key_row(key_id)
         if row is None:
             raise BadInput(
-                f"node key {key_id.hex()} is not registered in this ledger "
+                f"node key {hex_encode(key_id)} is not registered in this ledger "
                 "(run `ledger keys register NAME`)"
             )
         if row.revoked_at is not None:
             raise BadInput(
-                f"node key {key_id.hex()} was revoked at entry {row.revoked_at}: "
+                f"node key {hex_encode(key_id)} was revoked at entry {row.revoked_at}: "
                 f"{row.revoke_reason}"
             )
 
@@ -339,9 +339,10 @@ class Log:
         with self.store.writer() as w:
             self.check_may_seal(kid)
             for idx in self.store.indices_for_digest(bundle.digest):
-                if self._signer_of(idx) == kid.hex():
+                if self._signer_of(idx) == hex_encode(kid):
                     raise BadInput(
-                        f"bundle {bundle.digest.hex()} was sealed by this key already (entry {idx})"
+                        f"bundle {hex_encode(bundle.digest)} was sealed by this key already "
+                        f"(entry {idx})"
                     )
             obj = bundle_fields(self._chain(w), bundle, fields, kid)
             check_entry_shape(obj)

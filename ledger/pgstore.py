@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ledger.encoding import hex_encode
 from ledger.errors import BadInput, CannotCheck, LedgerStateError, TamperDetected
 
 if TYPE_CHECKING:
@@ -206,7 +207,7 @@ class PgConn:
     def scan(self, sql: str, parameters: Sequence[Any] = ()) -> Iterator[Any]:
         import psycopg
 
-        cur = self.raw.cursor(f"ledger_scan_{os.urandom(6).hex()}", withhold=True)
+        cur = self.raw.cursor(f"ledger_scan_{hex_encode(os.urandom(6))}", withhold=True)
         cur.itersize = STREAM_ROWS
         try:
             try:

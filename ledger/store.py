@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ledger import merkle
+from ledger.encoding import hex_decode, hex_encode
 from ledger.errors import BadInput, CannotCheck, LedgerStateError, TamperDetected, UnknownHash
 from ledger.hashlevels import HashLevels, combine, inclusion_paths
 from ledger.note import Checkpoint, note_text, parse_checkpoint
@@ -415,8 +416,8 @@ class Store:
             raise UnknownHash(
                 f"{text!r} is neither an index nor a hex hash prefix of 8 to 64 digits"
             )
-        lo = bytes.fromhex((t + "0" * 64)[:64])
-        hi = bytes.fromhex((t + "f" * 64)[:64])
+        lo = hex_decode((t + "0" * 64)[:64])
+        hi = hex_decode((t + "f" * 64)[:64])
         found = {
             int(r[0])
             for r in self.conn.execute(
@@ -442,7 +443,7 @@ class Store:
         from ledger.entries import decode_entry
 
         data = self.entry(idx)
-        names = [merkle.leaf_hash(data).hex()]
+        names = [hex_encode(merkle.leaf_hash(data))]
         try:
             names.append(decode_entry(data).bundle_digest or "")
         except BadInput:
@@ -583,7 +584,7 @@ class Writer:
             obj = decode_entry(entry)
             etype = obj.type
             if obj.bundle_digest is not None:
-                digest = bytes.fromhex(obj.bundle_digest)
+                digest = hex_decode(obj.bundle_digest)
         idx = self.size
         if etype in ("key-registration", "key-revocation"):
             self._index_key_entry(idx, entry)
@@ -600,7 +601,7 @@ class Writer:
         from ledger.entries import decode_entry
 
         obj = decode_entry(entry)
-        kid = bytes.fromhex(str(obj.key_id))
+        kid = hex_decode(str(obj.key_id))
         if obj.type == "key-registration":
             pub = b64_decode(str(obj.public_key), 32)
             self.put_key(kid, str(obj.name), pub, idx)
