@@ -45,7 +45,7 @@ import httpx
 from ledger import merkle
 from ledger.bundle import blake3_digest
 from ledger.bundle import manifest_digests as bundle_manifest_digests
-from ledger.encoding import b64_decode, b64_encode
+from ledger.encoding import b64_decode, b64_encode, hex_decode, hex_encode
 from ledger.entries import (
     ChainCheck,
     Entry,
@@ -182,12 +182,12 @@ class Remote:
             return dict(zip(digests, pool.map(self._blob_one, digests), strict=True))
 
     def _blob_one(self, digest: bytes) -> bytes:
-        path = f"api/v1/blobs/{digest.hex()}"
+        path = f"api/v1/blobs/{hex_encode(digest)}"
         data = self.lean.get(path, MAX_BLOB_ANSWER_BYTES) if self.lean is not None else None
         if data is None:
             data = self.get(path, MAX_BLOB_ANSWER_BYTES)[0]
         if blake3_digest(data) != digest:
-            raise BadAnswer(f"blob {digest.hex()} from the mirror has another hash")
+            raise BadAnswer(f"blob {hex_encode(digest)} from the mirror has another hash")
         return data
 
     def _blob_chunk(self, digests: Sequence[bytes]) -> dict[bytes, bytes]:
@@ -196,7 +196,7 @@ class Remote:
         while todo:
             ask = todo[:BLOBS_PER_REQUEST]
             body, headers = self.get(
-                "api/v1/blobs", MAX_BLOB_ANSWER_BYTES, [("d", d.hex()) for d in ask]
+                "api/v1/blobs", MAX_BLOB_ANSWER_BYTES, [("d", hex_encode(d)) for d in ask]
             )
             count = headers.get("x-blob-count", "")
             if not count.isascii() or not count.isdigit() or len(count) > 4 \
@@ -211,7 +211,7 @@ class Remote:
                 if len(data) != n:
                     raise BadAnswer("the mirror's blob answer is truncated")
                 if blake3_digest(data) != digest:
-                    raise BadAnswer(f"blob {digest.hex()} from the mirror has another hash")
+                    raise BadAnswer(f"blob {hex_encode(digest)} from the mirror has another hash")
                 out[digest] = data
                 pos += 4 + n
             if pos != len(body):
@@ -869,7 +869,7 @@ class Mirror:
             w.put_blobs(blobs.items())  # batched with the entries, one executemany each
             for _i, data, entry in rows:
                 if entry.bundle_digest is not None:
-                    w.append_bundle(data, bytes.fromhex(entry.bundle_digest))
+                    w.append_bundle(data, hex_decode(entry.bundle_digest))
                 else:
                     w.append(data, entry.type, None)  # also indexes key entries
             if w.size != end or w.root() != root:
@@ -933,7 +933,7 @@ def check_entry(
         entry = pre.entry
         if entry.origin != registry.origin:
             raise VerificationFailed(f"entry {index} names origin {entry.origin!r}")
-        key = registry.check_signer(bytes.fromhex(str(entry.signer)), index)
+        key = registry.check_signer(hex_decode(str(entry.signer)), index)
         if key.public != pre.public:
             raise SignatureError(f"entry {index}: signed with another key than its signer's")
     elif pre is not None and pre.status != "apply":
@@ -954,7 +954,7 @@ def check_entry(
         raise TamperDetected(f"remote entry {index} is not chained to the log: {link}")
     if entry.manifest is not None:
         manifest = entry.manifest.encode("utf-8")
-        if blake3_digest(manifest).hex() != entry.bundle_digest:
+        if hex_encode(blake3_digest(manifest)) != entry.bundle_digest:
             raise TamperDetected(f"remote entry {index}: the manifest does not hash to the digest")
     frontier.append(merkle.leaf_hash(data))
     return entry
@@ -995,7 +995,7 @@ def precheck(rows: list[tuple[int, bytes]], keys: dict[bytes, bytes]) -> list[Pr
         digests: tuple[bytes, ...] = ()
         if entry.manifest is not None:
             digests = tuple(manifest_digests(entry.manifest))
-        public = keys.get(bytes.fromhex(entry.signer)) if entry.signer is not None else None
+        public = keys.get(hex_decode(entry.signer)) if entry.signer is not None else None
         if public is None:
             out.append(Prechecked(index, "apply", digests=digests))
             continue
@@ -1019,7 +1019,7 @@ def registered_key(data: bytes) -> tuple[bytes, bytes] | None:
         entry = json.loads(data)
         if entry.get("type") != "key-registration":
             return None
-        return bytes.fromhex(entry["key_id"]), b64_decode(entry["public_key"], 32)
+        return hex_decode(entry["key_id"]), b64_decode(entry["public_key"], 32)
     except (ValueError, AttributeError, KeyError, TypeError, LedgerError):
         return None
 

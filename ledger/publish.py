@@ -52,6 +52,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from ledger.bundle import manifest_digests
+from ledger.encoding import hex_encode
 from ledger.errors import BadInput, CannotCheck, LedgerError, LedgerStateError
 from ledger.note import Checkpoint, note_text, parse_checkpoint
 from ledger.store import Store
@@ -408,9 +409,9 @@ def publish(
             for digest in digests:
                 data = store.blob(digest)
                 if data is None:  # a ledger that lacks a file it names (a partial mirror)
-                    raise BadInput(f"bundle file {digest.hex()} is named by an entry but not "
+                    raise BadInput(f"bundle file {hex_encode(digest)} is named by an entry but not "
                                    "stored here: cannot publish it")
-                yield Obj(BLOB_PREFIX + digest.hex(), data)
+                yield Obj(BLOB_PREFIX + hex_encode(digest), data)
 
         def send(obj: Obj) -> int:
             if obj.key.startswith(BLOB_PREFIX) and (old > 0 or isinstance(target, DirTarget)) \

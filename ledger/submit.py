@@ -67,7 +67,7 @@ from starlette.responses import Response
 from ledger import merkle
 from ledger.bundle import Bundle
 from ledger.canonical import canonical_json, loads_canonical
-from ledger.encoding import b64_decode, b64_encode
+from ledger.encoding import b64_decode, b64_encode, hex_decode, hex_encode
 from ledger.entries import (
     Entry,
     bundle_fields,
@@ -169,7 +169,7 @@ def body_signature(node: nacl.signing.SigningKey, body: bytes) -> str:
 
 def auth_headers(node: nacl.signing.SigningKey, body: bytes) -> dict[str, str]:
     return {
-        SIGNER_HEADER: node_key_id(bytes(node.verify_key)).hex(),
+        SIGNER_HEADER: hex_encode(node_key_id(bytes(node.verify_key))),
         SIGNATURE_HEADER: body_signature(node, body),
     }
 
@@ -187,7 +187,7 @@ def _signer(request: Request, log: Any) -> tuple[bytes, bytes, bytes]:
         sig = b64_decode(sig_text[:200], 64, "body signature")
     except BadInput as e:
         raise Rejected(401, str(e)) from e
-    kid = bytes.fromhex(kid_hex)
+    kid = hex_decode(kid_hex)
     row = log.store.key_row(kid)
     if row is None or row.revoked_at is not None:
         raise Rejected(403, f"signer {kid_hex} is not a registered, unrevoked node key")
@@ -372,7 +372,7 @@ def integrate(log: Log, batch: Sequence[Pending]) -> list[dict[str, Any] | Rejec
                 continue
             row = store.key_row(p.signer)
             if row is None or row.revoked_at is not None:
-                out.append(Rejected(403, f"signer {p.signer.hex()} is not a registered, "
+                out.append(Rejected(403, f"signer {hex_encode(p.signer)} is not a registered, "
                                          "unrevoked node key"))
                 continue
             size = p.entry.prev_size
@@ -400,7 +400,7 @@ def integrate(log: Log, batch: Sequence[Pending]) -> list[dict[str, Any] | Rejec
         note = store.checkpoint()
     for p, a in zip(batch, out, strict=True):
         if isinstance(a, dict):
-            a["leaf_hash"] = p.leaf.hex()
+            a["leaf_hash"] = hex_encode(p.leaf)
             a["checkpoint"] = note.decode("utf-8")
             if "signer_index" not in a:
                 row = store.key_row(p.signer)
@@ -455,20 +455,20 @@ def validate(
     data, entry, files = parse_submission(body)
     if entry.origin != log.origin:
         raise Rejected(400, f"entry is for origin {entry.origin!r}, not {log.origin!r}")
-    kid = bytes.fromhex(str(entry.signer))
+    kid = hex_decode(str(entry.signer))
     if sender is not None and kid != sender:
         raise Rejected(403, f"the entry's signer is not the {SIGNER_HEADER} key")
     leaf = merkle.leaf_hash(data)
     store = log.store
-    known = existing_index(store, bytes.fromhex(str(entry.bundle_digest)), leaf)
+    known = existing_index(store, hex_decode(str(entry.bundle_digest)), leaf)
     if known is not None:
         row = store.key_row(kid)
-        return {"index": known, "leaf_hash": leaf.hex(),
+        return {"index": known, "leaf_hash": hex_encode(leaf),
                 "checkpoint": store.checkpoint().decode("utf-8"),
                 "signer_index": row.registered_at if row is not None else None}
     row = store.key_row(kid)
     if row is None or row.revoked_at is not None:
-        raise Rejected(403, f"signer {kid.hex()} is not a registered, unrevoked node key")
+        raise Rejected(403, f"signer {hex_encode(kid)} is not a registered, unrevoked node key")
     try:
         verify_signature(entry.fields, row.public, data)
     except SignatureError as e:
@@ -480,7 +480,7 @@ def validate(
         raise Rejected(422, f"the files are not a valid bundle: {e}") from e
     if bundle.manifest.decode("utf-8") != entry.manifest:
         raise Rejected(422, "the files do not hash to the entry's manifest")
-    if bundle.digest.hex() != entry.bundle_digest:
+    if hex_encode(bundle.digest) != entry.bundle_digest:
         raise Rejected(422, "the manifest does not hash to the entry's bundle digest")
     return Pending(data, entry, leaf, kid, bundle)
 
@@ -740,8 +740,8 @@ def _registration(http: HttpClient, index: int, kid: bytes, cp: Checkpoint) -> I
         reg = decode_entry(data)
     except (ValueError, KeyError, TypeError, BadInput) as e:
         raise BadAnswer(f"{a.url}: not an entry ({oneline(str(e))})") from e
-    if reg.type != "key-registration" or reg.key_id != kid.hex():
-        raise VerificationFailed(f"entry {index} is not the registration of key {kid.hex()}")
+    if reg.type != "key-registration" or reg.key_id != hex_encode(kid):
+        raise VerificationFailed(f"entry {index} is not the registration of key {hex_encode(kid)}")
     hashes = _proof(http, "api/v1/proof/inclusion", [("index", str(index)), ("size", str(cp.size))])
     merkle.verify_inclusion(merkle.leaf_hash(data), index, cp.size, hashes, cp.root)
     return Included(index, data, tuple(hashes))
@@ -770,7 +770,7 @@ def _message(r: Any) -> str:
 
 def _already_in(http: HttpClient, entry: bytes) -> int | None:
     """The index of ``entry`` when the server's log holds it already (a lost answer)."""
-    leaf = merkle.leaf_hash(entry).hex()
+    leaf = hex_encode(merkle.leaf_hash(entry))
     a = http.get(f"api/v1/lookup/{leaf}", MAX_ANSWER, types=JSON, ok=(200,))
     if a.status != 200:
         return None
