@@ -27,6 +27,7 @@ from pathlib import Path
 
 import blake3
 
+from ledger.encoding import hex_decode, hex_encode
 from ledger.errors import BundleError
 from ledger.fsutil import read_fd_bounded
 
@@ -134,7 +135,7 @@ def _require_members(paths: list[str]) -> None:
 def make_manifest(entries: Iterable[tuple[str, bytes]]) -> bytes:
     """b3sum's output for (path, digest) pairs, sorted by path bytes."""
     rows = sorted(entries, key=lambda e: e[0].encode("utf-8"))
-    return b"".join(d.hex().encode() + b"  " + p.encode("utf-8") + b"\n" for p, d in rows)
+    return b"".join(hex_encode(d).encode() + b"  " + p.encode("utf-8") + b"\n" for p, d in rows)
 
 
 _MANIFEST_DIGEST = re.compile(rb"^([0-9a-f]{64})  ", re.MULTILINE)
@@ -144,7 +145,7 @@ def manifest_digests(manifest: bytes) -> list[bytes]:
     """Only the BLAKE3 digests a manifest names (one per ``<64 hex>  <path>`` line), without
     judging its paths or members: for readers that replicate or audit what was signed, where
     ``parse_manifest`` is the verifier's job."""
-    return [bytes.fromhex(m.decode()) for m in _MANIFEST_DIGEST.findall(manifest)]
+    return [hex_decode(m.decode()) for m in _MANIFEST_DIGEST.findall(manifest)]
 
 
 def parse_manifest(manifest: bytes) -> list[tuple[str, bytes]]:
@@ -160,7 +161,7 @@ def parse_manifest(manifest: bytes) -> list[tuple[str, bytes]]:
         except UnicodeDecodeError as e:
             raise BundleError("manifest path is not UTF-8") from e
         check_path(rel)
-        rows.append((rel, bytes.fromhex(m.group(1).decode())))
+        rows.append((rel, hex_decode(m.group(1).decode())))
         pos = m.end()
         if len(rows) > MAX_FILES:
             raise BundleError(f"manifest lists more than {MAX_FILES} files")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ledger import merkle
+from ledger.encoding import hex_encode
 from ledger.errors import LedgerStateError, TamperDetected
 from ledger.pgstore import (
     PgBackend,
@@ -128,8 +129,8 @@ def _compare(src: Store, dst: Store) -> tuple[int, bytes, bytes]:
     size_b, root_b = root_of_entries(dst)
     if (size_a, root_a) != (size_b, root_b) or dst.root(size_b) != root_b:
         raise TamperDetected(
-            f"the copy differs: SQLite {size_a} entries, root {root_a.hex()}; PostgreSQL "
-            f"{size_b} entries, root {root_b.hex()}; nothing was switched (the PostgreSQL "
+            f"the copy differs: SQLite {size_a} entries, root {hex_encode(root_a)}; PostgreSQL "
+            f"{size_b} entries, root {hex_encode(root_b)}; nothing was switched (the PostgreSQL "
             "database keeps the copy: drop its tables before trying again)"
         )
     if src.root(size_a) != root_a:

@@ -41,7 +41,7 @@ import nacl.signing
 
 from ledger.bundle import Bundle
 from ledger.canonical import canonical_json, canonical_json_extend, loads_canonical
-from ledger.encoding import b64_decode, b64_encode, hex_decode
+from ledger.encoding import b64_decode, b64_encode, hex_decode, hex_encode
 from ledger.errors import BadInput, SignatureError, VerificationFailed
 
 MAX_ENTRY_BYTES = 65535
@@ -112,18 +112,18 @@ def bundle_fields(
     return {
         "type": "bundle",
         **chain,
-        "bundle_digest": bundle.digest.hex(),
+        "bundle_digest": hex_encode(bundle.digest),
         "manifest": bundle.manifest.decode("utf-8"),
         "kernel": dict(extra.get("kernel", {})),
         "obligations": list(extra.get("obligations", [])),
         "checks": list(extra.get("checks", [])),
-        "signer": signer.hex(),
+        "signer": hex_encode(signer),
     }
 
 
 def chain_link(size: int, root: bytes) -> dict[str, Any]:
     """The chain members of a new (v2) entry naming the verified tree ``size`` / ``root``."""
-    return {"v": ENTRY_VERSION, "prev_size": size, "prev_root": root.hex()}
+    return {"v": ENTRY_VERSION, "prev_size": size, "prev_root": hex_encode(root)}
 
 
 def chain_problem(
@@ -140,7 +140,7 @@ def chain_problem(
     the log's root at that size (a prefix of the log)."""
     size, named = entry.prev_size, entry.prev_root
     if entry.v == ENTRY_V1:
-        if size != index or named != root_before.hex():
+        if size != index or named != hex_encode(root_before):
             return f"chain link (prev_size {size}/prev_root) is not the tree before entry {index}"
         return None
     if size > index:
@@ -148,7 +148,7 @@ def chain_problem(
     root = root_before if size == index else root_at(size)
     if root is None:
         return f"names a tree of size {size} whose root cannot be recomputed here"
-    if named != root.hex():
+    if named != hex_encode(root):
         return f"names a tree of size {size} that is not a prefix of this log (another root)"
     return None
 
@@ -273,7 +273,7 @@ def decode_entry(data: bytes) -> Entry:
             raise BadInput("key entry key_id is not a 16-hex key id")
     if etype == "key-registration":
         pub = b64_decode(obj["public_key"], 32, "registered public key")
-        if node_key_id(pub).hex() != obj["key_id"]:
+        if hex_encode(node_key_id(pub)) != obj["key_id"]:
             raise BadInput("registered key_id does not match the public key")
         b64_decode(obj["pop"], 64, "proof of possession")
     typed: dict[str, Any] = {
@@ -399,11 +399,12 @@ class Registry:
         key = self.keys.get(key_id)
         if key is None or key.registered_at >= index:
             raise VerificationFailed(
-                f"signer {key_id.hex()} was not registered before entry {index}"
+                f"signer {hex_encode(key_id)} was not registered before entry {index}"
             )
         if key.revoked_at is not None and key.revoked_at < index:
             raise VerificationFailed(
-                f"signer {key_id.hex()} was revoked at entry {key.revoked_at} ({key.revoke_reason})"
+                f"signer {hex_encode(key_id)} was revoked at entry {key.revoked_at} "
+                f"({key.revoke_reason})"
             )
         return key
 
@@ -418,7 +419,7 @@ class Registry:
             raise VerificationFailed(f"entry {index} names origin {entry.origin!r}")
         public = self.log_public
         if entry.signer is not None:
-            public = self.check_signer(bytes.fromhex(entry.signer), index).public
+            public = self.check_signer(hex_decode(entry.signer), index).public
         if deferred is None:
             verify_signature(entry.fields, public, data)
         else:
@@ -426,11 +427,12 @@ class Registry:
             deferred.append((index, public, signed_part(data, entry.fields), sig))
         if entry.key_id is None:
             return entry
-        kid = bytes.fromhex(entry.key_id)
+        kid = hex_decode(entry.key_id)
         if entry.type == "key-registration":
             assert entry.public_key is not None and entry.name is not None and entry.pop is not None
             if kid in self.keys:
-                raise VerificationFailed(f"entry {index} registers key {kid.hex()} a second time")
+                raise VerificationFailed(
+                    f"entry {index} registers key {hex_encode(kid)} a second time")
             pub = b64_decode(entry.public_key, 32)
             try:
                 nacl.signing.VerifyKey(pub).verify(
@@ -444,7 +446,7 @@ class Registry:
             old = self.keys.get(kid)
             if old is None or old.revoked_at is not None:
                 raise VerificationFailed(
-                    f"entry {index} revokes unknown or revoked key {kid.hex()}"
+                    f"entry {index} revokes unknown or revoked key {hex_encode(kid)}"
                 )
             self.keys[kid] = NodeKey(
                 kid, old.name, old.public, old.registered_at, index, entry.reason

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 
+from ledger.encoding import hex_encode
 from ledger.errors import BadInput, ProofError
 
 HASH_SIZE = 32
@@ -175,8 +176,8 @@ def verify_inclusion(
     got = root_from_inclusion(leaf, index, size, proof)
     if got != root:
         raise ProofError(
-            f"inclusion proof for index {index} in size {size} gives root {got.hex()}, "
-            f"expected {root.hex()}"
+            f"inclusion proof for index {index} in size {size} gives root {hex_encode(got)}, "
+            f"expected {hex_encode(root)}"
         )
 
 
@@ -201,7 +202,7 @@ def verify_consistency(
             )
         expected = EMPTY_ROOT if old == 0 else new_root
         if old_root != expected:
-            raise ProofError(f"old root of size {old} does not match, {old_root.hex()}")
+            raise ProofError(f"old root of size {old} does not match, {hex_encode(old_root)}")
         return
     if not proof:
         raise ProofError(f"consistency proof from size {old} to {new} is empty")

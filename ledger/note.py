@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import nacl.exceptions
 import nacl.signing
 
-from ledger.encoding import b64_decode, b64_encode
+from ledger.encoding import b64_decode, b64_encode, hex_decode, hex_encode
 from ledger.errors import BadInput, SignatureError
 
 ALG_ED25519 = 0x01
@@ -72,13 +72,14 @@ def format_vkey(name: str, public: bytes, alg: int = ALG_ED25519) -> str:
         raise BadInput(f"key name {name!r} is empty or holds a space or '+'")
     if len(public) != 32:
         raise BadInput(f"an Ed25519 public key is 32 bytes, got {len(public)}")
-    return f"{name}+{key_id(name, public, alg).hex()}+{b64_encode(bytes([alg]) + public)}"
+    return f"{name}+{hex_encode(key_id(name, public, alg))}+{b64_encode(bytes([alg]) + public)}"
 
 
 def format_skey(name: str, seed: bytes) -> str:
     """Go's signer key ``PRIVATE+KEY+name+<8 hex key id>+<base64(0x01 || seed)>``."""
     signer = NoteSigner(name, b"", seed)
-    return f"PRIVATE+KEY+{name}+{signer.key_id.hex()}+{b64_encode(bytes([ALG_ED25519]) + seed)}"
+    key = b64_encode(bytes([ALG_ED25519]) + seed)
+    return f"PRIVATE+KEY+{name}+{hex_encode(signer.key_id)}+{key}"
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ class NoteVerifier:
         if len(self.public) != 32:
             raise BadInput(f"an Ed25519 public key is 32 bytes, got {len(self.public)}")
         if self.key_id != key_id(self.name, self.public, self.alg):
-            raise BadInput(f"key id {self.key_id.hex()} does not match key {self.name}")
+            raise BadInput(f"key id {hex_encode(self.key_id)} does not match key {self.name}")
 
     @property
     def vkey(self) -> str:
@@ -129,7 +130,7 @@ class NoteSigner:
         if self.key_id == b"":
             object.__setattr__(self, "key_id", want)
         elif self.key_id != want:
-            raise BadInput(f"key id {self.key_id.hex()} does not match key {self.name}")
+            raise BadInput(f"key id {hex_encode(self.key_id)} does not match key {self.name}")
 
     @property
     def public(self) -> bytes:
@@ -160,7 +161,7 @@ def _parse_key(name: str, hex_id: str, b64: str, what: str) -> tuple[bytes, int,
     raw = b64_decode(b64, what=f"{what} key")
     if len(raw) != 33:
         raise BadInput(f"{what}: key must be 1 algorithm byte and 32 key bytes, got {len(raw)}")
-    return bytes.fromhex(hex_id), raw[0], raw[1:]
+    return hex_decode(hex_id), raw[0], raw[1:]
 
 
 def parse_vkey(text: str) -> NoteVerifier:
@@ -280,10 +281,10 @@ def open_note(note: bytes, verifiers: Sequence[NoteVerifier]) -> Note:
         if v.alg == ALG_COSIGNATURE_V1:
             verify_cosignature(text, sig, v)
         elif not v.verify(text, sig.signature):
-            raise SignatureError(f"invalid signature for key {v.name}+{v.key_id.hex()}")
+            raise SignatureError(f"invalid signature for key {v.name}+{hex_encode(v.key_id)}")
         verified.append(sig)
     if not verified:
-        names = ", ".join(f"{s.name}+{s.key_id.hex()}" for s in signatures)
+        names = ", ".join(f"{s.name}+{hex_encode(s.key_id)}" for s in signatures)
         raise SignatureError(f"note has no valid signature by a trusted key (signed by {names})")
     return Note(text, tuple(signatures), tuple(verified))
 
@@ -365,7 +366,7 @@ def verify_cosignature(
     SignatureError unless ``verifier`` is an alg-0x04 key matching the line's name and key id and
     the Ed25519 signature over the cosigned message verifies.
     """
-    who = f"{verifier.name}+{verifier.key_id.hex()}"
+    who = f"{verifier.name}+{hex_encode(verifier.key_id)}"
     if verifier.alg != ALG_COSIGNATURE_V1:
         raise SignatureError(f"key {who} is not a cosignature/v1 key")
     if (signature.name, signature.key_id) != (verifier.name, verifier.key_id):
