@@ -24,7 +24,7 @@ import nacl.exceptions
 import nacl.signing
 
 from ledger.bundle import blake3_digest, make_manifest, parse_manifest
-from ledger.encoding import b64_decode
+from ledger.encoding import b64_decode, hex_encode
 from ledger.entries import Entry, decode_entry, pop_message, verify_signature
 from ledger.errors import LedgerError
 from ledger.merkle import leaf_hash, verify_inclusion
@@ -57,7 +57,7 @@ def check_checkpoint(note: bytes, vkey: NoteVerifier) -> tuple[Check, Checkpoint
         ), None
     return passed(
         "integrity.checkpoint",
-        f"checkpoint of size {cp.size} signed by {vkey.name}+{vkey.key_id.hex()}",
+        f"checkpoint of size {cp.size} signed by {vkey.name}+{hex_encode(vkey.key_id)}",
     ), cp
 
 
@@ -125,7 +125,7 @@ def _check_manifest(entry: Entry, files: Mapping[str, bytes] | None) -> Check:
         rows = parse_manifest(manifest)
     except LedgerError as e:
         return failed("integrity.manifest", f"recorded manifest is invalid: {e}")
-    if blake3_digest(manifest).hex() != entry.bundle_digest:
+    if hex_encode(blake3_digest(manifest)) != entry.bundle_digest:
         return failed("integrity.manifest", "recorded manifest does not hash to the bundle digest")
     if files is None:
         return failed("integrity.manifest", "no bundle files to check")

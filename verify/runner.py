@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 
 from ledger.bundle import Bundle
+from ledger.encoding import hex_encode
 from ledger.errors import LedgerError
 from verify import certificate, contract, falsify, futhark, lean, ptx, rebuild
 from verify.context import Context, Options, Started, done
@@ -51,7 +52,7 @@ Progress = Callable[[str], None]
 def manifest_check(bundle: Bundle) -> Check:
     return passed(
         "integrity.manifest",
-        f"{len(bundle.files)} files hash to the manifest; digest {bundle.digest.hex()}",
+        f"{len(bundle.files)} files hash to the manifest; digest {hex_encode(bundle.digest)}",
         "blake3",
     )
 
@@ -116,7 +117,7 @@ def check_bundle(
             if started is not None:
                 started.cancel()
         ctx.close()
-    return Report(bundle.digest.hex(), tuple(ctx.results))
+    return Report(hex_encode(bundle.digest), tuple(ctx.results))
 
 
 def compare_recorded(report: Report, recorded: Sequence[Check]) -> Report:
