@@ -42,7 +42,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ledger import merkle
 from ledger.bundle import parse_manifest
 from ledger.canonical import loads_canonical
-from ledger.encoding import b64_encode, hex_decode
+from ledger.encoding import b64_encode, hex_decode, hex_encode
 from ledger.errors import BadInput, LedgerError
 from ledger.httpstate import (  # re-exported: the per-request layer below the handlers
     MAX_PARAM_DIGITS,
@@ -120,7 +120,7 @@ def entry_json(store: Store, index: int) -> dict[str, Any]:
         parsed = None
     return {
         "index": index,
-        "leaf_hash": merkle.leaf_hash(data).hex(),
+        "leaf_hash": hex_encode(merkle.leaf_hash(data)),
         "entry": parsed,
         "entry_b64": b64_encode(data),
     }
@@ -198,7 +198,7 @@ def blob_response(data: bytes, digest: bytes) -> Response:
         media_type=media,
         headers={
             "Cache-Control": FULL_TILE_CACHE,
-            "X-Content-BLAKE3": digest.hex(),
+            "X-Content-BLAKE3": hex_encode(digest),
             "Content-Security-Policy": "sandbox",
         },
     )
@@ -225,7 +225,7 @@ async def api_blob(request: Request) -> Response:
     digest = hex_decode(request.path_params["digest"], 32, "blob digest")
     data = s.store.blob(digest)
     if data is None:
-        raise HTTPException(404, f"no blob {digest.hex()}")
+        raise HTTPException(404, f"no blob {hex_encode(digest)}")
     return blob_response(data, digest)
 
 
@@ -247,7 +247,7 @@ async def api_blobs(request: Request) -> Response:
             break
         data = s.store.blob(digest)
         if data is None:
-            raise HTTPException(404, f"no blob {digest.hex()}")
+            raise HTTPException(404, f"no blob {hex_encode(digest)}")
         parts.append(struct.pack(">I", len(data)) + data)
         total += len(data)
     return Response(
@@ -265,7 +265,7 @@ async def api_openapi(request: Request) -> Response:
 
 
 def _etag(body: bytes) -> bytes:
-    return b'"' + hashlib.sha256(body).hexdigest()[:32].encode() + b'"'
+    return b'"' + hex_encode(hashlib.sha256(body).digest())[:32].encode() + b'"'
 
 
 def _etag_matches(wanted: bytes, tag: bytes) -> bool:

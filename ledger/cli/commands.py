@@ -16,6 +16,7 @@ import typer
 
 from ledger.cli import helptext, net, output, scaffold
 from ledger.cli.options import HomeOpt, JsonOpt, home_dir
+from ledger.encoding import hex_encode
 from ledger.errors import BadInput, CannotCheck, KeyFileError, LedgerError
 
 if TYPE_CHECKING:  # types only: the modules load when a command needs them (fast start-up)
@@ -165,13 +166,13 @@ def keys_new(
         output.emit_json(
             {
                 "name": name,
-                "key_id": pub.key_id.hex(),
+                "key_id": hex_encode(pub.key_id),
                 "public_file": str(keydir / f"{name}.pub"),
                 "encrypted": pw is not None,
             }
         )
     else:
-        output.plain(f"node key {name}: id {pub.key_id.hex()}")
+        output.plain(f"node key {name}: id {hex_encode(pub.key_id)}")
         output.plain(
             f"secret: {keydir / (name + '.key')} (mode 0600)" + (", encrypted" if pw else "")
         )
@@ -204,13 +205,13 @@ def keys_register(
         output.emit_json(
             {
                 "index": sealed.index,
-                "key_id": pub.key_id.hex(),
+                "key_id": hex_encode(pub.key_id),
                 "name": pub.name,
-                "leaf_hash": sealed.leaf_hash.hex(),
+                "leaf_hash": hex_encode(sealed.leaf_hash),
             }
         )
     else:
-        output.plain(f"registered {pub.name} ({pub.key_id.hex()}) at entry {sealed.index}")
+        output.plain(f"registered {pub.name} ({hex_encode(pub.key_id)}) at entry {sealed.index}")
 
 
 @keys_app.command("revoke")
@@ -227,9 +228,9 @@ def keys_revoke(
     kid = hex_decode(key_id.strip().lower(), 8, "key id")
     sealed = log.revoke(kid, reason)
     if json_out:
-        output.emit_json({"index": sealed.index, "key_id": kid.hex(), "reason": reason})
+        output.emit_json({"index": sealed.index, "key_id": hex_encode(kid), "reason": reason})
     else:
-        output.plain(f"revoked {kid.hex()} at entry {sealed.index}")
+        output.plain(f"revoked {hex_encode(kid)} at entry {sealed.index}")
 
 
 @keys_app.command("list")
@@ -241,7 +242,7 @@ def keys_list(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     rows = log.store.key_rows()
     items = [
         {
-            "key_id": k.key_id.hex(),
+            "key_id": hex_encode(k.key_id),
             "name": k.name,
             "public_key": b64_encode(k.public),
             "registered_index": k.registered_at,
@@ -412,7 +413,8 @@ def _report_seals(results: list[SealResult], refused: list[Refused], json_out: b
         for r in results:
             output.error_line(
                 f"{r.directory}: sealed as entry {r.sealed.index} (leaf "
-                f"{r.sealed.leaf_hash.hex()}), but the output could not be written ({e.strerror})"
+                f"{hex_encode(r.sealed.leaf_hash)}), but the output could not be written "
+                f"({e.strerror})"
             )
         return 3
     for r in results:
@@ -420,7 +422,7 @@ def _report_seals(results: list[SealResult], refused: list[Refused], json_out: b
             output.error_line(
                 f"{r.directory}: sealed as entry {r.sealed.index}, but its receipt could not be "
                 f"written ({r.receipt_error}); run `ledger receipt write "
-                f"{r.sealed.leaf_hash.hex()} --out {r.directory}`"
+                f"{hex_encode(r.sealed.leaf_hash)} --out {r.directory}`"
             )
     for x in refused:
         output.error_line(f"{x.directory}: refused, nothing appended for it ({x.reason})")
@@ -437,8 +439,8 @@ def _print_seals(results: list[SealResult], refused: list[Refused], json_out: bo
         for r in results:
             item: dict[str, Any] = {
                 "index": r.sealed.index,
-                "bundle_digest": r.bundle.digest.hex(),
-                "leaf_hash": r.sealed.leaf_hash.hex(),
+                "bundle_digest": hex_encode(r.bundle.digest),
+                "leaf_hash": hex_encode(r.sealed.leaf_hash),
                 "report": r.report.to_json(),
                 # added to SPEC 8's item: the receipt written for it (null when none was)
                 "receipt": str(r.receipt) if r.receipt is not None else None,
@@ -461,8 +463,8 @@ def _print_seals(results: list[SealResult], refused: list[Refused], json_out: bo
             output.plain(
                 f"sealed {r.directory} as entry {r.sealed.index} (verdict {r.report.verdict})"
             )
-            output.plain(f"  bundle  {r.bundle.digest.hex()}")
-            output.plain(f"  leaf    {r.sealed.leaf_hash.hex()}")
+            output.plain(f"  bundle  {hex_encode(r.bundle.digest)}")
+            output.plain(f"  leaf    {hex_encode(r.sealed.leaf_hash)}")
             if r.receipt is not None:
                 output.plain(f"  receipt {r.receipt}")
         if any(r.receipt is not None for r in results) and (note := _seal_cosign_note()):
@@ -655,7 +657,7 @@ def _entry_json(store: Store, index: int) -> dict[str, Any]:
 
     data = store.entry(index)
     entry = decode_entry(data).fields
-    return {"index": index, "leaf_hash": store.leaf_hash(index).hex(), "entry": entry}
+    return {"index": index, "leaf_hash": hex_encode(store.leaf_hash(index)), "entry": entry}
 
 
 @app.command()
@@ -725,7 +727,7 @@ def log_cmd(
         items.append(
             {
                 "index": i,
-                "leaf_hash": lh.hex(),
+                "leaf_hash": hex_encode(lh),
                 "type": e.type,
                 "time": e.time,
                 "bundle_digest": e.bundle_digest,
@@ -782,9 +784,9 @@ def audit(
             {
                 "ok": res.ok,
                 "size": res.size,
-                "root": res.root.hex(),
+                "root": hex_encode(res.root),
                 "first_bad_index": res.first_bad_index,
-                "vkey": f"{vk.name}+{vk.key_id.hex()}",
+                "vkey": f"{vk.name}+{hex_encode(vk.key_id)}",
                 "checked": {
                     "entries": res.entries,
                     "signatures": res.signatures,
@@ -799,7 +801,8 @@ def audit(
         output.plain(
             f"audit passed: {res.entries} entries, {res.signatures} signatures, "
             f"{res.hashes} tree hashes, {res.checkpoints} checkpoints, "
-            f"{res.blobs} blobs; root {res.root.hex()}; log key {vk.name}+{vk.key_id.hex()}"
+            f"{res.blobs} blobs; root {hex_encode(res.root)}; "
+            f"log key {vk.name}+{hex_encode(vk.key_id)}"
         )
     else:
         for _i, m in res.sorted_problems()[:20]:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ledger.encoding import hex_encode
+
 if TYPE_CHECKING:
     from ledger.note import NoteVerifier
     from ledger.store import Store
@@ -276,8 +278,8 @@ def register(app: typer.Typer) -> None:
             output.emit_json(
                 {
                     "index": done.index,
-                    "bundle_digest": bundle.digest.hex(),
-                    "leaf_hash": done.leaf_hash.hex(),
+                    "bundle_digest": hex_encode(bundle.digest),
+                    "leaf_hash": hex_encode(done.leaf_hash),
                     "attempts": done.attempts,
                     "checkpoint": done.checkpoint.decode("utf-8"),
                     "report": report.to_json(),
@@ -289,8 +291,8 @@ def register(app: typer.Typer) -> None:
             )
         else:
             output.plain(
-                f"submitted {directory}: index {done.index}  bundle {bundle.digest.hex()}  "
-                f"leaf {done.leaf_hash.hex()}  verdict {report.verdict}"
+                f"submitted {directory}: index {done.index}  bundle {hex_encode(bundle.digest)}  "
+                f"leaf {hex_encode(done.leaf_hash)}  verdict {report.verdict}"
             )
             if receipt is not None:
                 output.plain(f"  receipt {receipt}")
@@ -299,8 +301,8 @@ def register(app: typer.Typer) -> None:
         if receipt_error is not None:
             output.error_line(
                 f"{directory}: included as entry {done.index}, but its receipt could not be "
-                f"written ({receipt_error}); run `ledger receipt write {done.leaf_hash.hex()}` "
-                "on the log"
+                f"written ({receipt_error}); run "
+                f"`ledger receipt write {hex_encode(done.leaf_hash)}` on the log"
             )
             raise typer.Exit(3)
 

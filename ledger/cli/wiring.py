@@ -24,6 +24,7 @@ import nacl.signing
 
 from ledger import merkle
 from ledger.bundle import Bundle, parse_manifest
+from ledger.encoding import hex_encode
 from ledger.entries import MAX_TEXT, Entry, decode_entry, node_key_id
 from ledger.errors import BadInput, LedgerError, TamperDetected, UnknownHash, VerificationFailed
 from ledger.fsutil import write_atomic
@@ -347,7 +348,7 @@ def match_receipt(receipt: Receipt, text: str) -> None:
     """The user's <hash> must name the receipt's entry (bundle digest or leaf hash prefix)."""
     t = text.strip().lower()
     obj = decode_entry(receipt.item.entry)
-    names = [merkle.leaf_hash(receipt.item.entry).hex(), obj.bundle_digest or ""]
+    names = [hex_encode(merkle.leaf_hash(receipt.item.entry)), obj.bundle_digest or ""]
     if t.isdigit() and int(t) == receipt.item.index:
         return
     if len(t) < 8 or not any(n.startswith(t) for n in names if n):

@@ -30,7 +30,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from ledger import merkle
 from ledger.bundle import parse_manifest
 from ledger.canonical import loads_canonical
-from ledger.encoding import b64_encode
+from ledger.encoding import b64_encode, hex_encode
 from ledger.errors import BadInput, UnknownHash
 from ledger.httpstate import Served, int_param, published_note, resolve, served, tree_index
 from ledger.web.render import render
@@ -85,7 +85,7 @@ def _keys(s: Served, size: int) -> list[dict[str, Any]]:
         rev = key.revoked_at
         revoked = rev if rev is not None and rev < size else None
         out.append({
-            "id": key.key_id.hex(), "name": key.name, "public_key": b64_encode(key.public),
+            "id": hex_encode(key.key_id), "name": key.name, "public_key": b64_encode(key.public),
             "registered": key.registered_at, "revoked": revoked,
             "reason": key.revoke_reason if revoked is not None else "",
             "status": "revoked" if revoked is not None else "active",
@@ -252,7 +252,7 @@ def _files(index: int, entry: dict[str, Any]) -> tuple[list[dict[str, str]], str
     except BadInput as e:
         return [], str(e)
     return [
-        {"path": rel, "digest": digest.hex(),
+        {"path": rel, "digest": hex_encode(digest),
          "url": f"/api/v1/bundles/{index}/files/{quote(rel)}"}
         for rel, digest in rows
     ], ""
@@ -312,7 +312,7 @@ async def entry(request: Request) -> Response:
     vkey = str(s.store.meta("vkey") or "")
     ctx: dict[str, Any] = {
         "title": f"entry {index}", "index": index, "summary": _summary(obj),
-        "leaf_hash": merkle.leaf_hash(data).hex(), "vkey": vkey,
+        "leaf_hash": hex_encode(merkle.leaf_hash(data)), "vkey": vkey,
         "receipt_url": f"/api/v1/entries/{index}/receipt",
         "command": verify_command(str(index), vkey),
         "glance": None, "fields": None, "kernel": None, "kernel_name": "", "files": None,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ledger.encoding import hex_decode
 from ledger.entries import decode_entry
 from ledger.errors import LedgerError
 from ledger.httpstate import COSIGNED_META, Served, View, served, tree_index
@@ -35,7 +36,7 @@ def receipt_for(s: Served, view: View, index: int) -> Receipt:
     except LedgerError:
         signer_id = None
     if signer_id is not None:  # a bundle entry
-        row = store.key_row(bytes.fromhex(signer_id))
+        row = store.key_row(hex_decode(signer_id))
         if row is not None and row.registered_at < size:
             signer = included(row.registered_at)
             if row.revoked_at is not None and row.revoked_at < size:
