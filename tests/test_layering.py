@@ -192,17 +192,42 @@ def test_error_classes_carry_both_exit_code_and_http_status() -> None:
         (2, 400), (2, 400), (2, 404), (1, 422), (1, 422), (3, 503)]
 
 
-def test_base64_lives_in_encoding_only() -> None:
-    """Bytes become base64 text and back in ``ledger.encoding`` only (strict, canonical)."""
-    users = sorted(
-        name for name, path in _modules().items()
-        if any(isinstance(n, (ast.Import, ast.ImportFrom))
-               and any(m in ("base64", "binascii")
-                       for m in ([a.name for a in n.names] if isinstance(n, ast.Import)
-                                 else [n.module or ""]))
-               for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
-    )
-    assert users == ["ledger.encoding"]
+# Where bytes may still become text outside ledger.encoding, and why.
+CONVERSION_EXCEPTIONS = {
+    # PTX float literals 0fXXXXXXXX / 0dXXXXXXXXXXXXXXXX are IEEE bit patterns written in hex
+    # (PTX ISA, floating-point constants): parsed beside the other numeric literals, not data
+    "verify.ptxsim.values",
+}
+# modules that still convert while another issue's work has them open (issue 14's trust and
+# witness changes); emptied when they are converted
+PENDING = {"ledger.trust", "ledger.witness"}
+
+
+def _conversions(path: Path) -> list[str]:
+    """Where a module turns bytes into hex or base64 text or back: imports of base64, binascii
+    or codecs, and calls of ``.hex()``, ``.fromhex()`` or ``.hexdigest()``."""
+    found = []
+    for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            mods = ([a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""])
+            found += [f"{path.name}:{n.lineno}: import {m}" for m in mods
+                      if m.split(".")[0] in ("base64", "binascii", "codecs")]
+        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                and n.func.attr in ("hex", "fromhex", "hexdigest")):
+            found.append(f"{path.name}:{n.lineno}: .{n.func.attr}()")
+    return found
+
+
+def test_hex_and_base64_live_in_encoding_only() -> None:
+    """Bytes become hex or base64 text and back in ``ledger.encoding`` only (strict decoders
+    that raise ``BadInput``, one spelling of each encoding); the exceptions are listed above."""
+    allowed = {"ledger.encoding"} | CONVERSION_EXCEPTIONS | PENDING
+    bad = {name: hits for name, path in _modules().items()
+           if name not in allowed and (hits := _conversions(path))}
+    assert bad == {}
+    # the scan sees what it looks for
+    assert _conversions(_modules()["ledger.encoding"])
+    assert all(_conversions(_modules()[m]) for m in CONVERSION_EXCEPTIONS | PENDING)
 
 
 def test_one_note_text_helper() -> None:
