@@ -129,14 +129,14 @@ def vkey(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
 def checkpoint(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     """Print the latest signed checkpoint (C2SP tlog-checkpoint signed note)."""
     from ledger.encoding import b64_encode
-    from ledger.note import parse_checkpoint
+    from ledger.note import note_text, parse_checkpoint
 
     log = _open_log(home)
     note = log.store.checkpoint()
     if not json_out:
         sys.stdout.write(note.decode("utf-8"))
         return
-    cp = parse_checkpoint(note[: note.index(b"\n\n") + 1])
+    cp = parse_checkpoint(note_text(note))
     output.emit_json(
         {"origin": cp.origin, "size": cp.size, "root": b64_encode(cp.root),
          "note": note.decode("utf-8")}
