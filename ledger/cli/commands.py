@@ -24,9 +24,12 @@ if TYPE_CHECKING:  # types only: the modules load when a command needs them (fas
     from ledger.log import Log
     from ledger.note import NoteVerifier
     from ledger.store import Store
-    from ledger.trust import Prover
+    from ledger.witness import Asked
     from verify.context import Options
     from verify.report import Report
+
+    # what seal says about witness cosignatures: (quorum met, one line, each witness's answer)
+    Cosign = tuple[bool, str, list[Asked]]
 
 helptext.plain_types()
 
@@ -400,15 +403,19 @@ def seal(
             progress=lambda s: bar.advance(),
             refused=refused,
         )
-    raise typer.Exit(_report_seals(results, refused, json_out))
+    cosign = _seal_cosign(log, results)  # issue 14: witnesses configured in the trust policy
+    raise typer.Exit(_report_seals(results, refused, json_out, cosign))
 
 
-def _report_seals(results: list[SealResult], refused: list[Refused], json_out: bool) -> int:
+def _report_seals(
+    results: list[SealResult], refused: list[Refused], json_out: bool,
+    cosign: Cosign | None = None,
+) -> int:
     """Exactly what a batch appended and what it refused, and why (issue 9 item 19). Exit 0 when
     everything was sealed with its receipt; 2 when the log refused a bundle; 3 when every bundle
     was sealed but a receipt could not be written (``ledger receipt write`` makes it later)."""
     try:
-        _print_seals(results, refused, json_out)
+        _print_seals(results, refused, json_out, cosign)
     except OSError as e:  # stdout is a full disk or a closed pipe: the seals still happened
         for r in results:
             output.error_line(
@@ -433,7 +440,10 @@ def _report_seals(results: list[SealResult], refused: list[Refused], json_out: b
     return 0
 
 
-def _print_seals(results: list[SealResult], refused: list[Refused], json_out: bool) -> None:
+def _print_seals(
+    results: list[SealResult], refused: list[Refused], json_out: bool,
+    cosign: Cosign | None = None,
+) -> None:
     if json_out:
         entries = []
         for r in results:
@@ -455,8 +465,14 @@ def _print_seals(results: list[SealResult], refused: list[Refused], json_out: bo
             ]
         if refused:
             obj["refused"] = [{"directory": str(x.directory), "reason": x.reason} for x in refused]
-        if results and (cosign := _seal_cosign_note()) is not None:
-            obj["cosigned"], obj["cosign"] = False, cosign  # issue 14: why not
+        if cosign is not None:  # issue 14: cosigned, and what each witness answered
+            ok, account, asked = cosign
+            obj["cosigned"], obj["cosign"] = ok, account
+            obj["witnesses"] = [
+                {"witness": a.witness, "url": a.url, "cosigned": a.error is None,
+                 "error": a.error}
+                for a in asked
+            ]
         output.emit_json(obj)
     else:
         for r in results:
@@ -467,28 +483,64 @@ def _print_seals(results: list[SealResult], refused: list[Refused], json_out: bo
             output.plain(f"  leaf    {hex_encode(r.sealed.leaf_hash)}")
             if r.receipt is not None:
                 output.plain(f"  receipt {r.receipt}")
-        if any(r.receipt is not None for r in results) and (note := _seal_cosign_note()):
-            output.plain(f"note: {note}")
+        if cosign is not None and cosign[0]:
+            output.plain(cosign[1])
+        elif cosign is not None:
+            output.error_line(cosign[1])  # sealed all the same (exit 0): why not cosigned
 
 
-def _seal_cosign_note() -> str | None:
-    """What ``seal`` says about cosignatures when witnesses are configured (issue 14): a local
-    seal makes a new checkpoint that no witness has seen yet, so its receipts cannot carry
-    cosignatures; None when no witnesses are configured."""
+def _seal_cosign(log: Log, results: list[SealResult]) -> Cosign | None:
+    """Issue 14 on ``seal``: with witnesses configured (the trust policy in force, for this log),
+    ask each witness the policy gives a URL for to cosign the checkpoint this seal made, then
+    rewrite each receipt written with the cosigned checkpoint (the C2SP tlog-proof text inside
+    then carries the cosignatures). None when no witnesses are configured; else (the quorum is
+    met, one line saying so or exactly why not, what each witness answered)."""
     from ledger import trust
+    from ledger.cli import wiring
+    from ledger.httpstate import COSIGNED_META
+    from ledger.note import note_text, parse_checkpoint
+    from ledger.witness import ask_witnesses
 
-    try:
-        _policy, witnesses, need = trust.resolve(None, [], None)
-    except LedgerError as e:
-        return f"receipts not cosigned: the trust policy cannot be read ({e})"
-    if not witnesses or need == 0:
+    if not results:
         return None
-    return (
-        f"receipts not cosigned (the trust policy asks for {need} of {len(witnesses)} "
-        "witnesses): the checkpoint this seal made is new and no witness has cosigned it; ask "
-        "them with `ledger witness add-checkpoint URL --vkey WVKEY`, then `ledger receipt "
-        "refresh FILE --server URL` brings each receipt to the cosigned checkpoint"
-    )
+    try:
+        policy, witnesses, need = trust.resolve(None, [], None)
+    except LedgerError as e:
+        return False, f"receipts not cosigned: the trust policy cannot be read ({e})", []
+    if policy is None or not witnesses:
+        return None
+    if policy.log is not None and policy.log.vkey != log.verifier.vkey:
+        return False, (
+            f"receipts not cosigned: the trust policy {policy.source} is for another log "
+            f"({policy.log.name}), so its witnesses were not asked"
+        ), []
+    asked = ask_witnesses(log.home, [(w, policy.url(w)) for w in witnesses])
+    unchanged = []
+    for r in results:
+        if r.receipt is None:
+            continue
+        try:
+            wiring.write_receipt(log, r.sealed.index, r.directory)
+        except (LedgerError, OSError) as e:  # the receipt first written stays
+            unchanged.append(f"{r.receipt} ({e})")
+    note = trust.with_cosignatures(log.store.checkpoint(), log.store.meta(COSIGNED_META))
+    size = parse_checkpoint(note_text(note)).size
+    good, _bad = trust.check_quorum(note, witnesses, 0)
+    refused = "; ".join(a.line() for a in asked if a.error is not None)
+    kept = f"; receipts left without the cosignatures: {', '.join(unchanged)}" if unchanged else ""
+    if len(good) >= need:
+        return True, (
+            f"cosigned: the checkpoint of size {size} carries {len(good)} of the "
+            f"{len(witnesses)} witnesses' cosignatures (quorum {need})"
+            + ("; the receipts carry them" if any(r.receipt for r in results) else "")
+            + (f"; not cosigned by {refused}" if refused else "") + kept
+        ), asked
+    return False, (
+        f"receipts not cosigned: the checkpoint of size {size} carries {len(good)} of the {need} "
+        f"witness cosignatures the trust policy asks for ({refused or 'none answered'}); once "
+        "they answer, `ledger witness add-checkpoint URL --vkey WVKEY` and then `ledger receipt "
+        "write HASH --out DIR` bring a receipt to the cosigned checkpoint" + kept
+    ), asked
 
 
 def _only_key(keydir: Path) -> str:
@@ -574,6 +626,8 @@ def verify(
         wiring.match_receipt(rec, hash)
         vk = parse_vkey(vkey_opt) if vkey_opt else pol.log if pol and pol.log else _home_vkey(home)
         prove = trust.receipt_prover(data, vk, memory)
+        fix = (f"bring the receipt forward with `ledger receipt refresh {receipt} --server URL` "
+               "(a newer checkpoint and a consistency proof), then verify again")
         if files is None and wiring.entry_type(rec.item.entry) == "bundle":
             files = wiring.read_bundle_dir(receipt.parent)
         ev = Evidence(rec.item, rec.checkpoint, rec.signer, rec.revocation, False)
@@ -584,14 +638,16 @@ def verify(
         ev = wiring.evidence_from_store(log, index)
         ev = dataclasses.replace(ev, checkpoint=trust.with_cosignatures(
             ev.checkpoint, log.store.meta("witness.cosigned_note")))  # server.COSIGNED_META
-        prove = _store_prover(log.store)
+        prove = trust.store_prover(log.store)
+        fix = (f"the ledger at {log.home} holds an older tree: bring it up to date (`ledger "
+               f"mirror URL --home {log.home}`) or verify against a ledger that holds the newer")
         if files is None:
             files = wiring.files_from_store(log, ev.item.entry)
     wiring.check_given_files(ev, bundle, receipt)
     with output.progress("verifying", _check_steps(), enabled=not json_out) as bar:
         report = wiring.verify_evidence(ev, vk, files, options, bar.step)
     report, problem = wiring.apply_guard(
-        report, lambda: trust.guard(ev.checkpoint, vk, witnesses, need, memory, prove)
+        report, lambda: trust.guard(ev.checkpoint, vk, witnesses, need, memory, prove, fix)
     )
     if problem is not None:
         output.error_line(problem)
@@ -603,11 +659,6 @@ def verify(
         raise typer.Exit(_report_exit(report, required))
     _print_report(report, json_out)
     raise typer.Exit(_report_exit(report, required))
-
-
-def _store_prover(store: Store) -> Prover:
-    size = store.size()
-    return lambda a, b: store.consistency_proof(a, b) if b <= size else None
 
 
 def _home_vkey(home: Path | None) -> NoteVerifier:
@@ -693,7 +744,7 @@ def show(
         output.plain(f"  check {c}")
 
 
-def _items(value: Any) -> list[Any]:
+def _items(value: object) -> list[object]:
     return value if isinstance(value, list) else [] if value is None else [value]
 
 

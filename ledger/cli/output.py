@@ -17,6 +17,8 @@ if TYPE_CHECKING:  # rich loads on first output, not at start-up (``ledger --hel
     from rich.console import Console
     from rich.progress import Progress, TaskID
 
+    from verify.report import Check, Report
+
 
 def _columns() -> int | None:
     """``$COLUMNS`` when set (a terminal's width, or what a pipe asks for), else None."""
@@ -86,7 +88,7 @@ def plain(text: str) -> None:
     _console("out").print(clean(text), markup=False)
 
 
-def report_table(report: Any, recorded: Sequence[Any] = ()) -> None:
+def report_table(report: Report, recorded: Sequence[Check] = ()) -> None:
     from rich.table import Table
 
     out = _console("out")

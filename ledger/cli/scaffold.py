@@ -25,13 +25,17 @@ a non-multiple of the block (3 * block + 7).
 import re
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ledger.errors import BadInput, CannotCheck
+
+if TYPE_CHECKING:  # types only: verify.ptx loads when ``ledger new`` runs
+    from verify.ptx import PtxEntry
 
 MAX_CU_BYTES = 1 << 20
 TARGET = "sm_86"
@@ -276,7 +280,7 @@ def new_bundle(directory: Path, cu: Path, entry: str | None = None) -> Scaffold:
     return sc
 
 
-def _choose_entry(entries: Any, entry: str | None, cu: Path) -> Any:
+def _choose_entry(entries: "Sequence[PtxEntry]", entry: str | None, cu: Path) -> "PtxEntry":
     names = [e.name for e in entries]
     if not names:
         raise BadInput(f"--cu {cu}: the PTX has no kernel entry (no __global__ function)")
@@ -291,7 +295,7 @@ def _choose_entry(entries: Any, entry: str | None, cu: Path) -> Any:
     return hits[0]
 
 
-def _params(entry: Any, sk: _SourceKernel | None) -> tuple[list[NewParam], list[str]]:
+def _params(entry: "PtxEntry", sk: _SourceKernel | None) -> tuple[list[NewParam], list[str]]:
     todo: list[str] = []
     out: list[NewParam] = []
     src = sk.params if sk is not None and len(sk.params) == len(entry.params) else None
