@@ -10,7 +10,8 @@ Steps, every request through the bounded ``HttpClient``:
    (the same size must have the same root; a smaller one is refused);
 4. ``GET /api/v1/proof/inclusion`` for the entry, its signer's registration and any revocation at
    the new size: each verified against the new root;
-5. the checkpoint memory sees the new checkpoint (with the consistency proof available);
+5. the checkpoint memory sees the new checkpoint (consistency proofs from the server; a server
+   behind the remembered tree is refused, ``trust.Unproven``, and the receipt left as it was);
 6. the receipt is rewritten atomically: the new checkpoint (its ``tlog_proof`` text then carries
    the cosignatures) and a ``consistency`` member ``{"old_checkpoint", "hashes"}`` holding the
    previous checkpoint and the proof, so an offline verifier whose memory holds the old checkpoint
@@ -130,7 +131,10 @@ def refresh_receipt(
                 )
             return None
 
-        account = guard(note, vkey, witnesses, quorum, memory, prove)
+        account = guard(
+            note, vkey, witnesses, quorum, memory, prove,
+            f"the server at {url} is behind that tree: refresh from a server that holds it",
+        )
     finally:
         http.close()
     fresh = Receipt(rec.origin, item, note, signer, revocation)

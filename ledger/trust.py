@@ -7,23 +7,32 @@ Witness quorum (``check_quorum``)
     an invalid line by a given witness counts as missing.
 
 Trust policy (``load_policy``)
-    A JSON file ``{"log": VKEY, "witnesses": [WVKEY, ...], "quorum": K}`` (every field optional;
-    K defaults to the number of witnesses). Found at ``--policy FILE``, else ``$LEDGER_POLICY``,
-    else ``$XDG_CONFIG_HOME/kernel-ledger/policy.json`` (``~/.config/...`` when unset); absent
-    means no policy. Command-line ``--witness`` / ``--quorum`` / ``--vkey`` override it.
+    A JSON file ``{"log": VKEY, "witnesses": [WVKEY | {"vkey": WVKEY, "url": URL}, ...],
+    "quorum": K}`` (every field optional; K defaults to the number of witnesses; a witness's
+    ``url`` is where a log sealed on this machine asks it to cosign, ``ledger seal``). Found at
+    ``--policy FILE``, else ``$LEDGER_POLICY``, else
+    ``$XDG_CONFIG_HOME/kernel-ledger/policy.json`` (``~/.config/...`` when unset); absent means no
+    policy. Command-line ``--witness`` / ``--quorum`` / ``--vkey`` override it.
 
 Checkpoint memory (``CheckpointMemory``)
     Like the Go command's sumdb cache of the latest verified tree: per log (origin and log key),
     the signed note of the largest checkpoint verified, in
     ``$LEDGER_CACHE_DIR`` (else ``$XDG_CACHE_HOME/kernel-ledger``, else ``~/.cache/kernel-ledger``)
-    ``/checkpoints/<sha256(vkey)[:32]>``, written atomically under a lock. A new checkpoint is
-    compared with it: the same size must have the same root; a larger one must be proved
-    consistent (the proof is verified against both signed roots) before it replaces the memory;
-    a smaller one must be a prefix of the remembered tree when a proof is at hand. A failure
-    writes both signed notes (and the proof, if any) to ``<cache>/evidence/`` and raises
-    ``Equivocation`` (exit 1). A checkpoint that cannot be compared here (offline, no proof; an
-    older replica or receipt) is accepted with that said in the account, and not remembered: the
-    memory only ever holds checkpoints proven to extend it.
+    ``/checkpoints/<sha256(vkey)[:32]>``, written atomically under a lock, and beside it
+    (``.seen``) the sizes and roots of the checkpoints proven to be prefixes of it (at most
+    ``MAX_SEEN``). A new checkpoint is compared with it:
+
+    * the same size must have the same root;
+    * a larger one must be proved consistent (the proof is verified against both signed roots)
+      before it replaces the memory; with no proof at hand (offline) it is accepted, said, and
+      not remembered;
+    * a smaller one must be a proven prefix: one of the ``.seen`` checkpoints, or proved by a
+      consistency proof to the remembered tree; with neither it **fails** (``Unproven``, exit 1)
+      with a line saying how to bring it forward (``ledger receipt refresh``).
+
+    A failure writes both signed notes (and the proof, if any) to ``<cache>/evidence/`` and
+    raises ``Equivocation`` (two checkpoints that cannot both be true) or ``Unproven`` (exit 1).
+    The memory only ever holds checkpoints proven to extend it.
 """
 
 from __future__ import annotations
@@ -37,15 +46,17 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ledger import merkle
-from ledger.encoding import b64_encode
+from ledger.encoding import b64_decode, b64_encode, hex_encode
 from ledger.errors import (
     BadInput,
     LedgerError,
     ProofError,
     RewriteDetected,
     SignatureError,
+    VerificationFailed,
 )
 from ledger.fsutil import private_dir, read_small, write_atomic
 from ledger.note import (
@@ -58,17 +69,31 @@ from ledger.note import (
     parse_vkey,
 )
 
+if TYPE_CHECKING:
+    from ledger.store import Store
+
 POLICY_ENV = "LEDGER_POLICY"
 CACHE_ENV = "LEDGER_CACHE_DIR"
 MAX_POLICY_BYTES = 64 * 1024
 MAX_WITNESSES = 64
+MAX_SEEN = 1024  # proven-prefix checkpoints kept beside the remembered one
 
 # (old size, new size) -> consistency proof hashes, or None when none can be had here
 Prover = Callable[[int, int], "Sequence[bytes] | None"]
 
+OLDER_FIX = (
+    "verify it against a source that holds the newer tree, or bring it forward "
+    "(`ledger receipt refresh FILE --server URL` for a receipt)"
+)
+
 
 class Equivocation(RewriteDetected):
     """Two signed checkpoints of one log that cannot both be true (exit 1)."""
+
+
+class Unproven(VerificationFailed):
+    """A checkpoint older than the one remembered that nothing at hand proves a prefix of it
+    (exit 1): it may be an honest older one, or a fork below the remembered size."""
 
 
 class QuorumMissing(SignatureError):
@@ -79,7 +104,7 @@ class QuorumMissing(SignatureError):
 
 
 def who(v: NoteVerifier) -> str:
-    return f"{v.name}+{v.key_id.hex()}"
+    return f"{v.name}+{hex_encode(v.key_id)}"
 
 
 def check_quorum(
@@ -121,6 +146,10 @@ class Policy:
     witnesses: tuple[NoteVerifier, ...]
     quorum: int
     source: str = ""
+    urls: tuple[tuple[str, str], ...] = ()  # (witness vkey, URL a local log asks it at)
+
+    def url(self, w: NoteVerifier) -> str | None:
+        return dict(self.urls).get(w.vkey)
 
 
 def config_dir() -> Path:
@@ -147,6 +176,27 @@ def parse_witness(text: str) -> NoteVerifier:
     return v
 
 
+def _policy_witness(item: object, path: Path) -> tuple[NoteVerifier, str | None]:
+    """One ``witnesses`` item: a key string, or ``{"vkey": KEY, "url": URL}``."""
+    if isinstance(item, str):
+        return parse_witness(item), None
+    if (
+        isinstance(item, dict)
+        and isinstance(item.get("vkey"), str)
+        and set(item) <= {"vkey", "url"}
+        and isinstance(item.get("url", ""), str)
+    ):
+        url = item.get("url")
+        if url is not None:
+            from ledger.httpclient import check_base_url  # only for a policy naming URLs
+
+            url = check_base_url(url, f"trust policy {path}: witness")
+        return parse_witness(item["vkey"]), url
+    raise BadInput(
+        f'trust policy {path}: a witness is a key string or {{"vkey": KEY, "url": URL}}'
+    )
+
+
 def load_policy(path: Path) -> Policy:
     data = read_small(path, MAX_POLICY_BYTES, "trust policy")
     try:
@@ -159,15 +209,15 @@ def load_policy(path: Path) -> Policy:
     if log is not None and not isinstance(log, str):
         raise BadInput(f"trust policy {path}: log must be a verifier key string")
     ws = obj.get("witnesses", [])
-    if not isinstance(ws, list) or len(ws) > MAX_WITNESSES or not all(
-        isinstance(w, str) for w in ws
-    ):
+    if not isinstance(ws, list) or len(ws) > MAX_WITNESSES:
         raise BadInput(f"trust policy {path}: witnesses must be a list of at most 64 keys")
-    witnesses = tuple(parse_witness(w) for w in ws)
+    parsed = [_policy_witness(w, path) for w in ws]
+    witnesses = tuple(v for v, _url in parsed)
+    urls = tuple((v.vkey, url) for v, url in parsed if url is not None)
     quorum = obj.get("quorum", len(witnesses))
     if not isinstance(quorum, int) or isinstance(quorum, bool) or not 0 <= quorum <= len(ws):
         raise BadInput(f"trust policy {path}: quorum must be 0..{len(ws)}")
-    return Policy(parse_vkey(log) if log else None, witnesses, quorum, str(path))
+    return Policy(parse_vkey(log) if log else None, witnesses, quorum, str(path), urls)
 
 
 def resolve(
@@ -208,6 +258,10 @@ def cache_dir() -> Path:
     return Path(base) / "kernel-ledger"
 
 
+def _stamp() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+
+
 @dataclass
 class CheckpointMemory:
     root: Path
@@ -222,7 +276,12 @@ class CheckpointMemory:
             return cls(Path("/nonexistent/kernel-ledger-cache"))
 
     def path(self, vkey: NoteVerifier) -> Path:
-        return self.root / "checkpoints" / hashlib.sha256(vkey.vkey.encode()).hexdigest()[:32]
+        digest = hex_encode(hashlib.sha256(vkey.vkey.encode()).digest())
+        return self.root / "checkpoints" / digest[:32]
+
+    def _seen_path(self, vkey: NoteVerifier) -> Path:
+        p = self.path(vkey)
+        return p.with_name(p.name + ".seen")
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -244,10 +303,34 @@ class CheckpointMemory:
             return None
         return read_small(path, 1 << 20, "remembered checkpoint")
 
-    def evidence(
-        self, kept: bytes, seen: bytes, why: str, proof: Sequence[bytes] | None = None
-    ) -> Equivocation:
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    def seen(self, vkey: NoteVerifier) -> dict[int, bytes]:
+        """size -> root of the checkpoints proven to be prefixes of the remembered one (a damaged
+        or missing file is an empty record: it only ever lets more checkpoints pass)."""
+        path = self._seen_path(vkey)
+        if not path.exists():
+            return {}
+        out: dict[int, bytes] = {}
+        try:
+            for line in read_small(path, 128 * MAX_SEEN, "checkpoint record").splitlines():
+                size, root = line.decode("ascii").split(" ")
+                if not size.isdigit() or len(size) > 20:
+                    return {}
+                out[int(size)] = b64_decode(root, 32, "remembered root")
+        except (BadInput, ValueError, UnicodeDecodeError):
+            return {}
+        return out
+
+    def _write_seen(self, vkey: NoteVerifier, seen: dict[int, bytes]) -> None:
+        keep = sorted(seen)[-MAX_SEEN:]
+        text = "".join(f"{s} {b64_encode(seen[s])}\n" for s in keep)
+        write_atomic(self._seen_path(vkey), text.encode("ascii"), 0o600, exclusive=False)
+
+    def _keep(
+        self, kept: bytes, seen: bytes, proof: Sequence[bytes] | None = None
+    ) -> tuple[str, str | None]:
+        """Write the remembered and the presented signed notes (and a proof) as evidence:
+        (where they are, or why they are not, as a clause; the presented note's path)."""
+        stamp = _stamp()
         try:
             folder = private_dir(self.root / "evidence", "evidence directory")
             a = folder / f"{stamp}-remembered.checkpoint"
@@ -258,46 +341,66 @@ class CheckpointMemory:
                 text = "".join(b64_encode(h) + "\n" for h in proof)
                 write_atomic(folder / f"{stamp}-consistency.proof", text.encode(), 0o644)
         except BadInput as e:  # the failure stands; only the evidence is lost
-            return Equivocation(f"the log equivocates: {why}; the evidence was not written ({e})")
-        return Equivocation(
-            f"the log equivocates: {why}; both signed checkpoints are kept in {a} and {b}"
-        )
+            return f"the evidence was not written ({e})", None
+        return f"both signed checkpoints are kept in {a} and {b}", str(b)
 
-    def observe(self, note: bytes, vkey: NoteVerifier, prove: Prover | None = None) -> str:
+    def evidence(
+        self, kept: bytes, seen: bytes, why: str, proof: Sequence[bytes] | None = None
+    ) -> Equivocation:
+        where, _ = self._keep(kept, seen, proof)
+        return Equivocation(f"the log equivocates: {why}; {where}")
+
+    def observe(
+        self, note: bytes, vkey: NoteVerifier, prove: Prover | None = None, fix: str = ""
+    ) -> str:
         """Compare the verified signed checkpoint ``note`` with the one remembered for ``vkey``'s
         log; remember it when it is proven to extend it. Returns a one-line account;
-        ``Equivocation`` (with the evidence written) when the two cannot both be true."""
+        ``Equivocation`` or ``Unproven`` (with the evidence written, and ``fix`` said for an older
+        checkpoint nothing here proves a prefix) when it cannot be accepted."""
         cp = parse_checkpoint(open_note(note, [vkey]).text)
         with self._locked():
             kept = self.remembered(vkey)
             if kept is None:
-                self._store(vkey, note)
+                self._store(vkey, note, {cp.size: cp.root})
                 return f"first checkpoint remembered for {vkey.name} (size {cp.size})"
             try:
                 old = parse_checkpoint(open_note(kept, [vkey]).text)
             except LedgerError:
-                self._store(vkey, note)  # a damaged cache file: start again from this one
+                self._store(vkey, note, {cp.size: cp.root})  # a damaged cache: start again
                 return f"remembered checkpoint was unreadable; now size {cp.size}"
-            return self._compare(kept, old, note, cp, vkey, prove)
+            return self._compare(kept, old, note, cp, vkey, prove, fix or OLDER_FIX)
 
     def _compare(
         self, kept: bytes, old: Checkpoint, note: bytes, cp: Checkpoint, vkey: NoteVerifier,
-        prove: Prover | None,
+        prove: Prover | None, fix: str,
     ) -> str:
+        seen = self.seen(vkey)
+        seen[old.size] = old.root
         if cp.size == old.size:
             if cp.root != old.root:
                 raise self.evidence(kept, note, f"two roots for tree size {cp.size}")
             if len(note) > len(kept) and note_text(note) == note_text(kept):
-                self._store(vkey, note)  # keep the copy with more cosignatures
+                self._store(vkey, note, seen)  # keep the copy with more cosignatures
             return f"same as the checkpoint remembered (size {cp.size})"
+        if cp.size < old.size and cp.size in seen:
+            if seen[cp.size] != cp.root:
+                raise self.evidence(
+                    kept, note,
+                    f"another root for size {cp.size} than the one proven a prefix of size "
+                    f"{old.size} before",
+                )
+            return f"verified before as a prefix of the remembered size {old.size}"
         small, big = (cp, old) if cp.size < old.size else (old, cp)
+        if small.size == 0 and small.root != merkle.EMPTY_ROOT:
+            raise self.evidence(kept, note, "a tree of size 0 whose root is not the empty root")
         proof = prove(small.size, big.size) if prove is not None and small.size > 0 else None
         if small.size > 0 and proof is None:
             if cp.size < old.size:
-                return (
-                    f"older than the size {old.size} already verified, and nothing here proves "
-                    "it a prefix (an older receipt or replica): the memory keeps size "
-                    f"{old.size}"
+                where, _ = self._keep(kept, note)
+                raise Unproven(
+                    f"the checkpoint (size {cp.size}) is older than the size {old.size} this "
+                    f"verifier already verified for {vkey.name}, and nothing here proves it a "
+                    f"prefix of that tree ({where}); {fix}"
                 )
             return (
                 f"larger than the remembered size {old.size}, but no consistency proof here "
@@ -313,23 +416,27 @@ class CheckpointMemory:
                     kept, note,
                     f"no consistency from size {small.size} to {big.size} ({e})", proof,
                 ) from e
+        seen[cp.size] = cp.root
         if cp.size > old.size:
-            self._store(vkey, note)
+            self._store(vkey, note, seen)
             return f"consistent with the remembered size {old.size}; now remembering {cp.size}"
+        self._write_seen(vkey, seen)
         return f"a proven prefix of the remembered size {old.size}"
 
     def keep_unwitnessed(self, note: bytes) -> str:
         """Keep a checkpoint that lacked its witness quorum (evidence of a split view)."""
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
         try:
             folder = private_dir(self.root / "evidence", "evidence directory")
-            path = folder / f"{stamp}-unwitnessed.checkpoint"
+            path = folder / f"{_stamp()}-unwitnessed.checkpoint"
             write_atomic(path, note, 0o644)
         except BadInput as e:
             return f"nowhere ({e})"
         return str(path)
 
-    def _store(self, vkey: NoteVerifier, note: bytes) -> None:
+    def _store(self, vkey: NoteVerifier, note: bytes, seen: dict[int, bytes]) -> None:
+        """The record first, then the note: a crash between the two leaves a record of
+        prefixes of a tree at least as large as the one remembered."""
+        self._write_seen(vkey, seen)
         write_atomic(self.path(vkey), note, 0o600, exclusive=False)
 
 
@@ -343,10 +450,12 @@ def guard(
     quorum: int,
     memory: CheckpointMemory | None,
     prove: Prover | None,
+    fix: str = "",
 ) -> str:
     """Require the quorum on ``note`` (already verified under ``vkey``), then compare it with
-    the checkpoint memory. Returns a one-line account; raises ``QuorumMissing`` (the presented
-    note is kept as evidence) or ``Equivocation``."""
+    the checkpoint memory (``fix``: what to do about an older checkpoint nothing proves a prefix).
+    Returns a one-line account; raises ``QuorumMissing`` (the presented note is kept as
+    evidence), ``Equivocation`` or ``Unproven``."""
     parts: list[str] = []
     if witnesses:
         try:
@@ -359,7 +468,7 @@ def guard(
         parts.append(f"{len(good)} of {len(witnesses)} witnesses cosigned (quorum {quorum})")
     if memory is not None:
         try:
-            parts.append(memory.observe(note, vkey, prove))
+            parts.append(memory.observe(note, vkey, prove, fix))
         except BadInput as e:  # the cache cannot be read or written: said, not fatal
             parts.append(f"checkpoint memory not used ({e})")
     return "; ".join(parts)
@@ -368,8 +477,6 @@ def guard(
 def receipt_consistency(data: bytes) -> tuple[bytes, list[bytes]] | None:
     """The ``consistency`` member of a refreshed receipt: (old signed checkpoint, proof hashes)
     from the receipt's earlier checkpoint to its current one; None when absent or malformed."""
-    from ledger.encoding import b64_decode
-
     try:
         obj = json.loads(data.decode("utf-8"))
         c = obj["consistency"]
@@ -411,16 +518,21 @@ def with_cosignatures(note: bytes, cosigned: str | None) -> bytes:
     return note
 
 
-def remember_store(home: Path, vkey: NoteVerifier, memory: CheckpointMemory) -> str:
+def remember_store(
+    home: Path, vkey: NoteVerifier, memory: CheckpointMemory, fix: str = ""
+) -> str:
     """Compare the checkpoint a ledger directory holds (a mirror after a sync) with the memory,
     proving consistency from the entries it holds."""
     from ledger.store import Store
 
     store = Store.open(home)
     try:
-        size = store.size()
-        note = store.checkpoint()
-        prove: Prover = lambda a, b: store.consistency_proof(a, b) if b <= size else None  # noqa: E731
-        return guard(note, vkey, (), 0, memory, prove)
+        return guard(store.checkpoint(), vkey, (), 0, memory, store_prover(store), fix)
     finally:
         store.close()
+
+
+def store_prover(store: Store) -> Prover:
+    """Consistency proofs from a ledger's own entries, for trees no larger than it holds."""
+    size = store.size()
+    return lambda a, b: store.consistency_proof(a, b) if b <= size else None

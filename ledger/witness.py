@@ -21,6 +21,8 @@ Log side (``request_cosignature``): send the log's latest checkpoint and a consi
 the size the witness last saw (learning it from a 409), check the returned cosignature against the
 witness's verifier key, and store the note with the cosignatures collected so far in the store's
 meta (``ledger.httpstate.COSIGNED_META``), which ``GET /checkpoint`` then serves.
+``ask_witnesses`` does that for each witness a trust policy names with a URL (``ledger seal``) and
+says, per witness, why it did not cosign.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -43,11 +46,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ledger import merkle
-from ledger.encoding import b64_decode, b64_encode
+from ledger.encoding import b64_decode, b64_encode, hex_encode
 from ledger.errors import (
     BadInput,
     CannotCheck,
     KeyFileError,
+    LedgerError,
     LedgerStateError,
     ProofError,
     SignatureError,
@@ -79,6 +83,7 @@ MAX_BODY = (1 << 20) + 64 * 64 + 64
 MAX_PROOF_LINES = 64
 SIZE_MEDIA = "text/x.tlog.size"
 MAX_ANSWER = 4096  # cosignature lines
+ASK_TIMEOUT = 30.0  # seconds ``ask_witnesses`` gives each witness in all
 
 
 class WitnessReject(Exception):
@@ -162,7 +167,7 @@ class Witness:
         return v.name
 
     def _state_path(self, origin: str) -> Path:
-        return self.home / CHECKPOINTS / (hashlib.sha256(origin.encode()).hexdigest()[:32])
+        return self.home / CHECKPOINTS / (hex_encode(hashlib.sha256(origin.encode()).digest())[:32])
 
     def latest(self, origin: str) -> bytes | None:
         path = self._state_path(origin)
@@ -375,3 +380,42 @@ def request_cosignature(
     finally:
         store.close()
         http.close()
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What one witness answered ``ask_witnesses``: ``error`` None when it cosigned."""
+
+    witness: str  # name+key id
+    url: str | None
+    error: str | None
+
+    def line(self) -> str:
+        where = f" ({self.url})" if self.url else ""
+        return f"{self.witness}{where}: {self.error or 'cosigned'}"
+
+
+def ask_witnesses(
+    home: Path,
+    witnesses: Sequence[tuple[NoteVerifier, str | None]],
+    timeout: float = ASK_TIMEOUT,
+    client: httpx.Client | None = None,
+) -> list[Asked]:
+    """Ask each witness (its cosignature key and the URL it is asked at, None when none is known)
+    to cosign the log's latest checkpoint, one after the other (the collected note is merged in
+    the store's meta, one writer at a time); what each answered, never raising for a witness that
+    cannot be reached or refuses."""
+    out: list[Asked] = []
+    for v, url in witnesses:
+        name = f"{v.name}+{hex_encode(v.key_id)}"
+        if url is None:
+            out.append(Asked(name, None, 'no URL to ask it at (give it as {"vkey", "url"} in '
+                                         "the trust policy)"))
+            continue
+        try:
+            request_cosignature(home, url, v.vkey, client=client, timeout=timeout)
+        except LedgerError as e:
+            out.append(Asked(name, url, oneline(str(e), 200)))
+        else:
+            out.append(Asked(name, url, None))
+    return out

@@ -177,31 +177,83 @@ def test_trust_policy_file_applies_the_quorum(fork: Fork, tmp_path: Path) -> Non
     assert code == 2 and len(err.strip().splitlines()) == 1
 
 
+def _signed(log: Log, size: int, root: bytes) -> bytes:
+    """A checkpoint of any tree, validly signed with the log key (what a lying operator can do)."""
+    from ledger.note import Checkpoint, format_checkpoint, sign_note
+
+    assert log.signer is not None
+    return sign_note(format_checkpoint(Checkpoint(ORIGIN, size, root, ())), [log.signer])
+
+
 def test_memory_rules_in_process(fork: Fork, tmp_path: Path) -> None:
+    """Every row of docs/threat-model.md's table, in order."""
     vk = parse_vkey(fork.vkey)
     mem = trust.CheckpointMemory(tmp_path / "m")
     la = Log.open(fork.a)
+
+    def prove(a: int, b: int) -> list[bytes]:
+        return la.store.consistency_proof(a, b)
+
+    def evidence() -> list[str]:
+        folder = tmp_path / "m" / "evidence"
+        return sorted(p.name.split("-", 1)[1] for p in folder.iterdir()) if folder.exists() else []
+
     try:
         note = la.store.checkpoint()
         small = next(n for s, n in la.store.checkpoints() if 0 < s < la.store.size())
         assert "first" in mem.observe(small, vk)
+        # same size, same root: passes; another root for it: equivocation, both notes kept
+        assert "same as" in mem.observe(small, vk)
+        other_small = _signed(la, 1, b"\x07" * 32)
+        with pytest.raises(trust.Equivocation, match="two roots for tree size 1"):
+            mem.observe(other_small, vk)
+        assert evidence() == ["presented.checkpoint", "remembered.checkpoint"]
         # larger, no proof (offline): accepted, not remembered
         assert "not remembered" in mem.observe(note, vk, None)
         assert mem.remembered(vk) == small
-        # a wrong proof is an inconsistency, with evidence
+        # larger, a wrong proof: an inconsistency, with the proof kept too
         with pytest.raises(trust.Equivocation, match="no consistency"):
             mem.observe(note, vk, lambda a, b: [b"\x00" * 32])
-        assert "now remembering" in mem.observe(
-            note, vk, lambda a, b: la.store.consistency_proof(a, b)
-        )
-        # smaller: unprovable here is said, not failed; a proof makes it a proven prefix, and a
-        # bad one is evidence
-        assert "nothing here proves it a prefix" in mem.observe(small, vk, None)
-        with pytest.raises(trust.Equivocation):
-            mem.observe(small, vk, lambda a, b: [b"\x02" * 32])
-        assert "prefix" in mem.observe(small, vk, lambda a, b: la.store.consistency_proof(a, b))
+        assert "consistency.proof" in evidence()
+        # larger, proven: remembered (and the smaller one kept as a proven prefix of it)
+        assert "now remembering" in mem.observe(note, vk, prove)
+        assert mem.remembered(vk) == note and set(mem.seen(vk)) == {1, 2}
+        # smaller, verified before as a prefix: passes without a proof; another root for that
+        # size than the one proven a prefix is an equivocation
+        assert "verified before as a prefix" in mem.observe(small, vk, None)
+        with pytest.raises(trust.Equivocation, match="another root for size 1"):
+            mem.observe(other_small, vk, None)
     finally:
         la.close()
+    # smaller, never seen here and no proof: fails (exit 1) with both checkpoints kept and the
+    # way to fix it on the one line
+    fresh = trust.CheckpointMemory(tmp_path / "m2")
+    fresh.observe(note, vk)
+    with pytest.raises(trust.Unproven) as caught:
+        fresh.observe(small, vk, None, fix="run the fix")
+    line = str(caught.value)
+    assert caught.value.exit_code == 1 and "\n" not in line
+    assert "older than the size 2" in line and line.endswith("; run the fix")
+    kept = sorted((tmp_path / "m2" / "evidence").iterdir())
+    assert [p.read_bytes() for p in kept] == [small, note]  # presented, remembered
+    assert fresh.remembered(vk) == note  # the memory is unchanged
+    # the default advice names receipt refresh
+    with pytest.raises(trust.Unproven, match=r"ledger receipt refresh FILE --server URL"):
+        fresh.observe(small, vk, None)
+    # smaller, proven a prefix: passes and is recorded; a bad proof is evidence
+    la = Log.open(fork.a)
+    try:
+        with pytest.raises(trust.Equivocation):
+            fresh.observe(small, vk, lambda a, b: [b"\x02" * 32])
+        assert "a proven prefix" in fresh.observe(small, vk, prove)
+    finally:
+        la.close()
+    assert 1 in fresh.seen(vk)
+    assert "verified before" in fresh.observe(small, vk, None)
+    # a damaged record only loses what it let pass: the older checkpoint is unproven again
+    (fresh.path(vk).parent / (fresh.path(vk).name + ".seen")).write_text("garbage\n")
+    with pytest.raises(trust.Unproven):
+        fresh.observe(small, vk, None)
 
 
 def test_bad_trust_options_are_bad_input(fork: Fork, tmp_path: Path) -> None:

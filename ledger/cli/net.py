@@ -170,9 +170,11 @@ def register(app: typer.Typer) -> None:
             witnesses = list(trust.resolve(None, [], None)[1])
         memory = trust.CheckpointMemory.default()
         remote = Remote(url, timeout=timeout)
+        behind = (f"{url} serves an older tree than this verifier has seen: mirror a server "
+                  "that holds the newer one (or wait until this one catches up)")
 
         def show(r: SyncResult) -> None:
-            trust.remember_store(home_dir(home), pinned, memory)
+            trust.remember_store(home_dir(home), pinned, memory, behind)
             if json_out:
                 line = r.to_json()
                 sys.stdout.write(
@@ -190,9 +192,7 @@ def register(app: typer.Typer) -> None:
             output.error_line(f"{e} (retrying in {delay:.0f} s)")
 
         def before_store(store: "Store", note: bytes) -> None:  # issue 14: memory first
-            size = store.size()
-            trust.guard(note, pinned, (), 0, memory,
-                        lambda a, b: store.consistency_proof(a, b) if b <= size else None)
+            trust.guard(note, pinned, (), 0, memory, trust.store_prover(store), behind)
 
         try:
             with output.progress("mirroring", None, enabled=not json_out) as bar:
