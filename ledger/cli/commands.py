@@ -483,10 +483,8 @@ def _print_seals(
             output.plain(f"  leaf    {hex_encode(r.sealed.leaf_hash)}")
             if r.receipt is not None:
                 output.plain(f"  receipt {r.receipt}")
-        if cosign is not None and cosign[0]:
-            output.plain(cosign[1])
-        elif cosign is not None:
-            output.error_line(cosign[1])  # sealed all the same (exit 0): why not cosigned
+        if cosign is not None:  # sealed all the same (exit 0); a note says why not cosigned
+            output.plain(cosign[1] if cosign[0] else f"note: {cosign[1]}")
 
 
 def _seal_cosign(log: Log, results: list[SealResult]) -> Cosign | None:
@@ -517,7 +515,7 @@ def _seal_cosign(log: Log, results: list[SealResult]) -> Cosign | None:
     asked = ask_witnesses(log.home, [(w, policy.url(w)) for w in witnesses])
     unchanged = []
     for r in results:
-        if r.receipt is None:
+        if r.receipt is None or all(a.error is not None for a in asked):
             continue
         try:
             wiring.write_receipt(log, r.sealed.index, r.directory)
@@ -967,7 +965,7 @@ def receipt_refresh(
     json_out: JsonOpt = False,
 ) -> None:
     """Bring a receipt up to the server's newest (cosigned) checkpoint with a consistency proof
-    from the receipt's own checkpoint (issue 14)."""
+    from the receipt's own checkpoint."""
     from ledger import trust
     from ledger.refresh import refresh_receipt
     from ledger.submit import read_vkey
@@ -1001,6 +999,7 @@ net.register(app)  # serve, export-tiles, mirror, witness, submit
 scaffold.register(app)  # new
 publish_cli.register(app)  # publish (issue 13)
 db_cli.register(app)  # db copy (issue 13)
+helptext.one_line_summaries(app)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -2,13 +2,18 @@
 ``<list[Path]>``); the shell shows plain metavars instead (``TEXT``, ``PATH...``, nothing for a
 flag). Typer has no public switch for this, so ``plain_types()`` wraps the two public parameter
 classes' ``display_type_rich``; on a typer without them it does nothing (help keeps typer's
-labels, nothing else changes)."""
+labels, nothing else changes). ``one_line_summaries`` makes each command's line in a command
+list its docstring's first paragraph on one line (typer's rich mode keeps the docstring's line
+breaks there)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import typer
 
 _WORDS = {
     "bool": "",
@@ -52,3 +57,18 @@ def plain_types() -> None:
 
         display._ledger_plain = True  # type: ignore[attr-defined]
         cls.display_type_rich = display  # type: ignore[method-assign]
+
+
+def one_line_summaries(app: typer.Typer) -> None:
+    """Every command's ``short_help`` (its line in ``ledger -h``) made its docstring's first
+    paragraph joined into one line, so the list wraps at the terminal's width, not at the
+    docstring's line breaks; in every sub-app too."""
+    import inspect
+
+    for info in app.registered_commands:
+        if info.short_help is None and info.callback is not None:
+            doc = info.help or inspect.getdoc(info.callback) or ""
+            info.short_help = " ".join(doc.split("\n\n", 1)[0].split()) or None
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            one_line_summaries(group.typer_instance)
