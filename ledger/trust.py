@@ -399,8 +399,8 @@ class CheckpointMemory:
                 where, _ = self._keep(kept, note)
                 raise Unproven(
                     f"the checkpoint (size {cp.size}) is older than the size {old.size} this "
-                    f"verifier already verified for {vkey.name}, and nothing here proves it a "
-                    f"prefix of that tree ({where}); {fix}"
+                    f"verifier already verified for {vkey.name} and nothing here proves it a "
+                    f"prefix: {fix} ({where})"
                 )
             return (
                 f"larger than the remembered size {old.size}, but no consistency proof here "

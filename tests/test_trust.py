@@ -233,7 +233,8 @@ def test_memory_rules_in_process(fork: Fork, tmp_path: Path) -> None:
         fresh.observe(small, vk, None, fix="run the fix")
     line = str(caught.value)
     assert caught.value.exit_code == 1 and "\n" not in line
-    assert "older than the size 2" in line and line.endswith("; run the fix")
+    assert "older than the size 2" in line
+    assert "nothing here proves it a prefix: run the fix (" in line
     kept = sorted((tmp_path / "m2" / "evidence").iterdir())
     assert [p.read_bytes() for p in kept] == [small, note]  # presented, remembered
     assert fresh.remembered(vk) == note  # the memory is unchanged
@@ -402,3 +403,77 @@ def test_cosigned_receipt_refresh_and_offline_verification(fork: Fork, tmp_path:
     assert kept is not None and note_text(kept) == note_text(
         fresh["checkpoint"].encode()
     )
+
+
+def test_an_older_checkpoint_fails_closed_until_brought_forward(tmp_path: Path) -> None:
+    """Issue 14: a checkpoint smaller than the remembered one that nothing at hand proves a prefix
+    fails (exit 1), both checkpoints kept, one line naming the fix, on every path that meets it
+    (an offline receipt, an online ledger, receipt refresh and mirror against a server that is
+    behind); once the receipt is refreshed it passes."""
+    log = Log.init(tmp_path / "log", "older.example/log")
+    add_node(log, "n1")
+    vkey = log.verifier.vkey
+    (tmp_path / "r").mkdir()
+    receipt = write_receipt(log, 0, tmp_path / "r")  # at size 1
+    log.close()
+    shutil.copytree(tmp_path / "log", tmp_path / "stale")  # a replica that stops at size 1
+    log = Log.open(tmp_path / "log")
+    add_node(log, "n2")
+    add_node(log, "n3")
+    log.close()
+    cache = tmp_path / "cache"
+    empty = tmp_path / "nohome"
+    code, _o, err = _run("verify", "2", "--home", str(tmp_path / "log"), cache=cache)
+    assert code == 0, err  # remembers size 3
+
+    def one_line(err: str) -> str:
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        assert len(lines) == 1 and "Traceback" not in err, err
+        return lines[0]
+
+    def evidence() -> int:
+        return len(list((cache / "evidence").glob("*.checkpoint")))
+
+    before = receipt.read_bytes()
+    code, _o, err = _run("verify", "0", "--receipt", str(receipt), "--vkey", vkey, "--home",
+                         str(empty), cache=cache)
+    line = one_line(err)
+    assert code == 1 and "older than the size 3" in line, err
+    assert f"ledger receipt refresh {receipt} --server URL" in line
+    assert evidence() == 2
+    # online, a ledger that holds only the older tree
+    code, _o, err = _run("verify", "0", "--home", str(tmp_path / "stale"), "--vkey", vkey,
+                         cache=cache)
+    line = one_line(err)
+    assert code == 1 and "ledger mirror URL --home" in line and evidence() == 4
+    with BackgroundServer(make_app(tmp_path / "stale")) as stale, \
+            BackgroundServer(make_app(tmp_path / "log")) as srv:
+        # refresh from a server that is behind: refused, the receipt untouched
+        code, _o, err = _run("receipt", "refresh", str(receipt), "--server", stale.url,
+                             "--vkey", vkey, cache=cache)
+        assert code == 1 and "is behind that tree" in one_line(err)
+        assert receipt.read_bytes() == before and evidence() == 6
+        # a mirror of that server: refused before its checkpoint is stored
+        code, _o, err = _run("mirror", stale.url, "--vkey", vkey, "--home",
+                             str(tmp_path / "m"), cache=cache)
+        assert code == 1 and "serves an older tree" in one_line(err)
+        assert run_cli("checkpoint", home=tmp_path / "m").returncode != 0
+        # the fix: refresh from the log's server, then the receipt verifies offline
+        code, out, err = _run("receipt", "refresh", str(receipt), "--server", srv.url,
+                              "--vkey", vkey, "--json", cache=cache)
+        assert code == 0, err
+        assert (json.loads(out)["old_size"], json.loads(out)["new_size"]) == (1, 3)
+    code, _o, err = _run("verify", "0", "--receipt", str(receipt), "--vkey", vkey, "--home",
+                         str(empty), cache=cache)
+    assert code == 0, err
+    # a refreshed receipt also passes a memory that is at its old size (its proof advances it)
+    other = tmp_path / "cache2"
+    trust.CheckpointMemory(other).observe(
+        json.loads(receipt.read_text())["consistency"]["old_checkpoint"].encode(),
+        parse_vkey(vkey),
+    )
+    code, out, err = _run("verify", "0", "--receipt", str(receipt), "--vkey", vkey, "--home",
+                          str(empty), "--json", cache=other)
+    assert code == 0, err
+    [cp] = [c for c in json.loads(out)["checks"] if c["id"] == "integrity.checkpoint"]
+    assert "now remembering 3" in cp["detail"]

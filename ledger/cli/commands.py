@@ -638,7 +638,7 @@ def verify(
             ev.checkpoint, log.store.meta("witness.cosigned_note")))  # server.COSIGNED_META
         prove = trust.store_prover(log.store)
         fix = (f"the ledger at {log.home} holds an older tree: bring it up to date (`ledger "
-               f"mirror URL --home {log.home}`) or verify against a ledger that holds the newer")
+               f"mirror URL --home {log.home}`) or verify against one that holds the newer tree")
         if files is None:
             files = wiring.files_from_store(log, ev.item.entry)
     wiring.check_given_files(ev, bundle, receipt)
