@@ -202,7 +202,7 @@ def audit(
             if len(pending) >= SIGNATURE_BATCH:
                 submit(pending)
                 pending = []
-            link = chain.check(obj, idx, frontier.root())
+            link = chain.check(obj, idx, frontier)
             if link is not None:
                 broken_links += 1
                 if broken_links == 1:

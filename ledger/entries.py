@@ -39,6 +39,7 @@ import nacl.bindings
 import nacl.exceptions
 import nacl.signing
 
+from ledger import merkle
 from ledger.bundle import Bundle
 from ledger.canonical import canonical_json, canonical_json_extend, loads_canonical
 from ledger.encoding import b64_decode, b64_encode, hex_decode, hex_encode
@@ -101,6 +102,15 @@ def sign_entry(fields: Mapping[str, Any], key: nacl.signing.SigningKey) -> bytes
     return data
 
 
+def sign_many(messages: list[bytes], key: nacl.signing.SigningKey) -> list[str]:
+    """The base64 Ed25519 signatures of ``messages`` (the signing bytes of entries), in order.
+    libsodium runs without the GIL, so a thread calling this overlaps the caller's work."""
+    sk = key._signing_key
+    sign = nacl.bindings.crypto_sign
+    n = nacl.bindings.crypto_sign_BYTES
+    return [b64_encode(sign(m, sk)[:n]) for m in messages]
+
+
 def bundle_fields(
     chain: Mapping[str, Any], bundle: Bundle, extra: Mapping[str, Any], signer: bytes
 ) -> dict[str, Any]:
@@ -129,23 +139,24 @@ def chain_link(size: int, root: bytes) -> dict[str, Any]:
 def chain_problem(
     entry: Entry,
     index: int,
-    root_before: bytes,
+    root_before: bytes | None,
     root_at: Callable[[int], bytes | None],
 ) -> str | None:
     """Why the chain link of ``entry`` (at ``index``) is wrong, or None when it holds.
 
-    ``root_before`` is the log's root at size ``index`` (the tree just before the entry);
+    ``root_before`` is the log's root at size ``index`` (the tree just before the entry; None
+    when the caller knows it is not needed: a v2 entry naming another size);
     ``root_at(size)`` the log's root at an older size (None when it cannot be had). v1: the link
     must name exactly the tree before the entry; v2: a tree of size at most ``index`` whose root is
     the log's root at that size (a prefix of the log)."""
     size, named = entry.prev_size, entry.prev_root
     if entry.v == ENTRY_V1:
-        if size != index or named != hex_encode(root_before):
+        if size != index or root_before is None or named != hex_encode(root_before):
             return f"chain link (prev_size {size}/prev_root) is not the tree before entry {index}"
         return None
     if size > index:
         return f"names a tree of size {size}, beyond its own index {index}"
-    root = root_before if size == index else root_at(size)
+    root = root_before if size == index and root_before is not None else root_at(size)
     if root is None:
         return f"names a tree of size {size} whose root cannot be recomputed here"
     if named != hex_encode(root):
@@ -154,28 +165,46 @@ def chain_problem(
 
 
 class ChainCheck:
-    """``chain_problem`` for entries met in index order: remembers the roots of the last
-    ``window`` sizes (the trees submitters name are recent), and asks ``older`` for the rest."""
+    """``chain_problem`` for entries met in index order. It keeps the tree's right edge at each of
+    the last ``window`` sizes (a tuple each, no hashing: the trees submitters and batch seals name
+    are recent) and computes a root only for a size an entry names, once (the last
+    ``ROOTS_KEPT`` are kept); for older sizes it asks ``older``."""
+
+    ROOTS_KEPT = 256
 
     def __init__(
         self, older: Callable[[int], bytes | None] | None = None, window: int = CHAIN_WINDOW
     ) -> None:
         self.older = older
         self.window = window
+        self.edges: OrderedDict[int, tuple[tuple[int, bytes], ...]] = OrderedDict()
         self.roots: OrderedDict[int, bytes] = OrderedDict()
 
     def root_at(self, size: int) -> bytes | None:
         hit = self.roots.get(size)
-        if hit is not None:
-            return hit
-        return self.older(size) if self.older is not None else None
+        if hit is None:
+            edge = self.edges.get(size)
+            if edge is not None:
+                hit = merkle.edge_root(edge)
+            elif self.older is not None:
+                hit = self.older(size)
+            if hit is None:
+                return None
+            self.roots[size] = hit
+            if len(self.roots) > self.ROOTS_KEPT:
+                self.roots.popitem(last=False)
+        return hit
 
-    def check(self, entry: Entry, index: int, root_before: bytes) -> str | None:
-        """The problem with ``entry``'s link (None when it holds); records ``root_before``."""
-        self.roots[index] = root_before
-        if len(self.roots) > self.window:
-            self.roots.popitem(last=False)
-        return chain_problem(entry, index, root_before, self.root_at)
+    def check(self, entry: Entry, index: int, frontier: merkle.Frontier) -> str | None:
+        """The problem with ``entry``'s link (None when it holds); ``frontier`` is the tree of
+        the ``index`` entries before it, whose edge is recorded here."""
+        if frontier.size != index:
+            raise ValueError(f"frontier of size {frontier.size} given for entry {index}")
+        self.edges[index] = frontier.edge()
+        if len(self.edges) > self.window:
+            self.edges.popitem(last=False)
+        needed = entry.v == ENTRY_V1 or entry.prev_size == index
+        return chain_problem(entry, index, self.root_at(index) if needed else None, self.root_at)
 
 
 def signed_part(data: bytes, entry: Mapping[str, Any]) -> bytes:
@@ -295,8 +324,12 @@ def decode_entry(data: bytes) -> Entry:
 
 MAX_CHECKS = 512
 MAX_OBLIGATIONS = 64
-MAX_TEXT = 1000  # characters of one text field of a bundle entry (longer check details are cut
-# to it at a word boundary when sealed: ledger.cli.wiring.fit_text)
+MAX_TEXT = 1000  # characters of one text field of a bundle entry, but a check's detail
+# A check's detail: the certificate lists every claimed obligation (about 130 characters each,
+# up to MAX_OBLIGATIONS of them), so it is kept whole to this many characters; a longer detail is
+# cut at a word boundary when sealed (ledger.cli.wiring.fit_text). The entry's byte limit still
+# bounds the whole entry.
+MAX_DETAIL = 10_000
 CHECK_STATUSES = ("passed", "failed", "skipped")
 _KEY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 MAX_KEYS = 16  # keys of one kernel / obligation / check object (later formats may add some)
@@ -316,9 +349,10 @@ def _string_map(obj: Any, field: str) -> None:
     if missing:
         raise BadInput(f"bundle entry {field}: an item lacks {sorted(missing)}")
     for k, v in obj.items():
-        if not isinstance(v, str) or len(v) > MAX_TEXT:
+        limit = MAX_DETAIL if (field, k) == ("checks", "detail") else MAX_TEXT
+        if not isinstance(v, str) or len(v) > limit:
             raise BadInput(
-                f"bundle entry {field}.{k} must be text of at most {MAX_TEXT} characters"
+                f"bundle entry {field}.{k} must be text of at most {limit} characters"
             )
 
 

@@ -291,9 +291,19 @@ class Frontier:
 
     def root(self) -> bytes:
         """The root hash of the tree so far."""
-        if not self._edge:
-            return EMPTY_ROOT
-        h = self._edge[-1][1]
-        for _, left in reversed(self._edge[:-1]):
-            h = node_hash(left, h)
-        return h
+        return edge_root(self._edge)
+
+    def edge(self) -> tuple[tuple[int, bytes], ...]:
+        """The right edge as it is now (immutable): ``edge_root`` of it is the root at this size,
+        computed only when someone asks for it."""
+        return tuple(self._edge)
+
+
+def edge_root(edge: Sequence[tuple[int, bytes]]) -> bytes:
+    """The root of the tree whose right edge (``Frontier.edge``) is ``edge``."""
+    if not edge:
+        return EMPTY_ROOT
+    h = edge[-1][1]
+    for _, left in reversed(edge[:-1]):
+        h = node_hash(left, h)
+    return h

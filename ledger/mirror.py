@@ -949,7 +949,7 @@ def check_entry(
         check_entry_shape(entry.fields)
     except BadInput as e:
         raise VerificationFailed(f"remote entry {index} has a shape no log writes: {e}") from e
-    link = (chain or ChainCheck()).check(entry, index, frontier.root())  # v1 and v2 links
+    link = (chain or ChainCheck()).check(entry, index, frontier)  # v1 and v2 links
     if link is not None:
         raise TamperDetected(f"remote entry {index} is not chained to the log: {link}")
     if entry.manifest is not None:

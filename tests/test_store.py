@@ -3,6 +3,7 @@ hashes agree with the reference tree, triggers refuse rewrites, hash resolution 
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from pathlib import Path
 
@@ -62,6 +63,52 @@ def test_appends_are_chained_and_proofs_verify(log: Log, tmp_path: Path) -> None
             merkle.verify_consistency(m, n, log.store.root(m), r, log.store.consistency_proof(m, n))
     cp = parse_checkpoint(note_text(log.store.checkpoint()))
     assert (cp.size, cp.root) == (14, root)
+
+
+def test_a_batch_names_the_tree_it_starts_from_and_audits(log: Log, tmp_path: Path) -> None:
+    """``seal_many`` links every entry of a batch to the tree before the batch (v2, SPEC 4):
+    chain-checked in audit and by a mirror's rule from the edge kept per size, even past the
+    window of roots; a batch bigger than the signing and insert chunks stays in order."""
+    from ledger import audit as audit_mod
+    from ledger.bundle import Bundle
+    from ledger.entries import ChainCheck
+    from ledger.log import SIGN_CHUNK
+    from ledger.store import FLUSH_ROWS
+    from tests.helpers.ledgers import fake_fields
+
+    sk = add_node(log)
+    start = log.store.size()
+    n = max(SIGN_CHUNK, FLUSH_ROWS) * 2 + 3
+    files = {"k.ptx": b"p", "p.lean": b"l", "s.fut": b"f"}
+    items = [(Bundle.from_files({"contract.yaml": f"{i}".encode(), **files}), fake_fields(str(i)))
+             for i in range(n)]
+    sealed = log.seal_many(items, sk)
+    assert [s.index for s in sealed] == list(range(start, start + n))
+    assert [log.store.entry(s.index) for s in sealed] == [s.entry for s in sealed]
+    start_root = log.store.root(start).hex()
+    for s in sealed:
+        e = decode_entry(s.entry)
+        assert (e.v, e.prev_size, e.prev_root) == (2, start, start_root)
+    assert audit_mod.audit(log.store, log.verifier).ok
+    # the same rule with a window smaller than the batch: older roots come from ``older``
+    asked: list[int] = []
+
+    def older(size: int) -> bytes | None:
+        asked.append(size)
+        return log.store.root(size)
+
+    chain = ChainCheck(older, window=8)
+    frontier = merkle.Frontier()
+    for i, data in enumerate(log.store.entries(0, log.store.size())):
+        assert chain.check(decode_entry(data), i, frontier) is None
+        frontier.append(merkle.leaf_hash(data))
+    assert asked == []  # the batch start's root was computed once, when its first entry came
+    # an entry naming a tree that is not a prefix (another root) is refused
+    e = decode_entry(sealed[-1].entry)
+    assert chain.check(e, frontier.size, frontier) is None  # as if appended again
+    frontier.append(merkle.leaf_hash(e.data))
+    bad = dataclasses.replace(e, prev_root="00" * 32)
+    assert "not a prefix" in (chain.check(bad, frontier.size, frontier) or "")
 
 
 def test_triggers_refuse_update_and_delete(log: Log, tmp_path: Path) -> None:
