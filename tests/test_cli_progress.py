@@ -56,13 +56,22 @@ def test_export_reports_every_tile(tmp_path: pytest.TempPathFactory) -> None:
 
 def test_check_details_kept_whole_up_to_the_entry_limit() -> None:
     from ledger.cli.wiring import fit_text
-    from ledger.entries import MAX_TEXT
+    from ledger.entries import MAX_DETAIL, MAX_OBLIGATIONS, check_entry_shape
 
     whole = "word " * 150  # 750 characters: cut at 400 before
     assert fit_text(whole) == whole
-    long = "certificate " * 200
+    # a certificate naming every obligation a contract may claim is kept whole, and the log
+    # accepts an entry holding it
+    line = ("PO8 partial (HistogramU32.slot_words_disjoint; falsify.FALSIFY-HIST-002; "
+            "tolerance ulp 0; missing lean.kernel); ")
+    cert = "partial: " + line * MAX_OBLIGATIONS
+    assert fit_text(cert) == cert
+    entry = {"type": "bundle", "kernel": {"name": "k", "version": "1"}, "obligations": [],
+             "checks": [{"id": "certificate", "status": "skipped", "detail": cert}]}
+    check_entry_shape(entry)
+    long = "certificate " * 1000
     cut = fit_text(long)
-    assert len(cut) <= MAX_TEXT and cut.endswith("certificate…")
+    assert len(cut) <= MAX_DETAIL and cut.endswith("certificate…")
 
 
 HOSTILE = ["1.0.0[/]", "[bold red]x[/bold red]", "[link=https://evil.example]y[/link]",

@@ -10,7 +10,14 @@ from typing import Any
 import pytest
 
 from ledger.bundle import Bundle
-from ledger.entries import bundle_fields, check_entry_shape, node_key_id, sign_entry
+from ledger.entries import (
+    MAX_DETAIL,
+    MAX_TEXT,
+    bundle_fields,
+    check_entry_shape,
+    node_key_id,
+    sign_entry,
+)
 from ledger.errors import BadInput
 from tests.helpers.ledgers import (
     add_node,
@@ -88,7 +95,10 @@ ODD: dict[str, Any] = {
         {**fake_fields(), "obligations": ["PO1"]},
         {**fake_fields(), "obligations": [{"obligation": "PO1"}]},
         {**fake_fields(), "checks": [{"id": "a", "status": "maybe", "detail": ""}]},
-        {**fake_fields(), "checks": [{"id": "a", "status": "passed", "detail": "x" * 5000}]},
+        {**fake_fields(),
+         "checks": [{"id": "a", "status": "passed", "detail": "x" * (MAX_DETAIL + 1)}]},
+        {**fake_fields(), "checks": [{"id": "a", "status": "passed", "detail": "",
+                                      "tool": "x" * (MAX_TEXT + 1)}]},
         {**fake_fields(), "checks": "passed"},
     ],
 )

@@ -25,7 +25,7 @@ import nacl.signing
 from ledger import merkle
 from ledger.bundle import Bundle, parse_manifest
 from ledger.encoding import hex_encode
-from ledger.entries import MAX_TEXT, Entry, decode_entry, node_key_id
+from ledger.entries import MAX_DETAIL, Entry, decode_entry, node_key_id
 from ledger.errors import BadInput, LedgerError, TamperDetected, UnknownHash, VerificationFailed
 from ledger.fsutil import write_atomic
 from ledger.log import Log, Sealed
@@ -76,10 +76,11 @@ def _record(c: Check) -> dict[str, str]:
     return rec
 
 
-def fit_text(text: str, limit: int = MAX_TEXT) -> str:
-    """``text`` whole when it fits an entry's text field (``MAX_TEXT`` characters, what every
-    reader of the log accepts); else cut at the last word boundary and marked with an ellipsis
-    (a certificate's detail is usually whole: it was cut at 400 characters mid-word before)."""
+def fit_text(text: str, limit: int = MAX_DETAIL) -> str:
+    """``text`` whole when it fits a check's detail in an entry (``MAX_DETAIL`` characters, what
+    every reader of the log accepts: a certificate naming all the obligations a contract may
+    claim fits); else cut at the last word boundary and marked with an ellipsis (it was cut at
+    400 characters mid-word before, issue 11)."""
     if len(text) <= limit:
         return text
     head = text[: limit - 1]
