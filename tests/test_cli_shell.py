@@ -113,3 +113,21 @@ def test_witness_commands_take_json(tmp_path: pytest.TempPathFactory) -> None:
     assert made["vkey"].startswith("witness.example+")
     code, out, _ = run("witness", "vkey", "--dir", wdir, "--json")
     assert code == 0 and json.loads(out) == {"vkey": made["vkey"]}
+
+
+def test_shell_completion_completes_commands() -> None:
+    """The bash completion protocol (what ``--install-completion`` installs) answers with the
+    matching commands and subcommands."""
+    import os
+
+    def complete(words: str, cword: int) -> list[str]:
+        env = {**os.environ, "_LEDGER_COMPLETE": "complete_bash", "COMP_WORDS": words,
+               "COMP_CWORD": str(cword)}
+        res = subprocess.run([sys.executable, "-m", "ledger.cli"], capture_output=True,
+                             text=True, env=env, timeout=120, check=False)
+        assert res.returncode == 0, res.stderr
+        return res.stdout.split()
+
+    assert complete("ledger se", 1) == ["seal", "serve"]
+    assert complete("ledger receipt ", 2) == ["write", "refresh"]
+    assert "--limit" in complete("ledger log --", 2)
