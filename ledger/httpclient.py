@@ -21,6 +21,7 @@ naming the URL; judging the bytes of a successful answer is the caller's job.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import typing
@@ -33,6 +34,9 @@ import httpcore
 import httpx
 
 from ledger.errors import BadInput, CannotCheck, VerificationFailed
+
+if typing.TYPE_CHECKING:
+    import ssl
 
 MAX_ERROR_BODY = 4096
 MAX_REDIRECTS = 3
@@ -131,9 +135,27 @@ class _Backend(httpcore.NetworkBackend):
         time.sleep(seconds)
 
 
+_TLS: dict[tuple[str, str], ssl.SSLContext] = {}
+_TLS_LOCK = threading.Lock()
+
+
+def shared_tls_context() -> ssl.SSLContext:
+    """httpx's default verifying TLS context, made once per process (per ``SSL_CERT_FILE`` /
+    ``SSL_CERT_DIR``): loading the CA bundle costs 10-60 ms of CPU, which every new client paid
+    (a third of a `submit`'s client CPU on loopback, issue 13's campaign)."""
+    key = (os.environ.get("SSL_CERT_FILE", ""), os.environ.get("SSL_CERT_DIR", ""))
+    with _TLS_LOCK:
+        ctx = _TLS.get(key)
+        if ctx is None:
+            ctx = _TLS[key] = httpx.create_ssl_context()
+        return ctx
+
+
 def bounded_transport(max_connections: int = 8) -> httpx.HTTPTransport:
     """An httpx transport whose sockets obey the per-thread deadline of ``HttpClient``."""
-    t = httpx.HTTPTransport(limits=httpx.Limits(max_connections=max_connections))
+    t = httpx.HTTPTransport(
+        verify=shared_tls_context(), limits=httpx.Limits(max_connections=max_connections)
+    )
     old = t._pool
     t._pool = httpcore.ConnectionPool(
         ssl_context=old._ssl_context,

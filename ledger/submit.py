@@ -31,7 +31,11 @@ log key. The server, in order:
    bytes again is answered from step 3).
 
 Answer: ``{"index", "leaf_hash" (hex), "checkpoint" (a signed note of a tree holding the entry),
-"signer_index" (the index of the signer's key-registration entry, for the receipt)}``.
+"signer_index" (the index of the signer's key-registration entry, for the receipt)}``, and beside
+them the proofs the client needs to check it (``with_proofs``: ``inclusion``, ``consistency``
+from the tree the entry was signed over, ``signer``: the registration entry with its inclusion),
+so a submission costs three requests (checkpoint, a consistency proof for the checkpoint memory,
+the POST) instead of seven; a client facing a server that sends none fetches them.
 
 The client side is ``submit_bundle``: fetch the checkpoint, verify it with the pinned log key (and
 the checkpoint memory, ``ledger.trust``), sign a v2 entry over it once, post; a lost answer, a
@@ -100,7 +104,7 @@ from ledger.note import (
     sign_note,
 )
 from ledger.receipt import Included, Receipt
-from ledger.store import Store
+from ledger.store import Store, checkpoint_of
 
 if TYPE_CHECKING:
     from ledger.trust import CheckpointMemory
@@ -502,6 +506,37 @@ def accept(
     return sequencer.enqueue(got).result(ANSWER_WAIT if wait is None else wait)
 
 
+def with_proofs(store: Store, answer: dict[str, Any], signed_over: int | None) -> dict[str, Any]:
+    """``answer`` with, beside its fields, what the client would otherwise fetch to check it
+    (four GETs): ``inclusion`` (the entry's proof in the answer's checkpoint), ``consistency``
+    (``{"old_size", "hashes"}`` from the tree the entry was signed over, when smaller) and
+    ``signer`` (``{"index", "entry_b64", "inclusion"}``: the signer's registration). Proof
+    hashes are base64, as in SPEC 6. The client checks them as it checks fetched ones; where they
+    cannot be made, the answer goes without them (the entry is committed: never an error now)."""
+    try:
+        size = checkpoint_of(str(answer["checkpoint"]).encode("utf-8")).size
+        index = int(answer["index"])
+        if signed_over is None:  # an entry the log held already: read what it was signed over
+            signed_over = decode_entry(store.entry(index)).prev_size
+        extra: dict[str, Any] = {
+            "inclusion": [b64_encode(h) for h in store.inclusion_proof(index, size)]
+        }
+        if 0 < signed_over < size:
+            extra["consistency"] = {
+                "old_size": signed_over,
+                "hashes": [b64_encode(h) for h in store.consistency_proof(signed_over, size)],
+            }
+        reg = answer.get("signer_index")
+        if isinstance(reg, int) and 0 <= reg < size:
+            extra["signer"] = {
+                "index": reg, "entry_b64": b64_encode(store.entry(reg)),
+                "inclusion": [b64_encode(h) for h in store.inclusion_proof(reg, size)],
+            }
+    except (LedgerError, KeyError, TypeError, ValueError):
+        return answer
+    return {**answer, **extra}
+
+
 async def submit_endpoint(request: Request) -> Response:
     try:
         intake = _intake(request)
@@ -510,13 +545,14 @@ async def submit_endpoint(request: Request) -> Response:
         check_body_signature(public, sig, body)
         got = validate(intake.log, intake.limiter, body, kid)
         if isinstance(got, dict):
-            return json_response(got)
+            return json_response(with_proofs(intake.log.store, got, None))
         future = intake.sequencer.enqueue(got)
         try:
             out = await asyncio.wait_for(asyncio.wrap_future(future), ANSWER_WAIT)
         except TimeoutError:
             raise Rejected(503, f"not integrated within {ANSWER_WAIT:g} s; it may still be: "
                                 "submit the same entry again", {"Retry-After": "1"}) from None
+        out = with_proofs(intake.log.store, out, got.entry.prev_size)
     except Rejected as e:
         headers = dict(e.headers)
         if e.status in (401, 403, 413):
@@ -592,14 +628,18 @@ def _proof(http: HttpClient, path: str, params: list[tuple[str, str]]) -> list[b
 
 
 def _remember(
-    http: HttpClient, note: bytes, vkey: NoteVerifier, memory: CheckpointMemory | None
+    http: HttpClient, note: bytes, vkey: NoteVerifier, memory: CheckpointMemory | None,
+    known: Mapping[tuple[int, int], list[bytes]] | None = None,
 ) -> str:
-    """Show ``note`` (verified) to the checkpoint memory, proving consistency from the server."""
+    """Show ``note`` (verified) to the checkpoint memory, proving consistency from the server
+    (or with ``known``: proofs already verified, by (old, new) size)."""
     if memory is None:
         return ""
     from ledger.trust import guard
 
     def prove(old: int, new: int) -> list[bytes] | None:
+        if known is not None and (old, new) in known:
+            return known[old, new]
         return _proof(http, "api/v1/proof/consistency", [("old", str(old)), ("new", str(new))])
 
     return guard(note, vkey, (), 0, memory, prove)
@@ -695,7 +735,8 @@ def _answer(
     memory: CheckpointMemory | None,
 ) -> Submitted:
     """Check the answer: a checkpoint signed by the log key, consistent with the tree the entry
-    was signed over, an inclusion proof of the entry in it, and the signer's registration."""
+    was signed over, an inclusion proof of the entry in it, and the signer's registration. The
+    proofs come with the answer (``with_proofs``) or, from a server that sends none, by GET."""
     try:
         obj = loads_json(r.body)
         index = obj["index"]
@@ -703,8 +744,21 @@ def _answer(
         signer_index = obj.get("signer_index")
         if not isinstance(index, int) or isinstance(index, bool):
             raise TypeError("index is not an integer")
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
-        raise BadAnswer("the server's answer is not the submission JSON") from e
+        inline_inclusion = _hashes_or_none(obj.get("inclusion"))
+        cons = obj.get("consistency")
+        inline_consistency = (
+            _hashes_or_none(cons.get("hashes"))
+            if isinstance(cons, dict) and cons.get("old_size") == signed_over.size else None
+        )
+        reg = obj.get("signer")
+        inline_signer = None
+        if isinstance(reg, dict) and reg.get("index") == signer_index:
+            reg_hashes = _hashes_or_none(reg.get("inclusion"))
+            if reg_hashes is not None:
+                inline_signer = (b64_decode(str(reg["entry_b64"]), what="entry"), reg_hashes)
+    except (ValueError, KeyError, TypeError, AttributeError, BadInput) as e:
+        raise BadAnswer(f"the server's answer is not the submission JSON ({oneline(str(e))})") \
+            from e
     cp = _verified(note, vkey, "the server's checkpoint")
     if not 0 <= index < cp.size:
         raise VerificationFailed(f"the server put the entry at {index}, past its checkpoint")
@@ -713,36 +767,65 @@ def _answer(
             f"the server's checkpoint (size {cp.size}) does not extend the one the entry was "
             f"signed over (size {signed_over.size})"
         )
+    known: dict[tuple[int, int], list[bytes]] = {}
     if 0 < signed_over.size < cp.size:
-        merkle.verify_consistency(
-            signed_over.size, cp.size, signed_over.root, cp.root,
-            _proof(http, "api/v1/proof/consistency",
-                   [("old", str(signed_over.size)), ("new", str(cp.size))]),
-        )
+        proof = inline_consistency
+        if proof is None:
+            proof = _proof(http, "api/v1/proof/consistency",
+                           [("old", str(signed_over.size)), ("new", str(cp.size))])
+        merkle.verify_consistency(signed_over.size, cp.size, signed_over.root, cp.root, proof)
+        known[signed_over.size, cp.size] = proof
     leaf = merkle.leaf_hash(entry)
-    hashes = _proof(http, "api/v1/proof/inclusion", [("index", str(index)), ("size", str(cp.size))])
+    hashes = inline_inclusion
+    if hashes is None:
+        hashes = _proof(http, "api/v1/proof/inclusion",
+                        [("index", str(index)), ("size", str(cp.size))])
     merkle.verify_inclusion(leaf, index, cp.size, hashes, cp.root)
     signer = None
     if isinstance(signer_index, int) and not isinstance(signer_index, bool):
-        signer = _registration(http, signer_index, kid, cp)
-    account = _remember(http, note, vkey, memory)
+        signer = _registration(http, signer_index, kid, cp, inline_signer)
+    account = _remember(http, note, vkey, memory, known)
     return Submitted(index, leaf, entry, note, attempts, cp.origin, tuple(hashes), signer,
                      signed_over.size, account)
 
 
-def _registration(http: HttpClient, index: int, kid: bytes, cp: Checkpoint) -> Included:
-    """The signer's key-registration entry at ``index``, checked, with its inclusion proof."""
+def _hashes_or_none(value: Any) -> list[bytes] | None:
+    """Proof hashes (base64, at most 64) sent with an answer; None when absent; BadInput when
+    they are not that."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) > 64:
+        raise BadInput("proof hashes are not a list of at most 64")
+    if not all(isinstance(h, str) for h in value):
+        raise BadInput("proof hashes are not base64 text")
+    return [b64_decode(h, 32, "proof hash") for h in value]
+
+
+def _registration(
+    http: HttpClient, index: int, kid: bytes, cp: Checkpoint,
+    inline: tuple[bytes, list[bytes]] | None = None,
+) -> Included:
+    """The signer's key-registration entry at ``index``, checked, with its inclusion proof (sent
+    with the answer, or fetched)."""
     if not 0 <= index < cp.size:
         raise VerificationFailed(f"the server names a registration at {index}, past its tree")
-    a = http.get_ok(f"api/v1/entries/{index}", MAX_ANSWER, types=JSON)
+    if inline is not None:
+        data, hashes = inline
+    else:
+        a = http.get_ok(f"api/v1/entries/{index}", MAX_ANSWER, types=JSON)
+        try:
+            data = b64_decode(str(loads_json(a.body)["entry_b64"]), what="entry")
+        except (ValueError, KeyError, TypeError, BadInput) as e:
+            raise BadAnswer(f"{a.url}: not an entry ({oneline(str(e))})") from e
+        hashes = _proof(http, "api/v1/proof/inclusion",
+                        [("index", str(index)), ("size", str(cp.size))])
     try:
-        data = b64_decode(str(loads_json(a.body)["entry_b64"]), what="entry")
         reg = decode_entry(data)
-    except (ValueError, KeyError, TypeError, BadInput) as e:
-        raise BadAnswer(f"{a.url}: not an entry ({oneline(str(e))})") from e
-    if reg.type != "key-registration" or reg.key_id != hex_encode(kid):
-        raise VerificationFailed(f"entry {index} is not the registration of key {hex_encode(kid)}")
-    hashes = _proof(http, "api/v1/proof/inclusion", [("index", str(index)), ("size", str(cp.size))])
+    except BadInput as e:
+        raise BadAnswer(f"the signer's registration {index} is not an entry "
+                        f"({oneline(str(e))})") from e
+    if reg.type != "key-registration" or reg.key_id != kid.hex():
+        raise VerificationFailed(f"entry {index} is not the registration of key {kid.hex()}")
     merkle.verify_inclusion(merkle.leaf_hash(data), index, cp.size, hashes, cp.root)
     return Included(index, data, tuple(hashes))
 

@@ -242,21 +242,94 @@ def test_read_only_server_refuses_and_cli_submit(
     assert wrong.returncode == 1
 
 
-def test_answer_is_checked(served: tuple[Log, BackgroundServer]) -> None:
+def _garble(hashes: list[str]) -> list[str]:
+    return hashes[::-1] if len(hashes) > 1 else [b64_encode(b"x" * 32)]
+
+
+def _lie_inclusion(a: dict[str, Any]) -> None:
+    a["inclusion"] = _garble(a["inclusion"])
+
+
+def _lie_consistency(a: dict[str, Any]) -> None:
+    a["consistency"]["hashes"] = _garble(a["consistency"]["hashes"])
+
+
+def _lie_signer_proof(a: dict[str, Any]) -> None:
+    a["signer"]["inclusion"] = _garble(a["signer"]["inclusion"])
+
+
+class Answers(httpx.HTTPTransport):
+    """The real server's answers, the submission answer passed through ``change`` first; every
+    request path is recorded."""
+
+    def __init__(self, change: Any = None) -> None:
+        super().__init__()
+        self.change = change
+        self.paths: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.paths.append(request.url.path)
+        resp = super().handle_request(request)
+        if self.change is not None and request.url.path == "/api/v1/submit":
+            resp.read()
+            answer = json.loads(resp.content)
+            if resp.status_code == 200:
+                self.change(answer)
+            return httpx.Response(resp.status_code, json=answer)
+        return resp
+
+
+@pytest.mark.parametrize("lie", [_lie_inclusion, _lie_consistency, _lie_signer_proof])
+def test_proofs_sent_with_the_answer_are_checked(
+    served: tuple[Log, BackgroundServer], lie: Any
+) -> None:
+    """The answer carries the inclusion, consistency and registration proofs (no GET for them);
+    a wrong one is refused like a wrong fetched one."""
+    log, srv = served
+    sk = node_key(log)
+    honest = Answers()
+    with httpx.Client(transport=honest, timeout=60) as c:
+        done = submit_bundle(srv.url, Bundle.from_files(bundle_files(931)), fields(931), sk,
+                             log.verifier, client=c)
+    assert done.signed_over > 0 and done.signer is not None
+    assert honest.paths == ["/checkpoint", "/api/v1/submit"]  # nothing fetched to check it
+    with httpx.Client(transport=Answers(lie), timeout=60) as c, \
+            pytest.raises(VerificationFailed):
+        submit_bundle(srv.url, Bundle.from_files(bundle_files(932)), fields(932), sk,
+                      log.verifier, client=c)
+
+
+def test_answer_without_proofs_is_checked_by_fetching(
+    served: tuple[Log, BackgroundServer],
+) -> None:
+    """From a server that sends no proofs with its answer, the client fetches them, and a wrong
+    fetched proof is refused."""
     log, srv = served
     sk = node_key(log)
 
-    class Liar(httpx.HTTPTransport):
+    def bare(a: dict[str, Any]) -> None:
+        for k in ("inclusion", "consistency", "signer"):
+            a.pop(k, None)
+
+    plain = Answers(bare)
+    with httpx.Client(transport=plain, timeout=60) as c:
+        done = submit_bundle(srv.url, Bundle.from_files(bundle_files(933)), fields(933), sk,
+                             log.verifier, client=c)
+    assert done.signer is not None and log.store.entry(done.index) == done.entry
+    assert plain.paths.count("/api/v1/proof/inclusion") == 2  # the entry's and the signer's
+    assert "/api/v1/proof/consistency" in plain.paths
+
+    class Liar(Answers):
         def handle_request(self, request: httpx.Request) -> httpx.Response:
             resp = super().handle_request(request)
             if request.url.path.startswith("/api/v1/proof/inclusion"):
                 resp.read()
                 p = json.loads(resp.content)
-                p["hashes"] = p["hashes"][::-1] if len(p["hashes"]) > 1 else [b64_encode(b"x" * 32)]
+                p["hashes"] = _garble(p["hashes"])
                 return httpx.Response(200, json=p)
             return resp
 
-    with httpx.Client(transport=Liar(), timeout=60) as c, pytest.raises(VerificationFailed):
+    with httpx.Client(transport=Liar(bare), timeout=60) as c, pytest.raises(VerificationFailed):
         submit_bundle(
             srv.url, Bundle.from_files(bundle_files(930)), fields(930), sk, log.verifier, client=c
         )
