@@ -262,3 +262,75 @@ def test_vkey_and_checkpoint_json(sealed: dict[str, object]) -> None:
     assert cp["origin"] == "test.example/cli" and cp["size"] == 2
     parsed = parse_checkpoint(cp["note"][: cp["note"].index("\n\n") + 1].encode())
     assert base64.b64decode(cp["root"]) == parsed.root
+
+
+def _fields(obj: object, path: str = "") -> list[tuple[str, str, object]]:
+    """Every (path, key, value) of a JSON document."""
+    out: list[tuple[str, str, object]] = []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.append((path, k, v))
+            out += _fields(v, f"{path}.{k}")
+    elif isinstance(obj, list):
+        for v in obj:
+            out += _fields(v, f"{path}[]")
+    return out
+
+
+def test_json_fields_keep_one_encoding_across_commands(
+    sealed: dict[str, object], tmp_path: Path
+) -> None:
+    """The same field has the same encoding in every command's --json (issue 11; the rules and
+    their two exceptions are in docs/design.md): digests, leaf hashes and key ids hex; tree
+    roots, proof hashes, public keys and signatures base64; "vkey" the whole verifier key;
+    "checkpoint"/"note" the signed note. Exceptions: an entry's own ``prev_root`` (hex, the
+    entry format) and ``proof inclusion``'s ``leaf_hash`` (base64, SPEC 6)."""
+    import re
+
+    home = sealed["home"]
+    vkey = str(sealed["vkey"])
+    runs = {
+        "vkey": ["vkey"], "checkpoint": ["checkpoint"], "show": ["show", "1"],
+        "show-key": ["show", "0"], "log": ["log"], "audit": ["audit"],
+        "keys list": ["keys", "list"], "proof inclusion": ["proof", "inclusion", "1"],
+        "proof consistency": ["proof", "consistency", "1", "2"], "verify": ["verify", "1"],
+        "receipt write": ["receipt", "write", "1", "--out", str(tmp_path)],
+    }
+    docs = {name: cli_json(*argv, home=home) for name, argv in runs.items()}  # type: ignore[arg-type]
+    docs["seal"] = sealed["seal"]
+    hex_len = {"bundle_digest": 64, "leaf_hash": 64, "key_id": 16, "signer": 16}
+    b64_len = {"root": 32, "public_key": 32, "signature": 64, "pop": 64}
+    seen: set[str] = set()
+    for name, doc in docs.items():
+        for path, key, value in _fields(doc):
+            where = f"{name}{path}.{key}"
+            if key == "prev_root" or (name == "proof inclusion" and key == "leaf_hash"):
+                seen.add(f"exception {key}")
+                n = 64 if key == "prev_root" else 44
+                assert isinstance(value, str) and len(value) == n, where
+            elif key in hex_len and value is not None:
+                seen.add(key)
+                assert isinstance(value, str) and re.fullmatch(
+                    f"[0-9a-f]{{{hex_len[key]}}}", value), (where, value)
+            elif (key in b64_len or key.endswith("_root")) and value is not None:
+                seen.add(key)
+                assert isinstance(value, str), where
+                raw = base64.b64decode(value, validate=True)
+                assert len(raw) == b64_len.get(key, 32), (where, value)
+            elif key == "hashes" and isinstance(value, list):
+                seen.add(key)
+                assert all(len(base64.b64decode(h, validate=True)) == 32 for h in value), where
+            elif key == "vkey":
+                seen.add(key)
+                assert value == vkey, (where, value)
+            elif key in ("checkpoint", "note"):
+                seen.add(key)
+                assert isinstance(value, str) and value.startswith("test.example/cli\n"), where
+    # the scan met every kind of field it judges
+    assert seen >= {"bundle_digest", "leaf_hash", "key_id", "signer", "root", "public_key",
+                    "signature", "pop", "hashes", "vkey", "note", "exception prev_root",
+                    "exception leaf_hash"}, seen
+    # beside SPEC 8's shapes (issue 11): verify names the entry and its signer, seal the receipt
+    assert docs["verify"]["index"] == 1 and docs["verify"]["signer"] == docs["show"]["entry"][
+        "signer"]
+    assert docs["seal"]["entries"][0]["receipt"].endswith("ledger-receipt.json")  # type: ignore[index]

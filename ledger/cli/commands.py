@@ -821,6 +821,7 @@ def audit(
 ) -> None:
     """Recompute every hash, the tree, every chain link and every signature."""
     from ledger.audit import audit as run_audit
+    from ledger.encoding import b64_encode
     from ledger.note import parse_vkey
 
     log = _open_log(home)
@@ -833,9 +834,9 @@ def audit(
             {
                 "ok": res.ok,
                 "size": res.size,
-                "root": hex_encode(res.root),
+                "root": b64_encode(res.root),  # as in the checkpoint note and every "root"
                 "first_bad_index": res.first_bad_index,
-                "vkey": f"{vk.name}+{hex_encode(vk.key_id)}",
+                "vkey": vk.vkey,  # the whole verifier key, as `ledger vkey --json` prints it
                 "checked": {
                     "entries": res.entries,
                     "signatures": res.signatures,
@@ -850,7 +851,7 @@ def audit(
         output.plain(
             f"audit passed: {res.entries} entries, {res.signatures} signatures, "
             f"{res.hashes} tree hashes, {res.checkpoints} checkpoints, "
-            f"{res.blobs} blobs; root {hex_encode(res.root)}; "
+            f"{res.blobs} blobs; root {b64_encode(res.root)}; "
             f"log key {vk.name}+{hex_encode(vk.key_id)}"
         )
     else:

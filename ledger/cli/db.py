@@ -13,7 +13,7 @@ import typer
 
 from ledger.cli import output
 from ledger.cli.options import HomeOpt, JsonOpt, home_dir
-from ledger.encoding import hex_encode
+from ledger.encoding import b64_encode
 
 app = typer.Typer(help="The ledger's database: move it to PostgreSQL.", no_args_is_help=True)
 
@@ -49,8 +49,8 @@ def copy(
             {
                 "to": shown_url(to),
                 "size": got.size,
-                "sqlite_root": hex_encode(got.sqlite_root),
-                "postgresql_root": hex_encode(got.pg_root),
+                "sqlite_root": b64_encode(got.sqlite_root),  # tree roots: base64, as in
+                "postgresql_root": b64_encode(got.pg_root),  # the checkpoint note
                 "equal": got.sqlite_root == got.pg_root,
                 "rows": got.rows,
                 "kept": kept,
@@ -61,6 +61,6 @@ def copy(
     # each root on a line of its own that fits 80 columns, so a terminal never folds a hash
     output.plain(f"copied to {shown_url(to)}: {rows}")
     output.plain(f"tree size {got.size}; roots:")
-    output.plain(f"  sqlite      {hex_encode(got.sqlite_root)}")
-    output.plain(f"  postgresql  {hex_encode(got.pg_root)}")
+    output.plain(f"  sqlite      {b64_encode(got.sqlite_root)}")
+    output.plain(f"  postgresql  {b64_encode(got.pg_root)}")
     output.plain(f"roots equal; {h} now uses the PostgreSQL database (SQLite file kept as {kept})")
