@@ -1,4 +1,4 @@
-"""Every reading command of the CLI at COLUMNS=80, piped (issue 11): no line longer than 80
+"""Every command of the CLI at COLUMNS=80, piped (issue 11): no line longer than 80
 columns, and no two check ids cut to the same text. One sealed ledger, module-scoped."""
 
 from __future__ import annotations
@@ -81,3 +81,52 @@ def test_seal_and_verify_tables_fit_80_columns(ledger80: dict[str, Path]) -> Non
     _check_lines(res.stdout)
     _check_ids(res.stdout)
     assert "integrity.checkpoint" in res.stdout  # ids whole, not cut
+
+
+def test_writing_commands_fit_80_columns(ledger80: dict[str, Path], tmp_path: Path) -> None:
+    """The commands that create and move things print at COLUMNS=80 too (deep paths, long key
+    names): init, keys new/register/revoke, receipt write, export-tiles, publish, mirror, the
+    witness commands, check and (with nvcc) new."""
+    from ledger.server import make_app
+    from tests.helpers.server import BackgroundServer
+    from verify.tools import find_tool
+
+    deep = tmp_path / ("a-rather-long-directory-name-" * 3) / "deeper"
+    deep.mkdir(parents=True)
+    home = ledger80["home"]
+    other = deep / "other-home"
+    vkey = cli_json("vkey", home=home)["vkey"]
+    runs = [
+        (["init", "--origin", "test.example/a-second-log-with-a-long-origin"], other),
+        (["keys", "new", "another-node-key-with-a-long-name"], home),
+        (["keys", "register", "another-node-key-with-a-long-name"], home),
+        (["receipt", "write", "1", "--out", str(deep)], home),
+        (["export-tiles", str(deep / "tiles")], home),
+        (["publish", str(deep / "published")], home),
+        (["witness", "init", "--name", "witness.example", "--dir", str(deep / "w")], None),
+        (["witness", "vkey", "--dir", str(deep / "w")], None),
+        (["witness", "add-log", vkey, "--dir", str(deep / "w")], None),
+        (["check", str(ledger80["bundle"]), "--no-gpu"], None),
+    ]
+    kid = cli_json("keys", "list", home=home)["keys"]
+    with BackgroundServer(make_app(home)) as srv:
+        runs.append((["mirror", srv.url, "--vkey", vkey], deep / "mirror-home"))
+        for argv, where in runs:
+            res = run80(*argv, home=where or deep / "unused")
+            assert res.returncode == 0, (argv, res.stderr)
+            _check_lines(res.stdout)
+            _check_lines(res.stderr)
+    newest = cli_json("keys", "list", home=home)["keys"]
+    assert len(newest) == len(kid) + 1
+    res = run80("keys", "revoke", newest[-1]["key_id"], "--reason", "a reason that is long "
+                "enough to need more than one line at eighty columns, really", home=home)
+    assert res.returncode == 0, res.stderr
+    _check_lines(res.stdout)
+    if find_tool("nvcc", cuda=True) is not None:
+        cu = deep / "scale.cu"
+        cu.write_text('extern "C" __global__ void scale(float *x, int n) {\n'
+                      "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                      "  if (i < n) x[i] *= 2.0f;\n}\n")
+        res = run80("new", str(deep / "scale"), "--cu", str(cu), home=deep / "unused")
+        assert res.returncode == 0, res.stderr
+        _check_lines(res.stdout)
