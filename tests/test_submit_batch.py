@@ -208,7 +208,12 @@ def test_kill_9_mid_batch_loses_no_acknowledged_submission(
     """8 submitters, 40 submissions; the server is killed -9 while submissions are in flight
     and restarted; every acknowledged submission is in the log at its index, none twice."""
     log, sp = serve_process
-    keys = [node_key(log), load_node_secret(log.keydir, "n2")[0]]
+    kill_mid_batch(log, sp, [node_key(log), load_node_secret(log.keydir, "n2")[0]])
+
+
+def kill_mid_batch(log: Log, sp: ServeProcess, keys: list[nacl.signing.SigningKey]) -> None:
+    """The kill -9 campaign against ``sp`` (not started yet) serving ``log`` (also run on
+    PostgreSQL by tests/test_postgres.py)."""
     base = log.store.size()
     url = f"http://127.0.0.1:{sp.port}"
     acked: dict[int, Submitted] = {}
@@ -221,7 +226,7 @@ def test_kill_9_mid_batch_loses_no_acknowledged_submission(
                 i = 3000 + w * 5 + j
                 try:
                     acked[i] = submit_bundle(
-                        url, Bundle.from_files(bundle_files(i)), fields(i), keys[w % 2],
+                        url, Bundle.from_files(bundle_files(i)), fields(i), keys[w % len(keys)],
                         log.verifier, client=c, timeout=120,
                         sleep=lambda s: time.sleep(min(s, 0.2)),
                     )
@@ -248,8 +253,11 @@ def test_kill_9_mid_batch_loses_no_acknowledged_submission(
     assert len(set(leaves)) == size  # none twice
     digests = [json.loads(log.store.entry(i))["bundle_digest"] for i in range(base, size)]
     assert len(set(digests)) == len(digests) == 40  # each bundle once, though some were resent
-    for done in acked.values():  # every acknowledged submission is there, at its index
+    for done in at_kill.values():  # acknowledged before the kill: there, at its index
         assert log.store.entry(done.index) == done.entry
+    for done in acked.values():  # and every later acknowledgement too
+        assert log.store.entry(done.index) == done.entry
+    assert sorted(d.index for d in acked.values()) == list(range(base, base + 40))
     assert audit_mod.audit(log.store, log.verifier).ok
 
 
