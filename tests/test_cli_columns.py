@@ -130,3 +130,29 @@ def test_writing_commands_fit_80_columns(ledger80: dict[str, Path], tmp_path: Pa
         res = run80("new", str(deep / "scale"), "--cu", str(cu), home=deep / "unused")
         assert res.returncode == 0, res.stderr
         _check_lines(res.stdout)
+
+
+def test_submit_and_receipt_refresh_fit_80_columns(
+    ledger80: dict[str, Path], tmp_path: Path
+) -> None:
+    """Shared sealing's two client commands at COLUMNS=80: submit (check, sign, send, wait,
+    receipt) and receipt refresh, against a real server taking submissions."""
+    from ledger.server import make_app
+    from tests.helpers.server import BackgroundServer
+
+    home = ledger80["home"]
+    vkey = cli_json("vkey", home=home)["vkey"]
+    bundle = tmp_path / ("a-rather-long-directory-name-" * 3) / "saxpy"
+    shutil.copytree(REPO / "bundles" / "saxpy", bundle,
+                    ignore=shutil.ignore_patterns("ledger-receipt*.json"))
+    with BackgroundServer(make_app(home, accept_submissions=True)) as srv:
+        for argv in (
+            ["submit", str(bundle), "--server", srv.url, "--key",
+             "a-node-key-with-a-rather-long-name", "--vkey", vkey],
+            ["receipt", "refresh", str(bundle / "ledger-receipt.json"), "--server", srv.url,
+             "--vkey", vkey],
+        ):
+            res = run80(*argv, home=home)
+            assert res.returncode == 0, (argv, res.stderr)
+            _check_lines(res.stdout)
+            _check_lines(res.stderr)
