@@ -519,15 +519,18 @@ def with_cosignatures(note: bytes, cosigned: str | None) -> bytes:
 
 
 def remember_store(
-    home: Path, vkey: NoteVerifier, memory: CheckpointMemory, fix: str = ""
+    home: Path, vkey: NoteVerifier, memory: CheckpointMemory, fix: str = "",
+    witnesses: Sequence[NoteVerifier] = (), quorum: int = 0,
 ) -> str:
     """Compare the checkpoint a ledger directory holds (a mirror after a sync) with the memory,
-    proving consistency from the entries it holds."""
+    proving consistency from the entries it holds (and require the witness quorum on it)."""
     from ledger.store import Store
 
     store = Store.open(home)
     try:
-        return guard(store.checkpoint(), vkey, (), 0, memory, store_prover(store), fix)
+        return guard(
+            store.checkpoint(), vkey, witnesses, quorum, memory, store_prover(store), fix
+        )
     finally:
         store.close()
 

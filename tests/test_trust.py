@@ -293,6 +293,29 @@ def test_mirror_remembers_and_catches_the_other_fork(fork: Fork, tmp_path: Path)
     assert run_cli("checkpoint", home=tmp_path / "mb").returncode != 0
 
 
+def test_mirror_applies_the_policy_quorum_k_of_n(fork: Fork, tmp_path: Path) -> None:
+    """A policy's 2 of {w1, w2, w3} on `mirror` (not every witness): history A (w1, w2) is
+    mirrored; history B (w3 only), shown to a verifier with no memory of A, is refused by the
+    quorum before its checkpoint is stored, and kept."""
+    policy = json.dumps(
+        {"log": fork.vkey, "witnesses": [w.vkey for w in fork.witnesses.values()], "quorum": 2}
+    )
+    caches = []
+    for name in ("c1", "c2"):  # two users, the same policy at its default place
+        (tmp_path / name / "cfg" / "kernel-ledger").mkdir(parents=True)
+        (tmp_path / name / "cfg" / "kernel-ledger" / "policy.json").write_text(policy)
+        caches.append(tmp_path / name)
+    with BackgroundServer(make_app(fork.a)) as sa, BackgroundServer(make_app(fork.b)) as sb:
+        code, _o, err = _run("mirror", sa.url, "--home", str(tmp_path / "ma"), cache=caches[0])
+        assert code == 0, err
+        code, _o, err = _run("mirror", sb.url, "--home", str(tmp_path / "mb"), cache=caches[1])
+    assert code == 1 and "1 of the 2 required witness cosignatures" in err, err
+    missing = err.split("missing: ", 1)[1].split(";")[0]
+    assert "w1.example" in missing and "w2.example" in missing and "w3.example" not in missing
+    assert list((caches[1] / "evidence").glob("*-unwitnessed.checkpoint"))
+    assert run_cli("checkpoint", home=tmp_path / "mb").returncode != 0  # never stored
+
+
 def test_refresh_against_the_other_fork_is_evidence_not_a_new_receipt(
     fork: Fork, tmp_path: Path
 ) -> None:

@@ -9,6 +9,8 @@ Real parts: the CLI as a subprocess, witnesses served by ``make_witness_app`` un
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import shutil
@@ -63,6 +65,39 @@ def sealer(tmp_path: Path) -> Iterator[Sealer]:
     yield Sealer(tmp_path / "home", bundle, vkey, ws)
 
 
+def _tlog_proof_root(text: str, entry: bytes) -> tuple[int, bytes, bytes]:
+    """Read a C2SP tlog-proof@v1 text as the spec lays it out (header, optional ``extra``,
+    ``index``, base64 proof hashes, a blank line, the checkpoint note with its signature lines)
+    and recompute the tree root from the entry with RFC 9162's inclusion algorithm, written here
+    without the project's merkle code: (index, root, checkpoint note)."""
+    head, note = text.split("\n\n", 1)
+    lines = head.split("\n")
+    assert lines[0] == "c2sp.org/tlog-proof@v1"
+    lines = lines[1:]
+    if lines and lines[0].startswith("extra "):
+        lines = lines[1:]
+    assert lines[0].startswith("index ")
+    index = int(lines[0].split(" ", 1)[1])
+    proof = [base64.b64decode(h, validate=True) for h in lines[1:]]
+    size = int(note.split("\n")[1])
+
+    def node(a: bytes, b: bytes) -> bytes:
+        return hashlib.sha256(b"\x01" + a + b).digest()
+
+    fn, sn, r = index, size - 1, hashlib.sha256(b"\x00" + entry).digest()
+    for p in proof:
+        assert sn != 0
+        if fn & 1 or fn == sn:
+            r = node(p, r)
+            while not fn & 1 and fn != 0:
+                fn, sn = fn >> 1, sn >> 1
+        else:
+            r = node(r, p)
+        fn, sn = fn >> 1, sn >> 1
+    assert sn == 0
+    return index, r, note.encode()
+
+
 def _policy(path: Path, log: str, witnesses: list[dict[str, str]], quorum: int) -> Path:
     path.write_text(json.dumps({"log": log, "witnesses": witnesses, "quorum": quorum}))
     return path
@@ -114,8 +149,11 @@ def test_seal_writes_receipts_cosigned_by_the_policy_witnesses(
     rec = json.loads((s.bundle / "ledger-receipt.json").read_text())
     for text in (rec["checkpoint"], rec["tlog_proof"]):  # the C2SP tlog-proof form carries them
         assert "— w1.example " in text and "— w2.example " in text and "w3.example" not in text
-    # each cosignature is valid under its witness key, over the log-signed checkpoint
-    note = rec["checkpoint"].encode()
+    # the tlog-proof alone: the entry's inclusion in the checkpoint's tree, and that checkpoint
+    # signed by the log and cosigned by w1 and w2 (each line valid under its witness key)
+    index, root, note = _tlog_proof_root(rec["tlog_proof"], base64.b64decode(rec["entry"]))
+    assert index == rec["index"] and note == rec["checkpoint"].encode()
+    assert base64.b64decode(note.split(b"\n")[2]) == root
     for w in s.witnesses[:2]:
         open_note(note, [parse_vkey(w.vkey)])
     open_note(note, [parse_vkey(s.vkey)])

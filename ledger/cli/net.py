@@ -166,15 +166,17 @@ def register(app: typer.Typer) -> None:
         witnesses = [parse_cosigner_vkey(read_vkey(w).vkey) for w in witness or []]
         from ledger import trust  # issue 14: trust policy witnesses, checkpoint memory
 
-        if not witnesses:
-            witnesses = list(trust.resolve(None, [], None)[1])
+        policy_ws: tuple[NoteVerifier, ...] = ()
+        need = 0
+        if not witnesses:  # the policy's K of N, checked with the memory before storing
+            _policy, policy_ws, need = trust.resolve(None, [], None)
         memory = trust.CheckpointMemory.default()
         remote = Remote(url, timeout=timeout)
         behind = (f"{url} serves an older tree than this verifier has seen: mirror a server "
                   "that holds the newer one (or wait until this one catches up)")
 
         def show(r: SyncResult) -> None:
-            trust.remember_store(home_dir(home), pinned, memory, behind)
+            trust.remember_store(home_dir(home), pinned, memory, behind, policy_ws, need)
             if json_out:
                 line = r.to_json()
                 sys.stdout.write(
@@ -192,7 +194,7 @@ def register(app: typer.Typer) -> None:
             output.error_line(f"{e} (retrying in {delay:.0f} s)")
 
         def before_store(store: "Store", note: bytes) -> None:  # issue 14: memory first
-            trust.guard(note, pinned, (), 0, memory, trust.store_prover(store), behind)
+            trust.guard(note, pinned, policy_ws, need, memory, trust.store_prover(store), behind)
 
         try:
             with output.progress("mirroring", None, enabled=not json_out) as bar:
