@@ -206,7 +206,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     assert res.returncode == 0, res.stderr
     with BackgroundServer(make_app(home)) as srv:
         yield {"url": srv.url, "vkey": vkey, "bundle": bundle, "root": root,
-               "index": sealed["entries"][0]["index"]}
+               "index": sealed["entries"][0]["index"], "ids": ids}
 
 
 @pytest.fixture()
@@ -250,9 +250,19 @@ def test_auditor_finds_a_kernel_downloads_its_receipt_and_verifies_it(
 
 
 def pages(site: dict[str, Any]) -> dict[str, str]:
-    return {"home": "/", "entry": f"/entry/{site['index']}", "key": "/key/{alice}",
+    """Every page template, and the variants an auditor meets: a bundle entry and a key entry,
+    an active and a revoked key, a search by kernel name and by signer, an error."""
+    return {"home": "/", "entry": f"/entry/{site['index']}", "entry-key": "/entry/0",
+            "key": "/key/{alice}", "key-revoked": f"/key/{site['ids']['bob']}",
             "keys": "/keys", "search-kernel": "/search?q=vector_add",
-            "error": "/search?q=no-such-kernel"}
+            "search-signer": "/search?q=alice", "error": "/search?q=no-such-kernel"}
+
+
+# elements of the page whose right edge lies past their parent's (by more than a border)
+STICKING_OUT = """[...document.querySelectorAll('main *')].flatMap(e => {
+  const r = e.getBoundingClientRect(), q = e.parentElement.getBoundingClientRect();
+  return r.right > q.right + 1.5 ? [`${e.tagName}.${e.className} ${r.right - q.right}px`] : [];
+})"""
 
 
 def test_every_page_at_1280_and_390_px(browser: Browser, site: dict[str, Any]) -> None:
@@ -271,8 +281,16 @@ def test_every_page_at_1280_and_390_px(browser: Browser, site: dict[str, Any]) -
             assert "kernel ledger" in title, (name, title)
             if name == "error":
                 assert b.js("document.getElementById('error-message').textContent")
+            text = b.js("document.querySelector('main').innerText")
+            if name == "key-revoked":
+                assert "revoked" in text and "laptop lost" in text, text
+            if name.startswith("search-"):
+                assert b.js("document.querySelectorAll(\"table.entries a[href^='/entry/']\")"
+                            ".length") >= 1, (name, text)
             wide = b.js("document.documentElement.scrollWidth")
             assert wide <= width, (name, width, wide)  # nothing sticks out at the side
+            # nor out of its own box (a table wider than the verdict box around it)
+            assert b.js(STICKING_OUT) == [], (name, width)
             shot = SHOTS / f"{name}-{width}.png"
             b.screenshot(shot, width)
             assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 5_000
