@@ -23,14 +23,11 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-import http.client as http_client
 import json
 import multiprocessing
 import os
 import random
-import socket
 import struct
-import threading
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -38,7 +35,6 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -68,11 +64,11 @@ from ledger.errors import (
 from ledger.fsutil import write_atomic
 from ledger.httpclient import (
     BYTES,
-    CONNECT_TIMEOUT,
     DEFAULT_TIMEOUT,
     REQUEST_TIMEOUT,
     BadAnswer,
     HttpClient,
+    LeanGet,
     oneline,
 )
 from ledger.note import Checkpoint, NoteVerifier, note_text, open_note, parse_checkpoint
@@ -82,7 +78,6 @@ from ledger.tiles import TILE_WIDTH, entries_tile_path, parse_entry_bundle, tile
 MAX_CHECKPOINT_BYTES = 1 << 20
 MAX_ENTRY_TILE_BYTES = TILE_WIDTH * (2 + 65535)
 MAX_BLOB_ANSWER_BYTES = 80 << 20
-MAX_LEAN_ERROR_BODY = 4096
 BATCH_TILES = 8  # entry tiles verified and appended per transaction
 TILES_IN_FLIGHT = 4  # entry tiles of a batch fetched at once
 BLOBS_PER_REQUEST = 64
@@ -218,155 +213,6 @@ class Remote:
                 raise BadAnswer("the mirror's blob answer has trailing bytes")
             todo = todo[int(count) :]
         return out
-
-
-class _DeadlineSocket(socket.socket):
-    """A socket whose every read waits at most until ``deadline`` (``time.monotonic``), so a
-    peer that trickles bytes cannot stretch one request past it."""
-
-    deadline = float("inf")
-
-    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("no complete answer in time")
-        self.settimeout(left)
-        return super().recv_into(buffer, nbytes, flags)
-
-
-class _LeanConnection(http_client.HTTPConnection):
-    def connect(self) -> None:
-        super().connect()
-        assert self.sock is not None
-        self.sock = _DeadlineSocket(fileno=self.sock.detach())
-
-
-class LeanGet:
-    """Plain GETs of static files over ``http.client`` keep-alive connections (one per thread),
-    for the one-request-per-blob path: about a fifth of httpx's CPU per request, which is what a
-    static location's tens of thousands of small files cost. The same bounds as ``HttpClient``
-    (whose deadline and request count it shares): the overall deadline and ``REQUEST_TIMEOUT``
-    per request, checked between reads; ``Content-Length`` and the body capped at ``limit``;
-    a 200 answer's content type one of ``BYTES``. Anything it does not handle itself (a status
-    other than 200, a redirect, a ``Content-Encoding``) returns None: the caller asks again
-    through ``HttpClient``, which says what is wrong."""
-
-    def __init__(self, http: HttpClient) -> None:
-        parts = urlsplit(http.base)
-        self.http = http
-        self.https = parts.scheme == "https"
-        self.host = parts.hostname or ""
-        self.port = parts.port
-        self.prefix = parts.path.rstrip("/")
-        self._local = threading.local()
-        self._all: list[http_client.HTTPConnection] = []
-        self._lock = threading.Lock()
-
-    def _conn(self, fresh: bool = False) -> http_client.HTTPConnection:
-        conn: http_client.HTTPConnection | None = getattr(self._local, "conn", None)
-        if conn is not None and not fresh:
-            return conn
-        if conn is not None:
-            conn.close()
-        conn = _LeanConnection(self.host, self.port, timeout=CONNECT_TIMEOUT)
-        self._local.conn = conn
-        with self._lock:
-            self._all.append(conn)
-        return conn
-
-    def close(self) -> None:
-        with self._lock:
-            for conn in self._all:
-                conn.close()
-            self._all.clear()
-
-    def get(self, path: str, limit: int) -> bytes | None:
-        if self.https:
-            return None  # TLS: through HttpClient (its sockets obey the deadline)
-        url = f"{self.http.base}/{path}"
-        now = time.monotonic()
-        at = now + self.http.request_timeout
-        if self.http.deadline is not None:
-            at = min(at, self.http.deadline)
-        if at <= now:
-            raise CannotCheck(f"{self.http.what}: the {self.http.timeout:g} s deadline has passed")
-        self.http.requests += 1
-        for attempt in (1, 2):
-            conn = self._conn(fresh=attempt == 2)
-            try:
-                conn.timeout = max(0.001, min(at - time.monotonic(), CONNECT_TIMEOUT))
-                if conn.sock is None:
-                    conn.connect()
-                assert isinstance(conn.sock, _DeadlineSocket)
-                conn.sock.deadline = at
-                conn.sock.settimeout(max(0.001, at - time.monotonic()))
-                conn.request("GET", f"{self.prefix}/{path}",
-                             headers={"Accept-Encoding": "identity"})
-                r = conn.getresponse()
-            except (http_client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-                if attempt == 1:
-                    continue  # a kept-alive connection the server closed while idle
-                raise CannotCheck(f"cannot reach {self.http.what} at {url}: the connection "
-                                  "was closed") from None
-            except TimeoutError as e:
-                self._conn(fresh=True)
-                raise CannotCheck(f"cannot reach {self.http.what} at {url}: no complete answer "
-                                  "in time") from e
-            except (OSError, http_client.HTTPException) as e:
-                self._conn(fresh=True)
-                raise CannotCheck(f"cannot reach {self.http.what} at {url}: "
-                                  f"{oneline(str(e) or type(e).__name__)}") from e
-            try:
-                return self._body(r, url, limit, at)
-            except TimeoutError as e:
-                self._conn(fresh=True)
-                raise CannotCheck(f"cannot reach {self.http.what} at {url}: no complete answer "
-                                  "in time") from e
-            except (OSError, http_client.HTTPException) as e:
-                self._conn(fresh=True)
-                raise CannotCheck(f"cannot reach {self.http.what} at {url}: "
-                                  f"{oneline(str(e) or type(e).__name__)}") from e
-            except CannotCheck:
-                self._conn(fresh=True)
-                raise
-            finally:
-                r.close()
-        return None  # not reached
-
-    def _body(
-        self, r: http_client.HTTPResponse, url: str, limit: int, at: float
-    ) -> bytes | None:
-        mt = (r.getheader("content-type") or "").split(";", 1)[0].strip().lower()
-        encoding = (r.getheader("content-encoding") or "identity").strip().lower()
-        if r.status != 200 or mt not in BYTES or encoding != "identity":
-            r.read(MAX_LEAN_ERROR_BODY)
-            if not r.isclosed():
-                r.close()
-                self._conn(fresh=True)  # do not read the rest of an unwanted answer
-            return None
-        length = r.getheader("content-length") or ""
-        if length and (not length.isascii() or not length.isdigit() or len(length) > 19):
-            raise CannotCheck(f"{url}: {self.http.what} sent a malformed Content-Length")
-        if length and int(length) > limit:
-            raise CannotCheck(f"{url}: {self.http.what} announced {length} bytes, over the "
-                              f"{limit}-byte limit")
-        buf = bytearray()
-        while True:
-            chunk = r.read1(1 << 16)
-            if not chunk:
-                break
-            buf += chunk
-            if len(buf) > limit:
-                raise CannotCheck(f"{url}: {self.http.what}'s answer is over the {limit}-byte "
-                                  "limit")
-            if time.monotonic() > at:
-                raise CannotCheck(f"cannot reach {self.http.what} at {url}: no complete "
-                                  "answer in time")
-        if length and len(buf) != int(length):
-            raise CannotCheck(f"cannot reach {self.http.what} at {url}: the answer ended "
-                              f"after {len(buf)} of {length} bytes")
-        r.close()  # read in full: the connection serves the next request
-        return bytes(buf)
 
 
 class TileHashes:
