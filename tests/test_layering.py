@@ -269,3 +269,68 @@ def test_one_instruction_kind_enum() -> None:
 
     assert machine.NORMAL is Kind.NORMAL and machine.BARRIER is Kind.BARRIER
     assert "NORMAL" not in vars(ops)
+
+
+def _calls_and_imports(path: Path) -> tuple[set[str], set[str]]:
+    """Dotted names a module calls (``httpx.Client``, ``os.replace``) and the modules it
+    imports."""
+    calls: set[str] = set()
+    imports: set[str] = set()
+    for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(n, ast.Import):
+            imports |= {a.name for a in n.names}
+        elif isinstance(n, ast.ImportFrom):
+            imports.add(n.module or "")
+        elif isinstance(n, ast.Call):
+            parts, f = [], n.func
+            while isinstance(f, ast.Attribute):
+                parts.append(f.attr)
+                f = f.value
+            if isinstance(f, ast.Name):
+                calls.add(".".join([f.id, *reversed(parts)]))
+    return calls, imports
+
+
+def test_one_http_client() -> None:
+    """Every outgoing HTTP request goes through ``ledger.httpclient`` (``HttpClient`` and its
+    lean static path ``LeanGet``, both bounded in time and size): no other module makes an httpx
+    client or transport, sends with httpx's functions, or opens an ``http.client`` or
+    ``urllib.request`` connection."""
+    sending = {f"httpx.{f}" for f in ("get", "post", "put", "head", "request", "stream",
+                                      "Client", "AsyncClient", "HTTPTransport")}
+    bad = {}
+    for name, path in _modules().items():
+        if name == "ledger.httpclient":
+            continue
+        calls, imports = _calls_and_imports(path)
+        hits = sorted(calls & sending) + sorted(
+            i for i in imports if i in ("http.client", "urllib.request", "httpcore", "requests"))
+        if hits:
+            bad[name] = hits
+    assert bad == {}
+    calls, imports = _calls_and_imports(_modules()["ledger.httpclient"])
+    assert "http.client" in imports and calls & sending  # the scan sees what it looks for
+
+
+def test_one_atomic_file_writer() -> None:
+    """Files are replaced atomically in one place, ``ledger.fsutil.write_atomic`` (temporary file
+    in the target's directory, fsync, rename, directory fsync): no other module makes its own
+    temporary file and renames it over the target. ``os.rename`` stays for moving whole
+    directories: ``ledger.log`` (a new ledger into place) and ``ledger.dbcopy`` (the SQLite file
+    kept aside)."""
+    renaming = {"os.replace", "os.rename", "shutil.move"}
+    moves_dirs = {"ledger.log", "ledger.dbcopy"}
+    bad = {}
+    for name, path in _modules().items():
+        if name == "ledger.fsutil":
+            continue
+        calls, _ = _calls_and_imports(path)
+        hits = sorted(c for c in calls if c in renaming or c.endswith(".mkstemp")
+                      or c.endswith("NamedTemporaryFile"))
+        if name in moves_dirs:
+            hits = [h for h in hits if h != "os.rename"]
+        if hits:
+            bad[name] = hits
+    assert bad == {}
+    calls, _ = _calls_and_imports(_modules()["ledger.fsutil"])
+    assert {"os.replace", "tempfile.mkstemp"} <= calls  # the scan sees what it looks for
