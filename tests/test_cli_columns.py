@@ -81,6 +81,46 @@ def test_seal_and_verify_tables_fit_80_columns(ledger80: dict[str, Path]) -> Non
     _check_lines(res.stdout)
     _check_ids(res.stdout)
     assert "integrity.checkpoint" in res.stdout  # ids whole, not cut
+    # the certificate's obligations each start a line of the detail column
+    assert re.search(r"│ PO\d (ok|partial|failed|missing) \(", res.stdout), res.stdout
+    # tool versions shortened to the tool and its version number
+    assert "Cuda compilation tools" not in res.stdout and "Copyright" not in res.stdout
+    if shutil.which("ptxas") or Path("/usr/local/cuda/bin/ptxas").exists():
+        assert re.search(r"ptxas \d+\.\d+", res.stdout) and "r13" not in res.stdout, res.stdout
+
+
+def test_long_details_read_down_the_column() -> None:
+    """At 80 columns a long detail (the certificate) shows each "; "-part outside parentheses
+    on its own line; the recorded text itself is untouched."""
+    from ledger.cli.output import LONG_DETAIL, detail_lines
+
+    short = "a; b"
+    assert detail_lines(short) == short
+    cert = ("partial: lean.kernel skipped (no Lean toolchain) - PO1 partial (K.a; falsify.F-1; "
+            "missing lean.kernel); PO2 ok (K.b; falsify.F-1); not claimed: PO3; size domain: "
+            "1 ≤ n ≤ 2^24; oracle trusted:k")
+    assert len(cert) >= LONG_DETAIL
+    assert detail_lines(cert).split("\n") == [
+        "partial: lean.kernel skipped (no Lean toolchain) - PO1 partial (K.a; falsify.F-1; "
+        "missing lean.kernel);", "PO2 ok (K.b; falsify.F-1);", "not claimed: PO3;",
+        "size domain: 1 ≤ n ≤ 2^24;", "oracle trusted:k"]
+    assert detail_lines(cert).replace(";\n", "; ") == cert
+
+
+def test_tool_versions_shortened() -> None:
+    from ledger.cli.output import short_tool
+
+    nvcc = ("nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2025 NVIDIA Corporation\n"
+            "Built on Wed_Aug_20_01:58:59_PM_PDT_2025\nCuda compilation tools, release 13.0, "
+            "V13.0.88\nBuild cuda_13.0.r13.0/compiler.36424714_0")
+    assert short_tool("ptxas", nvcc) == "ptxas 13.0.88"
+    # what verify records for ptxas: its last line
+    assert short_tool("ptxas", "Build cuda_13.0.r13.0/compiler.36424714_0") == "ptxas 13.0"
+    assert short_tool("lean", "Lean (version 4.21.0-rc1, x86_64-unknown-linux-gnu, commit 1, "
+                      "Release)") == "lean 4.21.0-rc1"
+    assert short_tool("PyYAML", "6.0.2") == "PyYAML 6.0.2"
+    assert short_tool("lean", "") == "lean"
+    assert short_tool("", "") == ""
 
 
 def test_writing_commands_fit_80_columns(ledger80: dict[str, Path], tmp_path: Path) -> None:

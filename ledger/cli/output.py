@@ -95,20 +95,24 @@ def report_table(report: Report, recorded: Sequence[Check] = ()) -> None:
     tools = {c.id: (c.tool, c.version) for c in recorded}
     table = Table(title=f"bundle {esc(report.bundle_digest)}", title_justify="left")
     # check ids are never cut or folded (two ids cut to the same text would read as one check):
-    # rich narrows the wrapping columns (tool, detail) first
+    # rich narrows the wrapping columns (tool, detail) first. Below WIDE_TABLE columns the tool
+    # opens the detail instead of taking a column of its own, so the detail keeps the room
+    narrow = out.width < WIDE_TABLE
     table.add_column("check", no_wrap=True)
     table.add_column("status", no_wrap=True)
-    table.add_column("tool", overflow="fold", max_width=14)
+    if not narrow:
+        table.add_column("tool", overflow="fold", max_width=20)
     table.add_column("detail", overflow="fold")
     for c in report.checks:
         tool, version = (c.tool, c.version) if c.tool else tools.get(c.id, ("", ""))
         style = STATUS_STYLE.get(c.status, "")
-        table.add_row(
-            esc(c.id),
-            f"[{style}]{esc(c.status)}[/]" if style else esc(c.status),
-            esc(short_tool(tool, version)),
-            esc(c.detail),
-        )
+        status = f"[{style}]{esc(c.status)}[/]" if style else esc(c.status)
+        shown = esc(short_tool(tool, version))
+        detail = esc(detail_lines(c.detail))
+        if narrow:
+            table.add_row(esc(c.id), status, f"[dim]{shown}[/]\n{detail}" if shown else detail)
+        else:
+            table.add_row(esc(c.id), status, shown, detail)
     out.print(table)
     style = VERDICT_STYLE.get(report.verdict, "")
     out.print(
@@ -118,14 +122,39 @@ def report_table(report: Report, recorded: Sequence[Check] = ()) -> None:
     )
 
 
-_VERSION = re.compile(r"\d+(?:\.\d+)+[\w.+-]*")
+WIDE_TABLE = 110  # columns from which the report table gives the tool a column of its own
+LONG_DETAIL = 160  # characters from which a detail shows its "; "-separated parts on own lines
+
+
+def detail_lines(detail: str) -> str:
+    """A long detail with each of its ``"; "``-separated parts (outside parentheses) on a line
+    of its own: the certificate's obligations, a falsification test's engine, sizes and seeds
+    read down a column instead of folded across it. Short details unchanged, and the recorded
+    text never changes (this is only how a table shows it)."""
+    if len(detail) < LONG_DETAIL:
+        return detail
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(detail):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and detail.startswith("; ", i):
+            parts.append(detail[start:i])
+            start = i + 2
+    return ";\n".join([*parts, detail[start:]])
+
+
+# a version number: dotted digits and an optional -rc1 / +local suffix ("13.0.88", "4.21.0-rc1");
+# "13.0.r13.0" is two of them, not one
+_VERSION = re.compile(r"\d+(?:\.\d+)+(?:[-+][0-9A-Za-z.]+)?")
 
 
 def short_tool(tool: str, version: str) -> str:
-    """``ptxas`` and ``Cuda compilation tools, release 13.0, V13.0.48`` -> ``ptxas 13.0.48``:
-    the tool and the last version number in its version text (the text itself when none)."""
+    """``ptxas`` and ``Cuda compilation tools, release 13.0, V13.0.88`` -> ``ptxas 13.0.88``:
+    the tool and the most detailed version number in its version text (the one with the most
+    parts, the last of those), or the text itself when it holds none. ptxas records its last
+    line, ``Build cuda_13.0.r13.0/compiler.36424714_0``: ``ptxas 13.0``."""
     found = _VERSION.findall(version)
-    return f"{tool} {found[-1] if found else version}".strip()
+    best = max(reversed(found), key=lambda v: v.count("."), default=version)
+    return f"{tool} {best}".strip()
 
 
 def rows_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
