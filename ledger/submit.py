@@ -617,7 +617,22 @@ def _verified(note: bytes, vkey: NoteVerifier, what: str) -> Checkpoint:
 
 
 def _proof(http: HttpClient, path: str, params: list[tuple[str, str]]) -> list[bytes]:
-    a = http.get_ok(path, MAX_ANSWER, params, types=JSON)
+    got = _proof_or_none(http, path, params, absent_ok=False)
+    if got is None:  # not reached: only an absent_ok answer is None
+        raise CannotCheck(f"{http.url(path)}: no proof")
+    return got
+
+
+def _proof_or_none(
+    http: HttpClient, path: str, params: list[tuple[str, str]], absent_ok: bool
+) -> list[bytes] | None:
+    """The proof hashes the server answers; with ``absent_ok``, None when it answers 404 (it
+    does not hold the tree asked for)."""
+    a = http.get(path, MAX_ANSWER, params, types=JSON)
+    if a.status == 404 and absent_ok:
+        return None
+    if a.status != 200:
+        raise http.status_error(a)
     try:
         hashes = loads_json(a.body)["hashes"]
         if not isinstance(hashes, list) or len(hashes) > 64:
@@ -642,9 +657,11 @@ def _remember(
     def prove(old: int, new: int) -> list[bytes] | None:
         if known is not None and (old, new) in known:
             return known[old, new]
-        if new > size:  # a server behind the memory cannot prove it (trust.Unproven says so)
-            return None
-        return _proof(http, "api/v1/proof/consistency", [("old", str(old)), ("new", str(new))])
+        # ``note`` may be older than the memory while the server holds the newer tree (another
+        # submission of this node remembered a later batch's checkpoint first): it proves that;
+        # a server that does not hold it (404) is behind the memory (trust.Unproven says so)
+        return _proof_or_none(http, "api/v1/proof/consistency",
+                              [("old", str(old)), ("new", str(new))], absent_ok=new > size)
 
     return guard(note, vkey, (), 0, memory, prove,
                  f"{http.base} serves an older tree: submit to a server that holds the newer one")

@@ -109,7 +109,11 @@ def fast_limits(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_concurrent_submitters_all_get_in_contiguously(tmp_path: Path, fast_limits: None) -> None:
     """16 submitters over 4 keys, 96 submissions: 0 failures, contiguous indices, one entry
-    each, every receipt verifies, fewer checkpoints than entries (batches), audit clean."""
+    each, every receipt verifies, fewer checkpoints than entries (batches), audit clean. The
+    submitters share one checkpoint memory, as `ledger submit` runs on one node do."""
+    from ledger.trust import CheckpointMemory
+
+    memory = CheckpointMemory(tmp_path / "cache")
     log = make_origin(tmp_path / "log", 2)
     keys = [node_key(log)] + [add_node(log, f"n{k}") for k in range(3)]
     base = log.store.size()
@@ -125,7 +129,7 @@ def test_concurrent_submitters_all_get_in_contiguously(tmp_path: Path, fast_limi
                     try:
                         results[i] = submit_bundle(
                             srv.url, Bundle.from_files(bundle_files(i)), fields(i), keys[w % 4],
-                            log.verifier, client=c, timeout=120,
+                            log.verifier, client=c, timeout=120, memory=memory,
                         )
                     except BaseException as e:  # counted below
                         errors.append(e)
