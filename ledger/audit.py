@@ -1,6 +1,10 @@
 """``ledger audit`` (SPEC 4, 7): recompute every hash, the tree, every chain link and signature.
 
-It streams the log once, in index order, never holding it in memory:
+It streams the log, never holding it in memory. First the key entries (registrations and
+revocations, few) are replayed in index order: the log key's signatures, the proofs of
+possession, the key rules (``ledger.entries.Registry``). Then the log is checked in chunks of
+``CHUNK`` entries, by one worker process per core for a large log (each with its own database
+connection), by this process for a small one (``audit_chunk``):
 
 1. each entry's leaf hash is recomputed and compared with the stored one; the entry must be
    canonical JSON of a known shape, name this log's origin, and carry a chain link that holds
@@ -9,16 +13,17 @@ It streams the log once, in index order, never holding it in memory:
    its index and the log's root at that size (a prefix; recent roots are the recomputed ones,
    older ones come from the ``hashes`` table, which step 3 compares with the recomputed tree in
    full, so a wrong stored hash is reported there);
-2. every signature is checked and the node-key rules replayed (``ledger.entries.Registry``);
-   for a large log the Ed25519 checks run in batches in a worker process, at most
-   ``MAX_BATCHES_IN_FLIGHT`` batches ahead, so they overlap the Python work of this loop;
-3. every complete-subtree hash the append creates is recomputed and compared with ``hashes``, and
-   that table holds exactly the rows a tree of this size needs;
+2. every signature is checked, a bundle's under the node key that the replayed key entries say
+   was registered before it and not revoked;
+3. every complete-subtree hash the appends create is recomputed and compared with ``hashes``
+   (a chunk starts from the stored right edge of the tree before it, whose hashes the chunks
+   that created them compare: a wrong one is reported there), and that table holds exactly the
+   rows a tree of this size needs;
 4. every stored checkpoint verifies under the log key and its root equals the recomputed root at
-   its size (a second cursor walks the checkpoints in size order beside the entries);
-5. every blob hashes to its BLAKE3 address, and every file a bundle manifest names is present
-   (only the digests are read from the manifest: judging its paths is ``integrity.manifest``'s
-   job, and the node that signed it answered for it);
+   its size;
+5. every blob hashes to its BLAKE3 address (in 16 digest ranges, beside the chunks), and every
+   file a bundle manifest names is present (only the digests are read from the manifest: judging
+   its paths is ``integrity.manifest``'s job, and the node that signed it answered for it);
 6. the ``keys`` / ``revocations`` index equals the registry the log's history defines;
 7. the append-only triggers are all still in place (read through ``sqlite_utils``' schema view).
 
@@ -28,26 +33,28 @@ verifier key recorded at init (or the one a mirror pinned).
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ledger import merkle
 from ledger.bundle import blake3_digest, manifest_digests
 from ledger.encoding import hex_decode, hex_encode
-from ledger.entries import ChainCheck, SignatureJob, verify_jobs
-from ledger.errors import LedgerError
+from ledger.entries import KEY_TYPES, ChainCheck, NodeKey, Registry, decode_entry
+from ledger.errors import LedgerError, VerificationFailed
 from ledger.note import NoteVerifier, open_note, parse_checkpoint
 from ledger.store import Store
 
 MAX_PROBLEMS = 100
-SIGNATURE_BATCH = 512  # signatures checked per job in the signature process
-SIGNATURE_WORKERS = 4  # at most this many signature processes, one per core
-MAX_BATCHES_IN_FLIGHT = 8  # back-pressure: memory stays bounded however long the log
-PARALLEL_MIN_ENTRIES = 8192  # audits this large check signatures in a worker process
+CHUNK_LEVEL = 13  # a chunk is the 2**CHUNK_LEVEL entries under one stored subtree hash
+WORKERS = 4  # at most this many worker processes, one per core
+IN_FLIGHT = 2 * WORKERS  # chunks submitted ahead: memory stays bounded however long the log
+PARALLEL_MIN_ENTRIES = 8192  # audits this large run in worker processes
 BLOB_CACHE = 4096  # blob digests remembered as present (bounded: the log is never in memory)
 CHECK_BATCH = 8192  # recomputed subtree hashes compared per batch of range SELECTs
 
@@ -103,56 +110,167 @@ def expected_hash_rows(size: int) -> int:
 def audit(
     store: Store, vkey: NoteVerifier, progress: Callable[[int], None] | None = None
 ) -> AuditResult:
+    """Audit the whole log (module docstring). A log of ``PARALLEL_MIN_ENTRIES`` or more is
+    checked in chunks by one worker process per core (at most ``WORKERS``); a smaller one in this
+    process, by the same chunk function."""
     from ledger.entries import Registry
 
     res = AuditResult()
+    size = store.size()
     registry = Registry(vkey.public, store.origin)
-    frontier = merkle.Frontier.from_store(0, store.stored_hash)
-    cps = _checkpoints_by_size(store)
-    next_cp = next(cps, None)
-    conn = store.conn
-    blobs_seen: dict[bytes, None] = {}  # a bounded cache of blob digests known to be stored
-    broken_links = 0  # after one bad entry every later link breaks too: report the first
-    chain = ChainCheck(lambda size: store.root(size))
-
-    def check_cps_at(size: int) -> None:
-        nonlocal next_cp
-        while next_cp is not None and next_cp[0] <= size:
-            cp_size, note = next_cp
-            if cp_size == size:
-                _check_checkpoint(res, vkey, store.origin, note, size, frontier.root())
-            else:
-                res.add(None, f"checkpoint of size {cp_size} does not match the log's growth")
-            res.checkpoints += 1
-            next_cp = next(cps, None)
-
-    check_cps_at(0)
+    key_events = _replay_key_entries(store, registry, res)
     _check_checkpoint_order(store, res)
     _check_recorded_vkey(store, vkey, res)
-    pool = _signature_pool(store.size())
-    pending: list[SignatureJob] = []
-    running: deque[Future[list[int]]] = deque()
-
-    def collect(limit: int) -> None:
-        while len(running) > limit:
-            for bad in running.popleft().result():
-                res.add(bad, f"entry {bad}: entry signature does not verify")
-
-    def submit(jobs: list[SignatureJob]) -> None:
+    ctx = AuditContext(
+        store.home, vkey, store.origin, dict(registry.keys), key_events, CHUNK_LEVEL
+    )
+    chunk = 1 << ctx.chunk_level
+    chunks = [(lo, min(size, lo + chunk)) for lo in range(0, size, chunk)]
+    ranges = _blob_ranges()
+    pool = _pool(size, ctx)
+    done: list[ChunkResult] = []
+    blob_parts: list[tuple[int, list[tuple[int | None, str]]]] = []
+    try:
         if pool is None:
-            for bad in verify_jobs(jobs):
-                res.add(bad, f"entry {bad}: entry signature does not verify")
+            for lo, hi in chunks:
+                done.append(audit_chunk(store, ctx, lo, hi))
+                if progress is not None:
+                    progress(hi)
+            blob_parts = [check_blob_range(store, a, b) for a, b in ranges]
         else:
-            running.append(pool.submit(verify_jobs, jobs))
-            collect(MAX_BATCHES_IN_FLIGHT)
+            blob_jobs = [pool.submit(_blob_job, a, b) for a, b in ranges]
+            pending: deque[Future[ChunkResult]] = deque()
+            todo = iter(chunks)
+            for lo, hi in todo:
+                pending.append(pool.submit(_chunk_job, lo, hi))
+                if len(pending) >= IN_FLIGHT:
+                    break
+            while pending:
+                got = pending.popleft().result()
+                done.append(got)
+                if progress is not None:
+                    progress(got.end)
+                nxt = next(todo, None)
+                if nxt is not None:
+                    pending.append(pool.submit(_chunk_job, *nxt))
+            blob_parts = [j.result() for j in blob_jobs]
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    root = _merge_chunks(done, res, ctx.chunk_level)
+    res.size = res.entries
+    res.root = root
+    _check_outer_checkpoints(store, vkey, res)
+    rows = store.conn.execute("SELECT count(*) FROM hashes").fetchone()[0]
+    if rows != expected_hash_rows(res.size):
+        res.add(
+            None,
+            f"hashes table holds {rows} rows, a tree of {res.size} needs "
+            f"{expected_hash_rows(res.size)}",
+        )
+    for count, problems in blob_parts:
+        res.blobs += count
+        for index, message in problems:
+            res.add(index, message)
+    _check_key_index(store, registry, res)
+    _check_triggers(store, res)
+    return res
 
-    hash_batch: list[tuple[int, int, bytes]] = []  # recomputed subtree hashes to compare
-    blob_batch: list[tuple[int, bytes]] = []  # (entry, file digest) to look up
+
+@dataclass(frozen=True)
+class AuditContext:
+    """What every chunk of one audit is checked against (sent once to each worker): the trusted
+    verifier key, the log's origin, and the node keys as the log's key entries define them (their
+    registration and revocation indices), with the indices of those key entries."""
+
+    home: Path
+    vkey: NoteVerifier
+    origin: str
+    keys: dict[bytes, NodeKey]
+    key_events: frozenset[int]
+    chunk_level: int  # chunks are the 2**chunk_level entries under one subtree hash
+
+
+@dataclass
+class ChunkResult:
+    """What the audit of entries ``[start, end)`` found. ``entries`` counts the entries checked
+    (fewer than ``end - start`` when one is missing: ``gap``); ``own`` the recomputed roots of the
+    complete subtrees inside the chunk after the last of them (one hash, at ``CHUNK_LEVEL``, for
+    a full chunk), which the main process folds into the recomputed tree and compares ``edge``
+    with; ``first_link`` the first broken chain link, ``links`` their count."""
+
+    start: int
+    end: int
+    edge: tuple[tuple[int, bytes], ...] = ()  # the stored right edge of the tree before start
+    own: tuple[tuple[int, bytes], ...] = ()  # the recomputed subtrees inside the chunk, at its end
+    entries: int = 0
+    gap: bool = False
+    hashes: int = 0
+    signatures: int = 0
+    checkpoints: int = 0
+    links: int = 0
+    first_link: tuple[int, str] | None = None
+    problems: list[tuple[int | None, str]] = field(default_factory=list)
+
+    def add(self, index: int | None, message: str) -> None:
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append((index, message))
+
+
+def _replay_key_entries(store: Store, registry: Registry, res: AuditResult) -> frozenset[int]:
+    """Step 2's key rules: replay the key entries (registrations, revocations: few) in index
+    order, checking the log key's signatures and the proofs of possession. The stored ``type``
+    column only chooses what is replayed first; every chunk checks each entry's real type
+    against it, and an entry that names a key event this replay did not see fails there."""
+    seen: list[int] = []
+    for idx, data in store.scan(
+        "SELECT idx, data FROM entries WHERE type IN ('key-registration', 'key-revocation') "
+        "ORDER BY idx"
+    ):
+        idx = int(idx)
+        seen.append(idx)
+        try:
+            registry.apply(idx, bytes(data))
+        except LedgerError as e:
+            res.add(idx, f"entry {idx}: {e}")
+    return frozenset(seen)
+
+
+def audit_chunk(store: Store, ctx: AuditContext, start: int, end: int) -> ChunkResult:
+    """Steps 1-5 for entries ``[start, end)``: leaf hashes, the canonical entry and its shape,
+    signature and signer rules, the chain link, the stored columns, the manifest and the files it
+    names, every subtree hash the appends create, every checkpoint of a size in
+    ``(start, end]``. The tree before ``start`` is taken from the stored hashes: the chunks that
+    created those hashes compare each with its recomputed value, so a wrong one fails the audit
+    there, and the hashes built on it here are compared again."""
+    from ledger.entries import Registry
+
+    r = ChunkResult(start, end)
+    registry = Registry(ctx.vkey.public, ctx.origin)
+    registry.keys = dict(ctx.keys)
+    try:
+        frontier = merkle.Frontier.from_store(start, store.stored_hash)
+    except LedgerError as e:
+        r.add(start, f"entry {start}: the tree before it cannot be read: {e}")
+        r.gap = True
+        return r
+    r.edge = frontier.edge()
+    chain = ChainCheck(lambda size: store.root(size) if size <= start else None, end - start + 1)
+    cps = {
+        int(size): [bytes(n) for _, n in group]
+        for size, group in _grouped(store.conn.execute(
+            "SELECT size, note FROM checkpoints WHERE size>? AND size<=? ORDER BY size, id",
+            (start, end),
+        ))
+    }
+    conn = store.conn
+    blobs_seen: dict[bytes, None] = {}
+    hash_batch: list[tuple[int, int, bytes]] = []
+    blob_batch: list[tuple[int, bytes]] = []
 
     def check_batches() -> None:
-        """Compare a batch of recomputed subtree hashes with ``hashes`` (one range SELECT per
-        level) and look up a batch of blob digests (one SELECT per 500): bounded memory, a few
-        queries per thousand entries instead of point queries per hash and per file."""
+        """Compare recomputed subtree hashes with ``hashes`` (one range SELECT per level) and
+        look up the named files (one SELECT per 500): a few queries per thousand entries."""
         by_level: dict[int, list[tuple[int, bytes]]] = {}
         for level, n, h in hash_batch:
             by_level.setdefault(level, []).append((n, h))
@@ -165,12 +283,12 @@ def audit(
                 )
             }
             for n, h in items:
-                res.hashes += 1
+                r.hashes += 1
                 if stored.get(n) != h:
                     first, last = n << level, ((n + 1) << level) - 1
                     # a bad entry inside the range was reported already; this is its consequence
-                    if not any(i is not None and first <= i <= last for i, _ in res.problems):
-                        res.add(
+                    if not any(i is not None and first <= i <= last for i, _ in r.problems):
+                        r.add(
                             first,
                             f"stored hash ({level}, {n}) over entries {first}..{last} is wrong",
                         )
@@ -183,78 +301,192 @@ def audit(
                         blobs_seen.clear()
                     blobs_seen[fd] = None
                 else:
-                    res.add(i, f"entry {i}: bundle file {hex_encode(fd)} is missing")
+                    r.add(i, f"entry {i}: bundle file {hex_encode(fd)} is missing")
             blob_batch.clear()
 
+    pos = start
+    top: tuple[int, int, bytes] | None = None
     for idx, lh, data, etype, digest in store.scan(
-        "SELECT idx, leaf_hash, data, type, bundle_digest FROM entries ORDER BY idx"
+        "SELECT idx, leaf_hash, data, type, bundle_digest FROM entries "
+        "WHERE idx>=? AND idx<? ORDER BY idx",
+        (start, end),
     ):
         data = bytes(data)
-        if idx != res.entries:
-            res.add(res.entries, f"entry index {res.entries} is missing (next stored is {idx})")
+        if idx != pos:
+            r.add(pos, f"entry index {pos} is missing (next stored is {idx})")
+            r.gap = True
             break
         stored_lh, lh = lh, merkle.leaf_hash(data)
         if lh != bytes(stored_lh):
-            res.add(idx, f"entry {idx}: bytes do not hash to the stored leaf hash")
+            r.add(idx, f"entry {idx}: bytes do not hash to the stored leaf hash")
         try:
-            obj = registry.apply(idx, data, pending)
-            res.signatures += 1
-            if len(pending) >= SIGNATURE_BATCH:
-                submit(pending)
-                pending = []
+            if idx in ctx.key_events:  # replayed (and any problem reported) before the chunks
+                obj = decode_entry(data)
+            else:
+                obj = registry.check(idx, data)
+                if obj.type in KEY_TYPES:
+                    raise VerificationFailed(f"{obj.type} entry {idx} is not a key event of "
+                                             "this log (its stored type column says otherwise)")
+            r.signatures += 1
             link = chain.check(obj, idx, frontier)
             if link is not None:
-                broken_links += 1
-                if broken_links == 1:
-                    res.add(idx, f"entry {idx}: chain link (prev_size/prev_root) does not match: "
-                                 f"{link}")
+                r.links += 1
+                if r.first_link is None:
+                    r.first_link = (idx, link)
             if obj.type != etype:
-                res.add(idx, f"entry {idx}: stored type column does not match the entry")
+                r.add(idx, f"entry {idx}: stored type column does not match the entry")
             if obj.bundle_digest is not None and obj.manifest is not None:
                 d = hex_decode(obj.bundle_digest)
                 if digest is None or bytes(digest) != d:
-                    res.add(idx, f"entry {idx}: stored bundle digest column does not match")
+                    r.add(idx, f"entry {idx}: stored bundle digest column does not match")
                 manifest = obj.manifest.encode("utf-8")
                 if blake3_digest(manifest) != d:
-                    res.add(idx, f"entry {idx}: manifest does not hash to its bundle digest")
+                    r.add(idx, f"entry {idx}: manifest does not hash to its bundle digest")
                 for fd in manifest_digests(manifest):
                     if fd not in blobs_seen:
                         blob_batch.append((idx, fd))
         except LedgerError as e:
-            res.add(idx, f"entry {idx}: {e}")
-        hash_batch.extend(frontier.append(lh))
-        res.entries += 1
+            r.add(idx, f"entry {idx}: {e}")
+        made = frontier.append(lh)  # (level, n, hash) for levels 0, 1, ...
+        if len(made) > ctx.chunk_level:  # the last entry of a full chunk: its own subtree
+            top = made[ctx.chunk_level]
+        hash_batch.extend(made)
+        pos += 1
         if len(hash_batch) >= CHECK_BATCH:
             check_batches()
-        check_cps_at(res.entries)
-        if progress is not None and res.entries % 1024 == 0:
-            progress(res.entries)
+        for note in cps.get(pos, ()):
+            _check_checkpoint(r, ctx.vkey, ctx.origin, note, pos, frontier.root())
+            r.checkpoints += 1
+    if pos < end and not r.gap:
+        r.add(pos, f"entry index {pos} is missing (the log ends at {pos})")
+        r.gap = True
     check_batches()
-    submit(pending)
-    collect(0)
-    if broken_links > 1:
+    r.entries = pos - start
+    if top is not None:
+        r.own = ((ctx.chunk_level, top[2]),)
+    else:  # a partial chunk: its edge nodes below the chunk level lie inside it (it is aligned)
+        r.own = tuple((level, h) for level, h in frontier.edge() if level < ctx.chunk_level)
+    return r
+
+
+def _grouped(rows: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, list[tuple[int, bytes]]]]:
+    return ((k, list(g)) for k, g in itertools.groupby(rows, key=lambda row: int(row[0])))
+
+
+def _merge_chunks(done: list[ChunkResult], res: AuditResult, chunk_level: int) -> bytes:
+    """Fold the chunks' results in index order into ``res``; a missing entry ends the log there
+    (what follows it is not counted). The recomputed tree is built from the chunks' own subtrees;
+    a chunk that started from a stored edge other than the recomputed one is said (its chain-link
+    and checkpoint findings were judged against that stored tree). Returns the recomputed root."""
+    top = merkle.Frontier()  # the tree over full chunks: each leaf a subtree at chunk_level
+    links = 0
+    first_link: tuple[int, str] | None = None
+    edge: list[tuple[int, bytes]] = []
+    for c in done:
+        edge = [(level + chunk_level, h) for level, h in top.edge()]
+        if tuple(edge) != c.edge and not c.gap:
+            res.add(c.start, f"entry {c.start}: the stored tree before it is not the recomputed "
+                             "one (a wrong stored hash, reported above); this part's chain links "
+                             "and checkpoints were judged against the stored tree")
+        res.entries += c.entries
+        res.hashes += c.hashes
+        res.signatures += c.signatures
+        res.checkpoints += c.checkpoints
+        for index, message in c.problems:
+            res.add(index, message)
+        links += c.links
+        if first_link is None and c.first_link is not None:
+            first_link = c.first_link
+        if c.gap or len(c.own) != 1 or c.own[0][0] != chunk_level:
+            edge += c.own  # the last (partial) chunk, or one cut short by a missing entry
+            break
+        top.append(c.own[0][1])
+        edge = [(level + chunk_level, h) for level, h in top.edge()]
+    if first_link is not None:  # after one bad entry every later link breaks too: say it once
+        idx, link = first_link
+        res.add(idx, f"entry {idx}: chain link (prev_size/prev_root) does not match: {link}")
+    if links > 1:
         res.add(
             None,
-            f"{broken_links - 1} later chain links do not match either (entries "
+            f"{links - 1} later chain links do not match either (entries "
             "chained to a tree that an earlier change altered)",
         )
-    if pool is not None:
-        pool.shutdown()
-    res.size = res.entries
-    res.root = frontier.root()
-    if next_cp is not None:
-        res.add(None, f"checkpoint of size {next_cp[0]} is beyond the log ({res.size} entries)")
-    rows = conn.execute("SELECT count(*) FROM hashes").fetchone()[0]
-    if rows != expected_hash_rows(res.size):
-        res.add(
-            None,
-            f"hashes table holds {rows} rows, a tree of {res.size} needs "
-            f"{expected_hash_rows(res.size)}",
-        )
-    _check_blobs(store, res)
-    _check_key_index(store, registry, res)
-    _check_triggers(store, res)
-    return res
+    return merkle.edge_root(edge)
+
+
+def _check_outer_checkpoints(store: Store, vkey: NoteVerifier, res: AuditResult) -> None:
+    """The checkpoints no chunk checks: of size 0 (the empty tree at init) and beyond the log."""
+    beyond: int | None = None
+    for size, note in store.scan(
+        "SELECT size, note FROM checkpoints WHERE size<=0 OR size>? ORDER BY size, id",
+        (res.size,),
+    ):
+        size = int(size)
+        if size == 0:
+            _check_checkpoint(res, vkey, store.origin, bytes(note), 0, merkle.EMPTY_ROOT)
+            res.checkpoints += 1
+        elif size < 0:
+            res.add(None, f"checkpoint of size {size} does not match the log's growth")
+            res.checkpoints += 1
+        elif beyond is None:
+            beyond = size
+    if beyond is not None:
+        res.add(None, f"checkpoint of size {beyond} is beyond the log ({res.size} entries)")
+
+
+def _blob_ranges() -> list[tuple[bytes, bytes | None]]:
+    """Digest ranges that split the blobs table for step 5's hashing (16 parts by first byte)."""
+    cuts = [bytes([i * 16]) for i in range(16)]
+    return [(cuts[i], cuts[i + 1] if i + 1 < len(cuts) else None) for i in range(len(cuts))]
+
+
+def check_blob_range(
+    store: Store, lo: bytes, hi: bytes | None
+) -> tuple[int, list[tuple[int | None, str]]]:
+    """Hash every blob with a digest in ``[lo, hi)``: (blobs checked, problems)."""
+    count, problems = 0, list[tuple[int | None, str]]()
+    sql = "SELECT digest, data FROM blobs WHERE digest>=?" + ("" if hi is None else " AND digest<?")
+    for d, data in store.scan(sql, (lo,) if hi is None else (lo, hi)):
+        count += 1
+        if blake3_digest(bytes(data)) != bytes(d):
+            if len(problems) < MAX_PROBLEMS:
+                problems.append((None, f"blob {hex_encode(bytes(d))} does not hash to its address"))
+    return count, problems
+
+
+# -- worker processes ----------------------------------------------------------------------------
+
+_WORKER: tuple[Store, AuditContext] | None = None
+
+
+def _init_worker(ctx: AuditContext) -> None:
+    global _WORKER
+    _WORKER = (Store.open(ctx.home), ctx)
+
+
+def _chunk_job(start: int, end: int) -> ChunkResult:
+    assert _WORKER is not None
+    store, ctx = _WORKER
+    return audit_chunk(store, ctx, start, end)
+
+
+def _blob_job(lo: bytes, hi: bytes | None) -> tuple[int, list[tuple[int | None, str]]]:
+    assert _WORKER is not None
+    return check_blob_range(_WORKER[0], lo, hi)
+
+
+def _pool(size: int, ctx: AuditContext) -> ProcessPoolExecutor | None:
+    """One worker process per core (at most ``WORKERS``) for a large audit, each with its own
+    connection to the ledger; small audits run here and start nothing."""
+    cpus = os.cpu_count() or 1
+    if size < PARALLEL_MIN_ENTRIES or cpus < 2:
+        return None
+    return ProcessPoolExecutor(
+        max_workers=min(WORKERS, cpus),
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_worker,
+        initargs=(ctx,),
+    )
 
 
 def _check_recorded_vkey(store: Store, vkey: NoteVerifier, res: AuditResult) -> None:
@@ -305,22 +537,13 @@ def _check_triggers(store: Store, res: AuditResult) -> None:
             res.add(None, message)
 
 
-def _signature_pool(size: int) -> ProcessPoolExecutor | None:
-    """A worker process for the Ed25519 checks of a large audit (PyNaCl holds the GIL, so a
-    thread would not overlap); small audits check inline and start nothing."""
-    if size < PARALLEL_MIN_ENTRIES or (os.cpu_count() or 1) < 2:
-        return None
-    workers = min(SIGNATURE_WORKERS, os.cpu_count() or 1)
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
-
-
-def _checkpoints_by_size(store: Store) -> Iterator[tuple[int, bytes]]:
-    for size, note in store.scan("SELECT size, note FROM checkpoints ORDER BY size, id"):
-        yield int(size), bytes(note)
-
-
 def _check_checkpoint(
-    res: AuditResult, vkey: NoteVerifier, origin: str, note: bytes, size: int, root: bytes
+    res: AuditResult | ChunkResult,
+    vkey: NoteVerifier,
+    origin: str,
+    note: bytes,
+    size: int,
+    root: bytes,
 ) -> None:
     try:
         cp = parse_checkpoint(open_note(note, [vkey]).text)
@@ -329,13 +552,6 @@ def _check_checkpoint(
         return
     if cp.origin != origin or cp.size != size or cp.root != root:
         res.add(max(size - 1, 0), f"checkpoint of size {size} does not match the recomputed root")
-
-
-def _check_blobs(store: Store, res: AuditResult) -> None:
-    for digest, data in store.blobs():
-        res.blobs += 1
-        if blake3_digest(data) != digest:
-            res.add(None, f"blob {hex_encode(digest)} does not hash to its address")
 
 
 def _check_key_index(store: Store, registry: object, res: AuditResult) -> None:

@@ -52,6 +52,7 @@ ENTRY_VERSION = ENTRY_V2  # the format every new entry is written in
 CHAIN_WINDOW = 16384  # roots of this many recent sizes kept by ``ChainCheck``
 POP_CONTEXT = b"kernel-ledger key-registration v1\n"
 ENTRY_TYPES = ("bundle", "key-registration", "key-revocation")
+KEY_TYPES = ("key-registration", "key-revocation")  # the entries only the log key signs
 _HEX16 = re.compile(r"[0-9a-f]{16}")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z")
@@ -442,12 +443,13 @@ class Registry:
             )
         return key
 
-    def apply(
-        self, index: int, data: bytes, deferred: list[SignatureJob] | None = None
-    ) -> Entry:
-        """Check entry ``index`` against the rules and record its key events. With ``deferred``,
-        the entry's own signature check is appended there (for ``verify_jobs``, e.g. on another
-        thread) instead of run here; everything else is checked now."""
+    def check(self, index: int, data: bytes) -> Entry:
+        """``apply`` without recording key events, for a registry that has replayed the log's key
+        entries already: a key's registration and revocation indices alone decide which entries
+        it may sign, so an audit checks chunks of the log in any order (``ledger.audit``)."""
+        return self._checked(index, data, None)
+
+    def _checked(self, index: int, data: bytes, deferred: list[SignatureJob] | None) -> Entry:
         entry = decode_entry(data)
         if entry.origin != self.origin:
             raise VerificationFailed(f"entry {index} names origin {entry.origin!r}")
@@ -459,6 +461,15 @@ class Registry:
         else:
             sig = b64_decode(entry.signature, 64, "entry signature")
             deferred.append((index, public, signed_part(data, entry.fields), sig))
+        return entry
+
+    def apply(
+        self, index: int, data: bytes, deferred: list[SignatureJob] | None = None
+    ) -> Entry:
+        """Check entry ``index`` against the rules and record its key events. With ``deferred``,
+        the entry's own signature check is appended there (for ``verify_jobs``, e.g. on another
+        thread) instead of run here; everything else is checked now."""
+        entry = self._checked(index, data, deferred)
         if entry.key_id is None:
             return entry
         kid = hex_decode(entry.key_id)

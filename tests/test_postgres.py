@@ -101,6 +101,28 @@ def test_init_and_every_command_unchanged(pg_server: PgServer, tmp_path: Path) -
     log.close()
 
 
+def test_chunked_audit_in_workers_on_postgresql(
+    pg_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The audit's worker processes each open the database from LEDGER_HOME's URL: chunks of two
+    entries give the same counts and root as the one-process audit."""
+    from ledger import audit as audit_mod
+
+    home = tmp_path / "home"
+    log = Log.init(home, "pg.example/log", pg_server.new_database())
+    sk = add_node(log)
+    _seal(log, sk, tmp_path / "b", 5, "a")
+    alone = audit(log.store, log.verifier)
+    monkeypatch.setattr(audit_mod, "CHUNK_LEVEL", 1)
+    monkeypatch.setattr(audit_mod, "PARALLEL_MIN_ENTRIES", 0)
+    workers = audit(log.store, log.verifier)
+    assert alone.ok and workers.ok, (alone.problems, workers.problems)
+    assert workers.size == alone.size == 6 and workers.root == alone.root == log.store.root()
+    assert (workers.hashes, workers.signatures, workers.checkpoints, workers.blobs) == (
+        alone.hashes, alone.signatures, alone.checkpoints, alone.blobs)
+    log.close()
+
+
 def test_bad_and_unreachable_database(pg_server: PgServer, tmp_path: Path) -> None:
     r = run_cli("init", "--origin", "o.example/x", "--db", "mysql://u@h/db", home=tmp_path / "a")
     assert "bad database URL" in assert_one_error_line(r, 2)

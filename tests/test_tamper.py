@@ -158,8 +158,9 @@ def test_audit_passes_after_normal_use(home: Path) -> None:
 
 
 def test_large_audit_checks_signatures_in_a_worker(tmp_path: Path) -> None:
-    """Past PARALLEL_MIN_ENTRIES the audit checks signatures in a worker process; a forged
-    signature (with the leaf hash column re-hashed to match) is still found at its index."""
+    """Past PARALLEL_MIN_ENTRIES the audit checks the log in chunks in worker processes; a forged
+    signature (with the leaf hash column re-hashed to match) is still found at its index, and a
+    wrong stored hash in another chunk at its place."""
     from ledger import audit as audit_mod
     from ledger.bundle import Bundle
     from ledger.encoding import b64_encode
@@ -185,11 +186,70 @@ def test_large_audit_checks_signatures_in_a_worker(tmp_path: Path) -> None:
     data = _entry(home, victim)
     sig = data.split(b'"signature":"')[1].split(b'"')[0]
     forged = data.replace(sig, b64_encode(b"\x01" * 64).encode())
+    # and in the second chunk (another worker), a stored hash of the tree that no entry explains
+    second = (1 << audit_mod.CHUNK_LEVEL) + 50
     _tamper(
         home,
         ("UPDATE entries SET data=?, leaf_hash=? WHERE idx=?", (forged, leaf_hash(forged), victim)),
+        ("UPDATE hashes SET hash=? WHERE level=1 AND n=?", (b"\x02" * 32, second // 2)),
     )
     log = Log.open(home)
     res = audit_mod.audit(log.store, log.verifier)
     assert res.first_bad_index == victim
     assert (victim, f"entry {victim}: entry signature does not verify") in res.problems
+    first = second // 2 * 2
+    assert (first, f"stored hash (1, {second // 2}) over entries {first}..{first + 1} is wrong") \
+        in res.problems
+    assert res.entries == res.size == n + 1 and res.signatures == n  # all but the forged one
+
+
+TAMPERS: dict[str, Callable[[Path], tuple[tuple[str, tuple[object, ...]], ...]]] = {
+    "none": lambda h: (),
+    "entry bytes": lambda h: (
+        ("UPDATE entries SET data=? WHERE idx=3", (_entry(h, 3).replace(b"k2", b"k9"),)),
+    ),
+    "interior hash": lambda h: (("UPDATE hashes SET hash=? WHERE level=1 AND n=2", (b"\1" * 32,)),),
+    "missing entry": lambda h: (("DELETE FROM entries WHERE idx=4", ()),),
+    "type column": lambda h: (("UPDATE entries SET type='bundle' WHERE idx=0", ()),),
+    "chain link": lambda h: (
+        ("UPDATE entries SET data=? WHERE idx=2",
+         (_entry(h, 2).replace(b'"prev_size":2', b'"prev_size":1'),)),
+    ),
+    "checkpoint": lambda h: (
+        ("DELETE FROM checkpoints WHERE id=(SELECT max(id) FROM checkpoints)", ()),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAMPERS))
+def test_chunked_audit_in_workers_finds_what_one_process_finds(
+    home: Path, case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chunked audit run by worker processes (chunks of 2 entries, each starting from the
+    stored edge of the tree before it) fails where the one-chunk audit fails, at the same first
+    index (what it says after that may differ: a later chunk is judged against the stored tree,
+    and where that is not the recomputed one it says so). On an untouched log both report
+    exactly the same counts and root."""
+    from ledger import audit as audit_mod
+
+    sql = TAMPERS[case](home)
+    if sql:
+        _tamper(home, *sql)
+    log = Log.open(home)
+    alone = audit_mod.audit(log.store, log.verifier)
+    monkeypatch.setattr(audit_mod, "CHUNK_LEVEL", 1)
+    monkeypatch.setattr(audit_mod, "PARALLEL_MIN_ENTRIES", 0)
+    seen: list[int] = []
+    workers = audit_mod.audit(log.store, log.verifier, progress=seen.append)
+    log.close()
+    assert (alone.ok, workers.ok) == (case == "none", case == "none")
+    assert workers.first_bad_index == alone.first_bad_index
+    assert alone.ok or alone.sorted_problems()[0] in workers.problems
+    assert (workers.size, workers.entries, workers.root, workers.signatures, workers.blobs) == (
+        alone.size, alone.entries, alone.root, alone.signatures, alone.blobs)
+    if case == "none":
+        assert (workers.hashes, workers.checkpoints) == (alone.hashes, alone.checkpoints)
+        assert seen == [2, 4, 6, N + 1]
+    if case == "interior hash":  # entries 6.. were judged against the wrong stored hash (1, 2)
+        assert any("the stored tree before it is not the recomputed one" in m
+                   for _, m in workers.problems)
