@@ -85,18 +85,21 @@ def test_markup_in_any_field_prints_literally(monkeypatch: pytest.MonkeyPatch) -
     reads it as markup, nothing crashes, and control characters are neutralised."""
     from verify.report import Check, Report
 
-    buf = io.StringIO()
-    monkeypatch.setattr(output, "out", Console(file=buf, width=200, highlight=False))
-    monkeypatch.setattr(output, "err", Console(file=io.StringIO(), force_terminal=True))
-    for text in HOSTILE:
-        check = Check(id=text, status="failed", detail=text, tool=text, version=text)
-        output.report_table(Report(text, (check,)), recorded=(check,))
-        output.rows_table(text, [text, "b"], [[text, text]])
-        output.plain(text)
-        with output.progress(text, 2) as bar:
-            bar.step(text)
-            bar.update(1, text, total=3)
-    printed = buf.getvalue()
-    for text in HOSTILE:
-        assert output.clean(text) in printed, text
-    assert "\x1b" not in printed
+    for width in (200, 80):  # the wide report table and the narrow one (tool in the detail)
+        buf = io.StringIO()
+        monkeypatch.setattr(output, "out", Console(file=buf, width=width, highlight=False))
+        monkeypatch.setattr(output, "err", Console(file=io.StringIO(), force_terminal=True))
+        for text in HOSTILE:
+            check = Check(id=text, status="failed", detail=text, tool=text, version=text)
+            output.report_table(Report(text, (check,)), recorded=(check,))
+            long = Check(id="c", status="passed", detail=f"{text}; " * 40, tool=text)
+            output.report_table(Report("d", (long,)))
+            output.rows_table(text, [text, "b"], [[text, text]])
+            output.plain(text)
+            with output.progress(text, 2) as bar:
+                bar.step(text)
+                bar.update(1, text, total=3)
+        printed = buf.getvalue()
+        for text in HOSTILE:
+            assert output.clean(text) in printed, (width, text)
+        assert "\x1b" not in printed
