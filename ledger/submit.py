@@ -846,8 +846,8 @@ def _registration(
     except BadInput as e:
         raise BadAnswer(f"the signer's registration {index} is not an entry "
                         f"({oneline(str(e))})") from e
-    if reg.type != "key-registration" or reg.key_id != kid.hex():
-        raise VerificationFailed(f"entry {index} is not the registration of key {kid.hex()}")
+    if reg.type != "key-registration" or reg.key_id != hex_encode(kid):
+        raise VerificationFailed(f"entry {index} is not the registration of key {hex_encode(kid)}")
     merkle.verify_inclusion(merkle.leaf_hash(data), index, cp.size, hashes, cp.root)
     return Included(index, data, tuple(hashes))
 

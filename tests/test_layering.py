@@ -198,8 +198,7 @@ CONVERSION_EXCEPTIONS = {
     # (PTX ISA, floating-point constants): parsed beside the other numeric literals, not data
     "verify.ptxsim.values",
 }
-# modules that still convert while another issue's work has them open (issue 14's trust and
-# witness changes); emptied when they are converted
+# modules that still convert while another issue's work has them open; empty when none
 PENDING: set[str] = set()
 
 
