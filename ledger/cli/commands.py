@@ -16,7 +16,6 @@ import typer
 
 from ledger.cli import helptext, net, output, scaffold
 from ledger.cli.options import HomeOpt, JsonOpt, home_dir
-from ledger.encoding import hex_encode
 from ledger.errors import BadInput, CannotCheck, KeyFileError, LedgerError
 
 if TYPE_CHECKING:  # types only: the modules load when a command needs them (fast start-up)
@@ -160,6 +159,7 @@ def keys_new(
     json_out: JsonOpt = False,
 ) -> None:
     """Create a node key pair in LEDGER_HOME/keys (secret file mode 0600)."""
+    from ledger.encoding import hex_encode
     from ledger.keys import new_node_key, read_passphrase
 
     keydir = home_dir(home) / "keys"
@@ -189,6 +189,7 @@ def keys_register(
     json_out: JsonOpt = False,
 ) -> None:
     """Append a key-registration entry (signed by the log key) for a node key."""
+    from ledger.encoding import hex_encode
     from ledger.keys import NodePublic, check_name
 
     log = _open_log(home)
@@ -225,7 +226,7 @@ def keys_revoke(
     json_out: JsonOpt = False,
 ) -> None:
     """Append a key-revocation entry: the key may no longer seal."""
-    from ledger.encoding import hex_decode
+    from ledger.encoding import hex_decode, hex_encode
 
     log = _open_log(home)
     kid = hex_decode(key_id.strip().lower(), 8, "key id")
@@ -239,7 +240,7 @@ def keys_revoke(
 @keys_app.command("list")
 def keys_list(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     """List the node keys registered in the log, with their status."""
-    from ledger.encoding import b64_encode
+    from ledger.encoding import b64_encode, hex_encode
 
     log = _open_log(home)
     rows = log.store.key_rows()
@@ -414,6 +415,7 @@ def _report_seals(
     """Exactly what a batch appended and what it refused, and why (issue 9 item 19). Exit 0 when
     everything was sealed with its receipt; 2 when the log refused a bundle; 3 when every bundle
     was sealed but a receipt could not be written (``ledger receipt write`` makes it later)."""
+    from ledger.encoding import hex_encode
     try:
         _print_seals(results, refused, json_out, cosign)
     except OSError as e:  # stdout is a full disk or a closed pipe: the seals still happened
@@ -444,6 +446,7 @@ def _print_seals(
     results: list[SealResult], refused: list[Refused], json_out: bool,
     cosign: Cosign | None = None,
 ) -> None:
+    from ledger.encoding import hex_encode
     if json_out:
         entries = []
         for r in results:
@@ -702,6 +705,7 @@ def _report_exit(report: Report, required: list[str]) -> int:
 
 
 def _entry_json(store: Store, index: int) -> dict[str, Any]:
+    from ledger.encoding import hex_encode
     from ledger.entries import decode_entry
 
     data = store.entry(index)
@@ -762,6 +766,7 @@ def log_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """List entries."""
+    from ledger.encoding import hex_encode
     from ledger.entries import decode_entry
 
     log = _open_log(home)
@@ -821,7 +826,7 @@ def audit(
 ) -> None:
     """Recompute every hash, the tree, every chain link and every signature."""
     from ledger.audit import audit as run_audit
-    from ledger.encoding import b64_encode
+    from ledger.encoding import b64_encode, hex_encode
     from ledger.note import parse_vkey
 
     log = _open_log(home)

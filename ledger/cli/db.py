@@ -13,7 +13,6 @@ import typer
 
 from ledger.cli import output
 from ledger.cli.options import HomeOpt, JsonOpt, home_dir
-from ledger.encoding import b64_encode
 
 app = typer.Typer(help="The ledger's database: move it to PostgreSQL.", no_args_is_help=True)
 
@@ -39,6 +38,7 @@ def copy(
     LEDGER_HOME uses PostgreSQL (the SQLite file is kept, renamed). Stop writers and `serve`
     first."""
     from ledger.dbcopy import copy_home
+    from ledger.encoding import b64_encode
     from ledger.pgstore import shown_url
 
     h = home_dir(home)

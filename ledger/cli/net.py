@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ledger.encoding import hex_encode
-
 if TYPE_CHECKING:
     from ledger.note import NoteVerifier
     from ledger.store import Store
@@ -238,6 +236,7 @@ def register(app: typer.Typer) -> None:
         its offline receipt into the bundle directory (cosigned when witnesses are configured and
         have cosigned)."""
         from ledger.cli import wiring
+        from ledger.encoding import hex_encode
         from ledger.httpclient import check_base_url
         from ledger.keys import load_node_secret, read_passphrase
         from ledger.submit import submit_bundle
