@@ -10,6 +10,7 @@ import itertools
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -113,6 +114,21 @@ def test_witness_commands_take_json(tmp_path: pytest.TempPathFactory) -> None:
     assert made["vkey"].startswith("witness.example+")
     code, out, _ = run("witness", "vkey", "--dir", wdir, "--json")
     assert code == 0 and json.loads(out) == {"vkey": made["vkey"]}
+    # add-log and add-checkpoint too, against the witness served on a loopback port
+    from ledger.note import open_note, parse_vkey
+    from ledger.witness import make_witness_app
+    from tests.helpers.ledgers import cli_json
+    from tests.helpers.server import BackgroundServer
+
+    home = Path(str(tmp_path)) / "log"
+    log_vkey = cli_json("init", "--origin", "test.example/w", home=home)["vkey"]
+    code, out, _ = run("witness", "add-log", log_vkey, "--dir", wdir, "--json")
+    assert code == 0 and json.loads(out) == {"origin": "test.example/w"}
+    with BackgroundServer(make_witness_app(Path(wdir))) as ws:
+        got = cli_json("witness", "add-checkpoint", ws.url, "--vkey", made["vkey"], home=home)
+    assert got["origin"] == "test.example/w" and got["size"] == 0
+    assert got["witness"] == made["vkey"] and len(got["root"]) == 44
+    open_note(got["note"].encode(), [parse_vkey(log_vkey), parse_vkey(made["vkey"])])
 
 
 def test_shell_completion_completes_commands() -> None:

@@ -380,6 +380,7 @@ def register(app: typer.Typer) -> None:
             float, typer.Option("--timeout", help="Seconds the exchange may take in all.")
         ] = 120.0,
         home: HomeOpt = None,
+        json_out: JsonOpt = False,
     ) -> None:
         """Send this log's latest checkpoint to a witness and keep its cosignature, which
         `ledger serve` then publishes with GET /checkpoint."""
@@ -387,5 +388,15 @@ def register(app: typer.Typer) -> None:
         from ledger.witness import request_cosignature
 
         seconds("--timeout", timeout)
-        note = request_cosignature(home_dir(home), url, read_vkey(vkey).vkey, timeout=timeout)
-        sys.stdout.write(note.decode("utf-8"))
+        wv = read_vkey(vkey)
+        note = request_cosignature(home_dir(home), url, wv.vkey, timeout=timeout)
+        if not json_out:
+            sys.stdout.write(note.decode("utf-8"))
+            return
+        from ledger.encoding import b64_encode
+        from ledger.note import note_text, parse_checkpoint
+
+        cp = parse_checkpoint(note_text(note))
+        # checkpoint --json's fields, and the witness that cosigned
+        output.emit_json({"origin": cp.origin, "size": cp.size, "root": b64_encode(cp.root),
+                          "note": note.decode("utf-8"), "witness": wv.vkey})
