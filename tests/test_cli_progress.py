@@ -103,3 +103,40 @@ def test_markup_in_any_field_prints_literally(monkeypatch: pytest.MonkeyPatch) -
         for text in HOSTILE:
             assert output.clean(text) in printed, (width, text)
         assert "\x1b" not in printed
+
+
+def test_mirror_and_publish_report_their_totals(tmp_path: pytest.TempPathFactory) -> None:
+    """The bars of ``mirror`` and ``publish`` get a known total from the start and end full
+    (``mirror`` showed N/? before): every report names the same total, the counts never go back,
+    and the last count is the total."""
+    from pathlib import Path
+
+    from ledger.mirror import Mirror, Remote
+    from ledger.publish import open_target, publish
+    from ledger.server import make_app
+    from tests.helpers.ledgers import add_node, new_ledger, seal_fake
+    from tests.helpers.server import BackgroundServer
+
+    root = Path(str(tmp_path))
+    log = new_ledger(root / "home")
+    sk = add_node(log)
+    for i in range(5):
+        seal_fake(log, sk, root / "b", str(i))
+    vkey = str(log.store.meta("vkey"))
+    size = log.store.size()
+    seen: list[tuple[int, int]] = []
+    with BackgroundServer(make_app(log.home)) as srv:
+        remote = Remote(srv.url)
+        try:
+            Mirror(root / "m", remote, vkey, progress=lambda d, t: seen.append((d, t))).sync()
+        finally:
+            remote.close()
+    assert seen and {t for _, t in seen} == {size} and seen[-1][0] == size
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    published: list[tuple[int, int]] = []
+    target = open_target(str(root / "pub"))
+    publish(log.home, target, lambda d, t: published.append((d, t)))
+    assert published and len({t for _, t in published}) == 1 and published[-1][1] > 0
+    assert published[-1][0] == published[-1][1]
+    assert [d for d, _ in published] == sorted(d for d, _ in published)
+    log.close()
