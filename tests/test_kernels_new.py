@@ -60,6 +60,9 @@ PLANTED_NEW = {
     "layernorm_shfl_down": ("layernorm_shfl_down", {"mismatch"}),
     # lanes >= cols exit before full-mask shuffles: the others read an exited lane's register
     "layernorm_lane_exit": ("layernorm_lane_exit", {"shuffle_undefined_lane"}),
+    # x - mean with the f32 mean alone (layernorm_rows before issue 15's seed campaign): off by
+    # up to 6e-4 on rows whose spread is small against their mean (FALSIFY-LAYERNORM-002)
+    "layernorm_rounded_mean": ("layernorm_rounded_mean", {"mismatch"}),
     "histogram_nonatomic": ("histogram_nonatomic", {"race"}),
     # lanes l < o add their own value (shfl.up returns it): wrong sums, no finding
     "scan_up_unguarded": ("scan_up_unguarded", {"mismatch"}),
@@ -452,3 +455,61 @@ def test_nice_sizes_copy_still_fails_through_a_chosen_size(bug: str) -> None:
     for c in checks:
         assert "(chosen: " in c.detail, c.detail
         assert any(f"{kind} [" in c.detail for kind in want), c.detail
+
+
+# --- 7. layernorm_rows: the false alarm a fresh seed found (issue 15) -------------------------
+
+# Row 120 of the random binding rows=270, cols=2 that `ledger check bundles/layernorm_rows
+# --no-gpu --seed 2501124300` chose: two close values (spread 0.023, mean 2.886), f32 bits.
+TWO_COLUMNS = {
+    "x": [0x40397910, 0x4037FDA7],
+    "gamma": [0xBFFC97B6, 0x4033C1FC],
+    "beta": [0x3FFC31D3, 0xBF26C287],
+}
+
+
+def _two_column_run(directory: Path, entry: str) -> tuple[np.ndarray[Any, Any], Any]:
+    args: list[BufferArg | ScalarArg] = [
+        BufferArg(name, "in", np.array(bits, dtype=np.uint32).view(np.float32))
+        for name, bits in TWO_COLUMNS.items()
+    ]
+    y = np.full(2, np.nan, dtype=np.float32)
+    args += [BufferArg("y", "out", y), ScalarArg("rows", 1, "u32"), ScalarArg("cols", 2, "u32")]
+    out = InterpreterEngine().launch(
+        (directory / f"{entry}.ptx").read_bytes(), entry, (1, 1, 1), (32, 4, 1), args, 0
+    )
+    assert not out.findings, out.findings
+    inputs = {a.name: a.data for a in args if isinstance(a, BufferArg) and a.intent == "in"}
+    want = load_reference(directory)(inputs, {"rows": 1, "cols": 2})["y"]
+    return y, compare_output("y", y, want, "f32", Tolerance(rel=1e-4, abs=1e-5))
+
+
+def test_layernorm_two_close_columns_within_tolerance() -> None:
+    """The element that failed at seed 2501124300: the corrected mean keeps it within the
+    contract's tolerance; the kernel as it was (planted layernorm_rounded_mean) misses it."""
+    _, fixed = _two_column_run(ROOT / "bundles" / "layernorm_rows", "layernorm_rows")
+    assert fixed.bad == 0 and fixed.max_abs <= 1e-6, fixed
+    _, before = _two_column_run(PLANTED / "layernorm_rounded_mean", "layernorm_rounded_mean")
+    assert before.bad == 1 and before.max_abs > 2e-5, before  # y[0]: abs 2.8e-05
+
+
+def test_layernorm_seed_2501124300_passes() -> None:
+    """`ledger check bundles/layernorm_rows --no-gpu --seed 2501124300`'s falsify group: it
+    failed FALSIFY-LAYERNORM-001 at the chosen rows=270, cols=2 before the corrected mean."""
+    from ledger.bundle import Bundle
+    from verify import falsify
+    from verify.context import Context, Options
+    from verify.contract import load_contract
+
+    bundle = Bundle.from_dir(ROOT / "bundles" / "layernorm_rows")
+    ctx = Context(bundle, Options(use_gpu=False, seed=2501124300))
+    try:
+        ctx.contract = load_contract(bundle.file("contract.yaml"))
+        checks = falsify.run(ctx)
+    finally:
+        ctx.close()
+    if any(_sandbox_skip({"status": c.status, "detail": c.detail}) for c in checks):
+        pytest.skip("no sandbox for bundle code here")
+    assert [c.status for c in checks] == ["passed"] * 2, [c.detail for c in checks]
+    assert "at seed 2501124300 (domain " in checks[0].detail
+
