@@ -281,5 +281,5 @@ def test_tolerance_relied_on_is_reported_for_value_claims() -> None:
     check = run(context(evidence(), contract))
     assert (
         "PO8 ok (VectorAdd.work_bounded; falsify.FALSIFY-VADD-001; falsify.FALSIFY-VADD-002; "
-        "tolerance rel 1e-05 or abs 2e-05)"
+        "tolerance rel 1e-05 or abs 0.001)"
     ) in check.detail
