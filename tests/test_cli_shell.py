@@ -60,7 +60,7 @@ def _helps() -> list[list[str]]:
 def test_every_command_is_registered() -> None:
     code, out, _ = run("-h")
     assert code == 0
-    listed = set(re.findall(r"│ ([a-z][a-z-]+) ", out))
+    listed = set(re.findall(r"^  ([a-z][a-z-]+)  ", out.split("\nCommands:\n", 1)[1], re.M))
     assert set(COMMANDS) <= listed, sorted(set(COMMANDS) - listed)
     assert "--install-completion" in out and "--show-completion" in out
 
@@ -85,16 +85,16 @@ def test_help_fits_80_columns_and_lists_commands_on_whole_lines(
         assert code == 0
         lines = out.splitlines()
         assert [ln for ln in lines if len(ln) > 80] == [], argv
-        panel, rows = "", []
+        section, rows = "", []
         for ln in lines:
-            panel = ln if ln.startswith("╭─") else panel
-            if "Commands" in panel and ln.startswith("│ "):
+            section = ln if re.match(r"^\S.*:$", ln) else section
+            if section == "Commands:" and ln.startswith("  "):
                 rows.append(ln)
         for this, nxt in itertools.pairwise(rows):
-            # a continuation line after a line whose text ends well before the border: the
-            # summary was broken where its docstring broke, not where the table wraps
-            if re.match(r"│ {3,}\S", nxt):
-                assert len(this.rstrip(" │")) > 50, (argv, this, nxt)
+            # a continuation line after a line whose text ends well before the width: the
+            # summary was broken where its docstring broke, not where the list wraps
+            if re.match(r" {4,}\S", nxt):
+                assert len(this.rstrip()) > 50, (argv, this, nxt)
 
 
 @pytest.mark.parametrize("argv", [["log", "--limit", "0"], ["log", "--start", "-1"]])
@@ -147,3 +147,49 @@ def test_shell_completion_completes_commands() -> None:
     assert complete("ledger se", 1) == ["seal", "serve"]
     assert complete("ledger receipt ", 2) == ["write", "refresh"]
     assert "--limit" in complete("ledger log --", 2)
+
+
+@pytest.mark.parametrize("columns", ["80", "200"])
+def test_quick_help_is_what_the_command_tree_prints(
+    monkeypatch: pytest.MonkeyPatch, columns: str
+) -> None:
+    """``ledger ... --help`` answered from ledger/cli/help.json (no command tree loaded: issue
+    12) prints exactly what the command tree prints at any width of 80 columns or more, for every
+    command and group; a bare group prints its help and exits 2 as click does. When this fails,
+    run `python -m ledger.cli.quickhelp` to write the file again."""
+    import json
+
+    from ledger.cli import commands, quickhelp
+
+    monkeypatch.setenv("COLUMNS", columns)
+    helps = json.loads(Path(quickhelp.HELP_FILE).read_text(encoding="utf-8"))
+    assert sorted(helps) == sorted(" ".join(a) for a in _helps()), \
+        "ledger/cli/help.json is stale: run `python -m ledger.cli.quickhelp`"
+    for key, entry in helps.items():
+        argv = key.split() if key else []
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as done:
+            commands.main([*argv, "--help"])
+        assert (done.value.code, out.getvalue()) == (0, entry["help"]), \
+            f"help of {key!r} changed: run `python -m ledger.cli.quickhelp`"
+        assert run(*argv, "-h") == (0, entry["help"], "")  # through ledger.cli.main
+        if entry["group"]:
+            assert run(*argv) == (2, entry["help"], "")
+
+
+def test_quick_help_steps_aside(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Narrower terminals, options before the flag, unknown commands and completion requests go
+    to the command tree."""
+    from ledger.cli import quickhelp
+
+    assert quickhelp.answer(["--version"]) == 0
+    assert quickhelp.answer(["seal"]) is None  # a command without its arguments
+    assert quickhelp.answer(["nope", "--help"]) is None
+    assert quickhelp.answer(["--home", "x", "--help"]) is None
+    monkeypatch.setenv("COLUMNS", "79")
+    assert quickhelp.answer(["--help"]) is None
+    code, out, _ = run("--help")
+    assert code == 0 and max(len(ln) for ln in out.splitlines()) <= 79
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("_LEDGER_COMPLETE", "complete_bash")
+    assert quickhelp.answer([]) is None

@@ -42,6 +42,7 @@ def test_wheel_installs_and_runs(tmp_path: Path) -> None:
         "ledger/web/pages.py",
         "ledger/templates/openapi.json",
         "ledger/templates/entry.html",  # the pages (Jinja2), package data
+        "ledger/cli/help.json",  # ledger --help without the command tree (ledger.cli.quickhelp)
         "verify/lean/scan.py",
         "verify/ptxsim/machine.py",
         "verify/contract_schema.json",

@@ -2,19 +2,38 @@
 its store, its HTTP side: every other module of ``ledger``) and ``verify`` (the independent
 checks). Nothing in the core or in ``verify`` imports it; tests/test_layering.py holds that.
 
-``main`` (the console script ``ledger``) and ``app`` are loaded on first use, so importing one
-module of the shell (``ledger.cli.output``) does not build the whole command tree."""
+``app`` (and the command tree) is loaded on first use, so importing one module of the shell
+(``ledger.cli.output``) or answering ``ledger --help`` does not build it."""
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
+if TYPE_CHECKING:  # ``typing`` itself is not loaded to answer ``ledger --help``
+    from typing import Any
 
 __all__ = ["app", "main"]
 
 
+def main(argv: list[str] | None = None) -> None:
+    """The console script ``ledger``: help and version from ``ledger.cli.quickhelp`` where it
+    can answer (no command tree loaded), everything else through ``commands.main``."""
+    from ledger.cli.quickhelp import answer
+
+    code = answer(sys.argv[1:] if argv is None else list(argv))
+    if code is not None:
+        sys.stdout.flush()
+        sys.exit(code)
+    from ledger.cli.commands import main as run
+
+    run(argv)
+
+
 def __getattr__(name: str) -> Any:
-    if name in __all__:
+    if name == "app":
         from ledger.cli import commands
 
-        return getattr(commands, name)
+        return commands.app
     raise AttributeError(f"module 'ledger.cli' has no attribute {name!r}")

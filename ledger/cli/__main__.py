@@ -1,5 +1,5 @@
 """``python -m ledger.cli``: the ``ledger`` console script, run once."""
 
-from ledger.cli.commands import main
+from ledger.cli import main
 
 main()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ledger.cli import helptext, net, output, scaffold
-from ledger.cli.options import HomeOpt, JsonOpt, home_dir
+from ledger.cli.options import HomeOpt, JsonOpt, home_dir, new_app
 from ledger.errors import BadInput, CannotCheck, KeyFileError, LedgerError
 
 if TYPE_CHECKING:  # types only: the modules load when a command needs them (fast start-up)
@@ -35,17 +35,16 @@ helptext.plain_types()
 app = typer.Typer(
     name="ledger",
     help="Append-only, tamper-evident ledger and verifier for proof-carrying GPU kernels.",
+    rich_markup_mode=None,  # click's plain help, as options.new_app makes every group
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
     add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-keys_app = typer.Typer(
-    help="Node keys: create, register, revoke, list.", no_args_is_help=True
-)
-proof_app = typer.Typer(help="Inclusion and consistency proofs.", no_args_is_help=True)
-receipt_app = typer.Typer(help="Offline receipts.", no_args_is_help=True)
+keys_app = new_app("Node keys: create, register, revoke, list.")
+proof_app = new_app("Inclusion and consistency proofs.")
+receipt_app = new_app("Offline receipts.")
 
 
 def _version(value: bool) -> None:

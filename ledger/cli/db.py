@@ -12,9 +12,9 @@ from typing import Annotated
 import typer
 
 from ledger.cli import output
-from ledger.cli.options import HomeOpt, JsonOpt, home_dir
+from ledger.cli.options import HomeOpt, JsonOpt, home_dir, new_app
 
-app = typer.Typer(help="The ledger's database: move it to PostgreSQL.", no_args_is_help=True)
+app = new_app("The ledger's database: move it to PostgreSQL.")
 
 
 def register(root: typer.Typer) -> None:

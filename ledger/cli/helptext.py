@@ -1,10 +1,11 @@
 """Help text a person reads: typer labels each value with its Python type (``<bool>``, ``<str>``,
 ``<list[Path]>``); the shell shows plain metavars instead (``TEXT``, ``PATH...``, nothing for a
-flag). Typer has no public switch for this, so ``plain_types()`` wraps the two public parameter
-classes' ``display_type_rich``; on a typer without them it does nothing (help keeps typer's
-labels, nothing else changes). ``one_line_summaries`` makes each command's line in a command
-list its docstring's first paragraph on one line (typer's rich mode keeps the docstring's line
-breaks there)."""
+flag), and names arguments as click does (``HASH``, ``[DIR]``, ``DIRECTORIES...``; typer's plain
+help writes ``{hash}``). Typer has no public switch for this, so ``plain_types()`` wraps the two
+public parameter classes' ``display_type_rich`` and the argument's display names; on a typer
+without them it does nothing (help keeps typer's labels, nothing else changes).
+``one_line_summaries`` makes each command's line in a command list its docstring's first
+paragraph on one line."""
 
 from __future__ import annotations
 
@@ -41,11 +42,34 @@ def plain(label: str | None) -> str | None:
     return f"{word}..." if word and many else word
 
 
+def usage_name(name: str, required: bool, many: bool) -> str:
+    """An argument in a usage line as click and most tools write it: ``HASH``, ``[HASH]``,
+    ``DIR...`` (typer's plain help writes ``{hash}``)."""
+    word = name if name.isupper() else name.upper()
+    shown = word if required else f"[{word}]"
+    return f"{shown}..." if many else shown
+
+
 def plain_types() -> None:
     try:
         from typer.core import TyperArgument, TyperOption
     except ImportError:  # pragma: no cover - depends on the installed typer
         return
+    if hasattr(TyperArgument, "_usage_display_name") and not getattr(
+        TyperArgument._usage_display_name, "_ledger_plain", False
+    ):
+
+        def usage(self: Any) -> str:
+            return usage_name(str(self.metavar or self.name), bool(self.required),
+                              self.nargs != 1)
+
+        def listed(self: Any) -> str:
+            return usage_name(str(self.metavar or self.name), True, self.nargs != 1)
+
+        usage._ledger_plain = listed._ledger_plain = True  # type: ignore[attr-defined]
+        TyperArgument._usage_display_name = usage  # type: ignore[method-assign]
+        if hasattr(TyperArgument, "_rich_display_name"):
+            TyperArgument._rich_display_name = listed  # type: ignore[method-assign]
     for cls in (TyperArgument, TyperOption):
         original: Callable[..., str | None] | None = getattr(cls, "display_type_rich", None)
         if original is None or getattr(original, "_ledger_plain", False):

@@ -71,7 +71,7 @@ def policy_log_key(vkey: str | None) -> "NoteVerifier":
 
 def register(app: typer.Typer) -> None:
     from ledger.cli import output
-    from ledger.cli.options import HomeOpt, JsonOpt, home_dir
+    from ledger.cli.options import HomeOpt, JsonOpt, home_dir, new_app
 
     @app.command()
     def serve(
@@ -307,10 +307,7 @@ def register(app: typer.Typer) -> None:
             )
             raise typer.Exit(3)
 
-    witness_app = typer.Typer(
-        help="A checkpoint witness (C2SP tlog-witness) and asking one to cosign.",
-        no_args_is_help=True,
-    )
+    witness_app = new_app("A checkpoint witness (C2SP tlog-witness) and asking one to cosign.")
     app.add_typer(witness_app, name="witness")
 
     @witness_app.command("init")
