@@ -57,7 +57,7 @@ _HEX16 = re.compile(r"[0-9a-f]{16}")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z")
 
-_REQUIRED: dict[str, dict[str, type | tuple[type, ...]]] = {
+_REQUIRED: dict[str, dict[str, type]] = {
     "bundle": {
         "bundle_digest": str,
         "manifest": str,
@@ -69,7 +69,7 @@ _REQUIRED: dict[str, dict[str, type | tuple[type, ...]]] = {
     "key-registration": {"key_id": str, "name": str, "public_key": str, "pop": str},
     "key-revocation": {"key_id": str, "reason": str},
 }
-_COMMON: dict[str, type | tuple[type, ...]] = {
+_COMMON: dict[str, type] = {
     "type": str,
     "origin": str,
     "time": str,
@@ -77,6 +77,8 @@ _COMMON: dict[str, type | tuple[type, ...]] = {
     "prev_root": str,
     "signature": str,
 }
+# (field, its JSON type) per entry type: the common fields, then the type's own
+_FIELDS = {t: tuple({**_COMMON, **own}.items()) for t, own in _REQUIRED.items()}
 
 
 def node_key_id(public: bytes) -> bytes:
@@ -277,10 +279,10 @@ def decode_entry(data: bytes) -> Entry:
     etype = obj.get("type")
     if etype not in ENTRY_TYPES:
         raise BadInput(f"unknown entry type {etype!r}")
-    for field, want in {**_COMMON, **_REQUIRED[etype]}.items():
+    for field, want in _FIELDS[etype]:
         if field not in obj:
             raise BadInput(f"{etype} entry lacks {field!r}")
-        if not isinstance(obj[field], want) or isinstance(obj[field], bool):
+        if type(obj[field]) is not want:  # JSON gives exactly these types (a bool is no int)
             raise BadInput(f"{etype} entry field {field!r} has the wrong type")
     if obj["prev_size"] < 0:
         raise BadInput("entry prev_size is negative")

@@ -11,7 +11,7 @@ import json
 import struct
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.canonical import canonical_json, loads_canonical
@@ -256,3 +256,50 @@ def test_extend_equals_encoding_the_extended_object(obj: object, key: str, value
     first, extend = canonical_json_extend(obj, key)
     assert first == canonical_json(obj)
     assert extend(value) == canonical_json({**obj, key: value})
+
+
+def _full_parse(data: bytes) -> object:
+    """loads_canonical without its plain fast path (the full parse alone)."""
+    import ledger.canonical as c
+
+    saved = c._loads_plain
+    c._loads_plain = lambda text: c._NOT_PLAIN  # type: ignore[assignment]
+    try:
+        return loads_canonical(data, max_bytes=1 << 20)
+    except BadInput as e:
+        return ("refused", str(e))
+    finally:
+        c._loads_plain = saved  # type: ignore[assignment]
+
+
+def _judged(data: bytes) -> object:
+    try:
+        return loads_canonical(data, max_bytes=1 << 20)
+    except BadInput as e:
+        return ("refused", str(e))
+
+
+@settings(max_examples=600)
+@given(_json_values, st.integers(0, 10_000), st.binary(max_size=3), st.integers(0, 2))
+def test_plain_fast_path_judges_as_the_full_parse(
+    value: object, at: int, junk: bytes, how: int
+) -> None:
+    """On canonical bytes and on every kind of damage to them (a byte replaced, bytes inserted
+    or removed), the fast path accepts exactly what the full parse accepts, with the same value,
+    and refuses with the same message."""
+    data = canonical_json(value)
+    assert _judged(data) == _full_parse(data)
+    i = at % (len(data) + 1)
+    bad = [data[:i] + junk + data[i + 1:], data[:i] + junk + data[i:], data[:i] + data[i + 2:]][how]
+    assert _judged(bad) == _full_parse(bad)
+    assert type(_judged(bad)) is type(_full_parse(bad))
+
+
+@pytest.mark.parametrize("data", [
+    b'{"a":1,"a":1}', b'{"a":1,"\\u0061":2}', b"[9007199254740993]", b"[-9007199254740993]",
+    b"[9007199254740992]", b"[1.0]", b"[-0]", b"[1E30]", b"[NaN]", b'"\\u00e9"', b'"\\ud800"',
+    b'{"b":1,"a":2}', b'{"a": 1}', b'["\\u001f"]', b'["\\n"]', b'["\\/"]', b'{"\\u00e9":1}',
+    b"[295147905179352830000]", b'[true,false,null,{"":[]}]',
+])
+def test_plain_fast_path_on_the_edges(data: bytes) -> None:
+    assert _judged(data) == _full_parse(data)
