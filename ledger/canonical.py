@@ -161,14 +161,18 @@ def canonical_json(obj: object) -> bytes:
     return canonical_json_reference(obj)
 
 
-def canonical_json_extend(obj: dict[str, Any], key: str) -> tuple[bytes, Callable[[str], bytes]]:
+def canonical_json_extend(
+    obj: dict[str, Any], key: str, known_plain: bool = False
+) -> tuple[bytes, Callable[[str], bytes]]:
     """``canonical_json(obj)``, and a function giving ``canonical_json({**obj, key: value})``
     for a string ``value``, validating ``obj`` only once: an ASCII key with a string value keeps a
     plain object plain, so the second encoding goes straight to the C encoder. Signing uses it:
-    the body is signed, then the entry is encoded again with its signature."""
+    the body is signed, then the entry is encoded again with its signature. ``known_plain``:
+    the caller has established what ``_simple`` would (``entries.plain_entry``: a shape-checked
+    entry), so the walk is skipped."""
     if key in obj:
         raise BadInput(f"object has {key!r} already")
-    if not (key.isascii() and _simple(obj)):
+    if not (key.isascii() and (known_plain or _simple(obj))):
         return canonical_json(obj), lambda value: canonical_json({**obj, key: value})
 
     text = _FAST.encode(obj)

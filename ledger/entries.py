@@ -41,7 +41,12 @@ import nacl.signing
 
 from ledger import merkle
 from ledger.bundle import Bundle
-from ledger.canonical import canonical_json, canonical_json_extend, loads_canonical
+from ledger.canonical import (
+    MAX_SAFE_INTEGER,
+    canonical_json,
+    canonical_json_extend,
+    loads_canonical,
+)
 from ledger.encoding import b64_decode, b64_encode, hex_decode, hex_encode
 from ledger.errors import BadInput, SignatureError, VerificationFailed
 
@@ -352,11 +357,29 @@ def _string_map(obj: Any, field: str) -> None:
     if missing:
         raise BadInput(f"bundle entry {field}: an item lacks {sorted(missing)}")
     for k, v in obj.items():
+        if type(k) is not str or _KEY_NAME.fullmatch(k) is None:
+            raise BadInput(f"bundle entry {field}: key {str(k)[:40]!r} is not 1-64 letters, "
+                           "digits, '.', '_' or '-'")
         limit = MAX_DETAIL if (field, k) == ("checks", "detail") else MAX_TEXT
         if not isinstance(v, str) or len(v) > limit:
             raise BadInput(
                 f"bundle entry {field}.{k} must be text of at most {limit} characters"
             )
+
+
+_SHAPED = frozenset({"kernel", "obligations", "checks"})  # string maps: check_entry_shape
+
+
+def plain_entry(entry: Mapping[str, Any]) -> bool:
+    """True when a shape-checked entry (``check_entry_shape``) is plain JSON for
+    ``canonical_json_extend(..., known_plain=True)``: its own members ASCII-named strings or safe
+    integers, and its string maps checked by the shape rules (key names ASCII, values text)."""
+    for k, v in entry.items():
+        t = type(v)
+        if not k.isascii() or not (t is str or k in _SHAPED or (
+                t is int and -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER)):
+            return False
+    return True
 
 
 def check_entry_shape(entry: Mapping[str, Any]) -> None:

@@ -33,6 +33,7 @@ from ledger.entries import (
     chain_link,
     check_entry_shape,
     node_key_id,
+    plain_entry,
     sign_entry,
 )
 from ledger.errors import (
@@ -402,7 +403,9 @@ class Log:
                         {"origin": origin, "time": utc_now(), **link}, bundle, fields, kid
                     )
                     check_entry_shape(obj)
-                    signed, with_signature = canonical_json_extend(obj, "signature")
+                    signed, with_signature = canonical_json_extend(
+                        obj, "signature", known_plain=plain_entry(obj)
+                    )
                     chunk.append((bundle, signed, with_signature))
                     if len(chunk) >= SIGN_CHUNK:
                         job = pool.submit(sign_many, [c[1] for c in chunk], node)

@@ -100,6 +100,8 @@ ODD: dict[str, Any] = {
         {**fake_fields(), "checks": [{"id": "a", "status": "passed", "detail": "",
                                       "tool": "x" * (MAX_TEXT + 1)}]},
         {**fake_fields(), "checks": "passed"},
+        {**fake_fields(), "kernel": {"name": "k", "version": "1", "é": "x"}},
+        {**fake_fields(), "checks": [{"id": "a", "status": "passed", "detail": "", "<b>": ""}]},
     ],
 )
 def test_odd_shapes_are_refused_on_append(tmp_path: Path, fields: dict[str, Any]) -> None:
@@ -194,3 +196,24 @@ def test_check_with_markup_in_contract(tmp_path: Path) -> None:
     res = run_cli("check", str(d))
     assert res.returncode in (0, 1), res.stderr
     assert "internal error" not in res.stderr
+
+
+@pytest.mark.parametrize("text", ["plain", "ünïcödé ✓", "\U0001f600 emoji", "tab\there", "q\"\\"])
+def test_plain_entries_encode_as_the_checked_path_does(text: str) -> None:
+    """seal_many skips canonical's plainness walk for entries ``plain_entry`` vouches for: the
+    signed and the stored bytes are the same as through the walk, and a member the shape rules
+    do not cover (a float, a big integer, a non-ASCII name) is not vouched for."""
+    from ledger.canonical import canonical_json_extend
+    from ledger.entries import plain_entry
+
+    fields = fake_fields(text)
+    fields["checks"][0]["detail"] = text
+    obj = {"type": "bundle", "origin": "o", "time": "t", "v": 2, "prev_size": 2**53,
+           "prev_root": "00", "bundle_digest": text, "manifest": text, "signer": "ab", **fields}
+    check_entry_shape(obj)
+    assert plain_entry(obj)
+    fast, fast_sig = canonical_json_extend(obj, "signature", known_plain=True)
+    slow, slow_sig = canonical_json_extend(obj, "signature")
+    assert fast == slow and fast_sig("c2ln") == slow_sig("c2ln")
+    for odd in ({"prev_size": 2**53 + 1}, {"prev_size": 1.5}, {"é": "x"}, {"prev_size": True}):
+        assert not plain_entry({**obj, **odd})
