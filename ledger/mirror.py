@@ -40,15 +40,12 @@ import httpx
 
 from ledger import merkle
 from ledger.bundle import blake3_digest
-from ledger.bundle import manifest_digests as bundle_manifest_digests
 from ledger.encoding import b64_decode, b64_encode, hex_decode, hex_encode
 from ledger.entries import (
     ChainCheck,
     Entry,
     Registry,
     check_entry_shape,
-    decode_entry,
-    verify_signature,
 )
 from ledger.errors import (
     BadInput,
@@ -72,6 +69,7 @@ from ledger.httpclient import (
     oneline,
 )
 from ledger.note import Checkpoint, NoteVerifier, note_text, open_note, parse_checkpoint
+from ledger.precheck import Prechecked, manifest_digests, precheck
 from ledger.store import Store
 from ledger.tiles import TILE_WIDTH, entries_tile_path, parse_entry_bundle, tile_path
 
@@ -741,17 +739,6 @@ def gunzip_bundle(data: bytes) -> bytes:
     return out
 
 
-def manifest_digests(manifest: str) -> list[bytes]:
-    """The BLAKE3 digests a bundle manifest names (``ledger.bundle.manifest_digests``).
-
-    The mirror replicates the log as signed: judging the manifest's paths and members is the
-    verifier's ``integrity.manifest`` check, not a reason to stop following the log. The digest
-    of the manifest itself is checked (``check_entry``), and every blob named is fetched and
-    checked against its digest.
-    """
-    return bundle_manifest_digests(manifest.encode("utf-8"))
-
-
 def stored_blobs(store: Store, digests: Sequence[bytes]) -> set[bytes]:
     """Which of ``digests`` the local store holds already."""
     return store.has_blobs(digests)
@@ -806,52 +793,10 @@ def check_entry(
     return entry
 
 
-@dataclass(frozen=True)
-class Prechecked:
-    """A worker's verdict on one entry: ``ok`` (a bundle whose signature verifies under
-    ``public``, the key its signer id names in the keys known or fetched so far), ``apply``
-    (check it in order with ``Registry.apply``: a key entry, or a signer not known yet),
-    ``malformed`` or ``signature`` (refused, with ``message``). ``digests``: the bundle files
-    its manifest names (fetched ahead)."""
-
-    index: int
-    status: str
-    entry: Entry | None = None
-    public: bytes = b""
-    message: str = ""
-    digests: tuple[bytes, ...] = ()
-
-
 def key_table(registry: Registry) -> dict[bytes, bytes]:
     """Key id -> public key of every node key the registry knows (revoked ones too: the signer
     rules are checked in order by the main process)."""
     return {kid: key.public for kid, key in registry.keys.items()}
-
-
-def precheck(rows: list[tuple[int, bytes]], keys: dict[bytes, bytes]) -> list[Prechecked]:
-    """Run in a worker process: parse each entry strictly (canonical JSON, shape) and verify
-    bundle signatures (module-level so that it pickles)."""
-    out: list[Prechecked] = []
-    for index, data in rows:
-        try:
-            entry = decode_entry(data)
-        except BadInput as e:
-            out.append(Prechecked(index, "malformed", message=f"malformed: {e}"))
-            continue
-        digests: tuple[bytes, ...] = ()
-        if entry.manifest is not None:
-            digests = tuple(manifest_digests(entry.manifest))
-        public = keys.get(hex_decode(entry.signer)) if entry.signer is not None else None
-        if public is None:
-            out.append(Prechecked(index, "apply", digests=digests))
-            continue
-        try:
-            verify_signature(entry.fields, public, entry.data)
-        except SignatureError as e:
-            out.append(Prechecked(index, "signature", message=str(e)))
-            continue
-        out.append(Prechecked(index, "ok", entry, public, digests=digests))
-    return out
 
 
 def registered_key(data: bytes) -> tuple[bytes, bytes] | None:
