@@ -38,10 +38,11 @@ so a submission costs three requests (checkpoint, a consistency proof for the ch
 the POST) instead of seven; a client facing a server that sends none fetches them.
 
 The client side is ``submit_bundle``: fetch the checkpoint, verify it with the pinned log key (and
-the checkpoint memory, ``ledger.trust``), sign a v2 entry over it once, post; a lost answer, a
-rate limit (429) or a transient failure (unreachable, 502-504) re-posts the same bytes after a
-jittered exponential backoff; a 409 re-signs over a fresh checkpoint (after asking whether an
-earlier entry got in); all until an overall deadline. The answer is checked: a checkpoint signed by
+the checkpoint memory, ``ledger.trust``), sign a v2 entry over it once, post; a lost answer or
+a transient failure (unreachable, 502-504) re-posts the same bytes after a jittered exponential
+backoff, a rate limit (429) after its ``Retry-After`` (jittered, never doubled); a 409 re-signs
+over a fresh checkpoint (after asking whether an earlier entry got in); all until an overall
+deadline. The answer is checked: a checkpoint signed by
 the log key, consistent with the one signed over, and an inclusion proof of the entry in it; with
 the signer's registration and its inclusion proof, that is an offline receipt
 (``Submitted.receipt``). All requests go through the bounded ``ledger.httpclient.HttpClient``.
@@ -686,7 +687,8 @@ def submit_bundle(
     an entry it holds with its index, so this never makes a second entry); a 409 (the log cannot
     take the tree the entry names) re-signs over a fresh checkpoint, after asking whether an
     earlier entry got in. Retries wait ``min(BACKOFF_CAP, BACKOFF_BASE * 2**k)`` seconds times a
-    random factor in [0.5, 1.5) (``Retry-After`` for a 429, when longer), until ``timeout``
+    random factor in [0.5, 1.5), ``k`` counting the failed attempts (a 429 waits its
+    ``Retry-After`` times a factor in [1, 1.5) and does not grow ``k``), until ``timeout``
     seconds have passed in all; then ``CannotCheck`` with the last reason. With ``memory``, every
     checkpoint seen is compared with the checkpoint memory (``ledger.trust``).
     """
@@ -699,6 +701,7 @@ def submit_bundle(
     sent: list[tuple[bytes, bytes, Checkpoint]] = []  # (entry, body, tree signed over)
     current: tuple[bytes, bytes, Checkpoint] | None = None
     attempt = 0
+    throttled = 0  # attempts answered 429 (they do not grow the backoff)
     reason = ""  # the most telling failure so far (a deadline cut-off does not hide another)
     whys: list[str] = []
     try:
@@ -729,14 +732,22 @@ def submit_bundle(
                     raise _client_error(r)
                 if r.status == 409:
                     current = None  # sign again over a fresh checkpoint
+                limited = r.status == 429
                 why = f"HTTP {r.status}: {_message(r)}"
             except CannotCheck as e:
-                wait, why = 0.0, str(e)
+                wait, why, limited = 0.0, str(e), False
             whys.append(why)
             if not reason or "no complete answer in time" not in why:
                 reason = why
-            backoff = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** min(attempt - 1, 30))
-            wait = max(wait, backoff * (0.5 + rand()))
+            if limited:
+                # the server said when: its Retry-After, spread over [1, 1.5) of it, not doubled
+                # (a submission that lost the race for its key's next token is not failing;
+                # doubling its waits starved it behind newer ones: 153 s in bench_submit.py)
+                throttled += 1
+                wait *= 1.0 + rand() / 2
+            else:
+                backoff = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** min(attempt - 1 - throttled, 30))
+                wait = max(wait, backoff * (0.5 + rand()))
             if time.monotonic() + wait > deadline:
                 raise CannotCheck(
                     f"gave up after {attempt} attempts in {timeout:g} s; the last: {reason}"
