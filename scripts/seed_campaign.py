@@ -30,6 +30,12 @@ how many seeds each target got. Run it at low priority, one process:
         --first 2501124300 --seeds 1
     ... --json campaign.json   # every failure, every target's seed count and time
 
+What the interpreter cannot reach (sizes above its cost cap, which a GPU run chooses) is checked
+by ``--emulate 1``: numpy float32 emulations, in the PTX's order of operations, of
+layernorm_rows (with and without its mean correction), gemm_tiled's fma chains, gemm_mma's
+per-mma rounding (to nearest as the interpreter, toward zero as a model of tensor cores) and
+dot_shfl's partials, against the contracts' tolerances (a few minutes; 0.1 for a quick look).
+
 Exit status: 0 when nothing unexpected happened, 1 when a bundle failed or a planted bug
 escaped on some seed, 2 on bad arguments. Not a CI test (it takes minutes to hours); its results
 are recorded in docs/falsification.md ("Seed campaign").
@@ -47,6 +53,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -208,6 +216,132 @@ def judge(t: Target, seed: int, checks: list[Check]) -> list[dict[str, Any]]:
     ]
 
 
+# --- what the interpreter cannot reach: float32 emulation at the sizes a GPU run chooses --------
+
+F32 = np.float32
+Arr = np.ndarray[Any, Any]
+
+
+def _warp_sum(v: Arr) -> Arr:
+    """The xor butterfly of five shfl.sync.bfly steps over the last axis (32 lanes): every lane
+    ends with the same f32 sum, in the kernels' order."""
+    for off in (16, 8, 4, 2, 1):
+        v = (v + v[..., np.arange(32) ^ off]).astype(F32)
+    out: Arr = v[..., 0]
+    return out
+
+
+def _lane_sums(vals: Arr, fn: Any) -> Arr:
+    """Per lane l, the f32 sum over the columns l, l + 32, ... in order (``fn(acc, v)``)."""
+    acc = np.zeros((vals.shape[0], 32), F32)
+    for c0 in range(0, vals.shape[1], 32):
+        n = min(32, vals.shape[1] - c0)
+        acc[:, :n] = fn(acc[:, :n], vals[:, c0 : c0 + n])
+    return acc
+
+
+def layernorm_f32(x: Arr, g: Arr, b: Arr, corrected: bool) -> Arr:
+    """kernels/layernorm_rows in f32 (``corrected``) or as it was (the planted
+    layernorm_rounded_mean): sums, div.rn, fma, sqrt.rn, rcp.rn in the PTX's order."""
+    cols = x.shape[1]
+
+    def add(a: Arr, v: Arr) -> Arr:
+        return (a + v).astype(F32)
+
+    def fma_sq(a: Arr, v: Arr) -> Arr:
+        return (v.astype(np.float64) * v + a).astype(F32)
+
+    mean = (_warp_sum(_lane_sums(x, add)) / F32(cols)).astype(F32)
+    d = (x - mean[:, None]).astype(F32)
+    q = _warp_sum(_lane_sums(d, fma_sq))
+    if corrected:
+        r = _warp_sum(_lane_sums(d, add))
+        lo = (r / F32(cols)).astype(F32)
+        var = (np.maximum((q - (r * lo).astype(F32)).astype(F32), F32(0)) / F32(cols)).astype(F32)
+        d = (d - lo[:, None]).astype(F32)
+    else:
+        var = (q / F32(cols)).astype(F32)
+    rstd = (F32(1) / np.sqrt((var + F32(1e-5)).astype(F32))).astype(F32)
+    t = (rstd[:, None] * d).astype(F32)
+    return (g.astype(np.float64)[None, :] * t + b[None, :]).astype(F32)
+
+
+def layernorm_f64(x: Arr, g: Arr, b: Arr) -> Arr:
+    x64 = x.astype(np.float64)
+    m = x64.mean(1, keepdims=True)
+    v = ((x64 - m) ** 2).mean(1, keepdims=True)
+    y: Arr = ((x64 - m) / np.sqrt(v + 1e-5) * g + b).astype(F32)
+    return y
+
+
+def _misses(got: Arr, want: Arr, abs_t: float, rel_t: float) -> tuple[float, float]:
+    """(largest abs error, fraction of elements outside abs_t or rel_t), as verify.compare."""
+    w = want.astype(F32).astype(np.float64)
+    d = np.abs(got.astype(np.float64) - w)
+    rel = d / np.maximum(np.abs(w), np.finfo(F32).tiny)
+    return float(d.max()), float(np.mean(~((d <= abs_t) | (rel <= rel_t))))
+
+
+def emulate(scale: float) -> None:
+    """Print the tolerance margins the docs quote (docs/falsification.md "Seed campaign")."""
+    rng = np.random.default_rng(0)
+    print("layernorm_rows, abs 1e-5 or rel 1e-4: max abs error, fraction outside")
+    cases: list[tuple[int, float, float | None]] = [(c, 4.0, None) for c in (2, 3, 33, 257, 4096)]
+    cases += [(c, 4.0, s) for c in (3, 33, 4096) for s in (1e-1, 1e-3)]
+    for cols, lim, spread in cases:
+        rows = max(100, int(scale * 2_000_000) // cols)
+        if spread is None:
+            x = rng.uniform(-lim, lim, (rows, cols))
+        else:
+            x = rng.uniform(-lim, lim, (rows, 1)) + spread * rng.uniform(-1, 1, (rows, cols))
+        x = np.clip(x, -lim, lim).astype(F32)
+        g, b = (rng.uniform(-lim, lim, cols).astype(F32) for _ in range(2))
+        want = layernorm_f64(x, g, b)
+        old = _misses(layernorm_f32(x, g, b, False), want, 1e-5, 1e-4)
+        new = _misses(layernorm_f32(x, g, b, True), want, 1e-5, 1e-4)
+        what = "inputs in ±4" if spread is None else f"rows of spread {spread:g}"
+        print(f"  cols={cols:<5} {what:22} rounded mean {old[0]:.2e} {old[1]:.1e}"
+              f" | m + m_lo {new[0]:.2e} {new[1]:.1e}")
+    n = max(1000, int(scale * 200_000))
+    print("gemm_tiled (sequential fma chain), inputs in ±1: max abs error, outside abs 2e-5 /"
+          " abs 1e-3 (rel 1e-5)")
+    for k in (44, 512, 1024, 2895, 4096):
+        acc, exact = np.zeros(n, F32), np.zeros(n)
+        for _ in range(k):
+            p = rng.uniform(-1, 1, n).astype(F32).astype(np.float64) * rng.uniform(-1, 1, n).astype(
+                F32
+            )
+            acc, exact = (p + acc).astype(F32), exact + p
+        m2, f2 = _misses(acc, exact, 2e-5, 1e-5)
+        _, f3 = _misses(acc, exact, 1e-3, 1e-5)
+        print(f"  k={k:<5} {m2:.2e}  {f2:.1e} / {f3:.1e}")
+    print("gemm_mma (one rounding per mma.m16n8k8): nearest (the interpreter) and toward zero"
+          " (a model of tensor cores)")
+    for lim, abs_t in ((1.0, 2e-4), (2.0, 1e-3)):
+        for k in (512, 2560, 4096):
+            rn, rz, exact = np.zeros(n, F32), np.zeros(n, F32), np.zeros(n)
+            for _ in range(k // 8):
+                a = rng.uniform(-lim, lim, (n, 8)).astype(np.float16).astype(np.float64)
+                p = (a * rng.uniform(-lim, lim, (n, 8)).astype(np.float16)).sum(1)
+                exact += p
+                rn = (p + rn).astype(F32)
+                s = p + rz
+                r = s.astype(F32)
+                rz = np.where(np.abs(r) > np.abs(s), np.nextafter(r, F32(0)), r).astype(F32)
+            a_rn, a_rz = _misses(rn, exact, abs_t, 1e-4), _misses(rz, exact, abs_t, 1e-4)
+            print(f"  ±{lim:g} k={k:<5} abs {abs_t:g}: nearest {a_rn[0]:.2e} {a_rn[1]:.1e}"
+                  f" | toward zero {a_rz[0]:.2e} {a_rz[1]:.1e}")
+    print("dot_shfl (256-term butterfly partials, any n): max abs error, fraction outside")
+    for lim, abs_t in ((1.0, 1e-4), (10.0, 1e-3)):
+        a = rng.uniform(-lim, lim, (n, 256)).astype(F32)
+        b = rng.uniform(-lim, lim, (n, 256)).astype(F32)
+        w = np.zeros((n, 32), F32)
+        w[:, :8] = _warp_sum((a * b).astype(F32).reshape(n, 8, 32))
+        got = _warp_sum(w)
+        m, f = _misses(got, (a.astype(np.float64) * b).sum(1), abs_t, 1e-5)
+        print(f"  ±{lim:g} abs {abs_t:g}: {m:.2e} {f:.1e}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=200, help="seeds per target (default 200)")
@@ -221,7 +355,17 @@ def main(argv: list[str] | None = None) -> int:
         help="planted: also the first test at the non-random chosen sizes alone",
     )
     ap.add_argument("--json", type=Path, default=None, help="write the results here")
+    ap.add_argument(
+        "--emulate",
+        type=float,
+        default=None,
+        metavar="SCALE",
+        help="instead: float32 emulation of the float kernels at GPU sizes (1 = the docs' counts)",
+    )
     args = ap.parse_args(argv)
+    if args.emulate is not None:
+        emulate(args.emulate)
+        return 0
     if args.seeds < 1:
         print("seed_campaign: --seeds must be at least 1", file=sys.stderr)
         return 2
