@@ -110,15 +110,6 @@ def sign_entry(fields: Mapping[str, Any], key: nacl.signing.SigningKey) -> bytes
     return data
 
 
-def sign_many(messages: list[bytes], key: nacl.signing.SigningKey) -> list[str]:
-    """The base64 Ed25519 signatures of ``messages`` (the signing bytes of entries), in order.
-    libsodium runs without the GIL, so a thread calling this overlaps the caller's work."""
-    sk = key._signing_key
-    sign = nacl.bindings.crypto_sign
-    n = nacl.bindings.crypto_sign_BYTES
-    return [b64_encode(sign(m, sk)[:n]) for m in messages]
-
-
 def bundle_fields(
     chain: Mapping[str, Any], bundle: Bundle, extra: Mapping[str, Any], signer: bytes
 ) -> dict[str, Any]:

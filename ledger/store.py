@@ -26,12 +26,10 @@ carries.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Executor, Future
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -107,11 +105,7 @@ class Conn(Protocol):
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    # check_same_thread=False: a Writer may hand a batch insert to one helper thread while it
-    # waits for nothing else on the connection (Writer.insert_in_background); never two at once
-    conn = sqlite3.connect(
-        path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
-    )
+    conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
@@ -506,8 +500,6 @@ class Store:
                 w = Writer(self)
                 yield w
             except BaseException:
-                with contextlib.suppress(BaseException):
-                    w.settle()  # no statement may run beside a background insert
                 self.conn.execute("ROLLBACK")
                 raise
             else:
@@ -564,52 +556,19 @@ class Writer:
         self._hash_rows: list[tuple[int, int, bytes]] = []
         self._blob_rows: list[tuple[bytes, bytes]] = []
         self._blobs_put: set[bytes] = set()  # digests inserted in this transaction (bounded)
-        self._pool: Executor | None = None  # inserts full batches in the background when set
-        self._job: Future[None] | None = None  # the batch being inserted there
 
     def root(self) -> bytes:
         return self.frontier.root()
 
     def flush(self) -> None:
-        """Insert the batched rows now (after any background insert has finished)."""
-        self.settle()
-        self._insert(self._blob_rows, self._entry_rows, self._hash_rows)
-        self._blob_rows, self._entry_rows, self._hash_rows = [], [], []
-
-    def _insert(
-        self,
-        blob_rows: list[tuple[bytes, bytes]],
-        entry_rows: list[tuple[int, bytes, bytes, str, bytes | None]],
-        hash_rows: list[tuple[int, int, bytes]],
-    ) -> None:
-        if blob_rows:
-            self.conn.executemany("INSERT OR IGNORE INTO blobs VALUES(?, ?)", blob_rows)
-        if entry_rows:
-            self.conn.executemany("INSERT INTO entries VALUES(?, ?, ?, ?, ?)", entry_rows)
-            self.conn.executemany("INSERT INTO hashes VALUES(?, ?, ?)", hash_rows)
-
-    def insert_in_background(self, pool: Executor) -> None:
-        """From now on, full batches are inserted by ``pool`` (one thread; SQLite runs without
-        the GIL) while the caller prepares the next: one batch in flight at a time, and every
-        other statement of this writer (and COMMIT) waits for it first (``settle``). SQLite
-        only: the connection is opened with ``check_same_thread=False`` for this."""
-        if self.store.backend is None:
-            self._pool = pool
-
-    def settle(self) -> None:
-        """Wait for the batch being inserted in the background, if any (its error raises)."""
-        job, self._job = self._job, None
-        if job is not None:
-            job.result()
-
-    def _flush_full(self) -> None:
-        if self._pool is None:
-            self.flush()
-            return
-        self.settle()
-        rows = (self._blob_rows, self._entry_rows, self._hash_rows)
-        self._blob_rows, self._entry_rows, self._hash_rows = [], [], []
-        self._job = self._pool.submit(self._insert, *rows)
+        if self._blob_rows:
+            self.conn.executemany("INSERT OR IGNORE INTO blobs VALUES(?, ?)", self._blob_rows)
+            self._blob_rows.clear()
+        if self._entry_rows:
+            self.conn.executemany("INSERT INTO entries VALUES(?, ?, ?, ?, ?)", self._entry_rows)
+            self.conn.executemany("INSERT INTO hashes VALUES(?, ?, ?)", self._hash_rows)
+            self._entry_rows.clear()
+            self._hash_rows.clear()
 
     def append_bundle(self, entry: bytes, digest: bytes) -> tuple[int, bytes]:
         """Append a ``bundle`` entry (batched until ``flush``); return its index and leaf hash."""
@@ -619,7 +578,7 @@ class Writer:
         self._hash_rows.extend(self.frontier.append(lh))
         self.size += 1
         if len(self._entry_rows) >= FLUSH_ROWS:
-            self._flush_full()
+            self.flush()
         return idx, lh
 
     def append(self, entry: bytes, etype: str | None = None, digest: bytes | None = None) -> int:
@@ -668,7 +627,7 @@ class Writer:
                 seen.add(digest)
                 self._blob_rows.append((digest, data))
         if len(self._blob_rows) >= FLUSH_ROWS:
-            self._flush_full()
+            self.flush()
 
     def put_checkpoint(self, note: bytes, size: int) -> None:
         self.flush()

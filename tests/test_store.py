@@ -68,17 +68,16 @@ def test_appends_are_chained_and_proofs_verify(log: Log, tmp_path: Path) -> None
 def test_a_batch_names_the_tree_it_starts_from_and_audits(log: Log, tmp_path: Path) -> None:
     """``seal_many`` links every entry of a batch to the tree before the batch (v2, SPEC 4):
     chain-checked in audit and by a mirror's rule from the edge kept per size, even past the
-    window of roots; a batch bigger than the signing and insert chunks stays in order."""
+    window of roots; a batch bigger than the insert batches stays in order."""
     from ledger import audit as audit_mod
     from ledger.bundle import Bundle
     from ledger.entries import ChainCheck
-    from ledger.log import SIGN_CHUNK
     from ledger.store import FLUSH_ROWS
     from tests.helpers.ledgers import fake_fields
 
     sk = add_node(log)
     start = log.store.size()
-    n = max(SIGN_CHUNK, FLUSH_ROWS) * 2 + 3
+    n = FLUSH_ROWS * 2 + 3
     files = {"k.ptx": b"p", "p.lean": b"l", "s.fut": b"f"}
     items = [(Bundle.from_files({"contract.yaml": f"{i}".encode(), **files}), fake_fields(str(i)))
              for i in range(n)]
