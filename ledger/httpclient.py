@@ -486,6 +486,15 @@ class LeanGet:
         self._all: list[http_client.HTTPConnection] = []
         self._lock = threading.Lock()
 
+    def _lost(self, url: str, e: BaseException) -> CannotCheck:
+        """The error for a request that failed on the wire; the connection is not reused."""
+        self._conn(fresh=True)
+        if isinstance(e, TimeoutError):
+            return CannotCheck(f"cannot reach {self.http.what} at {url}: no complete answer "
+                               "in time")
+        return CannotCheck(f"cannot reach {self.http.what} at {url}: "
+                           f"{oneline(str(e) or type(e).__name__)}")
+
     def _conn(self, fresh: bool = False) -> http_client.HTTPConnection:
         conn: http_client.HTTPConnection | None = getattr(self._local, "conn", None)
         if conn is not None and not fresh:
@@ -532,24 +541,12 @@ class LeanGet:
                     continue  # a kept-alive connection the server closed while idle
                 raise CannotCheck(f"cannot reach {self.http.what} at {url}: the connection "
                                   "was closed") from None
-            except TimeoutError as e:
-                self._conn(fresh=True)
-                raise CannotCheck(f"cannot reach {self.http.what} at {url}: no complete answer "
-                                  "in time") from e
-            except (OSError, http_client.HTTPException) as e:
-                self._conn(fresh=True)
-                raise CannotCheck(f"cannot reach {self.http.what} at {url}: "
-                                  f"{oneline(str(e) or type(e).__name__)}") from e
+            except (OSError, http_client.HTTPException) as e:  # TimeoutError is an OSError
+                raise self._lost(url, e) from e
             try:
                 return self._body(r, url, limit, at)
-            except TimeoutError as e:
-                self._conn(fresh=True)
-                raise CannotCheck(f"cannot reach {self.http.what} at {url}: no complete answer "
-                                  "in time") from e
             except (OSError, http_client.HTTPException) as e:
-                self._conn(fresh=True)
-                raise CannotCheck(f"cannot reach {self.http.what} at {url}: "
-                                  f"{oneline(str(e) or type(e).__name__)}") from e
+                raise self._lost(url, e) from e
             except CannotCheck:
                 self._conn(fresh=True)
                 raise
