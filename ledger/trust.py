@@ -535,6 +535,40 @@ def remember_store(
         store.close()
 
 
+def first_proof(*provers: Prover) -> Prover:
+    """A prover asking each of ``provers`` in turn (the first proof found; ``observe`` checks
+    every proof against both signed roots, so where one comes from does not matter)."""
+
+    def prove(old: int, new: int) -> Sequence[bytes] | None:
+        for p in provers:
+            got = p(old, new)
+            if got is not None:
+                return got
+        return None
+
+    return prove
+
+
+def local_store(home: Path, vkey: NoteVerifier) -> Store | None:
+    """The ledger at ``home`` when it is the log ``vkey`` names (its recorded verifier key), for
+    proofs an offline verification may use; None when there is none or it is another log."""
+    from ledger.note import parse_vkey
+    from ledger.store import Store
+
+    try:
+        store = Store.open(home)
+    except LedgerError:
+        return None
+    try:
+        recorded = parse_vkey(store.meta("vkey") or "")
+    except LedgerError:
+        recorded = None
+    if recorded is None or (recorded.name, recorded.public) != (vkey.name, vkey.public):
+        store.close()
+        return None
+    return store
+
+
 def store_prover(store: Store) -> Prover:
     """Consistency proofs from a ledger's own entries, for trees no larger than it holds."""
     size = store.size()

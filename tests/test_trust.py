@@ -500,6 +500,20 @@ def test_an_older_checkpoint_fails_closed_until_brought_forward(tmp_path: Path) 
     assert code == 0, err
     [cp] = [c for c in json.loads(out)["checks"] if c["id"] == "integrity.checkpoint"]
     assert "now remembering 3" in cp["detail"]
+    # a fresh verifier that saw the tree of size 3: the old receipt verifies offline beside this
+    # log's own ledger (the prefix proven from the entries it holds, checked against both signed
+    # roots), not beside a replica that stops before that tree nor beside another log's ledger
+    (tmp_path / "old").mkdir()
+    old_receipt = tmp_path / "old" / receipt.name
+    old_receipt.write_bytes(before)
+    fresh = tmp_path / "cache3"
+    assert _run("verify", "2", "--home", str(tmp_path / "log"), cache=fresh)[0] == 0
+    Log.init(tmp_path / "other", "older.example/log").close()
+    for home, want in (("stale", 1), ("other", 1), ("log", 0)):
+        code, _o, err = _run("verify", "0", "--receipt", str(old_receipt), "--vkey", vkey,
+                             "--home", str(tmp_path / home), cache=fresh)
+        assert code == want, (home, err)
+        assert want == 0 or "older than the size 3" in one_line(err)
 
 
 def test_submit_to_a_server_behind_the_memory_is_refused_before_signing(tmp_path: Path) -> None:

@@ -626,6 +626,9 @@ def verify(
         wiring.match_receipt(rec, hash)
         vk = parse_vkey(vkey_opt) if vkey_opt else pol.log if pol and pol.log else _home_vkey(home)
         prove = trust.receipt_prover(data, vk, memory)
+        local = trust.local_store(home_dir(home), vk)  # this log's ledger here, if any
+        if local is not None:
+            prove = trust.first_proof(prove, trust.store_prover(local))
         fix = (f"bring the receipt forward with `ledger receipt refresh {receipt} --server URL` "
                "(a newer checkpoint and a consistency proof), then verify again")
         if files is None and wiring.entry_type(rec.item.entry) == "bundle":
