@@ -331,3 +331,32 @@ def test_json_fields_keep_one_encoding_across_commands(
     assert docs["verify"]["index"] == 1 and docs["verify"]["signer"] == docs["show"]["entry"][
         "signer"]
     assert docs["seal"]["entries"][0]["receipt"].endswith("ledger-receipt.json")  # type: ignore[index]
+
+
+def test_the_main_job_seal_then_verify_online_then_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's main job (scripts/demo.sh) on two bundles, with a verifier that remembers
+    nothing yet: one `seal` of both, `verify` of each online, then of each offline with its
+    receipt. The first receipt names an older tree than the one the online verify remembered;
+    beside this log's own ledger that is proven a prefix, so every step exits 0."""
+    monkeypatch.setenv("LEDGER_CACHE_DIR", str(tmp_path / "cache"))
+    home = tmp_path / "home"
+    bundles = []
+    for name in ("vector_add", "f16_convert"):
+        shutil.copytree(REPO / "bundles" / name, tmp_path / name,
+                        ignore=shutil.ignore_patterns("ledger-receipt*.json"))
+        bundles.append(tmp_path / name)
+    cli_json("init", "--origin", "demo.example/log", home=home)
+    cli_json("keys", "new", "demo-node", home=home)
+    cli_json("keys", "register", "demo-node", home=home)
+    sealed = cli_json("seal", *map(str, bundles), "--no-gpu", home=home)["entries"]
+    sizes = [json.loads((b / "ledger-receipt.json").read_text())["checkpoint"] for b in bundles]
+    assert len(sealed) == 2 and sizes[0] != sizes[1]  # the first receipt: an older tree
+    for item in sealed:
+        assert cli_json("verify", item["bundle_digest"], "--no-gpu", home=home)["verdict"] in (
+            "verified", "partial")
+    for item, b in zip(sealed, bundles, strict=True):
+        rep = cli_json("verify", item["bundle_digest"], "--receipt",
+                       str(b / "ledger-receipt.json"), "--no-gpu", home=home)
+        assert rep["verdict"] in ("verified", "partial"), rep
