@@ -613,6 +613,7 @@ def verify(
 
     options = _options(seed, no_gpu, trust_bundle_code)
     prove: trust.Prover | None = None
+    local: Store | None = None  # offline: this log's own ledger at LEDGER_HOME, for proofs
     pol, witnesses, need = trust.resolve(policy, witness or [], quorum)
     memory = trust.CheckpointMemory.default()
     required = [r.strip() for r in (require or "").split(",") if r.strip()]
@@ -649,9 +650,13 @@ def verify(
     wiring.check_given_files(ev, bundle, receipt)
     with output.progress("verifying", _check_steps(), enabled=not json_out) as bar:
         report = wiring.verify_evidence(ev, vk, files, options, bar.step)
-    report, problem = wiring.apply_guard(
-        report, lambda: trust.guard(ev.checkpoint, vk, witnesses, need, memory, prove, fix)
-    )
+    try:
+        report, problem = wiring.apply_guard(
+            report, lambda: trust.guard(ev.checkpoint, vk, witnesses, need, memory, prove, fix)
+        )
+    finally:
+        if local is not None:
+            local.close()
     if problem is not None:
         output.error_line(problem)
     if json_out:  # SPEC 8's report, plus which entry it verified and who signed it
