@@ -367,8 +367,8 @@ class Log:
         prefix of the log, SPEC 4), so no root is hashed per entry, and the plainness walk of
         the canonical encoding is skipped for entries ``plain_entry`` vouches for (issue 12).
         Signing and inserting stay on this thread: a second thread calling libsodium beside
-        this one's Python work signed 445 entries/s instead of 33,700 (it waits up to the GIL's
-        5 ms switch interval for every call; docs/benchmarks.md)."""
+        this one's Python work signed 285-8,154 entries/s instead of 32,207-41,719 (it waits for
+        the GIL at every call; bench/bench_append_parts.py, docs/benchmarks.md)."""
         kid = node_key_id(bytes(node.verify_key))
         sk = node._signing_key
         sign = nacl.bindings.crypto_sign
