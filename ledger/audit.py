@@ -502,8 +502,7 @@ def _check_recorded_vkey(store: Store, vkey: NoteVerifier, res: AuditResult) -> 
     if (recorded.name, recorded.public) != (vkey.name, vkey.public):
         res.add(
             None,
-            f"the database records verifier key {recorded.name}+{hex_encode(recorded.key_id)}, "
-            f"not the trusted {vkey.name}+{hex_encode(vkey.key_id)}",
+            f"the database records verifier key {recorded.label}, not the trusted {vkey.label}",
         )
     if store.origin != vkey.name:
         res.add(None, f"the database's origin {store.origin!r} is not the key's {vkey.name!r}")

@@ -105,6 +105,11 @@ class NoteVerifier:
     def vkey(self) -> str:
         return format_vkey(self.name, self.public, self.alg)
 
+    @property
+    def label(self) -> str:
+        """``name+keyid`` (hex): how messages name this key, as Go's note package does."""
+        return f"{self.name}+{hex_encode(self.key_id)}"
+
     def verify(self, message: bytes, signature: bytes) -> bool:
         try:
             nacl.signing.VerifyKey(self.public).verify(message, signature)
@@ -281,7 +286,7 @@ def open_note(note: bytes, verifiers: Sequence[NoteVerifier]) -> Note:
         if v.alg == ALG_COSIGNATURE_V1:
             verify_cosignature(text, sig, v)
         elif not v.verify(text, sig.signature):
-            raise SignatureError(f"invalid signature for key {v.name}+{hex_encode(v.key_id)}")
+            raise SignatureError(f"invalid signature for key {v.label}")
         verified.append(sig)
     if not verified:
         names = ", ".join(f"{s.name}+{hex_encode(s.key_id)}" for s in signatures)
@@ -366,7 +371,7 @@ def verify_cosignature(
     SignatureError unless ``verifier`` is an alg-0x04 key matching the line's name and key id and
     the Ed25519 signature over the cosigned message verifies.
     """
-    who = f"{verifier.name}+{hex_encode(verifier.key_id)}"
+    who = verifier.label
     if verifier.alg != ALG_COSIGNATURE_V1:
         raise SignatureError(f"key {who} is not a cosignature/v1 key")
     if (signature.name, signature.key_id) != (verifier.name, verifier.key_id):

@@ -104,7 +104,7 @@ class QuorumMissing(SignatureError):
 
 
 def who(v: NoteVerifier) -> str:
-    return f"{v.name}+{hex_encode(v.key_id)}"
+    return v.label
 
 
 def check_quorum(

@@ -407,7 +407,7 @@ def ask_witnesses(
     cannot be reached or refuses."""
     out: list[Asked] = []
     for v, url in witnesses:
-        name = f"{v.name}+{hex_encode(v.key_id)}"
+        name = v.label
         if url is None:
             out.append(Asked(name, None, 'no URL to ask it at (give it as {"vkey", "url"} in '
                                          "the trust policy)"))

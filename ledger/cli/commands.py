@@ -833,7 +833,7 @@ def audit(
 ) -> None:
     """Recompute every hash, the tree, every chain link and every signature."""
     from ledger.audit import audit as run_audit
-    from ledger.encoding import b64_encode, hex_encode
+    from ledger.encoding import b64_encode
     from ledger.note import parse_vkey
 
     log = _open_log(home)
@@ -864,7 +864,7 @@ def audit(
             f"audit passed: {res.entries} entries, {res.signatures} signatures, "
             f"{res.hashes} tree hashes, {res.checkpoints} checkpoints, "
             f"{res.blobs} blobs; root {b64_encode(res.root)}; "
-            f"log key {vk.name}+{hex_encode(vk.key_id)}"
+            f"log key {vk.label}"
         )
     else:
         for _i, m in res.sorted_problems()[:20]:
