@@ -33,14 +33,13 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import nacl.bindings
 import nacl.exceptions
 import nacl.signing
 
 from ledger import merkle
-from ledger.bundle import Bundle
 from ledger.canonical import (
     MAX_SAFE_INTEGER,
     canonical_json,
@@ -110,8 +109,19 @@ def sign_entry(fields: Mapping[str, Any], key: nacl.signing.SigningKey) -> bytes
     return data
 
 
+class BundleHead(Protocol):
+    """What a ``bundle`` entry names of its bundle: a ``Bundle``, or ``sealers.Head`` (the two
+    without the files, for a worker process)."""
+
+    @property
+    def digest(self) -> bytes: ...
+
+    @property
+    def manifest(self) -> bytes: ...
+
+
 def bundle_fields(
-    chain: Mapping[str, Any], bundle: Bundle, extra: Mapping[str, Any], signer: bytes
+    chain: Mapping[str, Any], bundle: BundleHead, extra: Mapping[str, Any], signer: bytes
 ) -> dict[str, Any]:
     """The fields of a ``bundle`` entry (before signing): the chain link ``chain`` (``origin``,
     ``time``, ``v``, ``prev_size``, ``prev_root``: ``chain_link``), the bundle's digest and

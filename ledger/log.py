@@ -24,17 +24,14 @@ from typing import Any
 import nacl.bindings
 import nacl.signing
 
-from ledger import merkle
+from ledger import merkle, sealers
 from ledger.bundle import Bundle
-from ledger.canonical import canonical_json_extend
 from ledger.encoding import b64_encode, hex_encode
 from ledger.entries import (
-    MAX_ENTRY_BYTES,
     bundle_fields,
     chain_link,
     check_entry_shape,
     node_key_id,
-    plain_entry,
     sign_entry,
 )
 from ledger.errors import (
@@ -360,36 +357,52 @@ class Log:
         self,
         items: Iterable[tuple[Bundle, Mapping[str, Any]]],
         node: nacl.signing.SigningKey,
+        workers: int | None = None,
     ) -> list[Sealed]:
         """Append many bundle entries in one transaction and one checkpoint (batch import).
 
         Every entry of the batch names the tree the batch starts from (a v2 link: a verified
         prefix of the log, SPEC 4), so no root is hashed per entry, and the plainness walk of
         the canonical encoding is skipped for entries ``plain_entry`` vouches for (issue 12).
-        Signing and inserting stay on this thread: a second thread calling libsodium beside
-        this one's Python work signed 285-8,154 entries/s instead of 32,207-41,719 (it waits for
-        the GIL at every call; bench/bench_append_parts.py, docs/benchmarks.md)."""
+        A batch of ``sealers.MIN_BATCH`` entries or more is made into entries (fields, shape
+        rules, encoding, signature) by ``workers`` forked processes (default: one per CPU,
+        ``sealers.worker_count``; 0: this thread alone) while this process stores them in
+        order; a thread would not do, since signing keeps the GIL (ledger/sealers.py,
+        bench/bench_append_parts.py). The result is the same either way: the same entries in
+        the same order, the batch refused at the same first bad entry, nothing stored then."""
+        batch = list(items)
         kid = node_key_id(bytes(node.verify_key))
-        sk = node._signing_key
-        sign = nacl.bindings.crypto_sign
-        n = nacl.bindings.crypto_sign_BYTES
+        sk64 = node._signing_key
+        count = sealers.worker_count(len(batch)) if workers is None else workers
+        with contextlib.ExitStack() as stack:
+            pool = (
+                stack.enter_context(sealers.Sealers(count, sk64, kid, utc_now))
+                if count > 0 and batch
+                else None
+            )
+            return self._seal_batch(batch, kid, sk64, pool)
+
+    def _seal_batch(
+        self,
+        batch: list[tuple[Bundle, Mapping[str, Any]]],
+        kid: bytes,
+        sk64: bytes,
+        pool: sealers.Sealers | None,
+    ) -> list[Sealed]:
         out: list[Sealed] = []
         with self.store.writer() as w:
             self.check_may_seal(kid)
-            link = chain_link(w.size, w.root())
-            origin = self.origin
-            for bundle, fields in items:
-                obj = bundle_fields(
-                    {"origin": origin, "time": utc_now(), **link}, bundle, fields, kid
+            link = {"origin": self.origin, **chain_link(w.size, w.root())}
+            if pool is None:
+                entries: Iterable[bytes] = (
+                    sealers.bundle_entry({**link, "time": utc_now()}, bundle, fields, kid, sk64)
+                    for bundle, fields in batch
                 )
-                check_entry_shape(obj)
-                signed, with_signature = canonical_json_extend(
-                    obj, "signature", known_plain=plain_entry(obj)
+            else:
+                entries = pool.entries(
+                    link, [(sealers.Head(b.digest, b.manifest), f) for b, f in batch]
                 )
-                entry = with_signature(b64_encode(sign(signed, sk)[:n]))
-                if len(entry) > MAX_ENTRY_BYTES:
-                    raise BadInput(f"entry is {len(entry)} bytes, over the "
-                                   f"{MAX_ENTRY_BYTES}-byte entry limit")
+            for (bundle, _), entry in zip(batch, entries, strict=True):
                 w.put_blobs((f.digest, f.data) for f in bundle.files)
                 idx, lh = w.append_bundle(entry, bundle.digest)
                 out.append(Sealed(idx, lh, entry))

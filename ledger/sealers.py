@@ -1,0 +1,144 @@
+"""Bundle entries made in worker processes for ``Log.seal_many`` (issue 12: append at 0.6 of the
+signing rate).
+
+One entry costs about as much Python work (its fields, the shape rules, the canonical encoding) as
+libsodium takes to sign it, and the store's inserts come on top; on one thread that caps a batch at
+about a third of the signing rate. Threads do not help: PyNaCl holds the GIL while it signs, and a
+signing thread beside busy Python waits for the GIL at every call (bench/bench_append_parts.py).
+So a large batch is cut into chunks that forked worker processes turn into signed entry bytes
+(fields, shape check, encoding, signature: ``bundle_entry``, the same function the one-thread path
+calls), while the calling process stores the entries of the chunks already returned, in order.
+
+The node's secret key reaches the workers only by ``fork`` (the workers' start arguments are not
+pickled under ``fork``), never through a pipe; the workers never touch the database and leave with
+``os._exit``. Where ``fork`` is not the platform's way (or there is one CPU, or the batch is
+small) ``seal_many`` stays on one thread.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, NamedTuple
+
+import nacl.bindings
+
+from ledger.canonical import canonical_json_extend
+from ledger.encoding import b64_encode
+from ledger.entries import (
+    MAX_ENTRY_BYTES,
+    BundleHead,
+    bundle_fields,
+    check_entry_shape,
+    plain_entry,
+)
+from ledger.errors import BadInput, CannotCheck
+
+MIN_BATCH = 4096  # below this a batch is sealed on the calling thread (forking costs ~10 ms)
+CHUNK = 256  # entries per task: small enough to fill the pipeline quickly, large enough to
+# keep the pickling per task negligible
+_SIG_BYTES = nacl.bindings.crypto_sign_BYTES
+
+
+class Head(NamedTuple):
+    """What an entry needs of its bundle (``bundle_fields``): the files stay in the caller."""
+
+    digest: bytes
+    manifest: bytes
+
+
+def bundle_entry(
+    chain: Mapping[str, Any],
+    head: BundleHead,
+    fields: Mapping[str, Any],
+    signer: bytes,
+    sk64: bytes,
+) -> bytes:
+    """The signed bytes of one ``bundle`` entry: fields, shape rules, canonical encoding, the
+    Ed25519 signature of the node key ``sk64`` (libsodium's 64-byte form), the size limit."""
+    obj = bundle_fields(chain, head, fields, signer)
+    check_entry_shape(obj)
+    signed, with_signature = canonical_json_extend(obj, "signature", known_plain=plain_entry(obj))
+    entry = with_signature(b64_encode(nacl.bindings.crypto_sign(signed, sk64)[:_SIG_BYTES]))
+    if len(entry) > MAX_ENTRY_BYTES:
+        raise BadInput(f"entry is {len(entry)} bytes, over the {MAX_ENTRY_BYTES}-byte entry limit")
+    return entry
+
+
+# -- the workers ---------------------------------------------------------------------------------
+
+_WORKER: dict[str, Any] = {}  # set in each worker by ``_start`` (inherited by fork, not pickled)
+
+
+def _start(sk64: bytes, signer: bytes, now: Any) -> None:
+    _WORKER.update(sk64=sk64, signer=signer, now=now)
+
+
+def _chunk(task: tuple[dict[str, Any], list[tuple[Head, Mapping[str, Any]]]]) -> list[bytes | str]:
+    """A chunk's entries, or for an entry the rules refuse, the one-line reason (a string): the
+    caller raises it as ``BadInput`` in order, so the batch fails where one thread would have."""
+    link, rows = task
+    sk64, signer, now = _WORKER["sk64"], _WORKER["signer"], _WORKER["now"]
+    out: list[bytes | str] = []
+    for head, fields in rows:
+        try:
+            out.append(bundle_entry({**link, "time": now()}, head, fields, signer, sk64))
+        except BadInput as e:
+            out.append(str(e))
+            break
+    return out
+
+
+def worker_count(batch: int) -> int:
+    """Worker processes for a batch of ``batch`` entries: one per CPU this process may run on,
+    none for a small batch, a single CPU, or a platform without ``fork``."""
+    if batch < MIN_BATCH or "fork" not in multiprocessing.get_all_start_methods():
+        return 0
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    return cpus if cpus > 1 else 0
+
+
+class Sealers:
+    """Forked workers that turn chunks of a batch into entries, in order. Start it before the
+    write transaction (``with Sealers(...) as s``) so no worker is forked inside one."""
+
+    def __init__(self, workers: int, sk64: bytes, signer: bytes, now: Any) -> None:
+        self._pool = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=_start,
+            initargs=(sk64, signer, now),
+        )
+        # under fork, every worker is started at the first submit: do it now, outside any
+        # transaction, and wait for it
+        self._pool.submit(int).result()
+
+    def __enter__(self) -> Sealers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # a refused entry or a failure ends the batch: drop the chunks not yet begun
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def entries(
+        self, link: dict[str, Any], heads: Sequence[tuple[Head, Mapping[str, Any]]]
+    ) -> Iterator[bytes]:
+        """The entries of ``heads`` linked by ``link`` (``origin`` and the chain fields), in
+        order, as the workers finish them; ``BadInput`` at the first one the rules refuse,
+        ``CannotCheck`` when a worker dies (killed, out of memory): the caller's transaction
+        then stores nothing."""
+        tasks = ((link, list(heads[i : i + CHUNK])) for i in range(0, len(heads), CHUNK))
+        try:
+            for chunk in self._pool.map(_chunk, tasks):
+                for entry in chunk:
+                    if isinstance(entry, str):
+                        raise BadInput(entry)
+                    yield entry
+        except BrokenProcessPool as e:
+            raise CannotCheck(f"a sealing worker process died ({e}); nothing was stored") from e
