@@ -8,10 +8,17 @@
    ``nacl.bindings.crypto_sign`` replaced by a constant 64-byte signature, against real signing
    of the same entry bytes timed just before: the ratio ``seal_many`` could reach if signing
    cost nothing.
+   Then the same batch, signatures real, on this thread alone (``workers=0``) and with the
+   forked sealing workers (``ledger/sealers.py``, one per CPU), alternating in the same run.
 3. **SQLite's share.** The time in ``Writer.flush`` (the batched ``executemany`` inserts) per
    entry, at the ledger size reached after the fill (``--fill``) and, with ``--ledger DIR``, on an
    existing ledger (e.g. one of 10^6 entries left by ``bench_limits.py``), to show how the
    inserts grow with the log.
+4. **What a batch writes.** The WAL frames one batch commits (automatic checkpoints held off for
+   that batch, then a checkpoint of it timed), in KiB per entry, at both sizes: the entries
+   append at the end of their table, but the leaf-hash index, the digest index and the blobs
+   keyed by digest take each insert at a random page, so the pages a batch dirties grow with
+   the log until every insert dirties its own three.
 
 Each part is repeated ``--reps`` times; the output gives every repetition (min / median / max)
 and the load average.
@@ -38,6 +45,7 @@ import nacl.bindings  # noqa: E402
 import nacl.signing  # noqa: E402
 
 from bench.bench_ledger import _bundles  # noqa: E402
+from ledger import sealers  # noqa: E402
 from ledger import store as store_mod  # noqa: E402
 from ledger.keys import load_node_secret  # noqa: E402
 from ledger.log import Log  # noqa: E402
@@ -50,6 +58,24 @@ def _span(xs: list[float], fmt: str = "{:,.0f}") -> str:
 
 def _load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def wal_written(
+    lg: Log, key: nacl.signing.SigningKey, salt: str, n: int = 10_000
+) -> tuple[float, float]:
+    """(KiB of WAL frames per entry that one batch of ``n`` commits, seconds to checkpoint them)"""
+    conn = lg.store.conn
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    try:
+        lg.seal_many(_bundles(n, salt), key)
+        t = time.perf_counter()
+        _, frames, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        spent = time.perf_counter() - t
+    finally:
+        conn.execute("PRAGMA wal_autocheckpoint=1000")
+    page = conn.execute("PRAGMA page_size").fetchone()[0]
+    return frames * page / n / 1024, spent
 
 
 def gil(n: int) -> tuple[float, float, float]:
@@ -123,7 +149,9 @@ def main() -> None:
 
     store_mod.Writer.flush = timed_flush  # type: ignore[method-assign]
 
-    def batch(lg: Log, key: nacl.signing.SigningKey, salt: str, free: bool) -> tuple[float, float]:
+    def batch(
+        lg: Log, key: nacl.signing.SigningKey, salt: str, free: bool, workers: int | None = 0
+    ) -> tuple[float, float]:
         """(entries/s of one seal_many, µs per entry in Writer.flush)"""
         spent[0] = 0.0
         items = _bundles(args.batch, salt)
@@ -131,7 +159,7 @@ def main() -> None:
             nacl.bindings.crypto_sign = lambda m, k: b"\1" * 64 + m  # type: ignore[assignment]
         try:
             t = time.perf_counter()
-            lg.seal_many(items, key)
+            lg.seal_many(items, key, workers=workers)
             rate = args.batch / (time.perf_counter() - t)
         finally:
             nacl.bindings.crypto_sign = real
@@ -143,7 +171,7 @@ def main() -> None:
             real(m, sk64)
         return len(msgs) * 5 / (time.perf_counter() - t)
 
-    free, signed, flushes = [], [], []
+    free, signed, pooled, flushes = [], [], [], []
     for r in range(args.reps):
         peer = sign_rate()
         rate, _ = batch(log, sk, f"free{r}-", True)
@@ -152,12 +180,21 @@ def main() -> None:
         rate, fl = batch(log, sk, f"real{r}-", False)
         signed.append(rate / peer)
         flushes.append(fl)
+        peer = sign_rate()
+        rate, _ = batch(log, sk, f"pool{r}-", False, None)
+        pooled.append(rate / peer)
     print(f"\nLedger of {log.store.size():,} entries after the runs, batches of {args.batch:,}, "
           f"load {_load()}:\n")
     print("| what | min / median / max |\n|---|---:|")
-    print(f"| seal_many / signing rate, signatures free | {_span(free, '{:.2f}')} |")
-    print(f"| seal_many / signing rate, signatures real | {_span(signed, '{:.2f}')} |")
+    print(f"| seal_many / signing rate, one thread, signatures free | {_span(free, '{:.2f}')} |")
+    print(f"| seal_many / signing rate, one thread, signatures real | {_span(signed, '{:.2f}')} |")
+    print(f"| seal_many / signing rate, sealing workers ({sealers.worker_count(args.batch)}), "
+          f"signatures real | {_span(pooled, '{:.2f}')} |")
     print(f"| Writer.flush (SQLite inserts), µs per entry | {_span(flushes, '{:.1f}')} |")
+    wal = [wal_written(log, sk, f"wal{r}-") for r in range(args.reps)]
+    print(f"| WAL written by one batch at {log.store.size():,} entries, KiB per entry / "
+          f"checkpoint s | {_span([w[0] for w in wal], '{:.1f}')} / "
+          f"{_span([w[1] for w in wal], '{:.2f}')} |")
     log.close()
 
     if args.ledger is not None:
@@ -166,6 +203,10 @@ def main() -> None:
         got = [batch(big, key, f"big{r}-{time.time()}", False)[1] for r in range(args.reps)]
         print(f"| Writer.flush on {args.ledger} ({big.store.size():,} entries after), µs per "
               f"entry | {_span(got, '{:.1f}')} |")
+        wal = [wal_written(big, key, f"bigwal{r}-{time.time()}") for r in range(args.reps)]
+        print(f"| WAL written by one batch at {big.store.size():,} entries, KiB per entry / "
+              f"checkpoint s | {_span([w[0] for w in wal], '{:.1f}')} / "
+              f"{_span([w[1] for w in wal], '{:.2f}')} |")
         big.close()
     print(f"\nload average at end {_load()}")
 
