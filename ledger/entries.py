@@ -110,8 +110,8 @@ def sign_entry(fields: Mapping[str, Any], key: nacl.signing.SigningKey) -> bytes
 
 
 class BundleHead(Protocol):
-    """What a ``bundle`` entry names of its bundle: a ``Bundle``, or ``sealers.Head`` (the two
-    without the files, for a worker process)."""
+    """What a ``bundle`` entry names of its bundle (a ``Bundle`` has it): its digest and
+    manifest."""
 
     @property
     def digest(self) -> bytes: ...

@@ -376,7 +376,7 @@ class Log:
         count = sealers.worker_count(len(batch)) if workers is None else workers
         with contextlib.ExitStack() as stack:
             pool = (
-                stack.enter_context(sealers.Sealers(count, sk64, kid, utc_now))
+                stack.enter_context(sealers.Sealers(count, sk64, kid, utc_now, batch))
                 if count > 0 and batch
                 else None
             )
@@ -399,9 +399,7 @@ class Log:
                     for bundle, fields in batch
                 )
             else:
-                entries = pool.entries(
-                    link, [(sealers.Head(b.digest, b.manifest), f) for b, f in batch]
-                )
+                entries = pool.entries(link)
             for (bundle, _), entry in zip(batch, entries, strict=True):
                 w.put_blobs((f.digest, f.data) for f in bundle.files)
                 idx, lh = w.append_bundle(entry, bundle.digest)

@@ -9,9 +9,10 @@ So a large batch is cut into chunks that forked worker processes turn into signe
 (fields, shape check, encoding, signature: ``bundle_entry``, the same function the one-thread path
 calls), while the calling process stores the entries of the chunks already returned, in order.
 
-The node's secret key reaches the workers only by ``fork`` (the workers' start arguments are not
-pickled under ``fork``), never through a pipe; the workers never touch the database and leave with
-``os._exit``. Where ``fork`` is not the platform's way (or there is one CPU, or the batch is
+The node's secret key and the batch reach the workers only by ``fork`` (the workers' start
+arguments are not pickled under ``fork``), never through a pipe: a task is a chunk's bounds and
+the chain link. The workers never touch the database and leave with ``os._exit``. Where
+``fork`` is not the platform's way (or there is one CPU, or the batch is
 small) ``seal_many`` stays on one thread.
 """
 
@@ -22,7 +23,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, NamedTuple
+from typing import Any
 
 import nacl.bindings
 
@@ -41,13 +42,6 @@ MIN_BATCH = 4096  # below this a batch is sealed on the calling thread (forking 
 CHUNK = 256  # entries per task: small enough to fill the pipeline quickly, large enough to
 # keep the pickling per task negligible
 _SIG_BYTES = nacl.bindings.crypto_sign_BYTES
-
-
-class Head(NamedTuple):
-    """What an entry needs of its bundle (``bundle_fields``): the files stay in the caller."""
-
-    digest: bytes
-    manifest: bytes
 
 
 def bundle_entry(
@@ -73,17 +67,19 @@ def bundle_entry(
 _WORKER: dict[str, Any] = {}  # set in each worker by ``_start`` (inherited by fork, not pickled)
 
 
-def _start(sk64: bytes, signer: bytes, now: Any) -> None:
-    _WORKER.update(sk64=sk64, signer=signer, now=now)
+def _start(
+    sk64: bytes, signer: bytes, now: Any, heads: Sequence[tuple[BundleHead, Any]]
+) -> None:
+    _WORKER.update(sk64=sk64, signer=signer, now=now, heads=heads)
 
 
-def _chunk(task: tuple[dict[str, Any], list[tuple[Head, Mapping[str, Any]]]]) -> list[bytes | str]:
-    """A chunk's entries, or for an entry the rules refuse, the one-line reason (a string): the
-    caller raises it as ``BadInput`` in order, so the batch fails where one thread would have."""
-    link, rows = task
-    sk64, signer, now = _WORKER["sk64"], _WORKER["signer"], _WORKER["now"]
+def _chunk(link: dict[str, Any], lo: int, hi: int) -> list[bytes | str]:
+    """The entries of ``heads[lo:hi]``, or for an entry the rules refuse, the one-line reason (a
+    string): the caller raises it as ``BadInput`` in order, so the batch fails where one thread
+    would have. The batch itself came with the fork: a task is three small values."""
+    sk64, signer, now, heads = _WORKER["sk64"], _WORKER["signer"], _WORKER["now"], _WORKER["heads"]
     out: list[bytes | str] = []
-    for head, fields in rows:
+    for head, fields in heads[lo:hi]:
         try:
             out.append(bundle_entry({**link, "time": now()}, head, fields, signer, sk64))
         except BadInput as e:
@@ -105,15 +101,24 @@ def worker_count(batch: int) -> int:
 
 
 class Sealers:
-    """Forked workers that turn chunks of a batch into entries, in order. Start it before the
-    write transaction (``with Sealers(...) as s``) so no worker is forked inside one."""
+    """Forked workers that turn chunks of one batch (``heads``: each bundle with its entry
+    fields) into entries, in order. Start it before the write transaction (``with Sealers(...)
+    as s``) so no worker is forked inside one; the workers inherit the batch with the fork."""
 
-    def __init__(self, workers: int, sk64: bytes, signer: bytes, now: Any) -> None:
+    def __init__(
+        self,
+        workers: int,
+        sk64: bytes,
+        signer: bytes,
+        now: Any,
+        heads: Sequence[tuple[BundleHead, Mapping[str, Any]]],
+    ) -> None:
+        self._count = len(heads)
         self._pool = ProcessPoolExecutor(
             max_workers=workers,
             mp_context=multiprocessing.get_context("fork"),
             initializer=_start,
-            initargs=(sk64, signer, now),
+            initargs=(sk64, signer, now, heads),
         )
         # under fork, every worker is started at the first submit: do it now, outside any
         # transaction, and wait for it
@@ -126,16 +131,15 @@ class Sealers:
         # a refused entry or a failure ends the batch: drop the chunks not yet begun
         self._pool.shutdown(wait=True, cancel_futures=True)
 
-    def entries(
-        self, link: dict[str, Any], heads: Sequence[tuple[Head, Mapping[str, Any]]]
-    ) -> Iterator[bytes]:
-        """The entries of ``heads`` linked by ``link`` (``origin`` and the chain fields), in
-        order, as the workers finish them; ``BadInput`` at the first one the rules refuse,
+    def entries(self, link: dict[str, Any]) -> Iterator[bytes]:
+        """The batch's entries linked by ``link`` (``origin`` and the chain fields), in order,
+        as the workers finish them; ``BadInput`` at the first one the rules refuse,
         ``CannotCheck`` when a worker dies (killed, out of memory): the caller's transaction
         then stores nothing."""
-        tasks = ((link, list(heads[i : i + CHUNK])) for i in range(0, len(heads), CHUNK))
+        starts = range(0, self._count, CHUNK)
+        ends = [min(lo + CHUNK, self._count) for lo in starts]
         try:
-            for chunk in self._pool.map(_chunk, tasks):
+            for chunk in self._pool.map(_chunk, [link] * len(ends), starts, ends):
                 for entry in chunk:
                     if isinstance(entry, str):
                         raise BadInput(entry)
