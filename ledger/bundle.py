@@ -17,7 +17,6 @@ The limits keep a ``bundle`` log entry under the C2SP 65,535-byte entry limit: a
 
 from __future__ import annotations
 
-import binascii
 import errno
 import os
 import re
@@ -146,7 +145,7 @@ def manifest_digests(manifest: bytes) -> list[bytes]:
     """Only the BLAKE3 digests a manifest names (one per ``<64 hex>  <path>`` line), without
     judging its paths or members: for readers that replicate or audit what was signed, where
     ``parse_manifest`` is the verifier's job."""
-    return [binascii.unhexlify(m) for m in _MANIFEST_DIGEST.findall(manifest)]  # 64 hex: the regex
+    return [hex_decode(m.decode()) for m in _MANIFEST_DIGEST.findall(manifest)]
 
 
 def parse_manifest(manifest: bytes) -> list[tuple[str, bytes]]:
