@@ -11,9 +11,9 @@ calls), while the calling process stores the entries of the chunks already retur
 
 The node's secret key and the batch reach the workers only by ``fork`` (the workers' start
 arguments are not pickled under ``fork``), never through a pipe: a task is a chunk's bounds and
-the chain link. The workers never touch the database and leave with ``os._exit``. Where
-``fork`` is not the platform's way (or there is one CPU, or the batch is
-small) ``seal_many`` stays on one thread.
+the chain link. The workers never touch the database and leave with ``os._exit``. Where ``fork``
+is not the platform's way (or there is one CPU, or the batch is small) ``seal_many`` stays on one
+thread.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from ledger.entries import (
 from ledger.errors import BadInput, CannotCheck
 
 MIN_BATCH = 4096  # below this a batch is sealed on the calling thread (forking costs ~10 ms)
-CHUNK = 256  # entries per task: small enough to fill the pipeline quickly, large enough to
-# keep the pickling per task negligible
+CHUNK = 256  # entries per task: small enough to fill the pipeline quickly, large enough that a
+# task's round trip (its bounds out, 256 entries of ~1 KB back) costs little per entry
 _SIG_BYTES = nacl.bindings.crypto_sign_BYTES
 
 
@@ -122,7 +122,11 @@ class Sealers:
         )
         # under fork, every worker is started at the first submit: do it now, outside any
         # transaction, and wait for it
-        self._pool.submit(int).result()
+        try:
+            self._pool.submit(int).result()
+        except BaseException:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            raise
 
     def __enter__(self) -> Sealers:
         return self
