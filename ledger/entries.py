@@ -100,9 +100,15 @@ def signing_bytes(entry: Mapping[str, Any]) -> bytes:
 
 def sign_entry(fields: Mapping[str, Any], key: nacl.signing.SigningKey) -> bytes:
     """Sign ``fields`` (no ``signature`` key) and return the entry bytes, checked for size."""
-    signed, with_signature = canonical_json_extend(dict(fields), "signature")
+    return sign_fields(dict(fields), key._signing_key)
+
+
+def sign_fields(fields: dict[str, Any], sk64: bytes, known_plain: bool = False) -> bytes:
+    """``sign_entry`` with libsodium's 64-byte secret key ``sk64`` (a forked sealing worker holds
+    no key object); ``known_plain`` as ``canonical_json_extend`` takes it."""
+    signed, with_signature = canonical_json_extend(fields, "signature", known_plain=known_plain)
     # the libsodium call itself: ``key.sign`` wraps the same call in a SignedMessage object
-    sig = nacl.bindings.crypto_sign(signed, key._signing_key)[: nacl.bindings.crypto_sign_BYTES]
+    sig = nacl.bindings.crypto_sign(signed, sk64)[: nacl.bindings.crypto_sign_BYTES]
     data = with_signature(b64_encode(sig))
     if len(data) > MAX_ENTRY_BYTES:
         raise BadInput(f"entry is {len(data)} bytes, over the {MAX_ENTRY_BYTES}-byte entry limit")

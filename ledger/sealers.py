@@ -25,23 +25,12 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-import nacl.bindings
-
-from ledger.canonical import canonical_json_extend
-from ledger.encoding import b64_encode
-from ledger.entries import (
-    MAX_ENTRY_BYTES,
-    BundleHead,
-    bundle_fields,
-    check_entry_shape,
-    plain_entry,
-)
+from ledger.entries import BundleHead, bundle_fields, check_entry_shape, plain_entry, sign_fields
 from ledger.errors import BadInput, CannotCheck
 
 MIN_BATCH = 4096  # below this a batch is sealed on the calling thread (forking costs ~10 ms)
 CHUNK = 256  # entries per task: small enough to fill the pipeline quickly, large enough that a
 # task's round trip (its bounds out, 256 entries of ~1 KB back) costs little per entry
-_SIG_BYTES = nacl.bindings.crypto_sign_BYTES
 
 
 def bundle_entry(
@@ -55,11 +44,7 @@ def bundle_entry(
     Ed25519 signature of the node key ``sk64`` (libsodium's 64-byte form), the size limit."""
     obj = bundle_fields(chain, head, fields, signer)
     check_entry_shape(obj)
-    signed, with_signature = canonical_json_extend(obj, "signature", known_plain=plain_entry(obj))
-    entry = with_signature(b64_encode(nacl.bindings.crypto_sign(signed, sk64)[:_SIG_BYTES]))
-    if len(entry) > MAX_ENTRY_BYTES:
-        raise BadInput(f"entry is {len(entry)} bytes, over the {MAX_ENTRY_BYTES}-byte entry limit")
-    return entry
+    return sign_fields(obj, sk64, known_plain=plain_entry(obj))
 
 
 # -- the workers ---------------------------------------------------------------------------------
