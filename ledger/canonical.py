@@ -28,6 +28,7 @@ from decimal import Decimal
 from typing import Any
 
 from ledger.errors import BadInput
+from ledger.native import NOT_PLAIN, parse_plain
 
 MAX_SAFE_INTEGER = 2**53
 _encode_string = json.encoder.encode_basestring
@@ -292,13 +293,23 @@ def _loads_plain(text: str) -> Any:
 def loads_canonical(data: bytes, max_bytes: int = 65535, max_depth: int = 32) -> Any:
     """Parse untrusted canonical JSON bytes; BadInput unless they are exactly canonical.
 
-    ASCII input takes ``_loads_plain`` first (no Python call per object: most of a log entry's
-    parse time before); anything it cannot prove canonical takes the full parse below, with its
+    Bytes in the plain subset of every log entry are parsed by ``ledger.native.parse_plain`` (C,
+    where built) in one pass; otherwise ASCII input takes ``_loads_plain`` (no Python call per
+    object); anything neither can prove canonical takes the full parse below, with its
     duplicate-key, number and literal rules, and gets its precise error there."""
     if not isinstance(data, bytes):
         raise BadInput(f"canonical JSON must be bytes, got {type(data).__name__}")
     if len(data) > max_bytes:
         raise BadInput(f"JSON is {len(data)} bytes, over the limit of {max_bytes}")
+    value = parse_plain(data, max_depth)  # the compiled plain-subset parser (ledger.native)
+    if value is not NOT_PLAIN:
+        return value
+    return loads_canonical_py(data, max_depth)
+
+
+def loads_canonical_py(data: bytes, max_depth: int = 32) -> Any:
+    """``loads_canonical`` without the compiled parser (its reference; ``data`` within the size
+    limit already)."""
     try:
         text = data.decode("utf-8", "strict")
     except UnicodeDecodeError as e:

@@ -1,0 +1,96 @@
+"""The compiled inner loops (``ledger/_native.c``) and their pure-Python twins (issue 12).
+
+The C module is built by ``pip install`` where a C compiler is found (``scripts/setup.sh`` does
+it; ``pyproject.toml`` marks it optional). Each function below calls it when it is there and its
+pure-Python twin when it is not, with the same answers (``tests/test_native.py`` runs both):
+
+* ``parse_plain(data, max_depth)``: the value of canonical JSON bytes in the plain subset every
+  log entry is written in, or ``NOT_PLAIN`` when the bytes are outside it; the caller
+  (``ledger.canonical.loads_canonical``) then runs the full parse, which accepts or refuses with
+  its precise message. It never accepts what the full parse refuses.
+* ``sign_many(sk64, messages)`` / ``verify_many(jobs)``: Ed25519 over many messages in one call
+  to libsodium (the copy PyNaCl carries) without the GIL, so a thread can sign or verify while
+  another runs Python; the twins call PyNaCl once per message, holding the GIL.
+
+``LEDGER_NATIVE=0`` in the environment runs the twins even where the module is built (tests,
+and benchmarks that compare the two in one run). Nothing here decides what is accepted: both
+sides implement the same rules, and the C side may only be stricter about what it takes on
+itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import nacl.bindings
+import nacl.exceptions
+
+NOT_PLAIN: Any = object()  # parse_plain's "outside the subset: run the full parse"
+VerifyJob = tuple[bytes, bytes, bytes]  # (32-byte public key, message, 64-byte signature)
+
+
+def _load() -> Any:
+    if os.environ.get("LEDGER_NATIVE", "1") == "0":
+        return None
+    try:
+        from ledger import _native  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    try:
+        import nacl._sodium
+
+        _native.bind_sodium(nacl._sodium.__file__)
+    except (ImportError, OSError, AttributeError):
+        return None  # the parser alone would do, but one switch for the module keeps it simple
+    return _native
+
+
+_C = _load()
+AVAILABLE = _C is not None  # ``ledger --version`` and the benchmarks say which ran
+
+
+def parse_plain(data: bytes, max_depth: int) -> Any:
+    """The value of ``data`` when it is canonical JSON in the plain subset (objects with
+    printable-ASCII keys in strictly increasing order, minimally escaped UTF-8 strings, integers
+    in canonical form within 2**53, ``true``, ``false``, ``null``, no whitespace, nesting at most
+    ``max_depth``), else ``NOT_PLAIN``. Without the C module: ``NOT_PLAIN`` always (the full
+    parse in ``ledger.canonical`` then does all the work, as it did before this module)."""
+    if _C is None:
+        return NOT_PLAIN
+    value = _C.parse_plain(data, max_depth)
+    return NOT_PLAIN if value is NotImplemented else value
+
+
+def sign_many_py(sk64: bytes, messages: list[bytes]) -> list[bytes]:
+    """``sign_many``'s twin: PyNaCl once per message."""
+    n = nacl.bindings.crypto_sign_BYTES
+    return [nacl.bindings.crypto_sign(m, sk64)[:n] for m in messages]
+
+
+def verify_many_py(jobs: Sequence[VerifyJob]) -> list[int]:
+    """``verify_many``'s twin: PyNaCl once per job."""
+    bad = []
+    for i, (public, msg, sig) in enumerate(jobs):
+        try:
+            nacl.bindings.crypto_sign_open(sig + msg, public)
+        except (nacl.exceptions.BadSignatureError, nacl.exceptions.ValueError):
+            bad.append(i)
+    return bad
+
+
+def sign_many(sk64: bytes, messages: list[bytes]) -> list[bytes]:
+    """The Ed25519 signatures (64 bytes each) of ``messages`` under libsodium's 64-byte secret
+    key ``sk64``, in order; in C without the GIL where built."""
+    if _C is None:
+        return sign_many_py(sk64, messages)
+    return list(_C.sign_many(sk64, messages))
+
+
+def verify_many(jobs: Sequence[VerifyJob]) -> list[int]:
+    """The positions in ``jobs`` whose signature does not verify, in order (a key or signature
+    of the wrong length does not verify); in C without the GIL where built."""
+    if _C is None:
+        return verify_many_py(jobs)
+    return list(_C.verify_many(list(jobs)))

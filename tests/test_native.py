@@ -1,0 +1,145 @@
+"""ledger.native: the compiled inner loops (ledger/_native.c) against their Python twins.
+
+The canonical parser is also held to the full parse on damaged bytes by
+tests/test_canonical.py (``test_plain_fast_path_judges_as_the_full_parse``), which goes through
+``loads_canonical`` and so through the compiled parser first."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import nacl.signing
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ledger import native
+from ledger.canonical import canonical_json, loads_canonical_py
+from ledger.errors import BadInput
+
+needs_c = pytest.mark.skipif(
+    not native.AVAILABLE,
+    reason="ledger._native is not built here (no C compiler at install, or LEDGER_NATIVE=0)",
+)
+
+# the keys the compiled parser takes on itself: printable ASCII but '"' and '\\' (escaped in JSON)
+_keys = st.text(
+    st.characters(min_codepoint=0x20, max_codepoint=0x7E, exclude_characters='"\\'), max_size=8
+)
+_plain = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=5) | st.dictionaries(_keys, children, max_size=5),
+    max_leaves=30,
+)
+
+
+@needs_c
+@settings(max_examples=500)
+@given(_plain)
+def test_the_compiled_parser_takes_every_plain_value_on_itself(value: object) -> None:
+    """Canonical bytes of a plain value (printable-ASCII keys; any text, escapes included) are
+    parsed by the C side itself (not deferred), to the same value as the full parse."""
+    data = canonical_json(value)
+    got = native.parse_plain(data, 32)
+    assert got is not native.NOT_PLAIN
+    assert got == value == loads_canonical_py(data)
+    assert canonical_json(got) == data
+
+
+def _python(data: bytes) -> object:
+    try:
+        return loads_canonical_py(data)
+    except BadInput:
+        return "refused"
+
+
+@needs_c
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"-0", b"[-0]", b"1.0", b"1e5", b"1E5", b"01", b"[01]", b" {}", b"{} ", b"{ }",
+        b'{"b":1,"a":2}', b'{"a":1,"a":2}', b'{"a":1,"a":1}', b'{"":1,"":2}', b'["\\/"]',
+        b'["\\u0041"]', b'["\\u001F"]', b'["\\u0008"]', b'["\\u000a"]', b'["\\u007f"]',
+        b'["\\u00e9"]', b'["\\ud800"]', b'["\\ud83d\\ude00"]', b"\xef\xbb\xbf{}", b'["\xff"]',
+        b'["\xc0\xaf"]', b'["\xed\xa0\x80"]', b'["\x01"]', b'["a\x7f"]', b"[9007199254740992]",
+        b"[9007199254740993]", b"[-9007199254740993]", b"[10000000000000000]",
+        b"[12345678901234567890]", b'{"\\u00e9":1}', b'{"a\\"b":1}', b'{"\xc3\xa9":1}',
+        b"[tru]", b"[truee]", b"[nul]", b"[true,]", b"[,]", b'{"a":}', b'{"a"}', b"[", b"]",
+        b"", b'"abc', b'"a\\', b'"a\\u00', b"[" * 32 + b"]" * 32, b"[" * 33 + b"]" * 33,
+        b'{"a":[{"b":{"c":[1,2,{"d":null}]}}]}', b'{"A":1,"a":2}', b'{"a":2,"A":1}',
+        b'{"a":1,"ab":2}', b'{"ab":1,"a":2}', b'["\\"\\\\\\b\\f\\n\\r\\t\\u0000\\u001f"]',
+    ],
+)
+def test_the_compiled_parser_never_accepts_what_the_full_parse_refuses(data: bytes) -> None:
+    got = native.parse_plain(data, 32)
+    if got is native.NOT_PLAIN:
+        return  # deferred: loads_canonical runs the full parse, which decides
+    assert _python(data) == got
+    assert canonical_json(got) == data
+
+
+@needs_c
+def test_the_compiled_parser_takes_the_plain_edges_itself() -> None:
+    """It does not merely defer everything: these are in the subset."""
+    for data in (b"[9007199254740992]", b"[-9007199254740992]", b'{"":1}', b"[0,-1]",
+                 b'{"A":1,"a":2}', b'["\\"\\\\\\b\\f\\n\\r\\t\\u0000\\u001f"]',
+                 b'["\xc3\xa9a\x7f"]', b"[" * 32 + b"]" * 32, b'{"a":1,"ab":2}'):
+        assert native.parse_plain(data, 32) is not native.NOT_PLAIN, data
+    assert native.parse_plain(b"[" * 33 + b"]" * 33, 32) is native.NOT_PLAIN
+
+
+@settings(max_examples=300)
+@given(_plain, st.integers(0, 10_000), st.binary(max_size=3), st.integers(0, 2))
+def test_damaged_bytes_are_judged_as_the_full_parse_does(
+    value: object, at: int, junk: bytes, how: int
+) -> None:
+    data = canonical_json(value)
+    i = at % (len(data) + 1)
+    bad = [data[:i] + junk + data[i + 1:], data[:i] + junk + data[i:], data[:i] + data[i + 2:]][how]
+    got = native.parse_plain(bad, 32)
+    if got is not native.NOT_PLAIN:
+        assert _python(bad) == got
+
+
+def _key() -> tuple[bytes, bytes]:
+    k = nacl.signing.SigningKey(bytes(range(32)))
+    return bytes(k) + bytes(k.verify_key), bytes(k.verify_key)
+
+
+@pytest.mark.parametrize("impl", ["native", "python"])
+def test_sign_many_is_libsodium_ed25519(impl: str) -> None:
+    sk64, _ = _key()
+    msgs = [b"", b"a", b"x" * 70000, bytes(range(256))]
+    sign = native.sign_many if impl == "native" else native.sign_many_py
+    sigs = sign(sk64, msgs)
+    key = nacl.signing.SigningKey(sk64[:32])
+    assert sigs == [key.sign(m).signature for m in msgs]
+    assert sign(sk64, []) == []
+
+
+@pytest.mark.parametrize("impl", ["native", "python"])
+def test_verify_many_names_exactly_the_bad_ones(impl: str) -> None:
+    sk64, pk = _key()
+    msgs = [b"m%d" % i for i in range(10)]
+    sigs = native.sign_many_py(sk64, msgs)
+    jobs = [(pk, m, s) for m, s in zip(msgs, sigs, strict=True)]
+    flipped = bytes([sigs[3][0] ^ 1]) + sigs[3][1:]
+    jobs[3] = (pk, msgs[3], flipped)  # a damaged signature
+    jobs[5] = (pk, b"other", sigs[5])  # another message
+    jobs[7] = (pk[:31], msgs[7], sigs[7])  # a key of the wrong length
+    jobs[8] = (pk, msgs[8], sigs[8][:63])  # a signature of the wrong length
+    verify = native.verify_many if impl == "native" else native.verify_many_py
+    assert verify(jobs) == [3, 5, 7, 8]
+    assert verify([]) == []
+
+
+@needs_c
+def test_the_module_is_built_and_the_switch_turns_it_off() -> None:
+    env = dict(os.environ, LEDGER_NATIVE="0")
+    out = subprocess.run(
+        [sys.executable, "-c", "from ledger import native; print(native.AVAILABLE)"],
+        env=env, capture_output=True, text=True, check=True,
+    )
+    assert out.stdout.strip() == "False"
