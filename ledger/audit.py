@@ -21,9 +21,11 @@ connection), by this process for a small one (``audit_chunk``):
    rows a tree of this size needs;
 4. every stored checkpoint verifies under the log key and its root equals the recomputed root at
    its size;
-5. every blob hashes to its BLAKE3 address (in 16 digest ranges, beside the chunks), and every
-   file a bundle manifest names is present (only the digests are read from the manifest: judging
-   its paths is ``integrity.manifest``'s job, and the node that signed it answered for it);
+5. every blob hashes to its BLAKE3 address (part by part, beside the chunks), and every file a
+   bundle manifest names is present in the entry's part (``ledger.store``, "Parts"; or in the
+   part of the files stored before parts existed; only the digests are read from the manifest:
+   judging its paths is ``integrity.manifest``'s job, and the node that signed it answered for
+   it);
 6. the ``keys`` / ``revocations`` index equals the registry the log's history defines;
 7. the append-only triggers are all still in place (read through ``sqlite_utils``' schema view).
 
@@ -48,7 +50,7 @@ from ledger.encoding import hex_decode, hex_encode
 from ledger.entries import KEY_TYPES, ChainCheck, NodeKey, Registry, decode_entry
 from ledger.errors import LedgerError, VerificationFailed
 from ledger.note import NoteVerifier, open_note, parse_checkpoint
-from ledger.store import Store
+from ledger.store import LEGACY_PART, Store, part_of, part_start
 
 MAX_PROBLEMS = 100
 CHUNK_LEVEL = 13  # a chunk is the 2**CHUNK_LEVEL entries under one stored subtree hash
@@ -126,7 +128,7 @@ def audit(
     )
     chunk = 1 << ctx.chunk_level
     chunks = [(lo, min(size, lo + chunk)) for lo in range(0, size, chunk)]
-    ranges = _blob_ranges()
+    ranges = _blob_ranges(size)
     pool = _pool(size, ctx)
     done: list[ChunkResult] = []
     blob_parts: list[tuple[int, list[tuple[int | None, str]]]] = []
@@ -264,7 +266,7 @@ def audit_chunk(store: Store, ctx: AuditContext, start: int, end: int) -> ChunkR
         ))
     }
     conn = store.conn
-    blobs_seen: dict[bytes, None] = {}
+    blobs_seen: dict[tuple[int, bytes], None] = {}  # (part, digest) found present
     hash_batch: list[tuple[int, int, bytes]] = []
     blob_batch: list[tuple[int, bytes]] = []
 
@@ -293,13 +295,20 @@ def audit_chunk(store: Store, ctx: AuditContext, start: int, end: int) -> ChunkR
                             f"stored hash ({level}, {n}) over entries {first}..{last} is wrong",
                         )
         hash_batch.clear()
+        by_part: dict[int, dict[bytes, None]] = {}  # an entry's files are kept in its part
+        for i, fd in blob_batch:
+            by_part.setdefault(part_of(i), {})[fd] = None
+        present = {
+            (part, fd)
+            for part, fds in by_part.items()
+            for fd in store.has_blobs(list(fds), index=part_start(part))
+        }
         if blob_batch:
-            present = store.has_blobs(list(dict.fromkeys(fd for _, fd in blob_batch)))
             for i, fd in blob_batch:
-                if fd in present:
+                if (part_of(i), fd) in present:
                     if len(blobs_seen) >= BLOB_CACHE:
                         blobs_seen.clear()
-                    blobs_seen[fd] = None
+                    blobs_seen[(part_of(i), fd)] = None
                 else:
                     r.add(i, f"entry {i}: bundle file {hex_encode(fd)} is missing")
             blob_batch.clear()
@@ -343,7 +352,7 @@ def audit_chunk(store: Store, ctx: AuditContext, start: int, end: int) -> ChunkR
                 if blake3_digest(manifest) != d:
                     r.add(idx, f"entry {idx}: manifest does not hash to its bundle digest")
                 for fd in manifest_digests(manifest):
-                    if fd not in blobs_seen:
+                    if (part_of(idx), fd) not in blobs_seen:
                         blob_batch.append((idx, fd))
         except LedgerError as e:
             r.add(idx, f"entry {idx}: {e}")
@@ -434,18 +443,20 @@ def _check_outer_checkpoints(store: Store, vkey: NoteVerifier, res: AuditResult)
         res.add(None, f"checkpoint of size {beyond} is beyond the log ({res.size} entries)")
 
 
-def _blob_ranges() -> list[tuple[bytes, bytes | None]]:
-    """Digest ranges that split the blobs table for step 5's hashing (16 parts by first byte)."""
-    cuts = [bytes([i * 16]) for i in range(16)]
+def _blob_ranges(size: int) -> list[tuple[int, int | None]]:
+    """Ranges of parts that split the blobs table for step 5's hashing: each part of the log
+    (``ledger.store``, "Parts"), the legacy part with the first, the last open-ended."""
+    last = part_of(max(size - 1, 0))
+    cuts = [LEGACY_PART, *range(1, last + 1)]
     return [(cuts[i], cuts[i + 1] if i + 1 < len(cuts) else None) for i in range(len(cuts))]
 
 
 def check_blob_range(
-    store: Store, lo: bytes, hi: bytes | None
+    store: Store, lo: int, hi: int | None
 ) -> tuple[int, list[tuple[int | None, str]]]:
-    """Hash every blob with a digest in ``[lo, hi)``: (blobs checked, problems)."""
+    """Hash every blob stored in the parts ``[lo, hi)``: (blobs checked, problems)."""
     count, problems = 0, list[tuple[int | None, str]]()
-    sql = "SELECT digest, data FROM blobs WHERE digest>=?" + ("" if hi is None else " AND digest<?")
+    sql = "SELECT digest, data FROM blobs WHERE part>=?" + ("" if hi is None else " AND part<?")
     for d, data in store.scan(sql, (lo,) if hi is None else (lo, hi)):
         count += 1
         if blake3_digest(bytes(data)) != bytes(d):
@@ -470,7 +481,7 @@ def _chunk_job(start: int, end: int) -> ChunkResult:
     return audit_chunk(store, ctx, start, end)
 
 
-def _blob_job(lo: bytes, hi: bytes | None) -> tuple[int, list[tuple[int | None, str]]]:
+def _blob_job(lo: int, hi: int | None) -> tuple[int, list[tuple[int | None, str]]]:
     assert _WORKER is not None
     return check_blob_range(_WORKER[0], lo, hi)
 

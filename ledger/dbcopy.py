@@ -34,7 +34,7 @@ COPY_TABLES = (
     ("meta", "key, value"),
     ("entries", "idx, leaf_hash, data, type, bundle_digest"),
     ("hashes", "level, n, hash"),
-    ("blobs", "digest, data"),
+    ("blobs", "part, digest, data"),
     ("checkpoints", "id, size, note"),
     ("keys", "key_id, name, public_key, registered_idx"),
     ("revocations", "key_id, revoked_idx, reason"),

@@ -70,7 +70,7 @@ from ledger.httpclient import (
 )
 from ledger.note import Checkpoint, NoteVerifier, note_text, open_note, parse_checkpoint
 from ledger.precheck import Prechecked, manifest_digests, precheck
-from ledger.store import Store
+from ledger.store import Store, part_of, part_start
 from ledger.tiles import TILE_WIDTH, entries_tile_path, parse_entry_bundle, tile_path
 
 MAX_CHECKPOINT_BYTES = 1 << 20
@@ -516,7 +516,7 @@ class Mirror:
         if local < cp.size:
             store.set_meta(PENDING_META, note.decode("utf-8"))
             frontier = merkle.Frontier.from_store(local, store.stored_hash)
-            known: set[bytes] = set()
+            known: set[tuple[int, bytes]] = set()  # (part, digest) stored here
             procs = self._workers(cp.size - local)
             self._ahead_seen = set()
             self._ahead_keys = {}
@@ -668,7 +668,7 @@ class Mirror:
         end: int,
         cp: Checkpoint,
         hashes: TileHashes,
-        known: set[bytes],
+        known: set[tuple[int, bytes]],
         prefetched: dict[bytes, bytes] | None = None,
     ) -> int:
         """Verify the entries ``fetched`` (up to ``end``), take their blobs from ``prefetched``
@@ -687,7 +687,9 @@ class Mirror:
                 f"{cp.size} (a tile does not match the signed checkpoint)"
             )
         rows: list[tuple[int, bytes, Entry]] = []
-        wanted: dict[bytes, None] = {}
+        # the files each part of the batch lacks: an entry's files are stored in its part
+        # (ledger.store, "Parts"), so a file this mirror holds in an older part is copied
+        wanted: dict[int, dict[bytes, None]] = {}
         chain = ChainCheck(store.root)  # older trees: the verified entries stored here
         for k, (i, data) in enumerate(fetched):
             p = None if pre is None else pre[k]
@@ -696,21 +698,29 @@ class Mirror:
             if entry.manifest is not None:
                 named = p.digests if p is not None and p.status == "ok" else \
                     manifest_digests(entry.manifest)
+                part = part_of(i)
                 for digest in named:
-                    if digest not in known:
-                        wanted[digest] = None
-        if wanted:
-            present = stored_blobs(store, list(wanted))
-            known.update(present)
+                    if (part, digest) not in known:
+                        wanted.setdefault(part, {})[digest] = None
+        for part, digests in wanted.items():
+            present = stored_blobs(store, list(digests), part_start(part))
+            known.update((part, d) for d in present)
             for digest in present:
-                del wanted[digest]
+                del digests[digest]
         if frontier.root() != root:
             raise TamperDetected("internal: the entries checked are not the entries hashed")
+        need = list(dict.fromkeys(d for digests in wanted.values() for d in digests))
         have = prefetched or {}
-        blobs = {d: have[d] for d in wanted if d in have}
-        blobs.update(self.remote.blobs([d for d in wanted if d not in have]))
+        blobs = {d: have[d] for d in need if d in have}
+        for d in need:  # held here in an older part: copied, not fetched again
+            if d not in blobs:
+                held = store.blob(d)
+                if held is not None and blake3_digest(held) == d:
+                    blobs[d] = held
+        blobs.update(self.remote.blobs([d for d in need if d not in blobs]))
         with store.writer() as w:
-            w.put_blobs(blobs.items())  # batched with the entries, one executemany each
+            for part, digests in wanted.items():  # batched with the entries
+                w.put_blobs(((d, blobs[d]) for d in digests), index=part_start(part))
             for _i, data, entry in rows:
                 if entry.bundle_digest is not None:
                     w.append_bundle(data, hex_decode(entry.bundle_digest))
@@ -718,7 +728,7 @@ class Mirror:
                     w.append(data, entry.type, None)  # also indexes key entries
             if w.size != end or w.root() != root:
                 raise TamperDetected("the local store changed while the mirror was appending")
-        known.update(blobs)
+        known.update((part, d) for part, digests in wanted.items() for d in digests)
         return len(blobs)
 
 
@@ -739,9 +749,10 @@ def gunzip_bundle(data: bytes) -> bytes:
     return out
 
 
-def stored_blobs(store: Store, digests: Sequence[bytes]) -> set[bytes]:
-    """Which of ``digests`` the local store holds already."""
-    return store.has_blobs(digests)
+def stored_blobs(store: Store, digests: Sequence[bytes], index: int) -> set[bytes]:
+    """Which of ``digests`` the local store holds already where the entry ``index`` finds its
+    files."""
+    return store.has_blobs(digests, index)
 
 
 def check_entry(

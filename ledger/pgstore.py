@@ -105,7 +105,22 @@ SCHEMA = (
         for t in APPEND_ONLY_TABLES
     )
 )
-MIGRATIONS: tuple[str, ...] = (SCHEMA,)
+MIGRATIONS: tuple[str, ...] = (
+    SCHEMA,
+    # 2: parts, as ledger.store's migration 2 (its module docstring, "Parts"): the hash indexes
+    # keyed by (part, hash), the blobs by (part, digest), the files stored before in part -1
+    """
+    DROP INDEX entries_leaf;
+    DROP INDEX entries_digest;
+    CREATE INDEX entries_leaf_part ON entries((idx >> 16), leaf_hash);
+    CREATE INDEX entries_digest_part ON entries((idx >> 16), bundle_digest)
+        WHERE bundle_digest IS NOT NULL;
+    ALTER TABLE blobs ADD COLUMN part BIGINT NOT NULL DEFAULT -1;
+    ALTER TABLE blobs ALTER COLUMN part DROP DEFAULT;
+    ALTER TABLE blobs DROP CONSTRAINT blobs_pkey;
+    ALTER TABLE blobs ADD PRIMARY KEY (part, digest);
+    """,
+)
 
 
 def check_url(url: str) -> str:

@@ -349,11 +349,12 @@ def tile_objects(
                 yield Obj(entries_tile_path(n, width), bundle)
 
 
-def named_blobs(store: Store, start: int, end: int) -> Iterator[bytes]:
-    """The digests of the bundle files named by entries ``[start, end)`` (each once per call)."""
+def named_blobs(store: Store, start: int, end: int) -> Iterator[tuple[bytes, int]]:
+    """The digests of the bundle files named by entries ``[start, end)`` (each once per call),
+    each with the index of the first entry naming it (where the store keeps it)."""
     seen: set[bytes] = set()
     for lo in range(start, end, ENTRIES_PER_READ):
-        for data in store.entries(lo, min(end, lo + ENTRIES_PER_READ)):
+        for k, data in enumerate(store.entries(lo, min(end, lo + ENTRIES_PER_READ))):
             if b'"manifest"' not in data:
                 continue
             try:
@@ -366,7 +367,7 @@ def named_blobs(store: Store, start: int, end: int) -> Iterator[bytes]:
             for digest in manifest_digests(manifest.encode("utf-8")):
                 if digest not in seen:
                     seen.add(digest)
-                    yield digest
+                    yield digest, lo + k
 
 
 def publish(
@@ -406,8 +407,8 @@ def publish(
 
         def objects() -> Iterator[Obj]:
             yield from tile_objects(store, tiles, compress)
-            for digest in digests:
-                data = store.blob(digest)
+            for digest, index in digests:
+                data = store.blob(digest, index)
                 if data is None:  # a ledger that lacks a file it names (a partial mirror)
                     raise BadInput(f"bundle file {hex_encode(digest)} is named by an entry but not "
                                    "stored here: cannot publish it")

@@ -213,7 +213,7 @@ async def api_bundle_file(request: Request) -> Response:
         raise HTTPException(404, f"entry {index} is not a bundle entry")
     for rel, digest in parse_manifest(str(entry["manifest"]).encode("utf-8")):
         if rel == path:
-            data = s.store.blob(digest)
+            data = s.store.blob(digest, index)
             if data is None:
                 raise HTTPException(404, f"{path}: file content is not stored here")
             return blob_response(data, digest)

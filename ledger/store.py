@@ -8,7 +8,18 @@ refuse UPDATE and DELETE on every table that holds history, so the database itse
 * ``entries(idx, leaf_hash, data, type, bundle_digest)``: the exact entry bytes of each leaf.
 * ``hashes(level, n, hash)``: every complete-subtree hash (``ledger.merkle`` addressing), so roots
   and proofs cost O(log n) point reads.
-* ``blobs(digest, data)``: bundle files, content-addressed by BLAKE3.
+* ``blobs(part, digest, data)``: bundle files, content-addressed by BLAKE3, kept in the part of
+  the entry that names them (below).
+
+**Parts.** The log is cut into parts of ``PART_SIZE`` (2**16) consecutive entries. The indexes
+by leaf hash and by bundle digest are keyed by (part, hash), and a bundle's files are stored in
+the part of its entry (``INSERT OR IGNORE`` on (part, digest): a file shared by many bundles is
+kept once per part, at most once per 65,536 entries). So an append writes only to the newest
+part of each of those three B-trees, whose pages stay few and cached, instead of one random page
+of each per entry: that is what made the append rate fall by half from 10^4 to 10^6 entries
+(issue 12; docs/design.md, "Store"). A lookup by hash probes every part in one statement (17
+index probes at 10^6 entries, 154 at 10^7); the files an entry names are found in its own part
+(or in part -1, which holds the files stored before parts existed, migration 2).
 * ``checkpoints(id, size, note)``: every signed checkpoint the log issued (or a mirror verified).
 * ``keys`` / ``revocations``: an index of the key entries, rebuilt and compared by ``audit``.
 
@@ -54,6 +65,8 @@ FILL_ROWS = 1 << 14  # at most this many of them per proof (0.02-0.1 s) until it
 FLUSH_ROWS = 1024  # entries a Writer batches before inserting them
 CACHE_KIB = 32 * 1024  # SQLite page cache per connection
 BLOBS_REMEMBERED = 1 << 16  # blob digests a Writer remembers as put in its transaction
+PART_BITS = 16  # entries idx >> PART_BITS form one part (the module docstring, "Parts")
+LEGACY_PART = -1  # the blobs stored before parts existed (migration 2)
 APPEND_ONLY_TABLES = ("entries", "hashes", "blobs", "checkpoints", "keys", "revocations")
 
 MIGRATIONS: tuple[str, ...] = (
@@ -84,7 +97,43 @@ MIGRATIONS: tuple[str, ...] = (
     """
         for t in APPEND_ONLY_TABLES
     ),
+    # 2: parts (the module docstring): the hash indexes keyed by (part, hash), the blobs by
+    # (part, digest); the files stored before are kept in LEGACY_PART
+    f"""
+    DROP INDEX entries_leaf;
+    DROP INDEX entries_digest;
+    CREATE INDEX entries_leaf_part ON entries(idx >> {PART_BITS}, leaf_hash);
+    CREATE INDEX entries_digest_part ON entries(idx >> {PART_BITS}, bundle_digest)
+        WHERE bundle_digest IS NOT NULL;
+    CREATE TABLE blobs_parted(part INTEGER NOT NULL, digest BLOB NOT NULL, data BLOB NOT NULL,
+        PRIMARY KEY(part, digest)) STRICT, WITHOUT ROWID;
+    INSERT INTO blobs_parted SELECT {LEGACY_PART}, digest, data FROM blobs;
+    DROP TRIGGER blobs_no_update;
+    DROP TRIGGER blobs_no_delete;
+    DROP TABLE blobs;
+    ALTER TABLE blobs_parted RENAME TO blobs;
+    CREATE TRIGGER blobs_no_update BEFORE UPDATE ON blobs
+        BEGIN SELECT RAISE(ABORT, 'ledger table blobs is append-only'); END;
+    CREATE TRIGGER blobs_no_delete BEFORE DELETE ON blobs
+        BEGIN SELECT RAISE(ABORT, 'ledger table blobs is append-only'); END;
+    """,
 )
+
+
+def part_of(index: int) -> int:
+    """The part of entry ``index`` (the module docstring, "Parts")."""
+    return index >> PART_BITS
+
+
+def part_start(part: int) -> int:
+    """The index of the first entry of ``part``."""
+    return part << PART_BITS
+
+
+def parts_sql(size: int) -> str:
+    """Every part of a log of ``size`` entries, as SQL integer literals for an ``IN`` list (the
+    parts of the hash indexes; blobs add ``LEGACY_PART``)."""
+    return ",".join(str(k) for k in range(LEGACY_PART, part_of(max(size - 1, 0)) + 1))
 
 
 class Cursor(Protocol):
@@ -377,33 +426,66 @@ class Store:
         for size, note in self.conn.execute("SELECT size, note FROM checkpoints ORDER BY id"):
             yield int(size), bytes(note)
 
-    def blob(self, digest: bytes) -> bytes | None:
-        row = self.conn.execute("SELECT data FROM blobs WHERE digest=?", (digest,)).fetchone()
+    def _parts(self) -> str:
+        return parts_sql(self.size())
+
+    def blob(self, digest: bytes, index: int | None = None) -> bytes | None:
+        """A stored file by its BLAKE3 digest. With ``index``, an entry that names it: looked up
+        in that entry's part first (one probe), as every entry's files are stored there."""
+        if index is not None:
+            row = self.conn.execute(
+                "SELECT data FROM blobs WHERE part IN (?, ?) AND digest=? LIMIT 1",
+                (part_of(index), LEGACY_PART, digest),
+            ).fetchone()
+            if row is not None:
+                return bytes(row[0])
+        row = self.conn.execute(
+            f"SELECT data FROM blobs WHERE part IN ({self._parts()}) AND digest=? LIMIT 1",
+            (digest,),
+        ).fetchone()
         return None if row is None else bytes(row[0])
 
-    def has_blobs(self, digests: Sequence[bytes]) -> set[bytes]:
-        """Which of ``digests`` the store holds (one query per 500 digests)."""
+    def has_blobs(self, digests: Sequence[bytes], index: int | None = None) -> set[bytes]:
+        """Which of ``digests`` the store holds (one query per 500 digests): with ``index``,
+        where an entry at ``index`` finds its files (its part, or the legacy part); without,
+        in any part."""
+        parts = (
+            f"{part_of(index)},{LEGACY_PART}" if index is not None else self._parts()
+        )
         found: set[bytes] = set()
         for i in range(0, len(digests), 500):
-            part = list(digests[i : i + 500])
-            marks = ",".join("?" * len(part))
-            rows = self.conn.execute(f"SELECT digest FROM blobs WHERE digest IN ({marks})", part)
+            chunk = list(digests[i : i + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = self.conn.execute(
+                f"SELECT digest FROM blobs WHERE part IN ({parts}) AND digest IN ({marks})", chunk
+            )
             found.update(bytes(r[0]) for r in rows)
         return found
 
     def has_leaf(self, leaf_hash: bytes) -> bool:
-        row = self.conn.execute("SELECT 1 FROM entries WHERE leaf_hash=?", (leaf_hash,))
+        row = self.conn.execute(
+            f"SELECT 1 FROM entries WHERE idx >> {PART_BITS} IN ({self._parts()}) "
+            "AND leaf_hash=?",
+            (leaf_hash,),
+        )
         return row.fetchone() is not None
 
     def blobs(self) -> Iterator[tuple[bytes, bytes]]:
-        for d, data in self.scan("SELECT digest, data FROM blobs"):
-            yield bytes(d), bytes(data)
+        """Every stored file once (a file kept in several parts is given once), by digest."""
+        last = None
+        for d, data in self.scan("SELECT digest, data FROM blobs ORDER BY digest"):
+            d = bytes(d)
+            if d != last:
+                yield d, bytes(data)
+            last = d
 
     def indices_for_digest(self, digest: bytes) -> list[int]:
         return [
             int(r[0])
             for r in self.conn.execute(
-                "SELECT idx FROM entries WHERE bundle_digest=? ORDER BY idx", (digest,)
+                f"SELECT idx FROM entries WHERE idx >> {PART_BITS} IN ({self._parts()}) "
+                "AND bundle_digest=? ORDER BY idx",
+                (digest,),
             )
         ]
 
@@ -423,11 +505,13 @@ class Store:
             )
         lo = hex_decode((t + "0" * 64)[:64])
         hi = hex_decode((t + "f" * 64)[:64])
+        parts = f"idx >> {PART_BITS} IN ({parts_sql(size)})"
         found = {
             int(r[0])
             for r in self.conn.execute(
-                "SELECT idx FROM entries WHERE leaf_hash BETWEEN ? AND ? "
-                "UNION SELECT idx FROM entries WHERE bundle_digest BETWEEN ? AND ? LIMIT 11",
+                f"SELECT idx FROM entries WHERE {parts} AND leaf_hash BETWEEN ? AND ? "
+                f"UNION SELECT idx FROM entries WHERE {parts} AND bundle_digest BETWEEN ? AND ? "
+                "LIMIT 11",
                 (lo, hi, lo, hi),
             )
         }
@@ -523,11 +607,13 @@ class Store:
 
     def append_entries(self, entries: Sequence[bytes], blobs: Mapping[bytes, bytes]) -> int:
         """Append exact entry bytes (already verified by the caller) and blobs in one transaction;
-        return the first new index."""
+        return the first new index. The blobs are kept in the part of every entry appended
+        (they are the files those entries name)."""
         with self.writer() as w:
             first = w.size
-            for d, data in blobs.items():
-                w.put_blob(d, data)
+            last = first + max(len(entries) - 1, 0)
+            for k in range(part_of(first), part_of(last) + 1):
+                w.put_blobs(blobs.items(), index=max(first, k << PART_BITS))
             for e in entries:
                 w.append(e)
         return first
@@ -554,15 +640,17 @@ class Writer:
         # ``executemany`` calls per thousand entries instead of four statements per entry.
         self._entry_rows: list[tuple[int, bytes, bytes, str, bytes | None]] = []
         self._hash_rows: list[tuple[int, int, bytes]] = []
-        self._blob_rows: list[tuple[bytes, bytes]] = []
-        self._blobs_put: set[bytes] = set()  # digests inserted in this transaction (bounded)
+        self._blob_rows: list[tuple[int, bytes, bytes]] = []
+        self._blobs_put: set[tuple[int, bytes]] = set()  # (part, digest) put here (bounded)
 
     def root(self) -> bytes:
         return self.frontier.root()
 
     def flush(self) -> None:
         if self._blob_rows:
-            self.conn.executemany("INSERT OR IGNORE INTO blobs VALUES(?, ?)", self._blob_rows)
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO blobs(part, digest, data) VALUES(?, ?, ?)", self._blob_rows
+            )
             self._blob_rows.clear()
         if self._entry_rows:
             self.conn.executemany("INSERT INTO entries VALUES(?, ?, ?, ?, ?)", self._entry_rows)
@@ -613,19 +701,18 @@ class Writer:
         else:
             self.put_revocation(kid, idx, str(obj.reason))
 
-    def put_blob(self, digest: bytes, data: bytes) -> None:
-        self.flush()
-        self.conn.execute("INSERT OR IGNORE INTO blobs VALUES(?, ?)", (digest, data))
-
-    def put_blobs(self, blobs: Iterable[tuple[bytes, bytes]]) -> None:
-        """Insert blobs (batched until ``flush``), skipping digests put in this transaction."""
+    def put_blobs(self, blobs: Iterable[tuple[bytes, bytes]], index: int | None = None) -> None:
+        """Insert the files of the entry ``index`` (default: the next one appended) into its
+        part (batched until ``flush``), skipping those put there in this transaction."""
+        part = part_of(self.size if index is None else index)
         seen = self._blobs_put
         for digest, data in blobs:
-            if digest not in seen:
+            key = (part, digest)
+            if key not in seen:
                 if len(seen) >= BLOBS_REMEMBERED:
                     seen.clear()
-                seen.add(digest)
-                self._blob_rows.append((digest, data))
+                seen.add(key)
+                self._blob_rows.append((part, digest, data))
         if len(self._blob_rows) >= FLUSH_ROWS:
             self.flush()
 

@@ -131,7 +131,7 @@ def test_triggers_refuse_update_and_delete(log: Log, tmp_path: Path) -> None:
 
 def test_migrations_are_recorded(log: Log) -> None:
     versions = [r[0] for r in log.store.conn.execute("SELECT version FROM migrations")]
-    assert versions == [1]
+    assert versions == [1, 2]
     tables = {r[0] for r in log.store.conn.execute("SELECT name FROM sqlite_master")}
     assert {"entries", "hashes", "blobs", "checkpoints", "keys", "revocations"} <= tables
 

@@ -646,7 +646,7 @@ def verify(
         fix = (f"the ledger at {log.home} holds an older tree: bring it up to date (`ledger "
                f"mirror URL --home {log.home}`) or verify against one that holds the newer tree")
         if files is None:
-            files = wiring.files_from_store(log, ev.item.entry)
+            files = wiring.files_from_store(log, ev.item.entry, index)
     wiring.check_given_files(ev, bundle, receipt)
     with output.progress("verifying", _check_steps(), enabled=not json_out) as bar:
         report = wiring.verify_evidence(ev, vk, files, options, bar.step)

@@ -310,14 +310,18 @@ def recorded_checks(entry: Entry) -> list[Check]:
     return out
 
 
-def files_from_store(log: Log, entry_bytes: bytes) -> dict[str, bytes] | None:
+def files_from_store(
+    log: Log, entry_bytes: bytes, index: int | None = None
+) -> dict[str, bytes] | None:
+    """The files of a bundle entry from the store (``index``: the entry's, where its files are
+    kept), or None when it is no bundle entry or a file is missing."""
     obj = decode_entry(entry_bytes)
     if obj.manifest is None:
         return None
     rows = parse_manifest(obj.manifest.encode("utf-8"))
     out: dict[str, bytes] = {}
     for rel, digest in rows:
-        data = log.store.blob(digest)
+        data = log.store.blob(digest, index)
         if data is None:
             return None
         out[rel] = data
