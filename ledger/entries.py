@@ -31,7 +31,7 @@ import dataclasses
 import hashlib
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -44,10 +44,13 @@ from ledger.canonical import (
     MAX_SAFE_INTEGER,
     canonical_json,
     canonical_json_extend,
+    encode_plain,
+    encode_string,
     loads_canonical,
 )
 from ledger.encoding import b64_decode, b64_encode, hex_decode, hex_encode
 from ledger.errors import BadInput, SignatureError, VerificationFailed
+from ledger.native import sign_many
 
 MAX_ENTRY_BYTES = 65535
 ENTRY_V1 = 1  # no "v" member: prev_size is the entry's index
@@ -106,13 +109,40 @@ def sign_entry(fields: Mapping[str, Any], key: nacl.signing.SigningKey) -> bytes
 def sign_fields(fields: dict[str, Any], sk64: bytes, known_plain: bool = False) -> bytes:
     """``sign_entry`` with libsodium's 64-byte secret key ``sk64`` (a forked sealing worker holds
     no key object); ``known_plain`` as ``canonical_json_extend`` takes it."""
-    signed, with_signature = canonical_json_extend(fields, "signature", known_plain=known_plain)
-    # the libsodium call itself: ``key.sign`` wraps the same call in a SignedMessage object
-    sig = nacl.bindings.crypto_sign(signed, sk64)[: nacl.bindings.crypto_sign_BYTES]
-    data = with_signature(b64_encode(sig))
-    if len(data) > MAX_ENTRY_BYTES:
-        raise BadInput(f"entry is {len(data)} bytes, over the {MAX_ENTRY_BYTES}-byte entry limit")
-    return data
+    return sign_many_fields([fields], sk64, [known_plain])[0]
+
+
+def sign_many_fields(
+    objs: list[dict[str, Any]], sk64: bytes, known_plain: list[bool] | None = None
+) -> list[bytes]:
+    """The signed entry bytes of each of ``objs`` (fields without ``signature``), checked for
+    size: each encoded, then all signed in one call (``ledger.native.sign_many``: libsodium
+    without the GIL, no wrapper object per signature), then each encoded with its signature."""
+    pairs = [
+        canonical_json_extend(
+            obj, "signature", known_plain=known_plain[k] if known_plain is not None else False
+        )
+        for k, obj in enumerate(objs)
+    ]
+    return sign_encoded(pairs, sk64)
+
+
+def sign_encoded(
+    pairs: Sequence[tuple[bytes, Callable[[str], bytes]]], sk64: bytes
+) -> list[bytes]:
+    """Sign encoded entries: each pair is the signing bytes and the function that encodes the
+    entry with its signature (``canonical_json_extend``, ``BatchEncoder.encode``). All signed in
+    one call, then each checked against the entry size limit (``BadInput`` at the first over)."""
+    out = []
+    sigs = sign_many(sk64, [body for body, _ in pairs])
+    for (_, with_signature), sig in zip(pairs, sigs, strict=True):
+        data = with_signature(b64_encode(sig))
+        if len(data) > MAX_ENTRY_BYTES:
+            raise BadInput(
+                f"entry is {len(data)} bytes, over the {MAX_ENTRY_BYTES}-byte entry limit"
+            )
+        out.append(data)
+    return out
 
 
 class BundleHead(Protocol):
@@ -134,16 +164,98 @@ def bundle_fields(
     manifest, the ``kernel``, ``obligations`` and ``checks`` from ``extra``, and the signer's
     node key id. The one place the entry's shape is written, for local seals and for
     submissions to a remote log."""
+    own = bundle_own_fields(bundle, extra)
+    return {"type": "bundle", **chain, **own, "signer": hex_encode(signer)}
+
+
+def bundle_own_fields(bundle: BundleHead, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The members of a ``bundle`` entry that come from the bundle and its checks, not from the
+    chain link or the signer (``bundle_fields`` adds those)."""
     return {
-        "type": "bundle",
-        **chain,
         "bundle_digest": hex_encode(bundle.digest),
         "manifest": bundle.manifest.decode("utf-8"),
         "kernel": dict(extra.get("kernel", {})),
         "obligations": list(extra.get("obligations", [])),
         "checks": list(extra.get("checks", [])),
-        "signer": hex_encode(signer),
     }
+
+
+@dataclass(frozen=True)
+class _ProbeHead:
+    digest: bytes = bytes(32)
+    manifest: bytes = b""
+
+
+class BatchEncoder:
+    """``canonical_json_extend(bundle_fields(link + time, head, extra, signer), "signature")``
+    for the entries of one batch (``Log.seal_many``), which share their chain link and signer:
+    the members those make are encoded once (the layout is learnt from ``bundle_fields`` itself),
+    and each entry encodes only its own (``bundle_own_fields`` and its time) with the C encoder.
+    The same bytes (tests/test_sealers.py checks it on random input); a batch whose shared
+    members are not plain JSON (``plain_entry``) takes ``canonical_json_extend`` for every
+    entry. ``encode`` also applies the bundle shape rules (``check_entry_shape``)."""
+
+    def __init__(self, link: Mapping[str, Any], signer: bytes) -> None:
+        self.link = dict(link)
+        self.signer = signer
+        probe = bundle_fields({**self.link, "time": ""}, _ProbeHead(), {}, signer)
+        own = {*bundle_own_fields(_ProbeHead(), {}), "time"}
+        self.plain = "signature" not in probe and plain_entry(probe)
+        # the text between the members each entry encodes itself: texts[k] comes before
+        # slots[k], texts[-1] closes the object; the signature's slot is marked with None
+        self.texts: list[str] = []
+        self.slots: list[str | None] = []
+        buf = "{"
+        # ASCII names: code-point order is UTF-16's
+        for k in sorted([*probe, "signature"]) if self.plain else ():
+            sep = "" if buf == "{" and not self.texts else ","
+            if k == "signature":
+                self.texts.append(buf)
+                self.slots.append(None)
+                buf = ""
+            elif k in own:
+                self.texts.append(buf + sep + encode_string(k) + ":")
+                self.slots.append(k)
+                buf = ""
+            else:
+                buf += sep + encode_string(k) + ":" + canonical_json(probe[k]).decode("utf-8")
+        self.texts.append(buf + "}")
+
+    def encode(
+        self, time: str, head: BundleHead, extra: Mapping[str, Any]
+    ) -> tuple[bytes, Callable[[str], bytes]]:
+        """The signing bytes of the entry and the function that gives the entry with its
+        signature (``canonical_json_extend``'s pair); ``BadInput`` when the shape rules refuse
+        it."""
+        if not self.plain:
+            obj = bundle_fields({**self.link, "time": time}, head, extra, self.signer)
+            check_entry_shape(obj)
+            return canonical_json_extend(obj, "signature", known_plain=plain_entry(obj))
+        own = bundle_own_fields(head, extra)
+        check_bundle_shape(own)
+        own["time"] = time
+        encode = encode_plain
+        before: list[str] = []
+        after: list[str] = []
+        out = before
+        texts = self.texts
+        for k, slot in enumerate(self.slots):
+            out.append(texts[k])
+            if slot is None:
+                out = after
+            else:
+                out.append(encode(own[slot]))
+        after.append(texts[-1])
+        head_text, tail_text = "".join(before), "".join(after)
+        try:
+            body = (head_text + tail_text).encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise BadInput("a string holds a lone surrogate, which is not valid Unicode") from e
+
+        def with_signature(value: str) -> bytes:
+            return (head_text + ',"signature":' + encode(value) + tail_text).encode("utf-8")
+
+        return body, with_signature
 
 
 def chain_link(size: int, root: bytes) -> dict[str, Any]:
@@ -355,19 +467,27 @@ _REQUIRED_KEYS: dict[str, frozenset[str]] = {
 }
 
 
+_GOOD_KEYS: set[str] = set()  # key names that passed _KEY_NAME (a pure rule: once good, good)
+_GOOD_KEYS_MAX = 4096
+
+
 def _string_map(obj: Any, field: str) -> None:
     if not isinstance(obj, dict) or len(obj) > MAX_KEYS:
         raise BadInput(
             f"bundle entry {field}: each item must be an object of at most {MAX_KEYS} keys"
         )
-    missing = _REQUIRED_KEYS[field] - obj.keys()
-    if missing:
+    if not _REQUIRED_KEYS[field] <= obj.keys():
+        missing = _REQUIRED_KEYS[field] - obj.keys()
         raise BadInput(f"bundle entry {field}: an item lacks {sorted(missing)}")
+    detail = field == "checks"
     for k, v in obj.items():
-        if type(k) is not str or _KEY_NAME.fullmatch(k) is None:
-            raise BadInput(f"bundle entry {field}: key {str(k)[:40]!r} is not 1-64 letters, "
-                           "digits, '.', '_' or '-'")
-        limit = MAX_DETAIL if (field, k) == ("checks", "detail") else MAX_TEXT
+        if type(k) is not str or k not in _GOOD_KEYS:
+            if type(k) is not str or _KEY_NAME.fullmatch(k) is None:
+                raise BadInput(f"bundle entry {field}: key {str(k)[:40]!r} is not 1-64 letters, "
+                               "digits, '.', '_' or '-'")
+            if len(_GOOD_KEYS) < _GOOD_KEYS_MAX:
+                _GOOD_KEYS.add(k)
+        limit = MAX_DETAIL if detail and k == "detail" else MAX_TEXT
         if not isinstance(v, str) or len(v) > limit:
             raise BadInput(
                 f"bundle entry {field}.{k} must be text of at most {limit} characters"
@@ -389,6 +509,22 @@ def plain_entry(entry: Mapping[str, Any]) -> bool:
     return True
 
 
+def check_bundle_shape(own: Mapping[str, Any]) -> None:
+    """The shape rules of a ``bundle`` entry's own members (``check_entry_shape``)."""
+    _string_map(own.get("kernel"), "kernel")
+    for field, limit in (("obligations", MAX_OBLIGATIONS), ("checks", MAX_CHECKS)):
+        items = own.get(field)
+        if not isinstance(items, list) or len(items) > limit:
+            raise BadInput(f"bundle entry {field} must be a list of at most {limit} items")
+        for item in items:
+            _string_map(item, field)
+    for c in own["checks"]:
+        if c["status"] not in CHECK_STATUSES:
+            raise BadInput(
+                f"bundle entry check {c['id'][:40]!r} has status {c['status'][:20]!r}"
+            )
+
+
 def check_entry_shape(entry: Mapping[str, Any]) -> None:
     """Refuse an entry whose fields have shapes the log does not write (issue 9 item 8).
 
@@ -401,18 +537,7 @@ def check_entry_shape(entry: Mapping[str, Any]) -> None:
     already stored can still be read and shown."""
     etype = entry.get("type")
     if etype == "bundle":
-        _string_map(entry.get("kernel"), "kernel")
-        for field, limit in (("obligations", MAX_OBLIGATIONS), ("checks", MAX_CHECKS)):
-            items = entry.get(field)
-            if not isinstance(items, list) or len(items) > limit:
-                raise BadInput(f"bundle entry {field} must be a list of at most {limit} items")
-            for item in items:
-                _string_map(item, field)
-        for c in entry["checks"]:
-            if c["status"] not in CHECK_STATUSES:
-                raise BadInput(
-                    f"bundle entry check {c['id'][:40]!r} has status {c['status'][:20]!r}"
-                )
+        check_bundle_shape(entry)
     elif etype == "key-registration":
         if not isinstance(entry.get("name"), str) or _KEY_NAME.fullmatch(entry["name"]) is None:
             raise BadInput("key-registration name must be 1-64 letters, digits, '.', '_' or '-'")

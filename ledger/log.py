@@ -100,8 +100,10 @@ def check_origin(origin: str) -> str:
     return origin
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Sealed:
+    """One entry appended: its index, leaf hash and bytes."""
+
     index: int
     leaf_hash: bytes
     entry: bytes
@@ -394,16 +396,22 @@ class Log:
             self.check_may_seal(kid)
             link = {"origin": self.origin, **chain_link(w.size, w.root())}
             if pool is None:
-                entries: Iterable[bytes] = (
-                    sealers.bundle_entry({**link, "time": utc_now()}, bundle, fields, kid, sk64)
-                    for bundle, fields in batch
-                )
+                made, refused = sealers.bundle_entries(link, batch, kid, sk64, utc_now)
+                chunks: Iterable[sealers.Chunk] = [sealers.Chunk(made, refused, None)]
             else:
-                entries = pool.entries(link)
-            for (bundle, _), entry in zip(batch, entries, strict=True):
-                w.put_blobs((f.digest, f.data) for f in bundle.files)
-                idx, lh = w.append_bundle(entry, bundle.digest)
-                out.append(Sealed(idx, lh, entry))
+                chunks = pool.chunks(link, w.size)
+            done = 0
+            for chunk in chunks:
+                first = w.size
+                part = batch[done : done + len(chunk.made)]
+                w.put_bundle_files(first, [b.files for b, _ in part])
+                w.append_bundles(chunk.made, [b.digest for b, _ in part], chunk.levels)
+                out.extend(Sealed(first + k, lh, e) for k, (e, lh) in enumerate(chunk.made))
+                done += len(chunk.made)
+                if chunk.refused is not None:
+                    raise BadInput(chunk.refused)
+            if done != len(batch):
+                raise CannotCheck(f"the sealing workers made {done} of {len(batch)} entries")
             self._checkpoint(w)
         return out
 

@@ -289,6 +289,28 @@ class Frontier:
         self.size = index + 1
         return out
 
+    def append_subtree(self, levels: Sequence[Sequence[bytes]]) -> list[tuple[int, int, bytes]]:
+        """Append the ``2**k`` leaves of a perfect subtree at once, given all its levels
+        (``perfect_levels``: ``levels[0]`` the leaf hashes, ``levels[k]`` its root), when the
+        tree's size is a multiple of ``2**k``; return the new stored hashes ``(level, n, hash)``:
+        the subtree's own and those its root completes above it."""
+        k = len(levels) - 1
+        width = 1 << k
+        if k < 0 or len(levels[0]) != width or self.size % width:
+            raise ValueError(f"a subtree of {len(levels[0])} leaves at size {self.size}")
+        index = self.size
+        out = [(level, (index >> level) + j, h) for level, row in enumerate(levels)
+               for j, h in enumerate(row)]
+        level, h = k, levels[k][0]
+        while self._edge and self._edge[-1][0] == level:
+            _, left = self._edge.pop()
+            h = node_hash(left, h)
+            level += 1
+            out.append((level, index >> level, h))
+        self._edge.append((level, h))
+        self.size = index + width
+        return out
+
     def root(self) -> bytes:
         """The root hash of the tree so far."""
         return edge_root(self._edge)
@@ -297,6 +319,18 @@ class Frontier:
         """The right edge as it is now (immutable): ``edge_root`` of it is the root at this size,
         computed only when someone asks for it."""
         return tuple(self._edge)
+
+
+def perfect_levels(leaves: Sequence[bytes]) -> list[list[bytes]]:
+    """Every level of the perfect tree over ``leaves`` (a power of two of them): the leaf
+    hashes first, the root last (``Frontier.append_subtree``)."""
+    if not leaves or len(leaves) & (len(leaves) - 1):
+        raise ValueError(f"{len(leaves)} leaves are not a perfect tree")
+    levels = [list(leaves)]
+    while len(levels[-1]) > 1:
+        row = levels[-1]
+        levels.append([node_hash(row[i], row[i + 1]) for i in range(0, len(row), 2)])
+    return levels
 
 
 def edge_root(edge: Sequence[tuple[int, bytes]]) -> bytes:

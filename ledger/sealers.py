@@ -6,8 +6,9 @@ libsodium takes to sign it, and the store's inserts come on top; on one thread t
 about a third of the signing rate. Threads do not help: PyNaCl holds the GIL while it signs, and a
 signing thread beside busy Python waits for the GIL at every call (bench/bench_append_parts.py).
 So a large batch is cut into chunks that forked worker processes turn into signed entry bytes
-(fields, shape check, encoding, signature: ``bundle_entry``, the same function the one-thread path
-calls), while the calling process stores the entries of the chunks already returned, in order.
+(fields, shape check, encoding, signatures, leaf hashes: ``bundle_entries``, the same function the
+one-thread path calls), while the calling process stores the entries of the chunks already
+returned, in order.
 
 The node's secret key and the batch reach the workers only by ``fork`` (the workers' start
 arguments are not pickled under ``fork``), never through a pipe: a task is a chunk's bounds and
@@ -20,12 +21,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import Any, NamedTuple
 
-from ledger.entries import BundleHead, bundle_fields, check_entry_shape, plain_entry, sign_fields
+from ledger import merkle
+from ledger.entries import BatchEncoder, BundleHead, sign_encoded
 from ledger.errors import BadInput, CannotCheck
 
 MIN_BATCH = 4096  # below this a batch is sealed on the calling thread (forking costs ~10 ms)
@@ -33,18 +35,38 @@ CHUNK = 256  # entries per task: small enough to fill the pipeline quickly, larg
 # task's round trip (its bounds out, 256 entries of ~1 KB back) costs little per entry
 
 
-def bundle_entry(
-    chain: Mapping[str, Any],
-    head: BundleHead,
-    fields: Mapping[str, Any],
+def bundle_entries(
+    link: Mapping[str, Any],
+    heads: Sequence[tuple[BundleHead, Mapping[str, Any]]],
     signer: bytes,
     sk64: bytes,
-) -> bytes:
-    """The signed bytes of one ``bundle`` entry: fields, shape rules, canonical encoding, the
-    Ed25519 signature of the node key ``sk64`` (libsodium's 64-byte form), the size limit."""
-    obj = bundle_fields(chain, head, fields, signer)
-    check_entry_shape(obj)
-    return sign_fields(obj, sk64, known_plain=plain_entry(obj))
+    now: Callable[[], str],
+) -> tuple[list[tuple[bytes, bytes]], str | None]:
+    """The signed ``bundle`` entries of ``heads`` (each bundle with its extra fields) linked by
+    ``link``: fields, shape rules, canonical encoding (``BatchEncoder``), the Ed25519 signatures
+    of the node key ``sk64`` (libsodium's 64-byte form, all in one call), the size limit; each
+    with its leaf hash. Returns them and, when the rules refuse one, the one-line reason: the
+    entries before it come back, none after (the caller fails the batch there)."""
+    encoder = BatchEncoder(link, signer)
+    pairs = []
+    refused = None
+    for head, fields in heads:
+        try:
+            pairs.append(encoder.encode(now(), head, fields))
+        except BadInput as e:
+            refused = str(e)
+            break
+    try:
+        entries = sign_encoded(pairs, sk64)
+    except BadInput:  # an entry over the size limit: keep the ones before the first
+        entries = []
+        for pair in pairs:
+            try:
+                entries.extend(sign_encoded([pair], sk64))
+            except BadInput as first:
+                refused = str(first)
+                break
+    return [(d, merkle.leaf_hash(d)) for d in entries], refused
 
 
 # -- the workers ---------------------------------------------------------------------------------
@@ -58,19 +80,25 @@ def _start(
     _WORKER.update(sk64=sk64, signer=signer, now=now, heads=heads)
 
 
-def _chunk(link: dict[str, Any], lo: int, hi: int) -> list[bytes | str]:
-    """The entries of ``heads[lo:hi]``, or for an entry the rules refuse, the one-line reason (a
-    string): the caller raises it as ``BadInput`` in order, so the batch fails where one thread
-    would have. The batch itself came with the fork: a task is three small values."""
+def _chunk(link: dict[str, Any], lo: int, hi: int) -> Chunk:
+    """``bundle_entries`` of ``heads[lo:hi]``, with the levels of their subtree when they fill
+    one (``merkle.perfect_levels``: a full chunk, aligned in the log). The caller raises a
+    refusal as ``BadInput`` after storing nothing, so the batch fails where one thread would
+    have. The batch itself came with the fork: a task is three small values."""
     sk64, signer, now, heads = _WORKER["sk64"], _WORKER["signer"], _WORKER["now"], _WORKER["heads"]
-    out: list[bytes | str] = []
-    for head, fields in heads[lo:hi]:
-        try:
-            out.append(bundle_entry({**link, "time": now()}, head, fields, signer, sk64))
-        except BadInput as e:
-            out.append(str(e))
-            break
-    return out
+    made, refused = bundle_entries(link, heads[lo:hi], signer, sk64, now)
+    levels = None
+    if len(made) == CHUNK and refused is None:
+        levels = merkle.perfect_levels([lh for _, lh in made])
+    return Chunk(made, refused, levels)
+
+
+class Chunk(NamedTuple):
+    """What a worker returns for a chunk of the batch."""
+
+    made: list[tuple[bytes, bytes]]  # each entry with its leaf hash
+    refused: str | None  # the reason the rules refused the entry after the last one made
+    levels: list[list[bytes]] | None  # the subtree of a full aligned chunk, leaves to root
 
 
 def worker_count(batch: int) -> int:
@@ -120,18 +148,22 @@ class Sealers:
         # a refused entry or a failure ends the batch: drop the chunks not yet begun
         self._pool.shutdown(wait=True, cancel_futures=True)
 
-    def entries(self, link: dict[str, Any]) -> Iterator[bytes]:
-        """The batch's entries linked by ``link`` (``origin`` and the chain fields), in order,
-        as the workers finish them; ``BadInput`` at the first one the rules refuse,
-        ``CannotCheck`` when a worker dies (killed, out of memory): the caller's transaction
-        then stores nothing."""
-        starts = range(0, self._count, CHUNK)
-        ends = [min(lo + CHUNK, self._count) for lo in starts]
+    def chunks(self, link: dict[str, Any], first: int) -> Iterator[Chunk]:
+        """The batch's entries linked by ``link`` (``origin`` and the chain fields), to be
+        appended from index ``first`` on, chunk after chunk in order as the workers finish them
+        (cut at multiples of ``CHUNK`` in the log, so a full chunk is a subtree of the tree);
+        ``BadInput`` at the first one the rules refuse (after the chunk of the entries before
+        it), ``CannotCheck`` when a worker dies (killed, out of memory): the caller's
+        transaction then stores nothing."""
+        head = -first % CHUNK
+        starts = [0, *range(head, self._count, CHUNK)] if head else list(
+            range(0, self._count, CHUNK))
+        starts = [s for s in starts if s < self._count]
+        ends = [*starts[1:], self._count]
         try:
             for chunk in self._pool.map(_chunk, [link] * len(ends), starts, ends):
-                for entry in chunk:
-                    if isinstance(entry, str):
-                        raise BadInput(entry)
-                    yield entry
+                yield chunk
+                if chunk.refused is not None:
+                    raise BadInput(chunk.refused)
         except BrokenProcessPool as e:
             raise CannotCheck(f"a sealing worker process died ({e}); nothing was stored") from e

@@ -52,6 +52,7 @@ from ledger.hashlevels import HashLevels, combine, inclusion_paths
 from ledger.note import Checkpoint, note_text, parse_checkpoint
 
 if TYPE_CHECKING:
+    from ledger.bundle import BundleFile
     from ledger.entries import NodeKey
     from ledger.pgstore import PgBackend
 
@@ -668,6 +669,53 @@ class Writer:
         if len(self._entry_rows) >= FLUSH_ROWS:
             self.flush()
         return idx, lh
+
+    def append_bundles(
+        self,
+        made: Sequence[tuple[bytes, bytes]],
+        digests: Sequence[bytes],
+        levels: Sequence[Sequence[bytes]] | None = None,
+    ) -> None:
+        """``append_bundle`` for many entries: ``made`` holds each entry with its leaf hash
+        (computed by whoever made it; ``ledger audit`` recomputes every one), ``digests`` their
+        bundle digests; ``levels``, when they fill a subtree of the tree here, all its levels
+        (``merkle.perfect_levels`` of the leaf hashes, made by a sealing worker), which then
+        are stored as they are."""
+        rows = self._entry_rows
+        idx = self.size
+        if levels is not None and levels[0] == [lh for _, lh in made] and \
+                len(made) & (len(made) - 1) == 0 and idx % len(made) == 0:
+            self._hash_rows.extend(self.frontier.append_subtree(levels))
+            for (entry, lh), digest in zip(made, digests, strict=True):
+                rows.append((idx, lh, entry, "bundle", digest))
+                idx += 1
+        else:
+            hashes = self._hash_rows
+            append = self.frontier.append
+            for (entry, lh), digest in zip(made, digests, strict=True):
+                rows.append((idx, lh, entry, "bundle", digest))
+                hashes.extend(append(lh))
+                idx += 1
+        self.size = idx
+        if len(rows) >= FLUSH_ROWS:
+            self.flush()
+
+    def put_bundle_files(self, first: int, files: Sequence[Sequence[BundleFile]]) -> None:
+        """``put_blobs`` for the bundles of the entries ``first``, ``first + 1``, ...: each
+        bundle's files into its entry's part."""
+        seen = self._blobs_put
+        rows = self._blob_rows
+        for k, bundle_files in enumerate(files):
+            part = part_of(first + k)
+            for f in bundle_files:
+                key = (part, f.digest)
+                if key not in seen:
+                    if len(seen) >= BLOBS_REMEMBERED:
+                        seen.clear()
+                    seen.add(key)
+                    rows.append((part, f.digest, f.data))
+        if len(rows) >= FLUSH_ROWS:
+            self.flush()
 
     def append(self, entry: bytes, etype: str | None = None, digest: bytes | None = None) -> int:
         self.flush()

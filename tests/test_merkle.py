@@ -410,3 +410,25 @@ def test_frontier_appends_exactly_the_stored_hashes(start: int, more: int) -> No
     }
     assert produced == want
     assert f.size == size and f.root() == merkle.root_from_leaf_hashes(_HASHES[:size])
+
+
+@settings(max_examples=100)
+@given(st.integers(min_value=0, max_value=30), st.integers(min_value=0, max_value=5))
+def test_a_perfect_subtree_appends_as_its_leaves_would(blocks: int, k: int) -> None:
+    """``Frontier.append_subtree`` of a whole aligned subtree stores the same hashes, and leaves
+    the same frontier, as appending its leaves one by one."""
+    width = 1 << k
+    start = blocks * width
+    leaves = _HASHES[start : start + width]
+    one, whole = merkle.Frontier.from_store(start, _BIG.get), merkle.Frontier.from_store(
+        start, _BIG.get)
+    rows = [row for leaf in leaves for row in one.append(leaf)]
+    got = whole.append_subtree(merkle.perfect_levels(leaves))
+    assert sorted(got) == sorted(rows)
+    assert whole.edge() == one.edge() and whole.size == one.size == start + width
+    if start % (2 * width) == width and k < 5:  # misaligned for a subtree twice as wide
+        with pytest.raises(ValueError):
+            merkle.Frontier.from_store(start, _BIG.get).append_subtree(
+                merkle.perfect_levels(_HASHES[: 2 * width]))
+    with pytest.raises(ValueError):
+        merkle.perfect_levels(_HASHES[:3])

@@ -5,17 +5,27 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ledger import audit as audit_mod
 from ledger import log as log_mod
 from ledger import sealers
 from ledger.bundle import Bundle
-from ledger.entries import BundleHead
+from ledger.canonical import canonical_json, canonical_json_extend
+from ledger.entries import (
+    BatchEncoder,
+    BundleHead,
+    bundle_fields,
+    chain_link,
+    check_entry_shape,
+)
 from ledger.errors import BadInput, CannotCheck
 from ledger.keys import load_node_secret
 from ledger.log import Log
@@ -80,27 +90,99 @@ def test_a_dead_worker_stores_nothing(
 ) -> None:
     _, two = twin
     sk, _ = load_node_secret(two.keydir, "node")
-    real = sealers.bundle_entry
+    real = sealers.bundle_entries
 
     def dies(
-        chain: Mapping[str, Any], head: BundleHead, fields: Mapping[str, Any], signer: bytes,
-        sk64: bytes,
-    ) -> bytes:
-        if fields["kernel"]["name"] == "kz300":  # in the second chunk
+        link: Mapping[str, Any], heads: Sequence[tuple[BundleHead, Mapping[str, Any]]],
+        signer: bytes, sk64: bytes, now: Callable[[], str],
+    ) -> tuple[list[tuple[bytes, bytes]], str | None]:
+        if any(fields["kernel"]["name"] == "kz300" for _, fields in heads):  # the second chunk
             os._exit(9)  # as if killed: the worker is gone without a word
-        return real(chain, head, fields, signer, sk64)
+        return real(link, heads, signer, sk64, now)
 
-    monkeypatch.setattr(sealers, "bundle_entry", dies)  # inherited by the forked workers
+    monkeypatch.setattr(sealers, "bundle_entries", dies)  # inherited by the forked workers
     size = two.store.size()
     with pytest.raises(CannotCheck, match="worker process died"):
         two.seal_many(items(2 * sealers.CHUNK, "z"), sk, workers=2)
     assert two.store.size() == size
-    monkeypatch.setattr(sealers, "bundle_entry", real)
+    monkeypatch.setattr(sealers, "bundle_entries", real)
     assert len(two.seal_many(items(10, "w"), sk, workers=2)) == 10
     assert audit_mod.audit(two.store, two.verifier).ok
+
+
+def test_an_entry_over_the_size_limit_stops_the_batch_where_one_thread_would(
+    twin: tuple[Log, Log],
+) -> None:
+    one, two = twin
+    sk, _ = load_node_secret(one.keydir, "node")
+    batch = items(2 * sealers.CHUNK + 5, "s")
+    big = batch[sealers.CHUNK + 7][1]
+    big["checks"] = [dict(big["checks"][0], id=f"c{k}", detail="d" * 9000) for k in range(8)]
+    size = two.store.size()
+    with pytest.raises(BadInput) as alone:
+        one.seal_many(batch, sk, workers=0)
+    with pytest.raises(BadInput) as pooled:
+        two.seal_many(batch, sk, workers=2)
+    assert str(pooled.value) == str(alone.value)
+    assert "entry limit" in str(pooled.value)
+    assert two.store.size() == size
 
 
 def test_worker_count_leaves_small_batches_on_one_thread() -> None:
     assert sealers.worker_count(sealers.MIN_BATCH - 1) == 0
     cpus = len(os.sched_getaffinity(0))
     assert sealers.worker_count(sealers.MIN_BATCH) == (cpus if cpus > 1 else 0)
+
+
+_text = st.text(max_size=40)
+_map = st.dictionaries(st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,8}", fullmatch=True), _text,
+                       max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.fixed_dictionaries({"name": _text, "version": _text}),
+    st.lists(st.fixed_dictionaries({"obligation": _text, "theorem": _text, "property": _text}),
+             max_size=3),
+    st.lists(st.fixed_dictionaries(
+        {"id": _text, "status": st.sampled_from(["passed", "failed", "skipped"]),
+         "detail": _text}, optional={"tool": _text, "version": _text}), max_size=4),
+    st.integers(0, 2**60),
+    st.text(min_size=1, max_size=30),
+    st.binary(min_size=0, max_size=80),
+    _map,
+)
+def test_the_batch_encoder_writes_what_canonical_json_writes(
+    kernel: dict[str, str], obligations: list[dict[str, str]], checks: list[dict[str, str]],
+    prev_size: int, origin: str, manifest: bytes, extra_kernel: dict[str, str],
+) -> None:
+    """``BatchEncoder`` (what seal_many signs) gives the bytes of ``canonical_json_extend`` of
+    ``bundle_fields`` (what a single seal signs), with and without the signature, for any
+    fields the shape rules take, a chain link beyond 2**53 included (then not plain)."""
+    head = _Head(bytes(range(32)), manifest.decode("latin-1").encode("utf-8"))
+    extra = {"kernel": {**extra_kernel, **kernel}, "obligations": obligations, "checks": checks}
+    link = {"origin": origin, **chain_link(prev_size, bytes(32))}
+    enc = BatchEncoder(link, b"\x01" * 8)
+    fields = bundle_fields({**link, "time": "2026-12-01T00:00:00Z"}, head, extra, b"\x01" * 8)
+    try:
+        check_entry_shape(fields)
+    except BadInput:
+        with pytest.raises(BadInput):
+            enc.encode("2026-12-01T00:00:00Z", head, extra)
+        return
+    try:
+        want_body, want_with = canonical_json_extend(fields, "signature")
+    except BadInput:  # no canonical form (a chain link beyond 2**53): refused alike
+        with pytest.raises(BadInput):
+            enc.encode("2026-12-01T00:00:00Z", head, extra)
+        return
+    body, with_signature = enc.encode("2026-12-01T00:00:00Z", head, extra)
+    assert body == want_body == canonical_json(fields)
+    assert with_signature("c2ln") == want_with("c2ln") == canonical_json(
+        {**fields, "signature": "c2ln"})
+
+
+@dataclass(frozen=True)
+class _Head:
+    digest: bytes
+    manifest: bytes
