@@ -37,6 +37,7 @@ typedef struct {
 /* Every parse_* returns a new reference, or NULL: with an exception set (out of memory) the
    caller propagates it, without one the input is outside the subset ("defer"). */
 static PyObject *parse_value(Parser *ps);
+static int literal(Parser *ps, const char *word, size_t n);
 
 static int hexval(unsigned char c) {
     if (c >= '0' && c <= '9') return c - '0';
@@ -44,61 +45,105 @@ static int hexval(unsigned char c) {
     return -1; /* canonical JSON writes lowercase hex only */
 }
 
-/* A string starting at ps->p (just after the opening quote). Returns a str or NULL (defer). */
-static PyObject *parse_string(Parser *ps) {
-    const unsigned char *p = ps->p, *end = ps->end, *start = p;
-    int escaped = 0, high = 0;
+/* Strict UTF-8 (what Python's decoder accepts): no overlong forms, no surrogates, at most
+   U+10FFFF, no truncated sequence. */
+static int utf8_valid(const unsigned char *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int len;
+        unsigned int cp;
+        if (c >= 0xc2 && c <= 0xdf) {
+            len = 2;
+            cp = c & 0x1f;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            len = 3;
+            cp = c & 0x0f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            len = 4;
+            cp = c & 0x07;
+        } else {
+            return 0;
+        }
+        if (i + len > n) return 0;
+        for (int k = 1; k < len; k++) {
+            if ((s[i + k] & 0xc0) != 0x80) return 0;
+            cp = (cp << 6) | (s[i + k] & 0x3f);
+        }
+        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* Scan a string starting at ps->p (just after the opening quote) to its closing quote; its
+   raw text is [*start, *start + *len). 1: a canonical string (minimal escapes, no raw control
+   character; UTF-8 not judged yet), 0: outside the subset. */
+static int scan_string(Parser *ps, const unsigned char **start, Py_ssize_t *len, int *escaped,
+                       int *high) {
+    const unsigned char *p = ps->p, *end = ps->end;
+    *start = p;
+    *escaped = 0;
+    *high = 0;
     while (p < end) {
         unsigned char c = *p;
         if (c == '"') break;
-        if (c < 0x20) return NULL; /* a raw control character is not JSON */
+        if (c < 0x20) return 0; /* a raw control character is not JSON */
         if (c == '\\') {
-            escaped = 1;
-            if (p + 1 >= end) return NULL;
+            *escaped = 1;
+            if (p + 1 >= end) return 0;
             unsigned char e = p[1];
             if (e == '"' || e == '\\' || e == 'b' || e == 'f' || e == 'n' || e == 'r' ||
                 e == 't') {
                 p += 2;
                 continue;
             }
-            if (e != 'u' || p + 6 > end) return NULL;
+            if (e != 'u' || p + 6 > end) return 0;
             /* \u00XX, only for a control character without a short form */
-            if (p[2] != '0' || p[3] != '0') return NULL;
+            if (p[2] != '0' || p[3] != '0') return 0;
             int h = hexval(p[4]), l = hexval(p[5]);
-            if (h < 0 || l < 0) return NULL;
+            if (h < 0 || l < 0) return 0;
             int v = h * 16 + l;
             if (v >= 0x20 || v == 0x08 || v == 0x09 || v == 0x0a || v == 0x0c || v == 0x0d)
-                return NULL;
+                return 0;
             p += 6;
             continue;
         }
-        if (c >= 0x80) high = 1;
+        if (c >= 0x80) *high = 1;
         p++;
     }
-    if (p >= end) return NULL; /* unterminated */
-    Py_ssize_t n = p - start;
+    if (p >= end) return 0; /* unterminated */
+    *len = p - *start;
     ps->p = p + 1;
-    if (!escaped) {
-        if (!high) return PyUnicode_FromStringAndSize((const char *)start, n);
-        PyObject *s = PyUnicode_DecodeUTF8((const char *)start, n, "strict");
-        if (s == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) PyErr_Clear();
-        return s;
-    }
+    return 1;
+}
+
+/* The bytes a scanned string stands for, escapes undone, into ps->scratch; their length, or -1
+   (out of memory, exception set). */
+static Py_ssize_t unescape(Parser *ps, const unsigned char *start, Py_ssize_t n) {
     if (n > ps->scratch_len) {
-        unsigned char *grown = PyMem_Realloc(ps->scratch, (size_t)n);
-        if (grown == NULL) return PyErr_NoMemory();
+        unsigned char *grown = PyMem_Realloc(ps->scratch, (size_t)(n > 0 ? n : 1));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
         ps->scratch = grown;
         ps->scratch_len = n;
     }
     unsigned char *out = ps->scratch;
     Py_ssize_t k = 0;
-    for (const unsigned char *q = start; q < p;) {
+    for (const unsigned char *q = start; q < start + n;) {
         if (*q != '\\') {
             out[k++] = *q++;
             continue;
         }
-        unsigned char e = q[1];
-        switch (e) {
+        switch (q[1]) {
         case '"': out[k++] = '"'; q += 2; break;
         case '\\': out[k++] = '\\'; q += 2; break;
         case 'b': out[k++] = 0x08; q += 2; break;
@@ -106,43 +151,141 @@ static PyObject *parse_string(Parser *ps) {
         case 'n': out[k++] = 0x0a; q += 2; break;
         case 'r': out[k++] = 0x0d; q += 2; break;
         case 't': out[k++] = 0x09; q += 2; break;
-        default: /* 'u', checked above */
+        default: /* 'u', checked by scan_string */
             out[k++] = (unsigned char)(hexval(q[4]) * 16 + hexval(q[5]));
             q += 6;
         }
     }
-    PyObject *s = PyUnicode_DecodeUTF8((const char *)out, k, "strict");
+    return k;
+}
+
+/* A string starting at ps->p (just after the opening quote). Returns a str or NULL (defer). */
+static PyObject *parse_string(Parser *ps) {
+    const unsigned char *start;
+    Py_ssize_t n;
+    int escaped, high;
+    if (!scan_string(ps, &start, &n, &escaped, &high)) return NULL;
+    if (!escaped && !high) return PyUnicode_FromStringAndSize((const char *)start, n);
+    const unsigned char *text = start;
+    if (escaped) {
+        n = unescape(ps, start, n);
+        if (n < 0) return NULL;
+        text = ps->scratch;
+    }
+    PyObject *s = PyUnicode_DecodeUTF8((const char *)text, n, "strict");
     if (s == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) PyErr_Clear();
     return s;
 }
 
-static PyObject *parse_number(Parser *ps) {
+/* An integer in canonical form within 2**53 at ps->p into *out: 1, or 0 outside the subset
+   (a float, -0, a leading zero, beyond 2**53). */
+static int scan_number(Parser *ps, long long *out) {
     const unsigned char *p = ps->p, *end = ps->end;
     int neg = 0;
     if (*p == '-') {
         neg = 1;
         p++;
     }
-    if (p >= end || *p < '0' || *p > '9') return NULL;
+    if (p >= end || *p < '0' || *p > '9') return 0;
     if (*p == '0') {
         p++;
-        if (neg) return NULL; /* -0 is written 0 */
+        if (neg) return 0; /* -0 is written 0 */
         if (p < end && (*p == '.' || *p == 'e' || *p == 'E' || (*p >= '0' && *p <= '9')))
-            return NULL;
+            return 0;
         ps->p = p;
-        return PyLong_FromLong(0);
+        *out = 0;
+        return 1;
     }
     long long v = 0;
     int digits = 0;
     while (p < end && *p >= '0' && *p <= '9') {
-        if (++digits > 16) return NULL; /* beyond 2**53 (16 digits) */
+        if (++digits > 16) return 0; /* beyond 2**53 (16 digits) */
         v = v * 10 + (*p - '0');
         p++;
     }
-    if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) return NULL; /* a float */
-    if (v > MAX_SAFE) return NULL;
+    if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) return 0; /* a float */
+    if (v > MAX_SAFE) return 0;
     ps->p = p;
-    return PyLong_FromLongLong(neg ? -v : v);
+    *out = neg ? -v : v;
+    return 1;
+}
+
+static PyObject *parse_number(Parser *ps) {
+    long long v;
+    if (!scan_number(ps, &v)) return NULL;
+    return PyLong_FromLongLong(v);
+}
+
+/* An object key at ps->p (at its opening quote): printable ASCII without '"' or '\\', after
+   the previous key (*prev, *prev_len; NULL for the first) in strictly increasing order, then
+   ':'. 1 with the key in *k, *klen; 0 outside the subset. */
+static int scan_key(Parser *ps, const unsigned char **prev, Py_ssize_t *prev_len,
+                    const unsigned char **k, Py_ssize_t *klen) {
+    if (ps->p >= ps->end || *ps->p != '"') return 0;
+    const unsigned char *s = ++ps->p;
+    while (ps->p < ps->end && *ps->p != '"') {
+        unsigned char c = *ps->p;
+        if (c < 0x20 || c > 0x7e || c == '\\') return 0;
+        ps->p++;
+    }
+    if (ps->p >= ps->end) return 0;
+    Py_ssize_t n = ps->p - s;
+    ps->p++;
+    if (*prev != NULL) {
+        Py_ssize_t m = n < *prev_len ? n : *prev_len;
+        int c = memcmp(*prev, s, (size_t)m);
+        if (c > 0 || (c == 0 && *prev_len >= n)) return 0; /* not strictly increasing */
+    }
+    if (ps->p >= ps->end || *ps->p != ':') return 0;
+    ps->p++;
+    *prev = *k = s;
+    *prev_len = *klen = n;
+    return 1;
+}
+
+/* Validate one value of the subset at ps->p without building it: 1, or 0 outside. */
+static int skip_value(Parser *ps) {
+    if (ps->p >= ps->end) return 0;
+    unsigned char c = *ps->p;
+    if (c == '"') {
+        const unsigned char *s;
+        Py_ssize_t n;
+        int escaped, high;
+        ps->p++;
+        if (!scan_string(ps, &s, &n, &escaped, &high)) return 0;
+        /* escapes are ASCII and stand for ASCII: the raw text is valid UTF-8 iff the string is */
+        return !high || utf8_valid(s, n);
+    }
+    if (c == '{' || c == '[') {
+        if (++ps->depth > ps->max_depth) return 0;
+        ps->p++;
+        unsigned char close = c == '{' ? '}' : ']';
+        const unsigned char *prev = NULL, *k;
+        Py_ssize_t prev_len = 0, klen;
+        if (ps->p < ps->end && *ps->p == close) {
+            ps->p++;
+            ps->depth--;
+            return 1;
+        }
+        for (;;) {
+            if (c == '{' && !scan_key(ps, &prev, &prev_len, &k, &klen)) return 0;
+            if (!skip_value(ps)) return 0;
+            if (ps->p >= ps->end) return 0;
+            if (*ps->p == ',') {
+                ps->p++;
+                continue;
+            }
+            if (*ps->p != close) return 0;
+            ps->p++;
+            ps->depth--;
+            return 1;
+        }
+    }
+    if (c == 't') return literal(ps, "true", 4);
+    if (c == 'f') return literal(ps, "false", 5);
+    if (c == 'n') return literal(ps, "null", 4);
+    long long v;
+    return scan_number(ps, &v);
 }
 
 static int literal(Parser *ps, const char *word, size_t n) {
@@ -155,40 +298,21 @@ static PyObject *parse_object(Parser *ps) {
     if (++ps->depth > ps->max_depth) return NULL;
     PyObject *d = PyDict_New();
     if (d == NULL) return NULL;
-    const unsigned char *prev = NULL;
-    Py_ssize_t prev_len = 0;
+    const unsigned char *prev = NULL, *k;
+    Py_ssize_t prev_len = 0, klen;
     if (ps->p < ps->end && *ps->p == '}') {
         ps->p++;
         ps->depth--;
         return d;
     }
     for (;;) {
-        if (ps->p >= ps->end || *ps->p != '"') goto defer;
-        const unsigned char *k = ++ps->p;
-        while (ps->p < ps->end && *ps->p != '"') {
-            unsigned char c = *ps->p;
-            if (c < 0x20 || c > 0x7e || c == '\\') goto defer;
-            ps->p++;
-        }
-        if (ps->p >= ps->end) goto defer;
-        Py_ssize_t klen = ps->p - k;
-        ps->p++;
-        if (prev != NULL) {
-            Py_ssize_t m = klen < prev_len ? klen : prev_len;
-            int c = memcmp(prev, k, (size_t)m);
-            if (c > 0 || (c == 0 && prev_len >= klen)) goto defer; /* not strictly increasing */
-        }
-        prev = k;
-        prev_len = klen;
-        if (ps->p >= ps->end || *ps->p != ':') goto defer;
-        ps->p++;
+        if (!scan_key(ps, &prev, &prev_len, &k, &klen)) goto defer;
         PyObject *key = PyUnicode_FromStringAndSize((const char *)k, klen);
         if (key == NULL) goto fail;
         PyObject *v = parse_value(ps);
         if (v == NULL) {
             Py_DECREF(key);
-            if (PyErr_Occurred()) goto fail;
-            goto defer;
+            goto fail; /* deferred, or an exception: the caller tells them apart */
         }
         int rc = PyDict_SetItem(d, key, v);
         Py_DECREF(key);
@@ -277,6 +401,238 @@ static PyObject *parse_plain(PyObject *self, PyObject *args) {
         Py_RETURN_NOTIMPLEMENTED;
     }
     return v;
+}
+
+/* -- bundle entries ---------------------------------------------------------------------------- */
+
+typedef struct {
+    const unsigned char *s; /* raw text of a string member */
+    Py_ssize_t n;
+    int escaped, high, present;
+} Text;
+
+static int is_hex(const Text *t, Py_ssize_t n) {
+    if (!t->present || t->escaped || t->n != n) return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (hexval(t->s[i]) < 0) return 0;
+    return 1;
+}
+
+static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+/* YYYY-MM-DDTHH:MM:SSZ with an optional fraction of 1-6 digits, ASCII digits only */
+static int is_time(const Text *t) {
+    if (!t->present || t->escaped || t->n < 20) return 0;
+    const unsigned char *s = t->s;
+    static const char shape[] = "dddd-dd-ddTdd:dd:dd";
+    for (int i = 0; i < 19; i++) {
+        if (shape[i] == 'd' ? !is_digit(s[i]) : s[i] != (unsigned char)shape[i]) return 0;
+    }
+    Py_ssize_t i = 19;
+    if (s[i] == '.') {
+        Py_ssize_t k = 0;
+        for (i++; i < t->n && is_digit(s[i]); i++) k++;
+        if (k < 1 || k > 6) return 0;
+    }
+    return i == t->n - 1 && s[i] == 'Z';
+}
+
+static int b64val(unsigned char c) {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+}
+
+/* canonical padded base64 of exactly 64 bytes (88 characters ending "==") into out */
+static int b64_64(const Text *t, unsigned char *out) {
+    if (!t->present || t->escaped || t->n != 88 || t->s[86] != '=' || t->s[87] != '=') return 0;
+    int v[86];
+    for (int i = 0; i < 86; i++)
+        if ((v[i] = b64val(t->s[i])) < 0) return 0;
+    if (v[85] & 0x0f) return 0; /* the unused bits of the last character must be zero */
+    for (int g = 0; g < 21; g++) {
+        const int *q = v + 4 * g;
+        out[3 * g] = (unsigned char)((q[0] << 2) | (q[1] >> 4));
+        out[3 * g + 1] = (unsigned char)(((q[1] & 0x0f) << 4) | (q[2] >> 2));
+        out[3 * g + 2] = (unsigned char)(((q[2] & 0x03) << 6) | q[3]);
+    }
+    out[63] = (unsigned char)((v[84] << 2) | (v[85] >> 4));
+    return 1;
+}
+
+static int key_is(const unsigned char *k, Py_ssize_t n, const char *name) {
+    return (size_t)n == strlen(name) && memcmp(k, name, (size_t)n) == 0;
+}
+
+enum { F_TYPE, F_ORIGIN, F_TIME, F_PREV_ROOT, F_SIGNATURE, F_DIGEST, F_MANIFEST, F_SIGNER, NTEXT };
+static const char *const TEXT_NAMES[NTEXT] = {"type", "origin", "time", "prev_root",
+                                              "signature", "bundle_digest", "manifest", "signer"};
+
+/* bundle_view(data) -> (origin, prev_size, prev_root, v, digest, manifest, signer, signature,
+   signed, files) or None.
+
+   The members of a bundle entry that ``ledger audit`` judges, read in one pass of the bytes:
+   the origin (str), the chain link (prev_size, prev_root as hex text, v: 1 or 2), the bundle
+   digest (32 bytes), the manifest (its UTF-8 bytes), the signer's key id (hex text), the
+   signature (64 bytes), the signed bytes (the entry without its signature member) and the
+   digests the manifest's lines name (``ledger.bundle.manifest_digests``). Only for bytes that
+   ``ledger.entries.entry_object`` accepts as a bundle entry, judged by its rules (plain
+   canonical JSON; every member of a bundle entry present with its JSON type; a known format
+   version; prev_size not negative; hex, base64 and time in their forms); anything else gives
+   None and the caller takes entry_object's path, which names what is wrong. */
+static PyObject *bundle_view(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer buf;
+    if (!PyArg_ParseTuple(args, "y*:bundle_view", &buf)) return NULL;
+    PyObject *result = NULL;
+    Parser ps = {buf.buf, (const unsigned char *)buf.buf + buf.len, 1, 32, NULL, 0};
+    Text text[NTEXT];
+    memset(text, 0, sizeof text);
+    long long prev_size = -1, version = 0;
+    int has_prev_size = 0, has_v = 0, has_kernel = 0, has_obligations = 0, has_checks = 0;
+    const unsigned char *sig_from = NULL, *sig_to = NULL;
+    const unsigned char *prev = NULL, *k;
+    Py_ssize_t prev_len = 0, klen;
+    if (buf.len > 65535 || ps.p >= ps.end || *ps.p != '{') goto done;
+    ps.p++;
+    for (;;) {
+        const unsigned char *member = ps.p; /* the key's opening quote */
+        if (!scan_key(&ps, &prev, &prev_len, &k, &klen)) goto done;
+        int which = -1;
+        for (int i = 0; i < NTEXT; i++)
+            if (key_is(k, klen, TEXT_NAMES[i])) which = i;
+        if (which >= 0) {
+            Text *t = &text[which];
+            if (ps.p >= ps.end || *ps.p != '"') goto done; /* not a string */
+            ps.p++;
+            if (!scan_string(&ps, &t->s, &t->n, &t->escaped, &t->high)) goto done;
+            if (t->high && !utf8_valid(t->s, t->n)) goto done;
+            t->present = 1;
+            if (which == F_SIGNATURE) {
+                if (member - 1 < (const unsigned char *)buf.buf || member[-1] != ',') goto done;
+                sig_from = member - 1;
+                sig_to = ps.p;
+            }
+        } else if (key_is(k, klen, "prev_size") || key_is(k, klen, "v")) {
+            long long n;
+            if (ps.p >= ps.end || !(*ps.p == '-' || is_digit(*ps.p)) || !scan_number(&ps, &n))
+                goto done;
+            if (klen == 1) {
+                has_v = 1;
+                version = n;
+            } else {
+                has_prev_size = 1;
+                prev_size = n;
+            }
+        } else {
+            int kernel = key_is(k, klen, "kernel");
+            int list = key_is(k, klen, "obligations") || key_is(k, klen, "checks");
+            if ((kernel && (ps.p >= ps.end || *ps.p != '{')) ||
+                (list && (ps.p >= ps.end || *ps.p != '[')))
+                goto done; /* the wrong JSON type */
+            if (!skip_value(&ps)) goto done;
+            if (kernel) has_kernel = 1;
+            if (key_is(k, klen, "obligations")) has_obligations = 1;
+            if (key_is(k, klen, "checks")) has_checks = 1;
+        }
+        if (ps.p >= ps.end) goto done;
+        if (*ps.p == ',') {
+            ps.p++;
+            continue;
+        }
+        if (*ps.p != '}') goto done;
+        ps.p++;
+        break;
+    }
+    if (ps.p != ps.end) goto done;
+    for (int i = 0; i < NTEXT; i++)
+        if (!text[i].present) goto done;
+    if (!has_prev_size || prev_size < 0 || !has_kernel || !has_obligations || !has_checks)
+        goto done;
+    if (has_v && version != 2) goto done;
+    const Text *ty = &text[F_TYPE];
+    if (ty->escaped || ty->n != 6 || memcmp(ty->s, "bundle", 6) != 0) goto done;
+    if (!is_hex(&text[F_PREV_ROOT], 64) || !is_hex(&text[F_DIGEST], 64) ||
+        !is_hex(&text[F_SIGNER], 16) || !is_time(&text[F_TIME]))
+        goto done;
+    unsigned char sig[64], digest[32];
+    if (!b64_64(&text[F_SIGNATURE], sig)) goto done;
+    for (int i = 0; i < 32; i++)
+        digest[i] = (unsigned char)(hexval(text[F_DIGEST].s[2 * i]) * 16 +
+                                    hexval(text[F_DIGEST].s[2 * i + 1]));
+    /* the origin and the manifest, escapes undone */
+    PyObject *origin = NULL, *manifest = NULL, *files = NULL, *signed_bytes = NULL;
+    const Text *o = &text[F_ORIGIN];
+    if (o->escaped) {
+        Py_ssize_t n = unescape(&ps, o->s, o->n);
+        if (n < 0) goto done;
+        origin = PyUnicode_DecodeUTF8((const char *)ps.scratch, n, "strict");
+    } else {
+        origin = PyUnicode_DecodeUTF8((const char *)o->s, o->n, "strict");
+    }
+    if (origin == NULL) goto done;
+    const Text *m = &text[F_MANIFEST];
+    const unsigned char *mtext = m->s;
+    Py_ssize_t mlen = m->n;
+    if (m->escaped) {
+        mlen = unescape(&ps, m->s, m->n);
+        if (mlen < 0) goto fail;
+        mtext = ps.scratch;
+    }
+    manifest = PyBytes_FromStringAndSize((const char *)mtext, mlen);
+    files = PyList_New(0);
+    if (manifest == NULL || files == NULL) goto fail;
+    /* manifest_digests: 64 lowercase hex and two spaces at the start of a line */
+    for (Py_ssize_t at = 0; at < mlen;) {
+        if (at + 66 <= mlen && mtext[at + 64] == ' ' && mtext[at + 65] == ' ') {
+            unsigned char d[32];
+            int ok = 1;
+            for (int i = 0; i < 32 && ok; i++) {
+                int h = hexval(mtext[at + 2 * i]), l = hexval(mtext[at + 2 * i + 1]);
+                if (h < 0 || l < 0) ok = 0;
+                else d[i] = (unsigned char)(h * 16 + l);
+            }
+            if (ok) {
+                PyObject *b = PyBytes_FromStringAndSize((const char *)d, 32);
+                if (b == NULL || PyList_Append(files, b) < 0) {
+                    Py_XDECREF(b);
+                    goto fail;
+                }
+                Py_DECREF(b);
+            }
+        }
+        const unsigned char *nl = memchr(mtext + at, '\n', (size_t)(mlen - at));
+        if (nl == NULL) break;
+        at = nl - mtext + 1;
+    }
+    Py_ssize_t head = sig_from - (const unsigned char *)buf.buf;
+    Py_ssize_t tail = ps.end - sig_to;
+    signed_bytes = PyBytes_FromStringAndSize(NULL, head + tail);
+    if (signed_bytes == NULL) goto fail;
+    memcpy(PyBytes_AS_STRING(signed_bytes), buf.buf, (size_t)head);
+    memcpy(PyBytes_AS_STRING(signed_bytes) + head, sig_to, (size_t)tail);
+    result = Py_BuildValue("(NLs#iy#Ns#y#NN)", origin, prev_size, (const char *)text[F_PREV_ROOT].s,
+                           (Py_ssize_t)64, has_v ? 2 : 1, (const char *)digest, (Py_ssize_t)32,
+                           manifest, (const char *)text[F_SIGNER].s, (Py_ssize_t)16,
+                           (const char *)sig, (Py_ssize_t)64, signed_bytes, files);
+    goto done; /* Py_BuildValue took the N references, even when it failed */
+fail:
+    Py_XDECREF(origin);
+    Py_XDECREF(manifest);
+    Py_XDECREF(files);
+    Py_XDECREF(signed_bytes);
+done:
+    PyMem_Free(ps.scratch);
+    PyBuffer_Release(&buf);
+    if (result == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
+    if (result == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return result;
 }
 
 /* -- Ed25519 through PyNaCl's libsodium ------------------------------------------------------ */
@@ -425,6 +781,8 @@ static PyObject *verify_many(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"parse_plain", parse_plain, METH_VARARGS,
      "parse_plain(data, max_depth) -> value, or NotImplemented outside the plain subset"},
+    {"bundle_view", bundle_view, METH_VARARGS,
+     "bundle_view(data) -> the members of a bundle entry ledger audit judges, or None"},
     {"bind_sodium", bind_sodium, METH_VARARGS,
      "bind_sodium(path): take libsodium's Ed25519 functions from PyNaCl's loaded module"},
     {"sign_many", sign_many, METH_VARARGS,

@@ -43,12 +43,25 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ledger import merkle
 from ledger.bundle import blake3_digest, manifest_digests
 from ledger.encoding import hex_decode, hex_encode
-from ledger.entries import KEY_TYPES, ChainCheck, NodeKey, Registry, decode_entry
+from ledger.entries import (
+    ENTRY_V1,
+    ENTRY_V2,
+    KEY_TYPES,
+    NodeKey,
+    Registry,
+    bundle_view,
+    entry_object,
+    link_problem,
+    signed_part,
+    signer_rule,
+)
 from ledger.errors import LedgerError, VerificationFailed
+from ledger.native import verify_many
 from ledger.note import NoteVerifier, open_note, parse_checkpoint
 from ledger.store import LEGACY_PART, Store, part_of, part_start
 
@@ -244,38 +257,242 @@ def audit_chunk(store: Store, ctx: AuditContext, start: int, end: int) -> ChunkR
     names, every subtree hash the appends create, every checkpoint of a size in
     ``(start, end]``. The tree before ``start`` is taken from the stored hashes: the chunks that
     created those hashes compare each with its recomputed value, so a wrong one fails the audit
-    there, and the hashes built on it here are compared again."""
-    from ledger.entries import Registry
+    there, and the hashes built on it here are compared again.
 
+    It goes through the chunk once for what each entry says (``_Pass``: its bytes, rules,
+    columns, manifest, signature, and the tree its link names), then recomputes the chunk's
+    tree: a full chunk (aligned: ``start`` is a multiple of its width) as one perfect subtree,
+    level by level (``merkle.perfect_levels``); the last, partial one leaf by leaf. The named
+    roots, the checkpoints and the stored hashes are judged against that tree."""
     r = ChunkResult(start, end)
-    registry = Registry(ctx.vkey.public, ctx.origin)
-    registry.keys = dict(ctx.keys)
     try:
-        frontier = merkle.Frontier.from_store(start, store.stored_hash)
+        before = merkle.Frontier.from_store(start, store.stored_hash)
     except LedgerError as e:
         r.add(start, f"entry {start}: the tree before it cannot be read: {e}")
         r.gap = True
         return r
-    r.edge = frontier.edge()
-    chain = ChainCheck(lambda size: store.root(size) if size <= start else None, end - start + 1)
-    cps = {
-        int(size): [bytes(n) for _, n in group]
-        for size, group in _grouped(store.conn.execute(
-            "SELECT size, note FROM checkpoints WHERE size>? AND size<=? ORDER BY size, id",
-            (start, end),
-        ))
-    }
-    conn = store.conn
-    blobs_seen: dict[tuple[int, bytes], None] = {}  # (part, digest) found present
-    hash_batch: list[tuple[int, int, bytes]] = []
-    blob_batch: list[tuple[int, bytes]] = []
+    r.edge = before.edge()
+    scan = _Pass(store, ctx, r)
+    for row in store.scan(
+        "SELECT idx, leaf_hash, data, type, bundle_digest FROM entries "
+        "WHERE idx>=? AND idx<? ORDER BY idx",
+        (start, end),
+    ):
+        if not scan.entry(*row):
+            break
+    scan.finish()
+    pos = start + len(scan.leaves)
+    if pos < end and not r.gap:
+        r.add(pos, f"entry index {pos} is missing (the log ends at {pos})")
+        r.gap = True
+    r.entries = pos - start
+    tree = _ChunkTree(store, r.edge, start, scan.leaves, ctx.chunk_level)
+    _check_links(r, scan.links, tree, start)
+    tree.compare_stored(r)
+    cps = _grouped(store.conn.execute(
+        "SELECT size, note FROM checkpoints WHERE size>? AND size<=? ORDER BY size, id",
+        (start, pos),
+    ))
+    for size, notes in cps:
+        for note in notes:
+            _check_checkpoint(r, ctx.vkey, ctx.origin, note, size, tree.root(size))
+            r.checkpoints += 1
+    r.own = tree.own()
+    return r
 
-    def check_batches() -> None:
-        """Compare recomputed subtree hashes with ``hashes`` (one range SELECT per level) and
-        look up the named files (one SELECT per 500): a few queries per thousand entries."""
+
+SUB_BATCH = 1024  # entries whose signatures are verified, and files looked up, at a time
+
+
+class _Pass:
+    """The one pass of ``audit_chunk`` over a chunk's rows: what each entry says, judged on its
+    own and against the replayed key entries; signatures and file lookups batched."""
+
+    def __init__(self, store: Store, ctx: AuditContext, r: ChunkResult) -> None:
+        self.store = store
+        self.ctx = ctx
+        self.r = r
+        self.keys = {hex_encode(k): v for k, v in ctx.keys.items()}  # by the hex id entries carry
+        self.leaves: list[bytes] = []
+        self.links: list[tuple[int, int, int, str]] = []  # (index, v, prev_size, prev_root)
+        self.jobs: list[tuple[bytes, bytes, bytes]] = []
+        self.job_index: list[int] = []
+        self.files: list[tuple[int, bytes]] = []  # (entry, file digest) to look up
+        self.present: dict[tuple[int, bytes], None] = {}  # (part, digest) found present
+
+    def entry(self, idx: int, stored_lh: bytes, data: bytes, etype: str, digest: Any) -> bool:
+        """Judge the row of entry ``idx``; False when it is not the next index (a gap)."""
+        r = self.r
+        pos = r.start + len(self.leaves)
+        if idx != pos:
+            r.add(pos, f"entry index {pos} is missing (next stored is {idx})")
+            r.gap = True
+            return False
+        data = bytes(data)
+        lh = merkle.leaf_hash(data)
+        self.leaves.append(lh)
+        if lh != bytes(stored_lh):
+            r.add(idx, f"entry {idx}: bytes do not hash to the stored leaf hash")
+        try:
+            self._rules(idx, data, etype, digest)
+        except LedgerError as e:
+            r.add(idx, f"entry {idx}: {e}")
+        if len(self.jobs) >= SUB_BATCH or len(self.files) >= SUB_BATCH:
+            self.finish()
+        return True
+
+    def _rules(self, idx: int, data: bytes, etype: str, digest: Any) -> None:
+        ctx = self.ctx
+        view = None if idx in ctx.key_events else bundle_view(data)
+        if view is not None:  # a bundle entry by entry_object's rules, read in one pass
+            origin, size, named_root, v, d, manifest, signer, signature, signed, files = view
+            if origin != ctx.origin:
+                raise VerificationFailed(f"entry {idx} names origin {origin!r}")
+            key = signer_rule(self.keys.get(signer), signer, idx)
+            self.jobs.append((key.public, signed, signature))
+            self.job_index.append(idx)
+            self.links.append((idx, v, size, named_root))
+            if etype != "bundle":
+                self.r.add(idx, f"entry {idx}: stored type column does not match the entry")
+            self._bundle(idx, d, digest, manifest, files)
+            return
+        if idx in ctx.key_events:  # replayed (and any problem reported) before the chunks
+            obj, _ = entry_object(data)
+            self.r.signatures += 1
+        else:
+            obj, signature = entry_object(data)
+            if obj["type"] in KEY_TYPES:
+                Registry(ctx.vkey.public, ctx.origin).check(idx, data)  # its signature first
+                raise VerificationFailed(f"{obj['type']} entry {idx} is not a key event of "
+                                         "this log (its stored type column says otherwise)")
+            if obj["origin"] != ctx.origin:
+                raise VerificationFailed(f"entry {idx} names origin {obj['origin']!r}")
+            signer = obj["signer"]
+            key = signer_rule(self.keys.get(signer), signer, idx)
+            self.jobs.append((key.public, signed_part(data, obj), signature))
+            self.job_index.append(idx)
+        self.links.append((idx, ENTRY_V2 if "v" in obj else ENTRY_V1, obj["prev_size"],
+                           obj["prev_root"]))
+        if obj["type"] != etype:
+            self.r.add(idx, f"entry {idx}: stored type column does not match the entry")
+        named = obj.get("bundle_digest")
+        if named is not None:
+            manifest = obj["manifest"].encode("utf-8")
+            self._bundle(idx, hex_decode(named), digest, manifest, manifest_digests(manifest))
+
+    def _bundle(
+        self, idx: int, d: bytes, column: Any, manifest: bytes, files: list[bytes]
+    ) -> None:
+        """A bundle entry's digest against its stored column and its manifest; the files it
+        names to look up."""
+        if column is None or bytes(column) != d:
+            self.r.add(idx, f"entry {idx}: stored bundle digest column does not match")
+        if blake3_digest(manifest) != d:
+            self.r.add(idx, f"entry {idx}: manifest does not hash to its bundle digest")
+        part = part_of(idx)
+        present = self.present
+        for fd in files:
+            if (part, fd) not in present:
+                self.files.append((idx, fd))
+
+    def finish(self) -> None:
+        """Verify the signatures and look up the files gathered so far."""
+        r = self.r
+        if self.jobs:
+            bad = verify_many(self.jobs)
+            for k in bad:
+                idx = self.job_index[k]
+                r.add(idx, f"entry {idx}: entry signature does not verify")
+            r.signatures += len(self.jobs) - len(bad)
+            self.jobs, self.job_index = [], []
+        if not self.files:
+            return
+        by_part: dict[int, dict[bytes, None]] = {}  # an entry's files are kept in its part
+        for i, fd in self.files:
+            by_part.setdefault(part_of(i), {})[fd] = None
+        found = {
+            (part, fd)
+            for part, fds in by_part.items()
+            for fd in self.store.has_blobs(list(fds), index=part_start(part))
+        }
+        present = self.present
+        for i, fd in self.files:
+            key = (part_of(i), fd)
+            if key in found:
+                if len(present) >= BLOB_CACHE:
+                    present.clear()
+                present[key] = None
+            else:
+                r.add(i, f"entry {i}: bundle file {hex_encode(fd)} is missing")
+        self.files = []
+
+
+class _ChunkTree:
+    """The recomputed tree over a chunk's entries on top of the stored tree before it (``edge``):
+    all levels of a full aligned chunk at once, a partial one leaf by leaf; roots at any size in
+    the chunk, and the stored hashes compared with the recomputed ones."""
+
+    def __init__(
+        self, store: Store, edge: tuple[tuple[int, bytes], ...], start: int,
+        leaves: list[bytes], chunk_level: int,
+    ) -> None:
+        self.store = store
+        self.edge = edge
+        self.start = start
+        self.chunk_level = chunk_level
+        self.size = start + len(leaves)
+        self.full = len(leaves) == 1 << chunk_level and start % len(leaves) == 0
+        self.rows: list[tuple[int, int, bytes]] = []
+        self.edges: dict[int, tuple[tuple[int, bytes], ...]] = {}  # partial chunk: at each size
+        self.levels: list[list[bytes]] = []
+        if self.full:
+            self.levels = merkle.perfect_levels(leaves)
+        else:
+            f = merkle.Frontier.from_edge(start, edge)
+            for lh in leaves:
+                self.edges[f.size] = f.edge()
+                self.rows.extend(f.append(lh))
+            self.edges[f.size] = f.edge()
+
+    def root(self, size: int) -> bytes:
+        """The recomputed root at ``size`` (in ``[start, start + len]``)."""
+        if not self.start <= size <= self.size:
+            raise ValueError(f"size {size} is outside the chunk {self.start}..{self.size}")
+        if not self.full:
+            return merkle.edge_root(self.edges[size])
+        edge = list(self.edge)
+        offset, pos = size - self.start, 0
+        for level in range(len(self.levels) - 1, -1, -1):
+            if offset >> level & 1:
+                edge.append((level, self.levels[level][pos >> level]))
+                pos += 1 << level
+        return merkle.edge_root(edge)
+
+    def own(self) -> tuple[tuple[int, bytes], ...]:
+        """The recomputed subtrees inside the chunk at its end: its root for a full chunk, else
+        the edge nodes below the chunk level (the chunk is aligned: they lie inside it)."""
+        if self.full:
+            return ((self.chunk_level, self.levels[-1][0]),)
+        return tuple((level, h) for level, h in self.edges[self.size] if level < self.chunk_level)
+
+    def compare_stored(self, r: ChunkResult) -> None:
+        """Compare every subtree hash the chunk's appends create with ``hashes`` (one range
+        SELECT per level)."""
+        if self.full:
+            made = [
+                (level, (self.start >> level) + j, h)
+                for level, row in enumerate(self.levels) for j, h in enumerate(row)
+            ]
+            # and the hashes the chunk's root completes above it
+            f = merkle.Frontier.from_edge(self.start, self.edge)
+            made.extend(row for row in f.append_subtree(self.levels)
+                        if row[0] >= len(self.levels))
+        else:
+            made = self.rows
         by_level: dict[int, list[tuple[int, bytes]]] = {}
-        for level, n, h in hash_batch:
+        for level, n, h in made:
             by_level.setdefault(level, []).append((n, h))
+        conn = self.store.conn
         for level, items in sorted(by_level.items()):
             stored = {
                 int(n): bytes(h)
@@ -294,92 +511,35 @@ def audit_chunk(store: Store, ctx: AuditContext, start: int, end: int) -> ChunkR
                             first,
                             f"stored hash ({level}, {n}) over entries {first}..{last} is wrong",
                         )
-        hash_batch.clear()
-        by_part: dict[int, dict[bytes, None]] = {}  # an entry's files are kept in its part
-        for i, fd in blob_batch:
-            by_part.setdefault(part_of(i), {})[fd] = None
-        present = {
-            (part, fd)
-            for part, fds in by_part.items()
-            for fd in store.has_blobs(list(fds), index=part_start(part))
-        }
-        if blob_batch:
-            for i, fd in blob_batch:
-                if (part_of(i), fd) in present:
-                    if len(blobs_seen) >= BLOB_CACHE:
-                        blobs_seen.clear()
-                    blobs_seen[(part_of(i), fd)] = None
-                else:
-                    r.add(i, f"entry {i}: bundle file {hex_encode(fd)} is missing")
-            blob_batch.clear()
 
-    pos = start
-    top: tuple[int, int, bytes] | None = None
-    for idx, lh, data, etype, digest in store.scan(
-        "SELECT idx, leaf_hash, data, type, bundle_digest FROM entries "
-        "WHERE idx>=? AND idx<? ORDER BY idx",
-        (start, end),
-    ):
-        data = bytes(data)
-        if idx != pos:
-            r.add(pos, f"entry index {pos} is missing (next stored is {idx})")
-            r.gap = True
-            break
-        stored_lh, lh = lh, merkle.leaf_hash(data)
-        if lh != bytes(stored_lh):
-            r.add(idx, f"entry {idx}: bytes do not hash to the stored leaf hash")
-        try:
-            if idx in ctx.key_events:  # replayed (and any problem reported) before the chunks
-                obj = decode_entry(data)
+
+def _check_links(
+    r: ChunkResult, links: list[tuple[int, int, int, str]], tree: _ChunkTree, start: int
+) -> None:
+    """Each entry's chain link against the recomputed tree (a size inside the chunk) or the
+    stored one before it (``store.root``; step 3 compares those hashes where they were made)."""
+    roots: dict[int, bytes | None] = {}
+
+    def root_at(size: int) -> bytes | None:
+        if size not in roots:
+            if size < start:
+                roots[size] = tree.store.root(size)
             else:
-                obj = registry.check(idx, data)
-                if obj.type in KEY_TYPES:
-                    raise VerificationFailed(f"{obj.type} entry {idx} is not a key event of "
-                                             "this log (its stored type column says otherwise)")
-            r.signatures += 1
-            link = chain.check(obj, idx, frontier)
-            if link is not None:
-                r.links += 1
-                if r.first_link is None:
-                    r.first_link = (idx, link)
-            if obj.type != etype:
-                r.add(idx, f"entry {idx}: stored type column does not match the entry")
-            if obj.bundle_digest is not None and obj.manifest is not None:
-                d = hex_decode(obj.bundle_digest)
-                if digest is None or bytes(digest) != d:
-                    r.add(idx, f"entry {idx}: stored bundle digest column does not match")
-                manifest = obj.manifest.encode("utf-8")
-                if blake3_digest(manifest) != d:
-                    r.add(idx, f"entry {idx}: manifest does not hash to its bundle digest")
-                for fd in manifest_digests(manifest):
-                    if (part_of(idx), fd) not in blobs_seen:
-                        blob_batch.append((idx, fd))
-        except LedgerError as e:
-            r.add(idx, f"entry {idx}: {e}")
-        made = frontier.append(lh)  # (level, n, hash) for levels 0, 1, ...
-        if len(made) > ctx.chunk_level:  # the last entry of a full chunk: its own subtree
-            top = made[ctx.chunk_level]
-        hash_batch.extend(made)
-        pos += 1
-        if len(hash_batch) >= CHECK_BATCH:
-            check_batches()
-        for note in cps.get(pos, ()):
-            _check_checkpoint(r, ctx.vkey, ctx.origin, note, pos, frontier.root())
-            r.checkpoints += 1
-    if pos < end and not r.gap:
-        r.add(pos, f"entry index {pos} is missing (the log ends at {pos})")
-        r.gap = True
-    check_batches()
-    r.entries = pos - start
-    if top is not None:
-        r.own = ((ctx.chunk_level, top[2]),)
-    else:  # a partial chunk: its edge nodes below the chunk level lie inside it (it is aligned)
-        r.own = tuple((level, h) for level, h in frontier.edge() if level < ctx.chunk_level)
-    return r
+                roots[size] = tree.root(size) if size <= tree.size else None
+        return roots[size]
+
+    for idx, v, size, named in links:
+        needed = v == ENTRY_V1 or size == idx
+        link = link_problem(v, size, named, idx, root_at(idx) if needed else None, root_at)
+        if link is not None:
+            r.links += 1
+            if r.first_link is None:
+                r.first_link = (idx, link)
 
 
-def _grouped(rows: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, list[tuple[int, bytes]]]]:
-    return ((k, list(g)) for k, g in itertools.groupby(rows, key=lambda row: int(row[0])))
+def _grouped(rows: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, list[bytes]]]:
+    return ((k, [bytes(n) for _, n in g])
+            for k, g in itertools.groupby(rows, key=lambda row: int(row[0])))
 
 
 def _merge_chunks(done: list[ChunkResult], res: AuditResult, chunk_level: int) -> bytes:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import blake3
 
-from ledger.encoding import hex_decode, hex_encode
+from ledger.encoding import hex_decode, hex_encode, unhex_matched
 from ledger.errors import BundleError
 from ledger.fsutil import read_fd_bounded
 
@@ -145,7 +145,7 @@ def manifest_digests(manifest: bytes) -> list[bytes]:
     """Only the BLAKE3 digests a manifest names (one per ``<64 hex>  <path>`` line), without
     judging its paths or members: for readers that replicate or audit what was signed, where
     ``parse_manifest`` is the verifier's job."""
-    return [hex_decode(m.decode()) for m in _MANIFEST_DIGEST.findall(manifest)]
+    return [unhex_matched(m) for m in _MANIFEST_DIGEST.findall(manifest)]
 
 
 def parse_manifest(manifest: bytes) -> list[tuple[str, bytes]]:

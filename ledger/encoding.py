@@ -29,6 +29,12 @@ def hex_decode(text: str, length: int | None = None, what: str = "hex value") ->
     return bytes.fromhex(text)
 
 
+def unhex_matched(text: bytes) -> bytes:
+    """The bytes of ASCII hex that a caller's pattern has already matched as lowercase hex of
+    even length (``ledger.bundle.manifest_digests``): no second validation."""
+    return binascii.unhexlify(text)
+
+
 def b64_encode(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 

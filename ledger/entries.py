@@ -39,7 +39,8 @@ import nacl.bindings
 import nacl.exceptions
 import nacl.signing
 
-from ledger import merkle
+from ledger import merkle, native
+from ledger.bundle import manifest_digests
 from ledger.canonical import (
     MAX_SAFE_INTEGER,
     canonical_json,
@@ -50,7 +51,7 @@ from ledger.canonical import (
 )
 from ledger.encoding import b64_decode, b64_encode, hex_decode, hex_encode
 from ledger.errors import BadInput, SignatureError, VerificationFailed
-from ledger.native import sign_many
+from ledger.native import BundleView, sign_many
 
 MAX_ENTRY_BYTES = 65535
 ENTRY_V1 = 1  # no "v" member: prev_size is the entry's index
@@ -276,8 +277,20 @@ def chain_problem(
     ``root_at(size)`` the log's root at an older size (None when it cannot be had). v1: the link
     must name exactly the tree before the entry; v2: a tree of size at most ``index`` whose root is
     the log's root at that size (a prefix of the log)."""
-    size, named = entry.prev_size, entry.prev_root
-    if entry.v == ENTRY_V1:
+    return link_problem(entry.v, entry.prev_size, entry.prev_root, index, root_before, root_at)
+
+
+def link_problem(
+    v: int,
+    size: int,
+    named: str,
+    index: int,
+    root_before: bytes | None,
+    root_at: Callable[[int], bytes | None],
+) -> str | None:
+    """``chain_problem`` of an entry of format ``v`` whose link names ``size`` and the root
+    ``named`` (hex), given as plain values (``ledger.audit`` reads them without an ``Entry``)."""
+    if v == ENTRY_V1:
         if size != index or root_before is None or named != hex_encode(root_before):
             return f"chain link (prev_size {size}/prev_root) is not the tree before entry {index}"
         return None
@@ -395,43 +408,8 @@ class Entry:
 
 def decode_entry(data: bytes) -> Entry:
     """Parse untrusted entry bytes: canonical JSON within the size limit and the entry shape."""
-    if len(data) > MAX_ENTRY_BYTES:
-        raise BadInput(f"entry is larger than {MAX_ENTRY_BYTES} bytes")
-    obj = loads_canonical(data, max_bytes=MAX_ENTRY_BYTES)
-    if not isinstance(obj, dict):
-        raise BadInput("entry is not a JSON object")
-    etype = obj.get("type")
-    if etype not in ENTRY_TYPES:
-        raise BadInput(f"unknown entry type {etype!r}")
-    for field, want in _FIELDS[etype]:
-        if field not in obj:
-            raise BadInput(f"{etype} entry lacks {field!r}")
-        if type(obj[field]) is not want:  # JSON gives exactly these types (a bool is no int)
-            raise BadInput(f"{etype} entry field {field!r} has the wrong type")
-    if obj["prev_size"] < 0:
-        raise BadInput("entry prev_size is negative")
-    if "v" in obj and (
-        not isinstance(obj["v"], int) or isinstance(obj["v"], bool) or obj["v"] != ENTRY_V2
-    ):
-        raise BadInput(f"unknown entry format version {str(obj['v'])[:20]!r} (this reader knows "
-                       f"1, no \"v\" member, and {ENTRY_V2})")
-    hex_decode(obj["prev_root"], 32, "entry prev_root")
-    b64_decode(obj["signature"], 64, "entry signature")
-    if _TIME.fullmatch(obj["time"]) is None:
-        raise BadInput("entry time is not RFC 3339 UTC (YYYY-MM-DDTHH:MM:SSZ)")
-    if etype == "bundle":
-        if _HEX64.fullmatch(obj["bundle_digest"]) is None:
-            raise BadInput("bundle entry digest is not 64 lowercase hex")
-        if _HEX16.fullmatch(obj["signer"]) is None:
-            raise BadInput("bundle entry signer is not a 16-hex key id")
-    else:
-        if _HEX16.fullmatch(obj["key_id"]) is None:
-            raise BadInput("key entry key_id is not a 16-hex key id")
-    if etype == "key-registration":
-        pub = b64_decode(obj["public_key"], 32, "registered public key")
-        if hex_encode(node_key_id(pub)) != obj["key_id"]:
-            raise BadInput("registered key_id does not match the public key")
-        b64_decode(obj["pop"], 64, "proof of possession")
+    obj, _ = entry_object(data)
+    etype = obj["type"]
     typed: dict[str, Any] = {
         k: tuple(obj[k]) if isinstance(obj[k], list) else obj[k] for k in _REQUIRED[etype]
     }
@@ -447,6 +425,76 @@ def decode_entry(data: bytes) -> Entry:
         v=ENTRY_V2 if "v" in obj else ENTRY_V1,
         **typed,
     )
+
+
+def bundle_view(data: bytes) -> BundleView | None:
+    """What ``ledger audit`` judges of a ``bundle`` entry, read in one pass: (origin,
+    prev_size, prev_root (hex), format version, bundle digest, manifest (UTF-8 bytes), signer
+    (hex key id), signature (64 bytes), signed bytes, the file digests the manifest names); None
+    when ``entry_object`` refuses the bytes or they are another type of entry (the caller then
+    takes ``entry_object``, which says why). The compiled scanner where built
+    (``ledger.native.bundle_view``), else ``bundle_view_py``; tests/test_native.py holds the two
+    to the same answers."""
+    if native.AVAILABLE:
+        return native.bundle_view(data)
+    return bundle_view_py(data)
+
+
+def bundle_view_py(data: bytes) -> BundleView | None:
+    """``bundle_view`` from ``entry_object``."""
+    try:
+        obj, signature = entry_object(data)
+    except BadInput:
+        return None
+    if obj["type"] != "bundle":
+        return None
+    manifest = obj["manifest"].encode("utf-8")
+    return (obj["origin"], obj["prev_size"], obj["prev_root"], ENTRY_V2 if "v" in obj else
+            ENTRY_V1, hex_decode(obj["bundle_digest"]), manifest, obj["signer"], signature,
+            signed_part(data, obj), manifest_digests(manifest))
+
+
+def entry_object(data: bytes) -> tuple[dict[str, Any], bytes]:
+    """``decode_entry``'s checks, without building the ``Entry``: the parsed object (known to
+    have the members and types of its ``type``) and its signature's 64 bytes. For readers that
+    go through the whole log (``ledger audit``)."""
+    if len(data) > MAX_ENTRY_BYTES:
+        raise BadInput(f"entry is larger than {MAX_ENTRY_BYTES} bytes")
+    obj = loads_canonical(data, max_bytes=MAX_ENTRY_BYTES)
+    if type(obj) is not dict:
+        raise BadInput("entry is not a JSON object")
+    etype = obj.get("type")
+    if etype not in ENTRY_TYPES:
+        raise BadInput(f"unknown entry type {etype!r}")
+    for field, want in _FIELDS[etype]:
+        if type(obj.get(field)) is not want:  # JSON gives exactly these types (a bool is no int)
+            if field not in obj:
+                raise BadInput(f"{etype} entry lacks {field!r}")
+            raise BadInput(f"{etype} entry field {field!r} has the wrong type")
+    if obj["prev_size"] < 0:
+        raise BadInput("entry prev_size is negative")
+    if "v" in obj and (type(obj["v"]) is not int or obj["v"] != ENTRY_V2):
+        raise BadInput(f"unknown entry format version {str(obj['v'])[:20]!r} (this reader knows "
+                       f"1, no \"v\" member, and {ENTRY_V2})")
+    if _HEX64.fullmatch(obj["prev_root"]) is None:
+        hex_decode(obj["prev_root"], 32, "entry prev_root")  # raises, with the reason
+    signature = b64_decode(obj["signature"], 64, "entry signature")
+    if _TIME.fullmatch(obj["time"]) is None:
+        raise BadInput("entry time is not RFC 3339 UTC (YYYY-MM-DDTHH:MM:SSZ)")
+    if etype == "bundle":
+        if _HEX64.fullmatch(obj["bundle_digest"]) is None:
+            raise BadInput("bundle entry digest is not 64 lowercase hex")
+        if _HEX16.fullmatch(obj["signer"]) is None:
+            raise BadInput("bundle entry signer is not a 16-hex key id")
+    else:
+        if _HEX16.fullmatch(obj["key_id"]) is None:
+            raise BadInput("key entry key_id is not a 16-hex key id")
+    if etype == "key-registration":
+        pub = b64_decode(obj["public_key"], 32, "registered public key")
+        if hex_encode(node_key_id(pub)) != obj["key_id"]:
+            raise BadInput("registered key_id does not match the public key")
+        b64_decode(obj["pop"], 64, "proof of possession")
+    return obj, signature
 
 
 MAX_CHECKS = 512
@@ -574,6 +622,19 @@ class NodeKey:
     revoke_reason: str = ""
 
 
+def signer_rule(key: NodeKey | None, key_id: str, index: int) -> NodeKey:
+    """``key`` (the registered node key of id ``key_id``, hex; None when there is none) when it
+    may sign entry ``index``: registered before it and not revoked before it. Else
+    ``VerificationFailed``."""
+    if key is None or key.registered_at >= index:
+        raise VerificationFailed(f"signer {key_id} was not registered before entry {index}")
+    if key.revoked_at is not None and key.revoked_at < index:
+        raise VerificationFailed(
+            f"signer {key_id} was revoked at entry {key.revoked_at} ({key.revoke_reason})"
+        )
+    return key
+
+
 class Registry:
     """Node keys as the log's own history defines them, replayed entry by entry.
 
@@ -588,17 +649,7 @@ class Registry:
 
     def check_signer(self, key_id: bytes, index: int) -> NodeKey:
         """The node key allowed to sign entry ``index``; raise when it may not."""
-        key = self.keys.get(key_id)
-        if key is None or key.registered_at >= index:
-            raise VerificationFailed(
-                f"signer {hex_encode(key_id)} was not registered before entry {index}"
-            )
-        if key.revoked_at is not None and key.revoked_at < index:
-            raise VerificationFailed(
-                f"signer {hex_encode(key_id)} was revoked at entry {key.revoked_at} "
-                f"({key.revoke_reason})"
-            )
-        return key
+        return signer_rule(self.keys.get(key_id), hex_encode(key_id), index)
 
     def check(self, index: int, data: bytes) -> Entry:
         """``apply`` without recording key events, for a registry that has replayed the log's key

@@ -273,6 +273,16 @@ class Frontier:
         f.size = size
         return f
 
+    @classmethod
+    def from_edge(cls, size: int, edge: Sequence[tuple[int, bytes]]) -> Frontier:
+        """The frontier of a tree of ``size`` leaves whose right edge (``edge()``) is ``edge``."""
+        if sum(1 << level for level, _ in edge) != size:
+            raise ValueError(f"an edge that is not of a tree of size {size}")
+        f = cls()
+        f._edge = list(edge)
+        f.size = size
+        return f
+
     def append(self, leaf: bytes) -> list[tuple[int, int, bytes]]:
         """Append leaf hash ``leaf``; return the new stored hashes ``(level, n, hash)``."""
         if len(leaf) != HASH_SIZE:

@@ -63,6 +63,19 @@ def parse_plain(data: bytes, max_depth: int) -> Any:
     return NOT_PLAIN if value is NotImplemented else value
 
 
+BundleView = tuple[str, int, str, int, bytes, bytes, str, bytes, bytes, list[bytes]]
+
+
+def bundle_view(data: bytes) -> BundleView | None:
+    """The members of a ``bundle`` entry that ``ledger audit`` judges, from the C scanner (its
+    comment in ``ledger/_native.c`` says which and how they are judged), or None: not such an
+    entry by those rules, or no C module (``ledger.entries.bundle_view`` has the twin)."""
+    if _C is None:
+        return None
+    view: BundleView | None = _C.bundle_view(data)
+    return view
+
+
 def sign_many_py(sk64: bytes, messages: list[bytes]) -> list[bytes]:
     """``sign_many``'s twin: PyNaCl once per message."""
     n = nacl.bindings.crypto_sign_BYTES
