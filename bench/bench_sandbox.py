@@ -36,7 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from verify import sandbox  # noqa: E402
-from verify.sandbox import Case, OutputSpec  # noqa: E402
+from verify.oracle import OutputSpec  # noqa: E402
+from verify.sandbox import Case  # noqa: E402
 
 SAXPY = b"""import numpy as np
 def saxpy(inputs, sizes):

@@ -19,11 +19,8 @@ thread.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from typing import Any, NamedTuple
 
 from ledger import merkle
@@ -104,7 +101,13 @@ class Chunk(NamedTuple):
 def worker_count(batch: int) -> int:
     """Worker processes for a batch of ``batch`` entries: one per CPU this process may run on,
     none for a small batch, a single CPU, or a platform without ``fork``."""
-    if batch < MIN_BATCH or "fork" not in multiprocessing.get_all_start_methods():
+    if batch < MIN_BATCH:
+        return 0
+    # the process pool's modules load only for a batch that may use it: ``ledger verify`` and a
+    # seal of a few bundles import this module through ``ledger.log`` (start-up, issue 12)
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():
         return 0
     try:
         cpus = len(os.sched_getaffinity(0))
@@ -126,6 +129,9 @@ class Sealers:
         now: Any,
         heads: Sequence[tuple[BundleHead, Mapping[str, Any]]],
     ) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         self._count = len(heads)
         self._pool = ProcessPoolExecutor(
             max_workers=workers,
@@ -155,6 +161,8 @@ class Sealers:
         ``BadInput`` at the first one the rules refuse (after the chunk of the entries before
         it), ``CannotCheck`` when a worker dies (killed, out of memory): the caller's
         transaction then stores nothing."""
+        from concurrent.futures.process import BrokenProcessPool
+
         head = -first % CHUNK
         starts = [0, *range(head, self._count, CHUNK)] if head else list(
             range(0, self._count, CHUNK))

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from verify import sandbox
-from verify.sandbox import Case, Limits, OutputSpec, SandboxUnavailable, run_reference
+from verify.oracle import OutputSpec
+from verify.sandbox import Case, Limits, SandboxUnavailable, run_reference
 
 BWRAP, WHY = sandbox.sandbox_status()
 needs_bwrap = pytest.mark.skipif(BWRAP is None, reason=WHY)

@@ -63,9 +63,8 @@ from verify.engine import LaunchOutcome as LaunchOutcome
 from verify.engine import Observed as Observed
 from verify.engine import ScalarArg as ScalarArg
 from verify.model import FLOAT_DTYPES, RANDOM, FalsificationTest, Kernel, Tolerance, scalar_literal
-from verify.oracle import ORACLE_IN_DETAIL, OracleCase, Oracles, Result, oracles_for
+from verify.oracle import ORACLE_IN_DETAIL, OracleCase, Oracles, OutputSpec, Result, oracles_for
 from verify.report import Check, failed, passed, skipped
-from verify.sandbox import OutputSpec
 
 MAX_LAUNCH_BYTES = 512 << 20  # all buffers of one launch together
 MAX_BLOCK_THREADS = 1024

@@ -35,8 +35,6 @@ import numpy as np
 from ledger.errors import CannotCheck
 from verify.context import Options
 from verify.model import Kernel
-from verify.sandbox import Case as SandboxCase
-from verify.sandbox import OutputSpec
 
 Arrays = dict[str, np.ndarray[Any, Any]]
 Result = Arrays | str  # the outputs of one case, or why the oracle could not compute them
@@ -47,6 +45,15 @@ WEAKER = (
     "the author's own executable spec, run in a sandbox: agreement with it is weaker than "
     "agreement with a reference the verifier ships"
 )
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """An output the contract expects: parameter name, model dtype, shape (element counts)."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,8 @@ class BundleOracle:
             self._error = e
 
     def compute(self, cases: Sequence[OracleCase]) -> list[Result]:
+        from verify.sandbox import Case as SandboxCase
+
         self.start()
         if self._error is not None:
             raise self._error

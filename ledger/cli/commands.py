@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ledger.cli import helptext, net, output, scaffold
+from ledger.cli import coerce, helptext, net, output, scaffold
 from ledger.cli.options import HomeOpt, JsonOpt, home_dir, new_app
 from ledger.errors import BadInput, CannotCheck, KeyFileError, LedgerError
 
@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # types only: the modules load when a command needs them (fas
     Cosign = tuple[bool, str, list[Asked]]
 
 helptext.plain_types()
+coerce.light_params()  # str, int, Path values without pydantic (start-up, issue 12)
 
 app = typer.Typer(
     name="ledger",

@@ -28,7 +28,6 @@ Every tool run is bounded (``verify.tools.run_tool``: timeout, memory, output si
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -141,6 +140,8 @@ def parse_axioms(output: str, count: int) -> list[list[str] | None]:
 
 def lake_src_dirs(lakefile: Path) -> list[str]:
     """The ``srcDir`` values of a ``lakefile.toml`` (package and ``lean_lib`` entries), if any."""
+    import tomllib  # only with a Lean toolchain and a Lake project (start-up, issue 12)
+
     try:
         doc = tomllib.loads(lakefile.read_text("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):

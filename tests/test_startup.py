@@ -1,0 +1,81 @@
+"""What ``ledger verify`` loads (issue 12: a small verify spent ~45% of its time importing).
+
+The modules are names in ``sys.modules`` after a real run in a fresh interpreter, never times:
+the verify path must not load what it does not run (typer's pydantic conversion, the sealing
+pool, the bundle-reference sandbox, the HTTP side, the progress bar off a terminal), and it
+must load what it does run (numpy and the PTX interpreter for the falsification tests, rich for
+the table), which shows the run went the whole way."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from ledger.bundle import Bundle
+from tests.helpers.ledgers import REPO, add_node, fake_fields, new_ledger
+
+# loaded by no ``ledger verify`` of a bundle with a trusted reference, on a pipe
+NOT_LOADED = (
+    "pydantic",  # typer's parameter conversion: ledger.cli.coerce converts str/int/Path/flags
+    "pydantic_core",
+    "annotated_types",
+    "typer._adapters",
+    "importlib.metadata",  # pydantic's plugin loader
+    "multiprocessing",  # ledger.sealers' pool, for a batch seal of 4,096 bundles or more
+    "concurrent.futures",
+    "verify.sandbox",  # only for a bundle's own reference (kernel.reference: {file, function})
+    "tomllib",  # a Lake project's lakefile, only with a Lean toolchain
+    "rich.progress",  # the progress bar, only on a terminal
+    "httpx",
+    "jinja2",
+    "starlette",
+    "uvicorn",
+    "sqlite_utils",
+    "psycopg",
+    "ledger.httpclient",
+    "ledger.server",
+    "ledger.mirror",
+    "ledger.witness",
+)
+# what the run does: the falsification tests on the CPU interpreter, the report table
+LOADED = ("numpy", "verify.ptxsim", "verify.falsify", "rich.table", "ledger.cli.coerce")
+
+RUN = """
+import sys
+from ledger.cli import main
+
+try:
+    main(["verify", "1", "--no-gpu", "--seed", "1"])
+except SystemExit as e:
+    code = e.code
+with open(sys.argv[1], "w") as f:
+    json.dump({"code": code, "modules": sorted(sys.modules)}, f)
+"""
+
+
+def test_verify_loads_only_what_it_runs(tmp_path: Path) -> None:
+    bundle = tmp_path / "vector_add"
+    shutil.copytree(REPO / "bundles" / "vector_add", bundle,
+                    ignore=shutil.ignore_patterns("ledger-receipt*"))
+    home = tmp_path / "home"
+    log = new_ledger(home)
+    sk = add_node(log)
+    assert log.seal(Bundle.from_dir(bundle), fake_fields(), sk).index == 1
+    log.close()
+    env = {k: v for k, v in os.environ.items() if k not in ("LEDGER_DEBUG", "COLUMNS")}
+    env["LEDGER_HOME"] = str(home)
+    found = tmp_path / "modules.json"
+    res = subprocess.run(
+        [sys.executable, "-c", "import json\n" + RUN, str(found)], cwd=REPO, env=env,
+        capture_output=True, text=True, timeout=600, check=False,
+    )
+    got = json.loads(found.read_text())
+    assert got["code"] in (0, 1) and "verdict: " in res.stdout, (got["code"], res.stderr)
+    modules = set(got["modules"])
+    assert [m for m in LOADED if m not in modules] == []
+    assert sorted(m for m in modules
+                  if m in NOT_LOADED or any(m.startswith(n + ".") for n in NOT_LOADED)) == []
