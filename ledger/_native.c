@@ -467,18 +467,135 @@ static int key_is(const unsigned char *k, Py_ssize_t n, const char *name) {
     return (size_t)n == strlen(name) && memcmp(k, name, (size_t)n) == 0;
 }
 
+/* The shape rules of a bundle entry's kernel, obligations and checks
+   (ledger.entries.check_bundle_shape), on values already known to be plain canonical JSON. */
+#define MAX_KEYS 16
+#define MAX_TEXT 1000
+#define MAX_DETAIL 10000
+#define MAX_OBLIGATIONS 64
+#define MAX_CHECKS 512
+
+static int key_name(const unsigned char *k, Py_ssize_t n) { /* [A-Za-z0-9][A-Za-z0-9._-]{0,63} */
+    if (n < 1 || n > 64) return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = k[i];
+        int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!alnum && (i == 0 || !(c == '.' || c == '_' || c == '-'))) return 0;
+    }
+    return 1;
+}
+
+static Py_ssize_t code_points(const unsigned char *s, Py_ssize_t n) { /* of a scanned string */
+    Py_ssize_t count = 0;
+    for (Py_ssize_t i = 0; i < n;) {
+        if (s[i] == '\\') {
+            i += s[i + 1] == 'u' ? 6 : 2;
+        } else {
+            i++;
+            while (i < n && (s[i] & 0xc0) == 0x80) i++;
+        }
+        count++;
+    }
+    return count;
+}
+
+enum { KERNEL, OBLIGATION, CHECK };
+
+/* one string map at ps->p (its opening brace): 1 shaped, 0 not (the value is still skipped to
+   its end), -1 outside the subset */
+static int shaped_map(Parser *ps, int kind) {
+    static const char *const required[3][3] = {
+        {"name", "version", NULL}, {"obligation", "theorem", "property"}, {"id", "status", "detail"}};
+    if (ps->p >= ps->end || *ps->p != '{') return skip_value(ps) ? 0 : -1;
+    if (++ps->depth > ps->max_depth) return -1;
+    ps->p++;
+    int ok = 1, members = 0, have = 0;
+    const unsigned char *prev = NULL, *k;
+    Py_ssize_t prev_len = 0, klen;
+    if (ps->p < ps->end && *ps->p == '}') {
+        ps->p++;
+        ps->depth--;
+        return 0; /* no required key */
+    }
+    for (;;) {
+        if (!scan_key(ps, &prev, &prev_len, &k, &klen)) return -1;
+        members++;
+        if (!key_name(k, klen)) ok = 0;
+        for (int r = 0; r < 3; r++)
+            if (required[kind][r] != NULL && key_is(k, klen, required[kind][r])) have |= 1 << r;
+        if (ps->p < ps->end && *ps->p == '"') {
+            const unsigned char *s;
+            Py_ssize_t n;
+            int escaped, high;
+            ps->p++;
+            if (!scan_string(ps, &s, &n, &escaped, &high)) return -1;
+            if (high && !utf8_valid(s, n)) return -1;
+            Py_ssize_t limit = kind == CHECK && key_is(k, klen, "detail") ? MAX_DETAIL : MAX_TEXT;
+            if (code_points(s, n) > limit) ok = 0;
+            if (kind == CHECK && key_is(k, klen, "status") &&
+                (escaped || !((n == 6 && (memcmp(s, "passed", 6) == 0 ||
+                                          memcmp(s, "failed", 6) == 0)) ||
+                              (n == 7 && memcmp(s, "skipped", 7) == 0))))
+                ok = 0;
+        } else {
+            ok = 0; /* not text */
+            if (!skip_value(ps)) return -1;
+        }
+        if (ps->p >= ps->end) return -1;
+        if (*ps->p == ',') {
+            ps->p++;
+            continue;
+        }
+        if (*ps->p != '}') return -1;
+        ps->p++;
+        ps->depth--;
+        break;
+    }
+    int all = required[kind][2] == NULL ? 3 : 7;
+    return ok && members <= MAX_KEYS && have == all;
+}
+
+/* a list of string maps at ps->p (its opening bracket): as shaped_map */
+static int shaped_list(Parser *ps, int kind, Py_ssize_t limit) {
+    if (++ps->depth > ps->max_depth) return -1;
+    ps->p++;
+    int ok = 1;
+    Py_ssize_t items = 0;
+    if (ps->p < ps->end && *ps->p == ']') {
+        ps->p++;
+        ps->depth--;
+        return 1;
+    }
+    for (;;) {
+        int r = shaped_map(ps, kind);
+        if (r < 0) return -1;
+        if (r == 0) ok = 0;
+        items++;
+        if (ps->p >= ps->end) return -1;
+        if (*ps->p == ',') {
+            ps->p++;
+            continue;
+        }
+        if (*ps->p != ']') return -1;
+        ps->p++;
+        ps->depth--;
+        return ok && items <= limit;
+    }
+}
+
 enum { F_TYPE, F_ORIGIN, F_TIME, F_PREV_ROOT, F_SIGNATURE, F_DIGEST, F_MANIFEST, F_SIGNER, NTEXT };
 static const char *const TEXT_NAMES[NTEXT] = {"type", "origin", "time", "prev_root",
                                               "signature", "bundle_digest", "manifest", "signer"};
 
 /* bundle_view(data) -> (origin, prev_size, prev_root, v, digest, manifest, signer, signature,
-   signed, files) or None.
+   signed, files, shaped) or None.
 
    The members of a bundle entry that ``ledger audit`` judges, read in one pass of the bytes:
    the origin (str), the chain link (prev_size, prev_root as hex text, v: 1 or 2), the bundle
    digest (32 bytes), the manifest (its UTF-8 bytes), the signer's key id (hex text), the
    signature (64 bytes), the signed bytes (the entry without its signature member) and the
-   digests the manifest's lines name (``ledger.bundle.manifest_digests``). Only for bytes that
+   digests the manifest's lines name (``ledger.bundle.manifest_digests``), and whether the
+   kernel, obligations and checks keep the shape rules (``check_bundle_shape``). Only for bytes that
    ``ledger.entries.entry_object`` accepts as a bundle entry, judged by its rules (plain
    canonical JSON; every member of a bundle entry present with its JSON type; a known format
    version; prev_size not negative; hex, base64 and time in their forms); anything else gives
@@ -493,6 +610,7 @@ static PyObject *bundle_view(PyObject *self, PyObject *args) {
     memset(text, 0, sizeof text);
     long long prev_size = -1, version = 0;
     int has_prev_size = 0, has_v = 0, has_kernel = 0, has_obligations = 0, has_checks = 0;
+    int shaped = 1; /* the shape rules hold */
     const unsigned char *sig_from = NULL, *sig_to = NULL;
     const unsigned char *prev = NULL, *k;
     Py_ssize_t prev_len = 0, klen;
@@ -529,14 +647,19 @@ static PyObject *bundle_view(PyObject *self, PyObject *args) {
             }
         } else {
             int kernel = key_is(k, klen, "kernel");
-            int list = key_is(k, klen, "obligations") || key_is(k, klen, "checks");
+            int obligations = key_is(k, klen, "obligations"), checks = key_is(k, klen, "checks");
             if ((kernel && (ps.p >= ps.end || *ps.p != '{')) ||
-                (list && (ps.p >= ps.end || *ps.p != '[')))
+                ((obligations || checks) && (ps.p >= ps.end || *ps.p != '[')))
                 goto done; /* the wrong JSON type */
-            if (!skip_value(&ps)) goto done;
-            if (kernel) has_kernel = 1;
-            if (key_is(k, klen, "obligations")) has_obligations = 1;
-            if (key_is(k, klen, "checks")) has_checks = 1;
+            int r = kernel        ? shaped_map(&ps, KERNEL)
+                    : obligations ? shaped_list(&ps, OBLIGATION, MAX_OBLIGATIONS)
+                    : checks      ? shaped_list(&ps, CHECK, MAX_CHECKS)
+                                  : skip_value(&ps);
+            if (r < 0 || (!kernel && !obligations && !checks && r == 0)) goto done;
+            if (r == 0) shaped = 0;
+            has_kernel |= kernel;
+            has_obligations |= obligations;
+            has_checks |= checks;
         }
         if (ps.p >= ps.end) goto done;
         if (*ps.p == ',') {
@@ -614,10 +737,11 @@ static PyObject *bundle_view(PyObject *self, PyObject *args) {
     if (signed_bytes == NULL) goto fail;
     memcpy(PyBytes_AS_STRING(signed_bytes), buf.buf, (size_t)head);
     memcpy(PyBytes_AS_STRING(signed_bytes) + head, sig_to, (size_t)tail);
-    result = Py_BuildValue("(NLs#iy#Ns#y#NN)", origin, prev_size, (const char *)text[F_PREV_ROOT].s,
-                           (Py_ssize_t)64, has_v ? 2 : 1, (const char *)digest, (Py_ssize_t)32,
-                           manifest, (const char *)text[F_SIGNER].s, (Py_ssize_t)16,
-                           (const char *)sig, (Py_ssize_t)64, signed_bytes, files);
+    result = Py_BuildValue("(NLs#iy#Ns#y#NNO)", origin, prev_size,
+                           (const char *)text[F_PREV_ROOT].s, (Py_ssize_t)64, has_v ? 2 : 1,
+                           (const char *)digest, (Py_ssize_t)32, manifest,
+                           (const char *)text[F_SIGNER].s, (Py_ssize_t)16, (const char *)sig,
+                           (Py_ssize_t)64, signed_bytes, files, shaped ? Py_True : Py_False);
     goto done; /* Py_BuildValue took the N references, even when it failed */
 fail:
     Py_XDECREF(origin);

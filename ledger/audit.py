@@ -345,7 +345,7 @@ class _Pass:
         ctx = self.ctx
         view = None if idx in ctx.key_events else bundle_view(data)
         if view is not None:  # a bundle entry by entry_object's rules, read in one pass
-            origin, size, named_root, v, d, manifest, signer, signature, signed, files = view
+            origin, size, named_root, v, d, manifest, signer, signature, signed, files, _ = view
             if origin != ctx.origin:
                 raise VerificationFailed(f"entry {idx} names origin {origin!r}")
             key = signer_rule(self.keys.get(signer), signer, idx)
@@ -460,13 +460,7 @@ class _ChunkTree:
             raise ValueError(f"size {size} is outside the chunk {self.start}..{self.size}")
         if not self.full:
             return merkle.edge_root(self.edges[size])
-        edge = list(self.edge)
-        offset, pos = size - self.start, 0
-        for level in range(len(self.levels) - 1, -1, -1):
-            if offset >> level & 1:
-                edge.append((level, self.levels[level][pos >> level]))
-                pos += 1 << level
-        return merkle.edge_root(edge)
+        return merkle.edge_root(merkle.edge_within(self.edge, self.levels, size - self.start))
 
     def own(self) -> tuple[tuple[int, bytes], ...]:
         """The recomputed subtrees inside the chunk at its end: its root for a full chunk, else

@@ -338,13 +338,20 @@ class ChainCheck:
     def check(self, entry: Entry, index: int, frontier: merkle.Frontier) -> str | None:
         """The problem with ``entry``'s link (None when it holds); ``frontier`` is the tree of
         the ``index`` entries before it, whose edge is recorded here."""
+        return self.check_link(entry.v, entry.prev_size, entry.prev_root, index, frontier)
+
+    def check_link(
+        self, v: int, size: int, named: str, index: int, frontier: merkle.Frontier
+    ) -> str | None:
+        """``check`` of a link given as plain values (``link_problem``)."""
         if frontier.size != index:
             raise ValueError(f"frontier of size {frontier.size} given for entry {index}")
         self.edges[index] = frontier.edge()
         if len(self.edges) > self.window:
             self.edges.popitem(last=False)
-        needed = entry.v == ENTRY_V1 or entry.prev_size == index
-        return chain_problem(entry, index, self.root_at(index) if needed else None, self.root_at)
+        needed = v == ENTRY_V1 or size == index
+        return link_problem(v, size, named, index, self.root_at(index) if needed else None,
+                            self.root_at)
 
 
 def signed_part(data: bytes, entry: Mapping[str, Any]) -> bytes:
@@ -430,7 +437,8 @@ def decode_entry(data: bytes) -> Entry:
 def bundle_view(data: bytes) -> BundleView | None:
     """What ``ledger audit`` judges of a ``bundle`` entry, read in one pass: (origin,
     prev_size, prev_root (hex), format version, bundle digest, manifest (UTF-8 bytes), signer
-    (hex key id), signature (64 bytes), signed bytes, the file digests the manifest names); None
+    (hex key id), signature (64 bytes), signed bytes, the file digests the manifest names,
+    whether its kernel, obligations and checks keep the shape rules: ``check_bundle_shape``); None
     when ``entry_object`` refuses the bytes or they are another type of entry (the caller then
     takes ``entry_object``, which says why). The compiled scanner where built
     (``ledger.native.bundle_view``), else ``bundle_view_py``; tests/test_native.py holds the two
@@ -449,9 +457,14 @@ def bundle_view_py(data: bytes) -> BundleView | None:
     if obj["type"] != "bundle":
         return None
     manifest = obj["manifest"].encode("utf-8")
+    try:
+        check_bundle_shape(obj)
+        shaped = True
+    except BadInput:
+        shaped = False
     return (obj["origin"], obj["prev_size"], obj["prev_root"], ENTRY_V2 if "v" in obj else
             ENTRY_V1, hex_decode(obj["bundle_digest"]), manifest, obj["signer"], signature,
-            signed_part(data, obj), manifest_digests(manifest))
+            signed_part(data, obj), manifest_digests(manifest), shaped)
 
 
 def entry_object(data: bytes) -> tuple[dict[str, Any], bytes]:

@@ -343,6 +343,22 @@ def perfect_levels(leaves: Sequence[bytes]) -> list[list[bytes]]:
     return levels
 
 
+def edge_within(
+    edge: Sequence[tuple[int, bytes]], levels: Sequence[Sequence[bytes]], offset: int
+) -> list[tuple[int, bytes]]:
+    """The right edge of the tree of ``offset`` more leaves than the tree whose edge is
+    ``edge``, where ``levels`` (``perfect_levels``) is the perfect subtree those leaves begin
+    (``0 <= offset <= 2**k``, the tree before it a multiple of ``2**k`` leaves): ``edge_root`` of
+    it is the root at that size, with no hashing but the fold."""
+    out = list(edge)
+    pos = 0
+    for level in range(len(levels) - 1, -1, -1):
+        if offset >> level & 1:
+            out.append((level, levels[level][pos >> level]))
+            pos += 1 << level
+    return out
+
+
 def edge_root(edge: Sequence[tuple[int, bytes]]) -> bytes:
     """The root of the tree whose right edge (``Frontier.edge``) is ``edge``."""
     if not edge:

@@ -21,31 +21,35 @@ One ``sync`` does, in order:
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
-import json
-import multiprocessing
 import os
 import random
 import struct
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 
 from ledger import merkle
 from ledger.bundle import blake3_digest
-from ledger.encoding import b64_decode, b64_encode, hex_decode, hex_encode
+from ledger.bundle import manifest_digests as bundle_manifest_digests
+from ledger.encoding import b64_encode, hex_decode, hex_encode
 from ledger.entries import (
+    ENTRY_V1,
+    ENTRY_V2,
+    KEY_TYPES,
     ChainCheck,
-    Entry,
     Registry,
+    bundle_view,
     check_entry_shape,
+    entry_object,
+    link_problem,
+    signed_part,
 )
 from ledger.errors import (
     BadInput,
@@ -68,23 +72,22 @@ from ledger.httpclient import (
     LeanGet,
     oneline,
 )
+from ledger.native import BundleView, VerifyJob, verify_many
 from ledger.note import Checkpoint, NoteVerifier, note_text, open_note, parse_checkpoint
-from ledger.precheck import Prechecked, manifest_digests, precheck
 from ledger.store import Store, part_of, part_start
 from ledger.tiles import TILE_WIDTH, entries_tile_path, parse_entry_bundle, tile_path
 
 MAX_CHECKPOINT_BYTES = 1 << 20
 MAX_ENTRY_TILE_BYTES = TILE_WIDTH * (2 + 65535)
 MAX_BLOB_ANSWER_BYTES = 80 << 20
-BATCH_TILES = 8  # entry tiles verified and appended per transaction
+BATCH_TILES = 32  # entry tiles verified and appended per transaction, at most (8,192 entries)
+FIRST_TILES = 4  # entry tiles of the first batch (``Mirror._batch_end``)
 TILES_IN_FLIGHT = 4  # entry tiles of a batch fetched at once
 BLOBS_PER_REQUEST = 64
 BLOB_REQUESTS_IN_FLIGHT = 4
 STATIC_IN_FLIGHT = 8  # single-blob requests in flight from a static location
-PARALLEL_MIN_ENTRIES = 8192  # syncs this large pre-check signatures in worker processes
-MAX_WORKERS = 4
-WORKERS_MIN_CPUS = 2  # fewer CPUs: no worker processes
-PRECHECK_CHUNK = 512
+VERIFY_THREADS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                            else os.cpu_count() or 1))  # a batch's signatures verified at once
 PENDING_META = "mirror.pending"
 URL_META = "mirror.url"
 VKEY_META = "vkey"
@@ -340,7 +343,6 @@ class Mirror:
     _registry: Registry | None = field(default=None, init=False)
     _registry_size: int = field(default=0, init=False)
     _ahead_seen: set[bytes] = field(default_factory=set, init=False)
-    _ahead_keys: dict[bytes, bytes] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         from ledger.note import parse_vkey
@@ -517,32 +519,24 @@ class Mirror:
             store.set_meta(PENDING_META, note.decode("utf-8"))
             frontier = merkle.Frontier.from_store(local, store.stored_hash)
             known: set[tuple[int, bytes]] = set()  # (part, digest) stored here
-            procs = self._workers(cp.size - local)
             self._ahead_seen = set()
-            self._ahead_keys = {}
-            # fetch batch k+1 (its entry tiles, pre-checked signatures and bundle files) while
-            # batch k is verified and stored
+            # fetch batch k+1 (its entry tiles, parsed, and its bundle files) while batch k is
+            # verified and stored
             with ThreadPoolExecutor(max_workers=1) as pool:
                 end = self._batch_end(local, cp.size)
-                ahead = pool.submit(self._fetch, local, end, cp.size, procs, key_table(registry))
-                try:
-                    while local < cp.size:
-                        rows, pre, blobs = ahead.result()
-                        nxt = self._batch_end(end, cp.size)
-                        if end < cp.size:
-                            ahead = pool.submit(
-                                self._fetch, end, nxt, cp.size, procs, key_table(registry)
-                            )
-                        blobs_fetched += self._batch(
-                            store, registry, frontier, rows, pre, end, cp, hashes, known, blobs
-                        )
-                        local, end = end, nxt
-                        self._registry_size = local
-                        if self.progress is not None:
-                            self.progress(local, cp.size)
-                finally:
-                    if procs is not None:
-                        procs.shutdown(cancel_futures=True)
+                ahead = pool.submit(self._fetch, local, end, cp.size)
+                while local < cp.size:
+                    rows, blobs = ahead.result()
+                    nxt = self._batch_end(end, cp.size)
+                    if end < cp.size:
+                        ahead = pool.submit(self._fetch, end, nxt, cp.size)
+                    blobs_fetched += self._batch(
+                        store, registry, frontier, rows, end, cp, hashes, known, blobs
+                    )
+                    local, end = end, nxt
+                    self._registry_size = local
+                    if self.progress is not None:
+                        self.progress(local, cp.size)
         if verified != note:
             if self.before_store is not None:
                 self.before_store(store, note)  # e.g. the user's checkpoint memory (issue 14)
@@ -575,52 +569,32 @@ class Mirror:
 
     @staticmethod
     def _batch_end(start: int, size: int) -> int:
-        return min(size, (start // TILE_WIDTH + BATCH_TILES) * TILE_WIDTH)
-
-    def _workers(self, todo: int) -> ProcessPoolExecutor | None:
-        """Worker processes that pre-check bundle signatures, for large syncs on several CPUs
-        (``WORKERS_MIN_CPUS``). On 2 CPUs two workers made a 20,000-entry sync 1.1-1.25x faster
-        when the machine was otherwise idle, 1.3-1.5x slower when other jobs kept both CPUs busy
-        (docs/benchmarks.md, "Mirror and publish")."""
-        cpus = os.cpu_count() or 1
-        if todo < PARALLEL_MIN_ENTRIES or cpus < WORKERS_MIN_CPUS:
-            return None
-        ctx = multiprocessing.get_context("spawn")
-        return ProcessPoolExecutor(max_workers=min(cpus, MAX_WORKERS), mp_context=ctx)
+        """The end of the batch that starts at ``start``. Every batch but a first one that
+        starts inside a tile group is a perfect subtree of the tree (aligned to its width, a
+        power of two): from ``FIRST_TILES`` tiles, each as wide as its start allows, up to
+        ``BATCH_TILES`` tiles (1,024, 1,024, 2,048, 4,096, 8,192, 8,192, ... entries from an
+        empty mirror), so the first batch is verified while the next is fetched."""
+        most = TILE_WIDTH * BATCH_TILES
+        least = TILE_WIDTH * min(FIRST_TILES, BATCH_TILES)
+        if start % least:
+            return min(size, (start // least + 1) * least)
+        width = least if start == 0 else min(most, start & -start)
+        return min(size, start + width)
 
     def _fetch(
-        self,
-        start: int,
-        end: int,
-        size: int,
-        procs: ProcessPoolExecutor | None,
-        keys: dict[bytes, bytes],
-    ) -> tuple[list[tuple[int, bytes]], list[Prechecked] | None, dict[bytes, bytes]]:
-        """Entries ``[start, end)``, their worker pre-checks (None without workers), and the
-        bundle files they name that this sync has not fetched yet (unverified entries: the
-        files are checked against their digests here and used only for the entries that
-        ``_batch`` then verifies; one it lacks is fetched there)."""
-        rows = self._fetch_entries(start, end, size)
-        pre: list[Prechecked] | None = None
-        keys = {**keys, **self._ahead_keys}
-        for _i, data in rows:  # keys registered in the fetched range (checked in order later)
-            found = registered_key(data)
-            if found is not None:
-                keys[found[0]] = self._ahead_keys[found[0]] = found[1]
+        self, start: int, end: int, size: int
+    ) -> tuple[list[Fetched], dict[bytes, bytes]]:
+        """Entries ``[start, end)``, each parsed (``Fetched``), and the bundle files they name
+        that this sync has not fetched yet (unverified entries: the files are checked against
+        their digests here and used only for the entries that ``_batch`` then verifies; one it
+        lacks is fetched there). Run on the fetch thread, while the previous batch is verified."""
+        rows = [_parse(i, data) for i, data in self._fetch_entries(start, end, size)]
         named: list[bytes] = []
-        if procs is None:
-            for _i, data in rows:
-                named.extend(named_digests(data))
-        else:
-            chunks = [rows[i : i + PRECHECK_CHUNK] for i in range(0, len(rows), PRECHECK_CHUNK)]
-            pre = []
-            for part in procs.map(precheck, chunks, [keys] * len(chunks)):
-                pre.extend(part)
-            for p in pre:
-                named.extend(p.digests)
+        for f in rows:
+            named.extend(f.files())
         wanted = [d for d in dict.fromkeys(named) if d not in self._ahead_seen]
         self._ahead_seen.update(wanted)
-        return rows, pre, self.remote.blobs(wanted)
+        return rows, self.remote.blobs(wanted)
 
     def _fetch_entries(self, start: int, end: int, size: int) -> list[tuple[int, bytes]]:
         """Entries ``[start, end)`` from the remote entry tiles of the tree of ``size`` (the
@@ -663,8 +637,7 @@ class Mirror:
         store: Store,
         registry: Registry,
         frontier: merkle.Frontier,
-        fetched: list[tuple[int, bytes]],
-        pre: list[Prechecked] | None,
+        fetched: list[Fetched],
         end: int,
         cp: Checkpoint,
         hashes: TileHashes,
@@ -672,12 +645,29 @@ class Mirror:
         prefetched: dict[bytes, bytes] | None = None,
     ) -> int:
         """Verify the entries ``fetched`` (up to ``end``), take their blobs from ``prefetched``
-        or fetch them, append them."""
-        # first the bytes against the signed root: a tile that does not match it is bad data from
-        # whoever served it; only entries the log signed are then judged as the log's entries
-        probe = copy.deepcopy(frontier)
-        for _i, data in fetched:
-            probe.append(merkle.leaf_hash(data))
+        or fetch them, append them.
+
+        1. The bytes against the signed root first: a tile that does not match it is bad data
+           from whoever served it; only entries the log signed are judged as the log's entries.
+           A full batch (aligned, every batch but the first) is one perfect subtree, hashed
+           level by level.
+        2. Each entry in log order (``_rules``): its parse, the signer rules, the shape, the
+           chain link, the manifest digest; the bundle signatures gathered.
+        3. The signatures, on every core without the GIL (``native.verify_many``). The first
+           entry with a problem of either kind fails the sync.
+        4. The files each part of the batch lacks; 5. all of it appended in one transaction.
+        """
+        start = frontier.size
+        leaves = [f.leaf for f in fetched]
+        width = len(leaves)
+        levels = None
+        probe = merkle.Frontier.from_edge(start, frontier.edge())
+        if width and width & (width - 1) == 0 and start % width == 0:
+            levels = merkle.perfect_levels(leaves)
+            probe.append_subtree(levels)
+        else:
+            for lh in leaves:
+                probe.append(lh)
         root = probe.root()
         if (end < cp.size and prefix_root(end, cp, hashes) != root) or (
             end == cp.size and root != cp.root
@@ -686,29 +676,37 @@ class Mirror:
                 f"the remote entry tiles up to {end} do not match the signed checkpoint of size "
                 f"{cp.size} (a tile does not match the signed checkpoint)"
             )
-        rows: list[tuple[int, bytes, Entry]] = []
+        jobs: list[VerifyJob] = []
+        job_at: list[int] = []
+        first: tuple[int, LedgerError] | None = None
+        links = _BatchLinks(store, frontier, levels)
+        for f in fetched:
+            try:
+                _rules(registry, links, f, jobs, job_at)
+            except LedgerError as e:  # the registry is not used past it: the sync fails
+                first = (f.at, e)
+                break
+        else:
+            links.done()
+        bad = verify_many(jobs, threads=VERIFY_THREADS)
+        if bad and (first is None or job_at[bad[0]] <= first[0]):
+            at = job_at[bad[0]]
+            raise SignatureError(f"remote entry {at}: entry signature does not verify")
+        if first is not None:
+            raise first[1]
         # the files each part of the batch lacks: an entry's files are stored in its part
         # (ledger.store, "Parts"), so a file this mirror holds in an older part is copied
         wanted: dict[int, dict[bytes, None]] = {}
-        chain = ChainCheck(store.root)  # older trees: the verified entries stored here
-        for k, (i, data) in enumerate(fetched):
-            p = None if pre is None else pre[k]
-            entry = check_entry(registry, frontier, i, data, p, chain)
-            rows.append((i, data, entry))
-            if entry.manifest is not None:
-                named = p.digests if p is not None and p.status == "ok" else \
-                    manifest_digests(entry.manifest)
-                part = part_of(i)
-                for digest in named:
-                    if (part, digest) not in known:
-                        wanted.setdefault(part, {})[digest] = None
+        for f in fetched:
+            part = part_of(f.at)
+            for digest in f.files():
+                if (part, digest) not in known:
+                    wanted.setdefault(part, {})[digest] = None
         for part, digests in wanted.items():
             present = stored_blobs(store, list(digests), part_start(part))
             known.update((part, d) for d in present)
             for digest in present:
                 del digests[digest]
-        if frontier.root() != root:
-            raise TamperDetected("internal: the entries checked are not the entries hashed")
         need = list(dict.fromkeys(d for digests in wanted.values() for d in digests))
         have = prefetched or {}
         blobs = {d: have[d] for d in need if d in have}
@@ -719,13 +717,20 @@ class Mirror:
                     blobs[d] = held
         blobs.update(self.remote.blobs([d for d in need if d not in blobs]))
         with store.writer() as w:
+            if w.size != start:
+                raise TamperDetected("the local store changed while the mirror was appending")
             for part, digests in wanted.items():  # batched with the entries
                 w.put_blobs(((d, blobs[d]) for d in digests), index=part_start(part))
-            for _i, data, entry in rows:
-                if entry.bundle_digest is not None:
-                    w.append_bundle(data, hex_decode(entry.bundle_digest))
-                else:
-                    w.append(data, entry.type, None)  # also indexes key entries
+            if levels is not None and all(f.bundle for f in fetched):
+                w.append_bundles([(f.data, f.leaf) for f in fetched],
+                                 [f.digest() for f in fetched], levels)
+            else:
+                for f in fetched:  # every entry passed _rules: a view or an object
+                    if f.bundle:
+                        w.append_bundle(f.data, f.digest())
+                    else:
+                        assert f.obj is not None
+                        w.append(f.data, f.obj["type"], None)  # also indexes key entries
             if w.size != end or w.root() != root:
                 raise TamperDetected("the local store changed while the mirror was appending")
         known.update((part, d) for part, digests in wanted.items() for d in digests)
@@ -755,89 +760,159 @@ def stored_blobs(store: Store, digests: Sequence[bytes], index: int) -> set[byte
     return store.has_blobs(digests, index)
 
 
-def check_entry(
-    registry: Registry,
-    frontier: merkle.Frontier,
-    index: int,
-    data: bytes,
-    pre: Prechecked | None = None,
-    chain: ChainCheck | None = None,
-) -> Entry:
-    """Verify one remote entry at ``index`` and add its leaf to ``frontier``.
+class Fetched(NamedTuple):
+    """One fetched entry, as the fetch thread hands it over: its index in the log, bytes and
+    leaf hash, and its parse: a bundle entry read by ``entries.bundle_view`` (``view``), else
+    ``entries.entry_object``'s object and signature bytes, else why the bytes do not parse."""
 
-    ``Registry.apply`` parses the entry (canonical JSON, shape) and checks its signatures and
-    signer; then the chain link and, for a bundle, the manifest digest. With ``pre`` from a worker
-    (``precheck``: the bundle's signature already verified with the key its signer id names),
-    only the signer rules of ``Registry.check_signer`` and the origin remain to check here. A
-    failure leaves the registry ahead of the store: the caller drops it (``Mirror.sync``).
-    """
-    if pre is not None and pre.index != index:
-        raise VerificationFailed(f"internal: precheck of entry {pre.index} used for {index}")
-    if pre is not None and pre.status == "ok" and pre.entry is not None:
-        entry = pre.entry
-        if entry.origin != registry.origin:
-            raise VerificationFailed(f"entry {index} names origin {entry.origin!r}")
-        key = registry.check_signer(hex_decode(str(entry.signer)), index)
-        if key.public != pre.public:
-            raise SignatureError(f"entry {index}: signed with another key than its signer's")
-    elif pre is not None and pre.status != "apply":
-        raise (SignatureError if pre.status == "signature" else VerificationFailed)(
-            f"remote entry {index}: {pre.message}"
-        )
-    else:
-        try:
-            entry = registry.apply(index, data)
-        except BadInput as e:
-            raise VerificationFailed(f"remote entry {index} is malformed: {e}") from e
+    at: int
+    data: bytes
+    leaf: bytes
+    view: BundleView | None
+    obj: dict[str, Any] | None
+    signature: bytes
+    problem: str | None
+
+    @property
+    def bundle(self) -> bool:
+        return self.view is not None or (self.obj is not None and self.obj["type"] == "bundle")
+
+    def files(self) -> list[bytes]:
+        """The digests of the bundle files the entry names (none for a key entry)."""
+        if self.view is not None:
+            return self.view[9]
+        if self.obj is not None and self.obj["type"] == "bundle":
+            return manifest_digests(self.obj["manifest"])
+        return []
+
+    def digest(self) -> bytes:
+        """A bundle entry's bundle digest."""
+        if self.view is not None:
+            return self.view[4]
+        assert self.obj is not None
+        return hex_decode(self.obj["bundle_digest"])
+
+
+def _parse(at: int, data: bytes) -> Fetched:
+    leaf = merkle.leaf_hash(data)
+    view = bundle_view(data)
+    if view is not None:
+        return Fetched(at, data, leaf, view, None, b"", None)
     try:
-        check_entry_shape(entry.fields)
+        obj, signature = entry_object(data)
+    except BadInput as e:
+        return Fetched(at, data, leaf, None, None, b"", str(e))
+    return Fetched(at, data, leaf, None, obj, signature, None)
+
+
+def _rules(
+    registry: Registry, links: _BatchLinks, f: Fetched, jobs: list[VerifyJob], job_at: list[int]
+) -> None:
+    """Judge one remote entry in log order: its parse; a key entry applied to the registry (the
+    log key's signature, the proof of possession, the key rules); a bundle's origin and signer
+    rules, its signature gathered into ``jobs``; the shape rules (no reader of the log meets an
+    odd shape), the chain link, a bundle's manifest against its digest."""
+    index = f.at
+    if f.view is not None:  # a bundle entry, read in one pass
+        origin, size, named, v, digest, manifest, signer, signature, signed, _, shaped = f.view
+        if origin != registry.origin:
+            raise VerificationFailed(f"entry {index} names origin {origin!r}")
+        key = registry.check_signer(hex_decode(signer), index)
+        jobs.append((key.public, signed, signature))
+        job_at.append(index)
+        if not shaped:
+            _shape(index, entry_object(f.data)[0])  # raises, naming the rule
+        _link(links, index, v, size, named, f.leaf)
+        if blake3_digest(manifest) != digest:
+            raise TamperDetected(f"remote entry {index}: the manifest does not hash to the digest")
+        return
+    if f.obj is None:
+        raise VerificationFailed(f"remote entry {index} is malformed: {f.problem}")
+    obj = f.obj
+    if obj["type"] in KEY_TYPES:
+        registry.apply(index, f.data)
+    else:
+        if obj["origin"] != registry.origin:
+            raise VerificationFailed(f"entry {index} names origin {obj['origin']!r}")
+        key = registry.check_signer(hex_decode(obj["signer"]), index)
+        jobs.append((key.public, signed_part(f.data, obj), f.signature))
+        job_at.append(index)
+    _shape(index, obj)
+    _link(links, index, ENTRY_V2 if "v" in obj else ENTRY_V1, obj["prev_size"], obj["prev_root"],
+          f.leaf)
+    if obj["type"] == "bundle":
+        digest = blake3_digest(obj["manifest"].encode("utf-8"))
+        if hex_encode(digest) != obj["bundle_digest"]:
+            raise TamperDetected(f"remote entry {index}: the manifest does not hash to the digest")
+
+
+def _shape(index: int, obj: dict[str, Any]) -> None:
+    try:
+        check_entry_shape(obj)
     except BadInput as e:
         raise VerificationFailed(f"remote entry {index} has a shape no log writes: {e}") from e
-    link = (chain or ChainCheck()).check(entry, index, frontier)  # v1 and v2 links
+
+
+def _link(links: _BatchLinks, index: int, v: int, size: int, named: str, leaf: bytes) -> None:
+    link = links.check(index, v, size, named, leaf)
     if link is not None:
         raise TamperDetected(f"remote entry {index} is not chained to the log: {link}")
-    if entry.manifest is not None:
-        manifest = entry.manifest.encode("utf-8")
-        if hex_encode(blake3_digest(manifest)) != entry.bundle_digest:
-            raise TamperDetected(f"remote entry {index}: the manifest does not hash to the digest")
-    frontier.append(merkle.leaf_hash(data))
-    return entry
 
 
-def key_table(registry: Registry) -> dict[bytes, bytes]:
-    """Key id -> public key of every node key the registry knows (revoked ones too: the signer
-    rules are checked in order by the main process)."""
-    return {kid: key.public for kid, key in registry.keys.items()}
+class _BatchLinks:
+    """The chain links of one batch's entries, met in order, against the tree: the roots of the
+    sizes they name, from the batch's own perfect subtree (``levels``, a full batch:
+    ``merkle.edge_within``) or leaf by leaf (``ChainCheck``) for the first, partial one; older
+    sizes from the verified entries stored here. ``frontier`` (the tree before the batch) is
+    brought to the batch's end."""
+
+    def __init__(
+        self, store: Store, frontier: merkle.Frontier, levels: list[list[bytes]] | None
+    ) -> None:
+        self.store = store
+        self.frontier = frontier
+        self.levels = levels
+        self.start = frontier.size
+        self.edge = frontier.edge()
+        self.chain = ChainCheck(store.root)  # older trees: the verified entries stored here
+        self.roots: dict[int, bytes | None] = {}
+
+    def root_at(self, size: int) -> bytes | None:
+        if size not in self.roots:
+            if size < self.start:
+                self.roots[size] = self.store.root(size)
+            elif self.levels is not None and size - self.start <= len(self.levels[0]):
+                edge = merkle.edge_within(self.edge, self.levels, size - self.start)
+                self.roots[size] = merkle.edge_root(edge)
+            else:
+                self.roots[size] = None
+        return self.roots[size]
+
+    def check(self, index: int, v: int, size: int, named: str, leaf: bytes) -> str | None:
+        """The problem with the link of entry ``index`` (None when it holds)."""
+        if self.levels is None:
+            problem = self.chain.check_link(v, size, named, index, self.frontier)
+            self.frontier.append(leaf)
+            return problem
+        needed = v == ENTRY_V1 or size == index
+        return link_problem(v, size, named, index, self.root_at(index) if needed else None,
+                            self.root_at)
+
+    def done(self) -> None:
+        """Every entry checked: the frontier at the batch's end."""
+        if self.levels is not None:
+            self.frontier.append_subtree(self.levels)
 
 
-def registered_key(data: bytes) -> tuple[bytes, bytes] | None:
-    """(key id, public key) of an (unverified) key-registration entry, else None. Workers
-    pre-check bundles signed by it against this key; the main process still verifies the
-    registration itself (the log's signature, the proof of possession) in log order, and that
-    a bundle's signer was registered before it with this very key (``check_entry``)."""
-    if b'"key-registration"' not in data:
-        return None
-    try:
-        entry = json.loads(data)
-        if entry.get("type") != "key-registration":
-            return None
-        return hex_decode(entry["key_id"]), b64_decode(entry["public_key"], 32)
-    except (ValueError, AttributeError, KeyError, TypeError, LedgerError):
-        return None
+def manifest_digests(manifest: str) -> list[bytes]:
+    """The BLAKE3 digests a bundle manifest names (``ledger.bundle.manifest_digests``).
 
-
-def named_digests(data: bytes) -> list[bytes]:
-    """The bundle files an (unverified) entry names, for fetching ahead; [] when it names none
-    or does not parse (``check_entry`` judges it)."""
-    if b'"manifest"' not in data:
-        return []
-    try:
-        entry = json.loads(data)
-        if entry.get("type") != "bundle":
-            return []
-        return manifest_digests(entry["manifest"])
-    except (ValueError, AttributeError, KeyError, TypeError):
-        return []
+    The mirror replicates the log as signed: judging the manifest's paths and members is the
+    verifier's ``integrity.manifest`` check, not a reason to stop following the log. The digest
+    of the manifest itself is checked (``_rules``), and every blob named is fetched and checked
+    against its digest.
+    """
+    return bundle_manifest_digests(manifest.encode("utf-8"))
 
 
 def follow(

@@ -7,16 +7,16 @@ import json
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import nacl.signing
 import pytest
 
 from ledger import mirror as mirror_mod
+from ledger.bundle import Bundle
 from ledger.encoding import b64_decode
 from ledger.entries import node_key_id
-from ledger.errors import CannotCheck, RewriteDetected, SignatureError
+from ledger.errors import CannotCheck, RewriteDetected, SignatureError, TamperDetected
 from ledger.httpclient import BadAnswer
 from ledger.log import Log
 from ledger.mirror import Mirror, Remote, follow
@@ -312,29 +312,20 @@ def test_follow_polls_and_backs_off(
     assert errors == [0.02, 0.04, 0.08]  # exponential backoff while unreachable
 
 
-def test_parallel_precheck_path(
+def test_batches_in_threads_verify_a_key_rotation(
     origin: tuple[Log, BackgroundServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Large syncs pre-check signatures in worker processes; the verdicts are the same."""
+    """Batches of 256 (every one but the first a perfect subtree, hashed level by level), the
+    signatures of each verified on several threads: a node key registered and another revoked
+    in the middle of a sync are judged in log order, and the copy is the origin's."""
     log, srv = origin
-    monkeypatch.setattr(mirror_mod, "PARALLEL_MIN_ENTRIES", 0)
-    monkeypatch.setattr(mirror_mod, "WORKERS_MIN_CPUS", 1)
     monkeypatch.setattr(mirror_mod, "BATCH_TILES", 1)
-    monkeypatch.setattr(mirror_mod, "PRECHECK_CHUNK", 64)
+    monkeypatch.setattr(mirror_mod, "VERIFY_THREADS", 3)
     first = node_key(log)
     seal_range(log, first, 300, 700)  # indices 301..700
-    second = add_node(log, "node2")  # registered at 701: its entries take the ordered path
+    second = add_node(log, "node2")  # registered at 701
     log.revoke(node_key_id(bytes(first.verify_key)), "rotated")
     seal_range(log, second, 700, 800)
-    statuses: list[str] = []
-    real = mirror_mod.check_entry
-
-    def spy(*args: Any) -> dict[str, Any]:
-        pre = args[4] if len(args) > 4 else None
-        statuses.append("main" if pre is None else pre.status)
-        return real(*args)
-
-    monkeypatch.setattr(mirror_mod, "check_entry", spy)
 
     def flip(request: httpx.Request, resp: httpx.Response) -> httpx.Response:
         body = resp.content
@@ -344,14 +335,73 @@ def test_parallel_precheck_path(
 
     with pytest.raises(BadAnswer, match="up to 768 do not match the signed checkpoint"):
         Mirror(tmp_path / "bad", remote(srv.url, Proxy(flip)), vkey_of(log)).sync()
-    statuses.clear()
     r = Mirror(tmp_path / "m", remote(srv.url), vkey_of(log)).sync()
     assert r.new_size == 803
-    # the fetch thread learns node keys from the registrations it fetches (the main process
-    # still checks each registration and the signer rules in order): every bundle entry is
-    # verified by a worker, only the 3 key entries take the ordered path
-    assert (statuses.count("ok"), statuses.count("apply"), len(statuses)) == (800, 3, 803)
     same_ledger(log.home, tmp_path / "m")
+
+
+def _append_raw(log: Log, entries: list[tuple[bytes, Bundle]]) -> None:
+    """Append entries as a log without any checks would, with a signed checkpoint."""
+    from ledger.note import Checkpoint, format_checkpoint, sign_note
+
+    assert log.signer is not None
+    with log.store.writer() as w:
+        for entry, bundle in entries:
+            w.put_blobs((f.digest, f.data) for f in bundle.files)
+            w.append(entry, "bundle", bundle.digest)
+        note = sign_note(format_checkpoint(Checkpoint(log.origin, w.size, w.root(), ())),
+                         [log.signer])
+        w.put_checkpoint(note, w.size)
+
+
+def _forged(log: Log, i: int, *, key: nacl.signing.SigningKey | None = None,
+            link: tuple[int, bytes] | None = None) -> tuple[bytes, Bundle]:
+    """Bundle entry ``i`` as node ``node`` would make it at the end of the log, but signed by
+    ``key`` (another key than its signer id names) or chained to ``link`` (size, root)."""
+    from ledger.entries import bundle_fields, chain_link, sign_entry
+    from ledger.log import utc_now
+    from tests.test_server import bundle_files, fields
+
+    node = node_key(log)
+    bundle = Bundle.from_files(bundle_files(i))
+    size, root = link or (log.store.size(), log.store.root())
+    chain = {"origin": log.origin, "time": utc_now(), **chain_link(size, root)}
+    obj = bundle_fields(chain, bundle, fields(i), node_key_id(bytes(node.verify_key)))
+    return sign_entry(obj, key or node), bundle
+
+
+@pytest.mark.parametrize("case", ["signature", "signature-then-link", "link-then-signature"])
+def test_the_first_bad_entry_of_a_batch_fails_the_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """Signatures are verified after the other rules, for the whole batch at once; the sync
+    still fails at the first entry with a problem of either kind, with that entry's error."""
+    monkeypatch.setattr(mirror_mod, "BATCH_TILES", 1)
+    log = make_origin(tmp_path / "o", 600)
+    stranger = nacl.signing.SigningKey.generate()
+    bad_sig = _forged(log, 9001, key=stranger)
+    if case == "signature":
+        _append_raw(log, [bad_sig])
+        want: type[Exception] = SignatureError
+        at = 601
+    elif case == "signature-then-link":
+        _append_raw(log, [bad_sig])
+        _append_raw(log, [_forged(log, 9002, link=(3, log.store.root(4)))])
+        want, at = SignatureError, 601
+    else:
+        _append_raw(log, [_forged(log, 9002, link=(3, log.store.root(4)))])
+        _append_raw(log, [_forged(log, 9001, key=stranger)])
+        want, at = TamperDetected, 601
+    seal_range(log, node_key(log), 700, 760)  # more good entries after them, same batch
+    with BackgroundServer(make_app(log.home)) as srv:
+        with pytest.raises(want, match=f"remote entry {at}"):
+            Mirror(tmp_path / "m", remote(srv.url), vkey_of(log)).sync()
+    m = Store.open(tmp_path / "m")
+    try:
+        assert m.size() == 512  # the two full batches before it, verified and stored
+    finally:
+        m.close()
+    log.close()
 
 
 def test_cli_follow_prints_one_json_line_per_poll(
