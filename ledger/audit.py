@@ -63,7 +63,7 @@ from ledger.entries import (
 from ledger.errors import LedgerError, VerificationFailed
 from ledger.native import verify_many
 from ledger.note import NoteVerifier, open_note, parse_checkpoint
-from ledger.store import LEGACY_PART, Store, part_of, part_start
+from ledger.store import LEGACY_PART, Store, part_of
 
 MAX_PROBLEMS = 100
 CHUNK_LEVEL = 13  # a chunk is the 2**CHUNK_LEVEL entries under one stored subtree hash
@@ -319,6 +319,7 @@ class _Pass:
         self.job_index: list[int] = []
         self.files: list[tuple[int, bytes]] = []  # (entry, file digest) to look up
         self.present: dict[tuple[int, bytes], None] = {}  # (part, digest) found present
+        self.legacy: bool | None = None  # files stored in LEGACY_PART (not asked yet: None)
 
     def entry(self, idx: int, stored_lh: bytes, data: bytes, etype: str, digest: Any) -> bool:
         """Judge the row of entry ``idx``; False when it is not the next index (a gap)."""
@@ -395,6 +396,12 @@ class _Pass:
             if (part, fd) not in present:
                 self.files.append((idx, fd))
 
+    def _legacy(self) -> bool:
+        """Whether the store holds files from before parts existed (asked once)."""
+        if self.legacy is None:
+            self.legacy = bool(self.store.blobs_in(LEGACY_PART, None))
+        return self.legacy
+
     def finish(self) -> None:
         """Verify the signatures and look up the files gathered so far."""
         r = self.r
@@ -410,11 +417,13 @@ class _Pass:
         by_part: dict[int, dict[bytes, None]] = {}  # an entry's files are kept in its part
         for i, fd in self.files:
             by_part.setdefault(part_of(i), {})[fd] = None
-        found = {
-            (part, fd)
-            for part, fds in by_part.items()
-            for fd in self.store.has_blobs(list(fds), index=part_start(part))
-        }
+        found: set[tuple[int, bytes]] = set()
+        for part, fds in by_part.items():
+            held = self.store.blobs_in(part, list(fds))
+            rest = [fd for fd in fds if fd not in held]  # stored before parts existed?
+            if rest and self._legacy():
+                held |= self.store.blobs_in(LEGACY_PART, rest)
+            found.update((part, fd) for fd in held)
         present = self.present
         for i, fd in self.files:
             key = (part_of(i), fd)
@@ -488,16 +497,24 @@ class _ChunkTree:
             by_level.setdefault(level, []).append((n, h))
         conn = self.store.conn
         for level, items in sorted(by_level.items()):
-            stored = {
+            first_n, last_n = items[0][0], items[-1][0]
+            r.hashes += len(items)
+            if last_n - first_n + 1 == len(items):  # consecutive (always, but for a gap)
+                stored = [bytes(h) for (h,) in conn.execute(
+                    "SELECT hash FROM hashes WHERE level=? AND n>=? AND n<=? ORDER BY n",
+                    (level, first_n, last_n),
+                )]
+                if stored == [h for _, h in items]:
+                    continue  # the common case: one comparison of two lists
+            by_n = {
                 int(n): bytes(h)
                 for n, h in conn.execute(
                     "SELECT n, hash FROM hashes WHERE level=? AND n>=? AND n<=?",
-                    (level, items[0][0], items[-1][0]),
+                    (level, first_n, last_n),
                 )
             }
             for n, h in items:
-                r.hashes += 1
-                if stored.get(n) != h:
+                if by_n.get(n) != h:
                     first, last = n << level, ((n + 1) << level) - 1
                     # a bad entry inside the range was reported already; this is its consequence
                     if not any(i is not None and first <= i <= last for i, _ in r.problems):

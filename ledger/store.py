@@ -463,6 +463,22 @@ class Store:
             found.update(bytes(r[0]) for r in rows)
         return found
 
+    def blobs_in(self, part: int, digests: Sequence[bytes] | None) -> set[bytes]:
+        """Which of ``digests`` are stored in ``part`` exactly (one probe each, 500 a query);
+        with None, whether any file is stored there (at most one digest)."""
+        if digests is None:
+            row = self.conn.execute("SELECT digest FROM blobs WHERE part=? LIMIT 1", (part,))
+            return {bytes(r[0]) for r in row}
+        found: set[bytes] = set()
+        for i in range(0, len(digests), 500):
+            chunk = list(digests[i : i + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = self.conn.execute(
+                f"SELECT digest FROM blobs WHERE part=? AND digest IN ({marks})", [part, *chunk]
+            )
+            found.update(bytes(r[0]) for r in rows)
+        return found
+
     def has_leaf(self, leaf_hash: bytes) -> bool:
         row = self.conn.execute(
             f"SELECT 1 FROM entries WHERE idx >> {PART_BITS} IN ({self._parts()}) "
