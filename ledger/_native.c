@@ -586,6 +586,7 @@ static int shaped_list(Parser *ps, int kind, Py_ssize_t limit) {
 enum { F_TYPE, F_ORIGIN, F_TIME, F_PREV_ROOT, F_SIGNATURE, F_DIGEST, F_MANIFEST, F_SIGNER, NTEXT };
 static const char *const TEXT_NAMES[NTEXT] = {"type", "origin", "time", "prev_root",
                                               "signature", "bundle_digest", "manifest", "signer"};
+static const size_t TEXT_LENS[NTEXT] = {4, 6, 4, 9, 9, 13, 8, 6};
 
 /* bundle_view(data) -> (origin, prev_size, prev_root, v, digest, manifest, signer, signature,
    signed, files, shaped) or None.
@@ -620,8 +621,9 @@ static PyObject *bundle_view(PyObject *self, PyObject *args) {
         const unsigned char *member = ps.p; /* the key's opening quote */
         if (!scan_key(&ps, &prev, &prev_len, &k, &klen)) goto done;
         int which = -1;
-        for (int i = 0; i < NTEXT; i++)
-            if (key_is(k, klen, TEXT_NAMES[i])) which = i;
+        for (int i = 0; i < NTEXT && which < 0; i++)
+            if ((size_t)klen == TEXT_LENS[i] && memcmp(k, TEXT_NAMES[i], (size_t)klen) == 0)
+                which = i;
         if (which >= 0) {
             Text *t = &text[which];
             if (ps.p >= ps.end || *ps.p != '"') goto done; /* not a string */

@@ -448,6 +448,11 @@ def bundle_view(data: bytes) -> BundleView | None:
     return bundle_view_py(data)
 
 
+def bundle_view_fn() -> Callable[[bytes], BundleView | None]:
+    """``bundle_view`` itself, without the dispatch (for loops over many entries)."""
+    return native.bundle_view_c() or bundle_view_py
+
+
 def bundle_view_py(data: bytes) -> BundleView | None:
     """``bundle_view`` from ``entry_object``."""
     try:

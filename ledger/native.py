@@ -21,7 +21,7 @@ itself.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import nacl.bindings
@@ -74,6 +74,11 @@ def bundle_view(data: bytes) -> BundleView | None:
         return None
     view: BundleView | None = _C.bundle_view(data)
     return view
+
+
+def bundle_view_c() -> Callable[[bytes], BundleView | None] | None:
+    """The compiled ``bundle_view`` itself (no Python frame per call), or None."""
+    return None if _C is None else _C.bundle_view
 
 
 def sign_many_py(sk64: bytes, messages: list[bytes]) -> list[bytes]:

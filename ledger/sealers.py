@@ -28,6 +28,7 @@ from ledger.entries import BatchEncoder, BundleHead, sign_encoded
 from ledger.errors import BadInput, CannotCheck
 
 MIN_BATCH = 4096  # below this a batch is sealed on the calling thread (forking costs ~10 ms)
+WORKER_NICE = 10  # the workers yield a CPU to the process that stores (below)
 CHUNK = 256  # entries per task: small enough to fill the pipeline quickly, large enough that a
 # task's round trip (its bounds out, 256 entries of ~1 KB back) costs little per entry
 
@@ -75,6 +76,7 @@ def _start(
     sk64: bytes, signer: bytes, now: Any, heads: Sequence[tuple[BundleHead, Any]]
 ) -> None:
     _WORKER.update(sk64=sk64, signer=signer, now=now, heads=heads)
+    os.nice(WORKER_NICE)
 
 
 def _chunk(link: dict[str, Any], lo: int, hi: int) -> Chunk:
