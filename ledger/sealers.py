@@ -1,11 +1,12 @@
 """Bundle entries made in worker processes for ``Log.seal_many`` (issue 12: append at 0.6 of the
 signing rate).
 
-One entry costs about as much Python work (its fields, the shape rules, the canonical encoding) as
-libsodium takes to sign it, and the store's inserts come on top; on one thread that caps a batch at
-about a third of the signing rate. Threads do not help: PyNaCl holds the GIL while it signs, and a
-signing thread beside busy Python waits for the GIL at every call (bench/bench_append_parts.py).
-So a large batch is cut into chunks that forked worker processes turn into signed entry bytes
+An entry costs about half as much Python work (its fields, the shape rules, the encoding) as
+libsodium takes to sign it (~10 against ~20 us), and the store's inserts, the one serial part, come
+on top (~25 us of the storing process per entry); on one thread a batch reaches about 0.4 of the
+signing rate. Threads would not do: the signatures can leave the GIL (``native.sign_many``) but
+the encoding and the storing are Python, which one GIL runs one at a time, on one core. So a
+large batch is cut into chunks that forked worker processes turn into signed entry bytes
 (fields, shape check, encoding, signatures, leaf hashes: ``bundle_entries``, the same function the
 one-thread path calls), while the calling process stores the entries of the chunks already
 returned, in order.
@@ -28,7 +29,8 @@ from ledger.entries import BatchEncoder, BundleHead, sign_encoded
 from ledger.errors import BadInput, CannotCheck
 
 MIN_BATCH = 4096  # below this a batch is sealed on the calling thread (forking costs ~10 ms)
-WORKER_NICE = 10  # the workers yield a CPU to the process that stores (below)
+WORKER_NICE = 10  # the workers yield a CPU to the process that stores: the batch's critical path
+# (same-run A/B, docs/benchmarks.md)
 CHUNK = 256  # entries per task: small enough to fill the pipeline quickly, large enough that a
 # task's round trip (its bounds out, 256 entries of ~1 KB back) costs little per entry
 
