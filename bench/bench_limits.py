@@ -11,8 +11,9 @@
 * proofs: inclusion and consistency proofs from the store of the final ledger against the same
   proofs computed by ``ledger.merkle`` from every stored hash held in Python lists in memory.
 
-Each measurement is repeated ``--reps`` times, interleaved with its peer; the report gives
-min / median / max of the ratios (never a best run) and the load average seen.
+Each measurement is repeated ``--reps`` times, interleaved with its peer, each after ``sync``
+(no dirty pages of the fill left to write back during it); the report gives min / median / max
+of the ratios (never a best run) and the load average seen.
 
 usage: .venv/bin/python bench/bench_limits.py [--sizes 10000,100000,1000000] [--batch 10000]
        [--reps 3] [--out docs/bench/limits.md]
@@ -191,6 +192,12 @@ def main() -> None:
                       f"load {_load()}", file=sys.stderr, flush=True)
             rates, peers, ratios, cpu_ratios = [], [], [], []
             for _ in range(args.reps):
+                # every measured batch starts with no dirty pages left to the kernel: right
+                # after the fill has written a GB, its write-back competes with the batch's
+                # fsyncs, which would be measured as the ledger's size (same-run A/B of a
+                # 80,001- and a 1,100,001-entry ledger, batches alternating: 27,736 and 28,336
+                # entries/s, docs/benchmarks.md)
+                os.sync()
                 peer = _sign_rate((msgs * (args.batch // len(msgs) + 1))[: args.batch], sk64)
                 items = _bundles(args.batch, f"m{salt}-")
                 salt += 1
@@ -249,6 +256,7 @@ def main() -> None:
         with ProcessPoolExecutor(max_workers=cpus) as pool:
             list(pool.map(_verify_share, [s[:10] for s in shares]))  # start the workers
             for _ in range(args.reps):
+                os.sync()  # as before each measured batch
                 v = sum(pool.map(_verify_share, shares))
                 t = time.perf_counter()
                 proc = subprocess.run(
