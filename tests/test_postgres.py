@@ -123,6 +123,49 @@ def test_chunked_audit_in_workers_on_postgresql(
     log.close()
 
 
+def test_a_ledger_from_before_parts_is_migrated_on_postgresql(
+    pg_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PostgreSQL ledger written with schema 1 (files keyed by digest alone) gets migration 2
+    when it is opened: its files are kept in part -1, the audit passes, its entries' files are
+    found for verify, and new seals keep theirs in their own part."""
+    from ledger import store as store_mod
+
+    home = tmp_path / "home"
+    monkeypatch.setattr(pgstore, "MIGRATIONS", pgstore.MIGRATIONS[:1])
+    old_flush = store_mod.Writer.flush
+
+    def flush_v1(self: store_mod.Writer) -> None:  # what a writer of schema 1 inserted
+        if self._blob_rows:
+            self.conn.executemany("INSERT OR IGNORE INTO blobs VALUES(?, ?)",
+                                  [(d, data) for _, d, data in self._blob_rows])
+            self._blob_rows.clear()
+        old_flush(self)
+
+    monkeypatch.setattr(store_mod.Writer, "flush", flush_v1)
+    log = Log.init(home, "pg.example/log", pg_server.new_database())
+    sk = add_node(log)
+    _seal(log, sk, tmp_path / "b", 3, "a")
+    log.close()
+    monkeypatch.undo()
+    log = Log.open(home)
+    versions = [r[0] for r in log.store.conn.execute("SELECT version FROM migrations ORDER BY 1")]
+    assert versions == [1, 2]
+    parts = {int(r[0]) for r in log.store.conn.execute("SELECT DISTINCT part FROM blobs")}
+    assert parts == {-1}
+    res = audit(log.store, log.verifier)
+    assert res.ok, res.problems
+    _seal(log, sk, tmp_path / "b", 2, "b")
+    parts = {int(r[0]) for r in log.store.conn.execute("SELECT DISTINCT part FROM blobs")}
+    assert parts == {-1, 0}
+    res = audit(log.store, log.verifier)
+    assert res.ok, res.problems
+    log.close()
+    out = run_cli("verify", "2", "--json", home=home)
+    checks = {c["id"]: c["status"] for c in json.loads(out.stdout)["checks"]}
+    assert checks["integrity.manifest"] == "passed", out.stderr
+
+
 def test_bad_and_unreachable_database(pg_server: PgServer, tmp_path: Path) -> None:
     r = run_cli("init", "--origin", "o.example/x", "--db", "mysql://u@h/db", home=tmp_path / "a")
     assert "bad database URL" in assert_one_error_line(r, 2)
