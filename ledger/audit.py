@@ -494,7 +494,11 @@ class _Pass:
             by_part.setdefault(part_of(i), {})[fd] = None
         found: set[tuple[int, bytes]] = set()
         for part, fds in by_part.items():
-            held = self.store.blobs_in(part, list(fds))
+            digests = list(fds)
+            if self.store.count_blobs_in(part, digests) == len(digests):
+                found.update((part, fd) for fd in digests)  # all there: the common case
+                continue
+            held = self.store.blobs_in(part, digests)
             rest = [fd for fd in fds if fd not in held]  # stored before parts existed?
             if rest and self._legacy():
                 held |= self.store.blobs_in(LEGACY_PART, rest)
