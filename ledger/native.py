@@ -1,13 +1,15 @@
 """The compiled inner loops (``ledger/_native.c``) and their pure-Python twins (issue 12).
 
 The C module is built by ``pip install`` where a C compiler is found (``scripts/setup.sh`` does
-it; ``pyproject.toml`` marks it optional). Each function below calls it when it is there and its
+it; ``setup.py`` marks it optional). Each function below calls it when it is there and its
 pure-Python twin when it is not, with the same answers (``tests/test_native.py`` runs both):
 
 * ``parse_plain(data, max_depth)``: the value of canonical JSON bytes in the plain subset every
   log entry is written in, or ``NOT_PLAIN`` when the bytes are outside it; the caller
   (``ledger.canonical.loads_canonical``) then runs the full parse, which accepts or refuses with
   its precise message. It never accepts what the full parse refuses.
+* ``bundle_view(data)``: what ``ledger audit`` and ``ledger mirror`` judge of a bundle entry, read
+  in one pass (its twin, built on ``entry_object``, is ``ledger.entries.bundle_view_py``);
 * ``sign_many(sk64, messages)`` / ``verify_many(jobs)``: Ed25519 over many messages in one call
   to libsodium (the copy PyNaCl carries) without the GIL, so a thread can sign or verify while
   another runs Python; the twins call PyNaCl once per message, holding the GIL.
@@ -48,7 +50,7 @@ def _load() -> Any:
 
 
 _C = _load()
-AVAILABLE = _C is not None  # ``ledger --version`` and the benchmarks say which ran
+AVAILABLE = _C is not None  # which side runs (tests; docs/design.md says how to ask)
 
 
 def parse_plain(data: bytes, max_depth: int) -> Any:

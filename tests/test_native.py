@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import nacl.signing
 import pytest
@@ -143,3 +144,123 @@ def test_the_module_is_built_and_the_switch_turns_it_off() -> None:
         env=env, capture_output=True, text=True, check=True,
     )
     assert out.stdout.strip() == "False"
+
+
+# -- the bundle-entry scanner ----------------------------------------------------------------
+
+def _entries(n: int) -> list[bytes]:
+    """Real bundle entries of varied fields, as a log writes them (BatchEncoder, signed)."""
+    from ledger.bundle import Bundle
+    from ledger.entries import BatchEncoder, chain_link, sign_encoded
+
+    sk64, _ = _key()
+    enc = BatchEncoder({"origin": "t.example/l\u00e9", **chain_link(7, bytes(range(32)))},
+                       b"\x02" * 8)
+    out = []
+    for i in range(n):
+        b = Bundle.from_files({"contract.yaml": b"c%d" % i, "k.ptx": b"p",
+                               "d\u00e9j\u00e0.lean": b"l", "s.fut": b"f" * i})
+        checks = [{"id": f"c{k}", "status": ["passed", "failed", "skipped"][k % 3],
+                   "detail": "d\n\"\u2028" * (i % 5), "tool": "t"} for k in range(i % 4)]
+        extra = {"kernel": {"name": f"k{i}", "version": "1"},
+                 "obligations": [{"obligation": "PO1", "theorem": "t", "property": "p"}] * (i % 2),
+                 "checks": checks}
+        out.extend(sign_encoded([enc.encode("2026-12-01T00:00:00.5Z", b, extra)], sk64))
+    return out
+
+
+_REAL = _entries(24)
+
+
+@needs_c
+def test_the_scanner_reads_real_entries_as_entry_object_does() -> None:
+    from ledger.entries import bundle_view_py
+
+    for data in _REAL:
+        got = native.bundle_view(data)
+        assert got is not None and got == bundle_view_py(data)
+        assert got[-1] is True  # the shape rules hold
+
+
+@needs_c
+@settings(max_examples=1500, deadline=None)
+@given(st.sampled_from(_REAL), st.integers(0, 10_000), st.binary(max_size=3), st.integers(0, 2))
+def test_the_scanner_judges_damaged_entries_as_entry_object_does(
+    data: bytes, at: int, junk: bytes, how: int
+) -> None:
+    """Any byte replaced, inserted or removed: where the scanner takes the bytes, it gives what
+    ``entry_object`` (and the shape rules) make of them; it never takes bytes entry_object
+    refuses (then ``bundle_view_py`` is None and so must the scanner's answer be)."""
+    from ledger.entries import bundle_view_py
+
+    i = at % (len(data) + 1)
+    bad = [data[:i] + junk + data[i + 1:], data[:i] + junk + data[i:], data[:i] + data[i + 2:]][how]
+    got = native.bundle_view(bad)
+    if got is not None:  # None: the caller takes entry_object's path, which judges them
+        assert got == bundle_view_py(bad)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("kernel", {"name": "k"}),  # a required key missing
+    ("kernel", {"name": "k", "version": "v", "b@d": "x"}),  # a key name the rule refuses
+    ("kernel", {"name": "k", "version": "v" * 1001}),  # text over the limit
+    ("checks", [{"id": "x", "status": "maybe", "detail": ""}]),  # an unknown status
+    ("checks", [{"id": "x", "status": "passed", "detail": "d" * 10_001}]),
+    ("checks", [{"id": "x", "status": "passed", "detail": "d" * 10_000}]),  # at the limit: fine
+    ("obligations", [{"obligation": "PO1", "theorem": "t", "property": 3}]),  # not text
+    ("obligations", ["PO1"]),  # not an object
+    ("kernel", {f"k{i}": "v" for i in range(15)} | {"name": "k", "version": "v"}),  # 17 keys
+])
+def test_the_shape_flag_is_the_shape_rules(field: str, value: object) -> None:
+    """The scanner's last member says whether ``check_bundle_shape`` takes the entry (C and
+    twin alike)."""
+    from ledger.canonical import canonical_json
+    from ledger.entries import BadInput, bundle_view_fn, check_bundle_shape, entry_object
+
+    obj, _ = entry_object(_REAL[3])
+    obj = {**obj, field: value}
+    data = canonical_json(obj)
+    try:
+        check_bundle_shape(obj)
+        shaped = True
+    except BadInput:
+        shaped = False
+    view = bundle_view_fn()(data)
+    assert view is not None and view[-1] is shaped
+
+
+def test_audit_mirror_and_seal_run_on_the_twins(tmp_path: Path) -> None:
+    """Where the module is not built (``LEDGER_NATIVE=0`` here) the twins seal a batch and audit
+    it clean, as the module does (the encoder's and the signatures' bytes are held equal by the
+    tests above and test_sealers.py)."""
+    code = """
+import sys
+from pathlib import Path
+from ledger import native
+from ledger.audit import audit
+from ledger.log import Log
+from tests.helpers.ledgers import add_node, fake_fields
+from ledger.bundle import Bundle
+from ledger import log as log_mod
+log_mod.utc_now = lambda: "2026-12-01T00:00:00Z"
+home = Path(sys.argv[1])
+log = Log.init(home, "twins.example/log")
+sk = add_node(log)
+items = [(Bundle.from_files({"contract.yaml": b"%d" % i, "k.ptx": b"p", "p.lean": b"l",
+          "s.fut": b"f"}), fake_fields(str(i))) for i in range(300)]
+sealed = log.seal_many(items, sk, workers=0)
+res = audit(log.store, log.verifier)
+print(native.AVAILABLE, res.ok, len(res.problems), sealed[-1].leaf_hash.hex())
+"""
+    outs = []
+    for flag in ("0", "1"):
+        env = dict(os.environ, LEDGER_NATIVE=flag)
+        home = tmp_path / f"h{flag}"
+        r = subprocess.run([sys.executable, "-c", code, str(home)], env=env, capture_output=True,
+                           text=True, check=False, cwd=Path(__file__).resolve().parent.parent)
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout.split())
+    twins, built = outs
+    assert twins[:3] == ["False", "True", "0"]
+    if native.AVAILABLE:
+        assert built[:3] == ["True", "True", "0"]
