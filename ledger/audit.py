@@ -424,14 +424,7 @@ class _Pass:
             self.links.append((idx, v, size, named_root))
             if etype != "bundle":
                 self.r.add(idx, f"entry {idx}: stored type column does not match the entry")
-            if digest != d:
-                self.r.add(idx, f"entry {idx}: stored bundle digest column does not match")
-            if blake3_digest(manifest) != d:
-                self.r.add(idx, f"entry {idx}: manifest does not hash to its bundle digest")
-            present = self.present.get(part_of(idx))
-            for fd in files:
-                if present is None or fd not in present:
-                    self.files.append((idx, fd))
+            self._bundle(idx, d, digest, manifest, files)
             return
         if idx in ctx.key_events:  # replayed (and any problem reported) before the chunks
             obj, _ = entry_object(data)

@@ -289,15 +289,20 @@ class Frontier:
             raise BadInput(f"leaf hash must be {HASH_SIZE} bytes, got {len(leaf)}")
         index = self.size
         out = [(0, index, leaf)]
-        level, h = 0, leaf
+        self._fold(index, 0, leaf, out)
+        self.size = index + 1
+        return out
+
+    def _fold(self, index: int, level: int, h: bytes, out: list[tuple[int, int, bytes]]) -> None:
+        """Put the root ``h`` of a complete subtree at ``level`` (its first leaf ``index``) on
+        the edge, hashing it with the edge's subtrees of its size as they complete larger ones
+        (added to ``out``)."""
         while self._edge and self._edge[-1][0] == level:
             _, left = self._edge.pop()
             h = node_hash(left, h)
             level += 1
             out.append((level, index >> level, h))
         self._edge.append((level, h))
-        self.size = index + 1
-        return out
 
     def append_subtree(self, levels: Sequence[Sequence[bytes]]) -> list[tuple[int, int, bytes]]:
         """Append the ``2**k`` leaves of a perfect subtree at once, given all its levels
@@ -311,13 +316,7 @@ class Frontier:
         index = self.size
         out = [(level, (index >> level) + j, h) for level, row in enumerate(levels)
                for j, h in enumerate(row)]
-        level, h = k, levels[k][0]
-        while self._edge and self._edge[-1][0] == level:
-            _, left = self._edge.pop()
-            h = node_hash(left, h)
-            level += 1
-            out.append((level, index >> level, h))
-        self._edge.append((level, h))
+        self._fold(index, k, levels[k][0], out)
         self.size = index + width
         return out
 
