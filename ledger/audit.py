@@ -57,7 +57,6 @@ from ledger.entries import (
     KEY_TYPES,
     NodeKey,
     Registry,
-    bundle_view,
     bundle_view_fn,
     entry_object,
     link_problem,
@@ -332,13 +331,13 @@ class _Pass:
         self.job_index: list[int] = []
         self.files: list[tuple[int, bytes]] = []  # (entry, file digest) to look up
         self.present: dict[int, set[bytes]] = {}  # per part: digests found present there
-        self.legacy: bool | None = None  # files stored in LEGACY_PART (not asked yet: None)
 
     def rows(self, rows: list[tuple[int, bytes, bytes, str, Any]]) -> bool:
         """Judge the next rows; False when there are none, or at a gap. A bundle entry the
         compiled scanner reads (``bundle_view``) whose origin, type and digest columns hold is
         judged here, inline (the common case: no Python frame per entry, the signer's span
-        precomputed); any other takes ``entry``, which says what is wrong."""
+        precomputed); any other takes ``entry`` (``entry_object``'s path), which says what is
+        wrong."""
         if not rows:
             return False
         r, leaves, ctx = self.r, self.leaves, self.ctx
@@ -409,23 +408,6 @@ class _Pass:
 
     def _rules(self, idx: int, data: bytes, etype: str, digest: Any) -> None:
         ctx = self.ctx
-        view = None if idx in ctx.key_events else bundle_view(data)
-        if view is not None:  # a bundle entry by entry_object's rules, read in one pass
-            origin, size, named_root, v, d, manifest, signer, signature, signed, files, _ = view
-            if origin != ctx.origin:
-                raise VerificationFailed(f"entry {idx} names origin {origin!r}")
-            key = self.keys.get(signer)
-            if key is None or key.registered_at >= idx or (
-                    key.revoked_at is not None and key.revoked_at < idx):
-                signer_rule(key, signer, idx)  # raises, saying which rule
-            assert key is not None
-            self.jobs.append((key.public, signed, signature))
-            self.job_index.append(idx)
-            self.links.append((idx, v, size, named_root))
-            if etype != "bundle":
-                self.r.add(idx, f"entry {idx}: stored type column does not match the entry")
-            self._bundle(idx, d, digest, manifest, files)
-            return
         if idx in ctx.key_events:  # replayed (and any problem reported) before the chunks
             obj, _ = entry_object(data)
             self.r.signatures += 1
@@ -464,12 +446,6 @@ class _Pass:
             if present is None or fd not in present:
                 self.files.append((idx, fd))
 
-    def _legacy(self) -> bool:
-        """Whether the store holds files from before parts existed (asked once)."""
-        if self.legacy is None:
-            self.legacy = bool(self.store.blobs_in(LEGACY_PART, None))
-        return self.legacy
-
     def finish(self) -> None:
         """Verify the signatures and look up the files gathered so far."""
         r = self.r
@@ -491,11 +467,7 @@ class _Pass:
             if self.store.count_blobs_in(part, digests) == len(digests):
                 found.update((part, fd) for fd in digests)  # all there: the common case
                 continue
-            held = self.store.blobs_in(part, digests)
-            rest = [fd for fd in fds if fd not in held]  # stored before parts existed?
-            if rest and self._legacy():
-                held |= self.store.blobs_in(LEGACY_PART, rest)
-            found.update((part, fd) for fd in held)
+            found.update((part, fd) for fd in self.store.has_blobs(digests, part_start(part)))
         present = self.present
         for i, fd in self.files:
             part = part_of(i)

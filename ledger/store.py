@@ -11,7 +11,7 @@ refuse UPDATE and DELETE on every table that holds history, so the database itse
 * ``blobs(part, digest, data)``: bundle files, content-addressed by BLAKE3, kept in the part of
   the entry that names them (below).
 
-**Parts.** The log is cut into parts of ``PART_SIZE`` (2**16) consecutive entries. The indexes
+**Parts.** The log is cut into parts of 2**16 consecutive entries (``PART_BITS``). The indexes
 by leaf hash and by bundle digest are keyed by (part, hash), and a bundle's files are stored in
 the part of its entry (``INSERT OR IGNORE`` on (part, digest): a file shared by many bundles is
 kept once per part, at most once per 65,536 entries). So an append writes only to the newest
@@ -40,7 +40,7 @@ from __future__ import annotations
 import fcntl
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -132,8 +132,9 @@ def part_start(part: int) -> int:
 
 
 def parts_sql(size: int) -> str:
-    """Every part of a log of ``size`` entries, as SQL integer literals for an ``IN`` list (the
-    parts of the hash indexes; blobs add ``LEGACY_PART``)."""
+    """Every part of a log of ``size`` entries, as SQL integer literals for an ``IN`` list, from
+    ``LEGACY_PART`` on (only files are kept there; for the entries' indexes it is one probe that
+    finds nothing)."""
     return ",".join(str(k) for k in range(LEGACY_PART, part_of(max(size - 1, 0)) + 1))
 
 
@@ -446,51 +447,36 @@ class Store:
         ).fetchone()
         return None if row is None else bytes(row[0])
 
-    def has_blobs(self, digests: Sequence[bytes], index: int | None = None) -> set[bytes]:
-        """Which of ``digests`` the store holds (one query per 500 digests): with ``index``,
-        where an entry at ``index`` finds its files (its part, or the legacy part); without,
-        in any part."""
-        parts = (
-            f"{part_of(index)},{LEGACY_PART}" if index is not None else self._parts()
-        )
-        found: set[bytes] = set()
-        for i in range(0, len(digests), 500):
-            chunk = list(digests[i : i + 500])
-            marks = ",".join("?" * len(chunk))
-            rows = self.conn.execute(
-                f"SELECT digest FROM blobs WHERE part IN ({parts}) AND digest IN ({marks})", chunk
-            )
-            found.update(bytes(r[0]) for r in rows)
-        return found
+    def has_blobs(self, digests: Sequence[bytes], index: int) -> set[bytes]:
+        """Which of ``digests`` the store holds where the entry ``index`` finds its files: its
+        part, or the part of the files stored before parts existed."""
+        held = self.blobs_in(part_of(index), digests)
+        rest = [d for d in digests if d not in held]
+        if rest and self.blobs_in(LEGACY_PART, None):
+            held |= self.blobs_in(LEGACY_PART, rest)
+        return held
 
     def blobs_in(self, part: int, digests: Sequence[bytes] | None) -> set[bytes]:
-        """Which of ``digests`` are stored in ``part`` exactly (one probe each, 500 a query);
-        with None, whether any file is stored there (at most one digest)."""
+        """Which of ``digests`` are stored in ``part`` exactly (one probe each); with None, one
+        digest stored there if any (whether the part holds files at all)."""
         if digests is None:
-            row = self.conn.execute("SELECT digest FROM blobs WHERE part=? LIMIT 1", (part,))
-            return {bytes(r[0]) for r in row}
-        found: set[bytes] = set()
-        for i in range(0, len(digests), 500):
-            chunk = list(digests[i : i + 500])
-            marks = ",".join("?" * len(chunk))
-            rows = self.conn.execute(
-                f"SELECT digest FROM blobs WHERE part=? AND digest IN ({marks})", [part, *chunk]
-            )
-            found.update(bytes(r[0]) for r in rows)
-        return found
+            rows = self.conn.execute("SELECT digest FROM blobs WHERE part=? LIMIT 1", (part,))
+            return {bytes(r[0]) for r in rows}
+        return {bytes(r[0]) for r in self._in_part("digest", part, digests)}
 
     def count_blobs_in(self, part: int, digests: Sequence[bytes]) -> int:
-        """How many of the distinct ``digests`` are stored in ``part`` (one probe each, 500 a
-        query, one number back): ``blobs_in`` when the caller only needs to know all are."""
-        count = 0
+        """How many of the distinct ``digests`` are stored in ``part``: ``blobs_in`` for a caller
+        that only needs to know whether all are (one number back per query)."""
+        return sum(int(r[0]) for r in self._in_part("count(*)", part, digests))
+
+    def _in_part(self, what: str, part: int, digests: Sequence[bytes]) -> Iterator[Any]:
+        """The rows of ``SELECT what FROM blobs`` for ``digests`` in ``part``, 500 a query."""
         for i in range(0, len(digests), 500):
             chunk = list(digests[i : i + 500])
             marks = ",".join("?" * len(chunk))
-            (n,) = self.conn.execute(
-                f"SELECT count(*) FROM blobs WHERE part=? AND digest IN ({marks})", [part, *chunk]
-            ).fetchone()
-            count += int(n)
-        return count
+            yield from self.conn.execute(
+                f"SELECT {what} FROM blobs WHERE part=? AND digest IN ({marks})", [part, *chunk]
+            )
 
     def has_leaf(self, leaf_hash: bytes) -> bool:
         row = self.conn.execute(
@@ -635,19 +621,6 @@ class Store:
         finally:
             os.close(fd)
 
-    def append_entries(self, entries: Sequence[bytes], blobs: Mapping[bytes, bytes]) -> int:
-        """Append exact entry bytes (already verified by the caller) and blobs in one transaction;
-        return the first new index. The blobs are kept in the part of every entry appended
-        (they are the files those entries name)."""
-        with self.writer() as w:
-            first = w.size
-            last = first + max(len(entries) - 1, 0)
-            for k in range(part_of(first), part_of(last) + 1):
-                w.put_blobs(blobs.items(), index=max(first, k << PART_BITS))
-            for e in entries:
-                w.append(e)
-        return first
-
     def put_checkpoint(self, note: bytes, size: int | None = None) -> None:
         if size is None:
             size = checkpoint_of(note).size
@@ -732,18 +705,9 @@ class Writer:
     def put_bundle_files(self, first: int, files: Sequence[Sequence[BundleFile]]) -> None:
         """``put_blobs`` for the bundles of the entries ``first``, ``first + 1``, ...: each
         bundle's files into its entry's part."""
-        seen = self._blobs_put
-        rows = self._blob_rows
         for k, bundle_files in enumerate(files):
-            part = part_of(first + k)
-            for f in bundle_files:
-                key = (part, f.digest)
-                if key not in seen:
-                    if len(seen) >= BLOBS_REMEMBERED:
-                        seen.clear()
-                    seen.add(key)
-                    rows.append((part, f.digest, f.data))
-        if len(rows) >= FLUSH_ROWS:
+            self._put(part_of(first + k), ((f.digest, f.data) for f in bundle_files))
+        if len(self._blob_rows) >= FLUSH_ROWS:
             self.flush()
 
     def append(self, entry: bytes, etype: str | None = None, digest: bytes | None = None) -> int:
@@ -781,7 +745,11 @@ class Writer:
     def put_blobs(self, blobs: Iterable[tuple[bytes, bytes]], index: int | None = None) -> None:
         """Insert the files of the entry ``index`` (default: the next one appended) into its
         part (batched until ``flush``), skipping those put there in this transaction."""
-        part = part_of(self.size if index is None else index)
+        self._put(part_of(self.size if index is None else index), blobs)
+        if len(self._blob_rows) >= FLUSH_ROWS:
+            self.flush()
+
+    def _put(self, part: int, blobs: Iterable[tuple[bytes, bytes]]) -> None:
         seen = self._blobs_put
         for digest, data in blobs:
             key = (part, digest)
@@ -790,8 +758,6 @@ class Writer:
                     seen.clear()
                 seen.add(key)
                 self._blob_rows.append((part, digest, data))
-        if len(self._blob_rows) >= FLUSH_ROWS:
-            self.flush()
 
     def put_checkpoint(self, note: bytes, size: int) -> None:
         self.flush()
