@@ -107,25 +107,9 @@ def sign_entry(fields: Mapping[str, Any], key: nacl.signing.SigningKey) -> bytes
     return sign_fields(dict(fields), key._signing_key)
 
 
-def sign_fields(fields: dict[str, Any], sk64: bytes, known_plain: bool = False) -> bytes:
-    """``sign_entry`` with libsodium's 64-byte secret key ``sk64`` (a forked sealing worker holds
-    no key object); ``known_plain`` as ``canonical_json_extend`` takes it."""
-    return sign_many_fields([fields], sk64, [known_plain])[0]
-
-
-def sign_many_fields(
-    objs: list[dict[str, Any]], sk64: bytes, known_plain: list[bool] | None = None
-) -> list[bytes]:
-    """The signed entry bytes of each of ``objs`` (fields without ``signature``), checked for
-    size: each encoded, then all signed in one call (``ledger.native.sign_many``: libsodium
-    without the GIL, no wrapper object per signature), then each encoded with its signature."""
-    pairs = [
-        canonical_json_extend(
-            obj, "signature", known_plain=known_plain[k] if known_plain is not None else False
-        )
-        for k, obj in enumerate(objs)
-    ]
-    return sign_encoded(pairs, sk64)
+def sign_fields(fields: dict[str, Any], sk64: bytes) -> bytes:
+    """``sign_entry`` with libsodium's 64-byte secret key ``sk64``."""
+    return sign_encoded([canonical_json_extend(fields, "signature")], sk64)[0]
 
 
 def sign_encoded(
@@ -133,7 +117,9 @@ def sign_encoded(
 ) -> list[bytes]:
     """Sign encoded entries: each pair is the signing bytes and the function that encodes the
     entry with its signature (``canonical_json_extend``, ``BatchEncoder.encode``). All signed in
-    one call, then each checked against the entry size limit (``BadInput`` at the first over)."""
+    one call (``ledger.native.sign_many``: libsodium without the GIL, no wrapper object per
+    signature), then each checked against the entry size limit (``BadInput`` at the first
+    over)."""
     out = []
     sigs = sign_many(sk64, [body for body, _ in pairs])
     for (_, with_signature), sig in zip(pairs, sigs, strict=True):
@@ -615,21 +601,6 @@ def check_entry_shape(entry: Mapping[str, Any]) -> None:
         raise BadInput(f"unknown entry type {str(etype)[:40]!r}")
 
 
-SignatureJob = tuple[int, bytes, bytes, bytes]  # (index, public key, signed bytes, signature)
-
-
-def verify_jobs(jobs: list[SignatureJob]) -> list[int]:
-    """The indices whose signature does not verify (module-level, so a worker process can run
-    it: PyNaCl keeps the GIL, so only another process overlaps the caller's Python work)."""
-    bad = []
-    for index, public, msg, sig in jobs:
-        try:
-            nacl.bindings.crypto_sign_open(sig + msg, public)
-        except nacl.exceptions.BadSignatureError:
-            bad.append(index)
-    return bad
-
-
 @dataclass(frozen=True)
 class NodeKey:
     key_id: bytes
@@ -673,29 +644,22 @@ class Registry:
         """``apply`` without recording key events, for a registry that has replayed the log's key
         entries already: a key's registration and revocation indices alone decide which entries
         it may sign, so an audit checks chunks of the log in any order (``ledger.audit``)."""
-        return self._checked(index, data, None)
+        return self._checked(index, data)
 
-    def _checked(self, index: int, data: bytes, deferred: list[SignatureJob] | None) -> Entry:
+    def _checked(self, index: int, data: bytes) -> Entry:
         entry = decode_entry(data)
         if entry.origin != self.origin:
             raise VerificationFailed(f"entry {index} names origin {entry.origin!r}")
         public = self.log_public
         if entry.signer is not None:
             public = self.check_signer(hex_decode(entry.signer), index).public
-        if deferred is None:
-            verify_signature(entry.fields, public, data)
-        else:
-            sig = b64_decode(entry.signature, 64, "entry signature")
-            deferred.append((index, public, signed_part(data, entry.fields), sig))
+        verify_signature(entry.fields, public, data)
         return entry
 
-    def apply(
-        self, index: int, data: bytes, deferred: list[SignatureJob] | None = None
-    ) -> Entry:
-        """Check entry ``index`` against the rules and record its key events. With ``deferred``,
-        the entry's own signature check is appended there (for ``verify_jobs``, e.g. on another
-        thread) instead of run here; everything else is checked now."""
-        entry = self._checked(index, data, deferred)
+    def apply(self, index: int, data: bytes) -> Entry:
+        """Check entry ``index`` against the rules and record its key events (readers of many
+        entries verify bundle signatures in batches instead: ``ledger.native.verify_many``)."""
+        entry = self._checked(index, data)
         if entry.key_id is None:
             return entry
         kid = hex_decode(entry.key_id)
