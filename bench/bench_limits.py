@@ -194,9 +194,8 @@ def main() -> None:
             for _ in range(args.reps):
                 # every measured batch starts with no dirty pages left to the kernel: right
                 # after the fill has written a GB, its write-back competes with the batch's
-                # fsyncs, which would be measured as the ledger's size (same-run A/B of a
-                # 80,001- and a 1,100,001-entry ledger, batches alternating: 27,736 and 28,336
-                # entries/s, docs/benchmarks.md)
+                # fsyncs, which would be measured as the ledger's size (bench_flatness.py
+                # alternates batches on a small and a large ledger instead)
                 os.sync()
                 peer = _sign_rate((msgs * (args.batch // len(msgs) + 1))[: args.batch], sk64)
                 items = _bundles(args.batch, f"m{salt}-")
