@@ -55,11 +55,13 @@ if TYPE_CHECKING:
     from ledger.bundle import BundleFile
     from ledger.entries import NodeKey
     from ledger.pgstore import PgBackend
+    from ledger.walcheckpoint import Checkpointer
 
 DB_NAME = "ledger.db"
 LOCK_NAME = "write.lock"
 URL_NAME = "db.url"  # in LEDGER_HOME: the PostgreSQL database holding this ledger (ledger.pgstore)
 BUSY_TIMEOUT_MS = 60_000
+WAL_AUTOCHECKPOINT = 1000  # pages: SQLite's default, set again after a checkpoint_later commit
 PRELOAD_AFTER_PROOFS = 64  # a Store that has answered this many proofs keeps the tree's
 # stored hashes in memory from then on (ledger.hashlevels: the levels that fit in 64 MB), reading
 FILL_ROWS = 1 << 14  # at most this many of them per proof (0.02-0.1 s) until it holds them all
@@ -177,6 +179,7 @@ class Store:
         self.backend = backend  # None: SQLite
         self._levels: HashLevels | None = None  # stored hashes in memory, for proofs
         self._proofs = 0
+        self._checkpointer: Checkpointer | None = None  # started by the first large commit
         origin = self.meta("origin")
         if origin is None:
             raise LedgerStateError(f"{home}: ledger database has no origin (not initialised)")
@@ -223,7 +226,15 @@ class Store:
             raise LedgerStateError(f"{path}: not a usable ledger database ({e})") from e
         return cls(conn, home)
 
+    def wait_checkpoint(self) -> None:
+        """Wait for the WAL checkpoint a ``checkpoint_later`` commit left to its thread."""
+        if self._checkpointer is not None:
+            self._checkpointer.wait()
+
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.close()
+            self._checkpointer = None
         self.conn.close()
 
     # -- meta ----------------------------------------------------------------------------------
@@ -582,8 +593,12 @@ class Store:
     # -- writing -------------------------------------------------------------------------------
 
     @contextmanager
-    def writer(self) -> Iterator[Writer]:
+    def writer(self, *, checkpoint_later: bool = False) -> Iterator[Writer]:
         """One write transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``); rolls back on error.
+
+        ``checkpoint_later`` (a large batch): the commit is durable as ever, but the copy of the
+        WAL back into the database file is left to a thread of this store (``ledger.walcheckpoint``)
+        instead of being done inside ``COMMIT``, so the caller goes on meanwhile.
 
         Writers of all processes first queue on an exclusive ``flock`` of ``write.lock``: the
         kernel wakes the next one the moment the lock is released, where SQLite's own busy
@@ -604,7 +619,19 @@ class Store:
                 raise
             else:
                 w.flush()
-                self.conn.execute("COMMIT")
+                if not checkpoint_later:
+                    self.conn.execute("COMMIT")
+                    return
+                self.conn.execute("PRAGMA wal_autocheckpoint=0")
+                try:
+                    self.conn.execute("COMMIT")
+                finally:
+                    self.conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT}")
+                if self._checkpointer is None:
+                    from ledger.walcheckpoint import Checkpointer
+
+                    self._checkpointer = Checkpointer(self.home / DB_NAME)
+                self._checkpointer.request()
 
     @contextmanager
     def _write_lock(self) -> Iterator[None]:
