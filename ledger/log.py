@@ -116,6 +116,7 @@ class Log:
         self.store = store
         self.signer = signer
         self.verifier = verifier
+        self._sealers: sealers.Sealers | None = None  # seal_many's workers, kept for the next
 
     @property
     def home(self) -> Path:
@@ -249,6 +250,9 @@ class Log:
         return cls(store, signer, verifier)
 
     def close(self) -> None:
+        if self._sealers is not None:
+            self._sealers.close()
+            self._sealers = None
         self.store.close()
 
     def _require_signer(self) -> NoteSigner:
@@ -370,19 +374,22 @@ class Log:
         rules, encoding, signature) by ``workers`` forked processes (default: one per CPU,
         ``sealers.worker_count``; 0: this thread alone) while this process stores them in
         order; a thread would not do, since signing keeps the GIL (ledger/sealers.py,
-        bench/bench_append_parts.py). The result is the same either way: the same entries in
-        the same order, the batch refused at the same first bad entry, nothing stored then."""
+        bench/bench_append_parts.py); the workers stay for the next batch of the same key
+        until ``close``. The result is the same either way: the same entries in the same order,
+        the batch refused at the same first bad entry, nothing stored then. Such a batch leaves
+        the copy of its WAL into the database file to a thread (``ledger.walcheckpoint``)."""
         batch = list(items)
         kid = node_key_id(bytes(node.verify_key))
         sk64 = node._signing_key
         count = sealers.worker_count(len(batch)) if workers is None else workers
-        with contextlib.ExitStack() as stack:
-            pool = (
-                stack.enter_context(sealers.Sealers(count, sk64, kid, utc_now, batch))
-                if count > 0 and batch
-                else None
-            )
-            return self._seal_batch(batch, kid, sk64, pool)
+        pool = None
+        if count > 0 and batch:
+            pool = self._sealers
+            if pool is None or not pool.serves(count, sk64, kid, utc_now):
+                if pool is not None:
+                    pool.close()
+                self._sealers = pool = sealers.Sealers(count, sk64, kid, utc_now)
+        return self._seal_batch(batch, kid, sk64, pool)
 
     def _seal_batch(
         self,
@@ -392,14 +399,16 @@ class Log:
         pool: sealers.Sealers | None,
     ) -> list[Sealed]:
         out: list[Sealed] = []
-        with self.store.writer() as w:
+        # a large batch leaves the copy of its WAL pages into the database file to a thread of
+        # the store (ledger.walcheckpoint): the commit is as durable, and the caller goes on
+        with self.store.writer(checkpoint_later=len(batch) >= sealers.MIN_BATCH) as w:
             self.check_may_seal(kid)
             link = {"origin": self.origin, **chain_link(w.size, w.root())}
             if pool is None:
                 made, refused = sealers.bundle_entries(link, batch, kid, sk64, utc_now)
                 chunks: Iterable[sealers.Chunk] = [sealers.Chunk(made, refused, None)]
             else:
-                chunks = pool.chunks(link, w.size)
+                chunks = pool.chunks(link, w.size, batch)
             done = 0
             for chunk in chunks:
                 first = w.size

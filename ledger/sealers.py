@@ -11,15 +11,20 @@ large batch is cut into chunks that forked worker processes turn into signed ent
 one-thread path calls), while the calling process stores the entries of the chunks already
 returned, in order.
 
-The node's secret key and the batch reach the workers only by ``fork`` (the workers' start
-arguments are not pickled under ``fork``), never through a pipe: a task is a chunk's bounds and
-the chain link. The workers never touch the database and leave with ``os._exit``. Where ``fork``
-is not the platform's way (or there is one CPU, or the batch is small) ``seal_many`` stays on one
-thread.
+The node's secret key reaches the workers only by ``fork`` (the workers' start arguments are
+not pickled under ``fork``), never through a pipe: a task is the chain link and a chunk's bundle
+heads (digest, manifest) with their entry fields, never a bundle's files. The ``Log`` keeps the
+workers of its last batch for the next one of the same key (``Sealers.serves``): a fork per batch
+cost ~10 ms, and the copy-on-write faults it left the storing process with ~5 µs per entry (its
+system time fell from ~10 to ~4 µs per entry, docs/benchmarks.md). A refused entry, a dead worker
+or ``Log.close`` stops them. The workers never touch the database and leave with ``os._exit``.
+Where ``fork`` is not the platform's way (or there is one CPU, or the batch is small)
+``seal_many`` stays on one thread.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -74,20 +79,29 @@ def bundle_entries(
 _WORKER: dict[str, Any] = {}  # set in each worker by ``_start`` (inherited by fork, not pickled)
 
 
-def _start(
-    sk64: bytes, signer: bytes, now: Any, heads: Sequence[tuple[BundleHead, Any]]
-) -> None:
-    _WORKER.update(sk64=sk64, signer=signer, now=now, heads=heads)
+class Head(NamedTuple):
+    """What a worker needs of a bundle (a ``BundleHead``): sent in a task, where the bundle's
+    files need not go."""
+
+    digest: bytes
+    manifest: bytes
+
+
+def _start(sk64: bytes, signer: bytes, now: Any) -> None:
+    _WORKER.update(sk64=sk64, signer=signer, now=now)
     os.nice(WORKER_NICE)
+    # a worker makes no reference cycles that matter: without the collector it does not walk
+    # the entries it made again and again (6-7% of a worker's samples, docs/benchmarks.md)
+    gc.disable()
 
 
-def _chunk(link: dict[str, Any], lo: int, hi: int) -> Chunk:
-    """``bundle_entries`` of ``heads[lo:hi]``, with the levels of their subtree when they fill
-    one (``merkle.perfect_levels``: a full chunk, aligned in the log). The caller raises a
-    refusal as ``BadInput`` after storing nothing, so the batch fails where one thread would
-    have. The batch itself came with the fork: a task is three small values."""
-    sk64, signer, now, heads = _WORKER["sk64"], _WORKER["signer"], _WORKER["now"], _WORKER["heads"]
-    made, refused = bundle_entries(link, heads[lo:hi], signer, sk64, now)
+def _chunk(link: dict[str, Any], heads: Sequence[tuple[Head, Mapping[str, Any]]]) -> Chunk:
+    """``bundle_entries`` of ``heads``, with the levels of their subtree when they fill one
+    (``merkle.perfect_levels``: a full chunk, aligned in the log). The caller raises a refusal
+    as ``BadInput`` after storing nothing, so the batch fails where one thread would have."""
+    made, refused = bundle_entries(
+        link, heads, _WORKER["signer"], _WORKER["sk64"], _WORKER["now"]
+    )
     levels = None
     if len(made) == CHUNK and refused is None:
         levels = merkle.perfect_levels([lh for _, lh in made])
@@ -121,61 +135,79 @@ def worker_count(batch: int) -> int:
 
 
 class Sealers:
-    """Forked workers that turn chunks of one batch (``heads``: each bundle with its entry
-    fields) into entries, in order. Start it before the write transaction (``with Sealers(...)
-    as s``) so no worker is forked inside one; the workers inherit the batch with the fork."""
+    """Forked workers that turn chunks of a batch (each bundle's head with its entry fields)
+    into entries, in order, for one node key; kept by the ``Log`` for the batches that follow
+    (forking again for each batch cost ~10 ms, and the copy-on-write faults of the process that
+    stores, a few µs per entry: docs/benchmarks.md). Make it before a write transaction, so no
+    worker is forked inside one; the key reaches the workers with the fork, a task is a chunk's
+    heads and the chain link."""
 
-    def __init__(
-        self,
-        workers: int,
-        sk64: bytes,
-        signer: bytes,
-        now: Any,
-        heads: Sequence[tuple[BundleHead, Mapping[str, Any]]],
-    ) -> None:
+    def __init__(self, workers: int, sk64: bytes, signer: bytes, now: Any) -> None:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        self._count = len(heads)
-        self._pool = ProcessPoolExecutor(
+        self._key = (workers, sk64, signer, now)
+        self._pool: Any = ProcessPoolExecutor(
             max_workers=workers,
             mp_context=multiprocessing.get_context("fork"),
             initializer=_start,
-            initargs=(sk64, signer, now, heads),
+            initargs=(sk64, signer, now),
         )
         # under fork, every worker is started at the first submit: do it now, outside any
         # transaction, and wait for it
         try:
             self._pool.submit(int).result()
         except BaseException:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            self.close()
             raise
 
-    def __enter__(self) -> Sealers:
-        return self
+    def serves(self, workers: int, sk64: bytes, signer: bytes, now: Any) -> bool:
+        """Whether these workers, still running, are the ones a batch of that key needs."""
+        return self._pool is not None and self._key == (workers, sk64, signer, now)
 
-    def __exit__(self, *exc: object) -> None:
-        # a refused entry or a failure ends the batch: drop the chunks not yet begun
-        self._pool.shutdown(wait=True, cancel_futures=True)
+    def pids(self) -> list[int]:
+        """The workers' process ids (none once stopped)."""
+        return [] if self._pool is None else sorted(self._pool._processes)
 
-    def chunks(self, link: dict[str, Any], first: int) -> Iterator[Chunk]:
-        """The batch's entries linked by ``link`` (``origin`` and the chain fields), to be
+    def close(self) -> None:
+        """Stop the workers (dropping the chunks not yet begun)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def chunks(
+        self,
+        link: dict[str, Any],
+        first: int,
+        batch: Sequence[tuple[BundleHead, Mapping[str, Any]]],
+    ) -> Iterator[Chunk]:
+        """The entries of ``batch`` linked by ``link`` (``origin`` and the chain fields), to be
         appended from index ``first`` on, chunk after chunk in order as the workers finish them
         (cut at multiples of ``CHUNK`` in the log, so a full chunk is a subtree of the tree);
         ``BadInput`` at the first one the rules refuse (after the chunk of the entries before
         it), ``CannotCheck`` when a worker dies (killed, out of memory): the caller's
-        transaction then stores nothing."""
+        transaction then stores nothing. A batch that ends early stops the workers."""
         from concurrent.futures.process import BrokenProcessPool
 
+        if self._pool is None:
+            raise CannotCheck("the sealing workers were stopped")
+        heads = [(Head(b.digest, b.manifest), fields) for b, fields in batch]
+        count = len(heads)
         head = -first % CHUNK
-        starts = [0, *range(head, self._count, CHUNK)] if head else list(
-            range(0, self._count, CHUNK))
-        starts = [s for s in starts if s < self._count]
-        ends = [*starts[1:], self._count]
+        starts = [0, *range(head, count, CHUNK)] if head else list(range(0, count, CHUNK))
+        starts = [s for s in starts if s < count]
+        ends = [*starts[1:], count]
+        done = False
         try:
-            for chunk in self._pool.map(_chunk, [link] * len(ends), starts, ends):
+            for chunk in self._pool.map(
+                _chunk, [link] * len(ends), [heads[a:b] for a, b in zip(starts, ends, strict=True)]
+            ):
                 yield chunk
                 if chunk.refused is not None:
                     raise BadInput(chunk.refused)
+            done = True
         except BrokenProcessPool as e:
             raise CannotCheck(f"a sealing worker process died ({e}); nothing was stored") from e
+        finally:
+            if not done:
+                self.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ def items(n: int, salt: str, bad: int | None = None) -> list[tuple[Bundle, dict[
 
 
 @pytest.fixture()
-def twin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Log, Log]:
+def twin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Log, Log]]:
     """Two copies of one ledger with a registered node key, the clock stopped (so the same batch
     makes the same bytes in both)."""
     monkeypatch.setattr(log_mod, "utc_now", lambda: "2026-12-01T00:00:00Z")
@@ -53,7 +53,10 @@ def twin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Log, Log]:
     add_node(a)
     a.close()
     shutil.copytree(tmp_path / "a", tmp_path / "b")
-    return Log.open(tmp_path / "a"), Log.open(tmp_path / "b")
+    one, two = Log.open(tmp_path / "a"), Log.open(tmp_path / "b")
+    yield one, two
+    one.close()
+    two.close()
 
 
 def test_workers_make_the_same_entries_in_the_same_order(twin: tuple[Log, Log]) -> None:
@@ -125,6 +128,44 @@ def test_an_entry_over_the_size_limit_stops_the_batch_where_one_thread_would(
     big = batch[sealers.CHUNK + 7][1]
     big["checks"] = [dict(big["checks"][0], id=f"c{k}", detail="d" * 9000) for k in range(8)]
     assert "entry limit" in _refused_alike(twin, batch)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_the_workers_stay_for_the_next_batch_until_a_failure_or_close(
+    twin: tuple[Log, Log],
+) -> None:
+    """The workers forked for a batch make the next batches of the same key too; a refused
+    batch stops them (the next batch forks new ones); ``Log.close`` stops them."""
+    one, two = twin
+    sk, _ = load_node_secret(two.keydir, "node")
+    two.seal_many(items(sealers.CHUNK + 3, "p"), sk, workers=2)
+    assert two._sealers is not None
+    first = two._sealers.pids()
+    assert len(first) == 2
+    two.seal_many(items(2 * sealers.CHUNK, "q"), sk, workers=2)
+    assert two._sealers.pids() == first
+    with pytest.raises(BadInput):
+        two.seal_many(items(sealers.CHUNK + 9, "r", bad=4), sk, workers=2)
+    assert two._sealers.pids() == []
+    assert all(_gone(pid) for pid in first)
+    two.seal_many(items(20, "t"), sk, workers=2)
+    again = two._sealers.pids()
+    assert len(again) == 2 and not set(again) & set(first)
+    # the same entries as one thread, through every one of those pools
+    for batch in (items(sealers.CHUNK + 3, "p"), items(2 * sealers.CHUNK, "q"), items(20, "t")):
+        one.seal_many(batch, sk, workers=0)
+    assert [one.store.entry(i) for i in range(one.store.size())] == [
+        two.store.entry(i) for i in range(two.store.size())
+    ]
+    two.close()
+    assert all(_gone(pid) for pid in again)
 
 
 def test_worker_count_leaves_small_batches_on_one_thread() -> None:
