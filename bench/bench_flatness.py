@@ -63,6 +63,7 @@ def main() -> None:
                 items = _bundles(args.batch, f"f{r}{name}{time.time()}-")
                 t = time.perf_counter()
                 log.seal_many(items, keys[id(log)])
+                log.store.wait_checkpoint()  # each batch pays for its own WAL checkpoint
                 rates[name].append(args.batch / (time.perf_counter() - t))
         print(f"# Append flatness, {time.strftime('%Y-%m-%d %H:%M')} UTC, {os.cpu_count()} CPUs, "
               f"load {load0:.1f} -> {os.getloadavg()[0]:.1f}\n")

@@ -3,8 +3,12 @@
 * append: ``Log.seal_many`` entries/s in batches of ``--batch`` when the ledger holds about each of
   ``--sizes`` entries (with its default sealing workers, one per CPU, ``ledger/sealers.py``),
   against the raw Ed25519 signing rate (libsodium ``crypto_sign`` through PyNaCl's binding, one
-  core, the same entry-sized messages) timed right before each batch; every fill batch on the way
-  prints its own rate and a signing peer (stderr), the curve for sizes beyond ``--sizes``;
+  core, the same entry-sized messages) timed right before each measurement. A measurement is
+  ``--sustain`` batches back to back (their bundles made before the timing), timed until the
+  last one's WAL checkpoint, which ``seal_many`` leaves to a thread (``ledger.walcheckpoint``), is
+  done: the rate of a steady stream of batches, every batch's checkpoint paid for. Every fill
+  batch on the way prints its own rate and a signing peer (stderr), the curve for sizes beyond
+  ``--sizes``;
 * audit: ``ledger audit`` (a subprocess, start-up included) of the final ledger against the
   Ed25519 verify rate summed over the machine's cores (one process per core, each timing its own
   loop over its share of the ledger's own signatures, all running at once);
@@ -16,7 +20,7 @@ Each measurement is repeated ``--reps`` times, interleaved with its peer, each a
 of the ratios (never a best run) and the load average seen.
 
 usage: .venv/bin/python bench/bench_limits.py [--sizes 10000,100000,1000000] [--batch 10000]
-       [--reps 3] [--out docs/bench/limits.md]
+       [--sustain 3] [--reps 3] [--out docs/bench/limits.md]
 """
 
 from __future__ import annotations
@@ -57,11 +61,22 @@ def _span(xs: list[float], fmt: str = "{:,.0f}") -> str:
 
 
 def _cpu() -> float:
-    """CPU seconds of this process and of its children reaped so far (``seal_many``'s sealing
-    workers are reaped when it returns)."""
+    """CPU seconds of this process and of its children, the reaped ones and those still running
+    (``seal_many``'s sealing workers stay for the next batch: their ``/proc`` counters)."""
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    live = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not pid.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(stat[1]) == os.getpid():  # ppid; utime and stime are fields 14 and 15
+            live += (int(stat[11]) + int(stat[12])) / tick
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime + live
 
 
 def _sign_rate(msgs: list[bytes], sk64: bytes) -> tuple[float, float]:
@@ -138,6 +153,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--batch", type=int, default=10_000)
+    ap.add_argument("--sustain", type=int, default=3, help="batches back to back per measurement")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--proofs", type=int, default=2000)
     ap.add_argument("--verify-sample", type=int, default=100_000)
@@ -158,7 +174,7 @@ def main() -> None:
     lines = [
         "# Ledger paths against their limits (issue 12)\n",
         f"Command: `.venv/bin/python bench/bench_limits.py --sizes {args.sizes} "
-        f"--batch {args.batch} --reps {args.reps}`  ",
+        f"--batch {args.batch} --sustain {args.sustain} --reps {args.reps}`  ",
         f"Machine: {platform.processor() or platform.machine()}, {cpus} CPUs, Python "
         f"{platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M')} UTC. Ranges are "
         "min / median / max over the repetitions.\n",
@@ -181,8 +197,9 @@ def main() -> None:
         msgs = seal(min(args.batch, 2000))[0]
         rows = []
         for size in sizes:
-            while log.store.size() + args.reps * args.batch < size:
-                n = min(20_000, size - args.reps * args.batch - log.store.size())
+            measured = args.reps * args.sustain * args.batch
+            while log.store.size() + measured < size:
+                n = min(20_000, size - measured - log.store.size())
                 peer = _sign_rate(msgs[:1000], sk64)[0]
                 rate = seal(n)[1]
                 # the fill's own rate, for a curve up to sizes the measured batches do not reach
@@ -196,14 +213,20 @@ def main() -> None:
                 # after the fill has written a GB, its write-back competes with the batch's
                 # fsyncs, which would be measured as the ledger's size (bench_flatness.py
                 # alternates batches on a small and a large ledger instead)
+                log.store.wait_checkpoint()
                 os.sync()
                 peer = _sign_rate((msgs * (args.batch // len(msgs) + 1))[: args.batch], sk64)
-                items = _bundles(args.batch, f"m{salt}-")
-                salt += 1
+                batches = []
+                for _ in range(args.sustain):
+                    batches.append(_bundles(args.batch, f"m{salt}-"))
+                    salt += 1
                 t, c = time.perf_counter(), _cpu()
-                sealed = log.seal_many(items, sk)
-                rate = args.batch / (time.perf_counter() - t)
-                cpu_rate = args.batch / (_cpu() - c)  # the sealing workers' CPU time included
+                for items in batches:
+                    sealed = log.seal_many(items, sk)
+                log.store.wait_checkpoint()
+                rate = args.sustain * args.batch / (time.perf_counter() - t)
+                # the sealing workers' CPU time included
+                cpu_rate = args.sustain * args.batch / (_cpu() - c)
                 msgs = [s.entry for s in sealed[:2000]]
                 rates.append(rate)
                 peers.append(peer[0])

@@ -716,7 +716,9 @@ class Mirror:
                 if held is not None and blake3_digest(held) == d:
                     blobs[d] = held
         blobs.update(self.remote.blobs([d for d in need if d not in blobs]))
-        with store.writer() as w:
+        # a batch of a thousand entries or more leaves its WAL checkpoint to a thread of the
+        # store (ledger.walcheckpoint) while the next batch is fetched and verified
+        with store.writer(checkpoint_later=end - start >= 1024) as w:
             if w.size != start:
                 raise TamperDetected("the local store changed while the mirror was appending")
             for part, digests in wanted.items():  # batched with the entries
