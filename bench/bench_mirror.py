@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -169,6 +170,39 @@ def mirror_once(url: str, vkey: str, work: Path) -> tuple[float, int, int]:
     return seconds, r.requests, r.blobs
 
 
+def proc_cpu(pids: list[int]) -> float:
+    """CPU seconds (user + system) the live processes ``pids`` have used so far (``/proc``)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(stat[11]) + int(stat[12])) / tick
+    return total
+
+
+def named_pids(name: str) -> list[int]:
+    """The live processes whose command is ``name`` (nginx's master and worker)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if Path(f"/proc/{pid}/comm").read_text().strip() == name:
+                    out.append(int(pid))
+            except OSError:
+                continue
+    return out
+
+
+def own_cpu() -> float:
+    """CPU seconds of this process (every thread) and its reaped children (curl)."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def span(values: list[float], fmt: str = "{:,.0f}") -> str:
     lo, hi = min(values), max(values)
     return fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else \
@@ -222,12 +256,28 @@ def main() -> None:
             paths = {k: mirror_paths(origin, batch) for k, (_u, batch) in where.items()}
             for k, (u, _b) in where.items():  # warm page caches and connections
                 curl_fetch(u, paths[k][:200], args.work)
+            servers = {"serve": [proc.pid], "static": named_pids("nginx")}
             for _round in range(args.rounds):
                 for k, (u, _b) in where.items():
+                    s0, c0 = proc_cpu(servers[k]), own_cpu()
                     raw_s, raw_bytes = curl_fetch(u, paths[k], args.work)
+                    s1, c1 = proc_cpu(servers[k]), own_cpu()
                     m_s, m_requests, m_blobs = mirror_once(u, vkey, args.work)
+                    s2, c2 = proc_cpu(servers[k]), own_cpu()
                     r = results.setdefault(k, {"raw": [], "mirror": [], "ratio": [],
-                                               "requests": [], "mib": [], "blobs": []})
+                                               "requests": [], "mib": [], "blobs": [],
+                                               "curl_us": [], "serve_raw_us": [],
+                                               "mirror_us": [], "serve_m_us": [],
+                                               "bound": []})
+                    # CPU per entry: what the mirror and its server spend for one entry, and
+                    # the rate both CPUs could at most sustain for them together
+                    r["curl_us"].append((c1 - c0) / size * 1e6)
+                    r["serve_raw_us"].append((s1 - s0) / size * 1e6)
+                    r["mirror_us"].append((c2 - c1) / size * 1e6)
+                    r["serve_m_us"].append((s2 - s1) / size * 1e6)
+                    cpus = len(os.sched_getaffinity(0))
+                    bound = cpus / ((c2 - c1 + s2 - s1) / size)
+                    r["bound"].append(bound / (size / raw_s))
                     r["raw"].append(size / raw_s)
                     r["mirror"].append(size / m_s)
                     r["ratio"].append(raw_s / m_s)
@@ -242,12 +292,15 @@ def main() -> None:
         proc.wait(30)
 
     cmd = f".venv/bin/python bench/bench_mirror.py --entries {args.entries} --rounds {args.rounds}"
-    rows = []
+    rows, cpu_rows = [], []
     names = {"serve": "`ledger serve` (subprocess)", "static": "nginx on `ledger publish` output"}
     for k, r in results.items():
         rows.append(f"| {names[k]} | {span(r['raw'])} | {span(r['mirror'])} | "
                     f"**{span(r['ratio'], '{:.2f}')}** | {span(r['requests'])} | "
                     f"{span(r['mib'], '{:.1f}')} |")
+        cpu_rows.append(f"| {names[k]} | {span(r['curl_us'], '{:.0f}')} | "
+                        f"{span(r['serve_raw_us'], '{:.0f}')} | {span(r['mirror_us'], '{:.0f}')} | "
+                        f"{span(r['serve_m_us'], '{:.0f}')} | {span(r['bound'], '{:.2f}')} |")
     text = f"""### Mirror against raw fetch, and publish (bench/bench_mirror.py)
 
 Command: `{cmd}`; {size:,} entries, {args.rounds} rounds.
@@ -257,6 +310,15 @@ Machine: {cpu()}, Python {platform.python_version()}; servers on 127.0.0.1 shari
 | source | raw fetch, entries/s | mirror, entries/s | mirror / raw | requests | MiB raw |
 |---|---:|---:|---:|---:|---:|
 {chr(10).join(rows)}
+
+CPU time per entry, µs (this process and curl from `getrusage`, the server from `/proc`), and
+the bound it sets: the {len(os.sched_getaffinity(0))} CPUs' seconds over (mirror + its server's
+CPU per entry) is the most entries/s the mirror and its server could sustain together on this
+machine, given as a fraction of the raw fetch's rate (the goal asks 0.5):
+
+| source | curl | server, for curl | mirror | server, for the mirror | bound / raw |
+|---|---:|---:|---:|---:|---:|
+{chr(10).join(cpu_rows)}
 
 `ledger publish` of the {size:,} entries to a directory from scratch: {pub.seconds:.1f} s,
 {size / pub.seconds:,.0f} entries/s ({files:,} files, {pub.bytes / 2**20:.1f} MiB); `cp -r` of
