@@ -186,9 +186,8 @@ class Sealers:
         (cut at multiples of ``CHUNK`` in the log, so a full chunk is a subtree of the tree);
         ``BadInput`` at the first one the rules refuse (after the chunk of the entries before
         it), ``CannotCheck`` when a worker dies (killed, out of memory): the caller's
-        transaction then stores nothing. A batch that ends early stops the workers."""
-        from concurrent.futures.process import BrokenProcessPool
-
+        transaction then stores nothing. The workers begin at once, before the first chunk is
+        asked for; a batch that ends early stops them (``close``)."""
         if self._pool is None:
             raise CannotCheck("the sealing workers were stopped")
         heads = [(Head(b.digest, b.manifest), fields) for b, fields in batch]
@@ -197,11 +196,15 @@ class Sealers:
         starts = [0, *range(head, count, CHUNK)] if head else list(range(0, count, CHUNK))
         starts = [s for s in starts if s < count]
         ends = [*starts[1:], count]
+        tasks = [heads[a:b] for a, b in zip(starts, ends, strict=True)]
+        return self._in_order(self._pool.map(_chunk, [link] * len(tasks), tasks))
+
+    def _in_order(self, results: Iterator[Chunk]) -> Iterator[Chunk]:
+        from concurrent.futures.process import BrokenProcessPool
+
         done = False
         try:
-            for chunk in self._pool.map(
-                _chunk, [link] * len(ends), [heads[a:b] for a, b in zip(starts, ends, strict=True)]
-            ):
+            for chunk in results:
                 yield chunk
                 if chunk.refused is not None:
                     raise BadInput(chunk.refused)

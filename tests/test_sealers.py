@@ -78,12 +78,15 @@ def _refused_alike(twin: tuple[Log, Log], batch: list[tuple[Bundle, dict[str, An
     one, two = twin
     sk, _ = load_node_secret(one.keydir, "node")
     size = two.store.size()
+    files = two.store.conn.execute("SELECT count(*) FROM blobs").fetchone()[0]
     with pytest.raises(BadInput) as alone:
         one.seal_many(batch, sk, workers=0)
     with pytest.raises(BadInput) as pooled:
         two.seal_many(batch, sk, workers=2)
     assert str(pooled.value) == str(alone.value)
-    assert two.store.size() == size  # nothing of the batch was stored
+    assert two.store.size() == size  # nothing of the batch was stored: no entry,
+    # and none of the files the workers' path stores while the first chunks are made
+    assert two.store.conn.execute("SELECT count(*) FROM blobs").fetchone()[0] == files
     return str(pooled.value)
 
 
