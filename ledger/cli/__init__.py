@@ -3,7 +3,8 @@ its store, its HTTP side: every other module of ``ledger``) and ``verify`` (the 
 checks). Nothing in the core or in ``verify`` imports it; tests/test_layering.py holds that.
 
 ``app`` (and the command tree) is loaded on first use, so importing one module of the shell
-(``ledger.cli.output``) or answering ``ledger --help`` does not build it."""
+(``ledger.cli.output``), answering ``ledger --help`` or running a plain ``ledger verify`` does
+not build it."""
 
 from __future__ import annotations
 
@@ -18,11 +19,19 @@ __all__ = ["app", "main"]
 
 
 def main(argv: list[str] | None = None) -> None:
-    """The console script ``ledger``: help and version from ``ledger.cli.quickhelp`` where it
-    can answer (no command tree loaded), everything else through ``commands.main``."""
-    from ledger.cli.quickhelp import answer
+    """The console script ``ledger``: help and version from ``ledger.cli.quickhelp`` and a plain
+    ``ledger verify`` from ``ledger.cli.quickverify`` where they can answer (no command tree
+    loaded), everything else through ``commands.main``."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    code = None
+    if args[:1] == ["verify"]:
+        from ledger.cli.quickverify import answer as verify
 
-    code = answer(sys.argv[1:] if argv is None else list(argv))
+        code = verify(args)
+    if code is None:
+        from ledger.cli.quickhelp import answer
+
+        code = answer(args)
     if code is not None:
         sys.stdout.flush()
         sys.exit(code)
