@@ -29,11 +29,10 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from pathlib import Path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pathlib is loaded for a PATH value only (``ledger verify --help``: quickhelp)
     from collections.abc import Callable
     from typing import Any
 
@@ -109,6 +108,8 @@ def _convert(kind: str, value: str) -> object:
     if kind in ("str", "many"):
         return value
     if kind == "path":
+        from pathlib import Path
+
         path = Path(value)
         try:
             os.stat(path)
