@@ -24,6 +24,7 @@ NOT_LOADED = (
     "ledger.cli.commands",
     "ledger.cli.options",
     "ledger.cli.scaffold",
+    "ledger.keys",  # key files and their passphrase crypto: verify reads no key file
     "pydantic",  # typer's parameter conversion (ledger.cli.coerce converts without it)
     "pydantic_core",
     "annotated_types",
