@@ -52,8 +52,9 @@ def wall(argv: list[str], env: dict[str, str]) -> float:
 def import_share(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(seconds importing, wall seconds) of one run under ``-X importtime``."""
     t0 = time.perf_counter()
-    p = subprocess.run(
-        [PY, "-X", "importtime", *argv], capture_output=True, env=env, timeout=600, check=False
+    p = subprocess.run(  # from the checkout's root: ``-m ledger.cli`` imports this checkout
+        [PY, "-X", "importtime", *argv], capture_output=True, env=env, timeout=600, check=False,
+        cwd=ROOT,
     )
     dt = time.perf_counter() - t0
     total_us = 0

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import nacl.bindings
 import nacl.signing
@@ -43,7 +43,6 @@ from ledger.errors import (
     TamperDetected,
 )
 from ledger.fsutil import check_private_dir, fsync_dir, read_small, write_atomic
-from ledger.keys import NodePublic
 from ledger.note import (
     Checkpoint,
     NoteSigner,
@@ -56,6 +55,9 @@ from ledger.note import (
     sign_note,
 )
 from ledger.store import DB_NAME, LOCK_NAME, URL_NAME, Store, Writer
+
+if TYPE_CHECKING:  # key files (and their passphrase crypto) load only where a key is read
+    from ledger.keys import NodePublic
 
 LOG_KEY = "log.key"
 LOG_VKEY = "log.vkey"

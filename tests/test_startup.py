@@ -1,10 +1,10 @@
 """What ``ledger verify`` loads (issue 12: a small verify spent ~45% of its time importing).
 
 The modules are names in ``sys.modules`` after a real run in a fresh interpreter, never times:
-the verify path must not load what it does not run (typer's pydantic conversion, the sealing
-pool, the bundle-reference sandbox, the HTTP side, the progress bar off a terminal), and it
-must load what it does run (numpy and the PTX interpreter for the falsification tests, rich for
-the table), which shows the run went the whole way."""
+the verify path must not load what it does not run (typer and the command tree, which a plain
+command line does without, the sealing pool, the bundle-reference sandbox, the HTTP side, the
+progress bar off a terminal), and it must load what it does run (numpy and the PTX interpreter
+for the falsification tests, rich for the table), which shows the run went the whole way."""
 
 from __future__ import annotations
 
@@ -20,7 +20,12 @@ from tests.helpers.ledgers import REPO, add_node, fake_fields, new_ledger
 
 # loaded by no ``ledger verify`` of a bundle with a trusted reference, on a pipe
 NOT_LOADED = (
-    "pydantic",  # typer's parameter conversion: ledger.cli.coerce converts str/int/Path/flags
+    "typer",  # a plain command line runs without the command tree (ledger.cli.quickverify)
+    "ledger.cli.commands",
+    "ledger.cli.options",
+    "ledger.cli.scaffold",
+    "ledger.keys",  # key files and their passphrase crypto: verify reads no key file
+    "pydantic",  # typer's parameter conversion (ledger.cli.coerce converts without it)
     "pydantic_core",
     "annotated_types",
     "typer._adapters",
@@ -42,7 +47,7 @@ NOT_LOADED = (
     "ledger.witness",
 )
 # what the run does: the falsification tests on the CPU interpreter, the report table
-LOADED = ("numpy", "verify.ptxsim", "verify.falsify", "rich.table", "ledger.cli.coerce")
+LOADED = ("numpy", "verify.ptxsim", "verify.falsify", "rich.table", "ledger.cli.quickverify")
 
 RUN = """
 import sys
@@ -52,8 +57,9 @@ try:
     main(["verify", "1", "--no-gpu", "--seed", "1"])
 except SystemExit as e:
     code = e.code
+blas = os.environ.get("OPENBLAS_NUM_THREADS")
 with open(sys.argv[1], "w") as f:
-    json.dump({"code": code, "modules": sorted(sys.modules)}, f)
+    json.dump({"code": code, "modules": sorted(sys.modules), "blas": blas}, f)
 """
 
 
@@ -69,11 +75,12 @@ def test_verify_loads_only_what_it_runs(tmp_path: Path) -> None:
     # not measured by coverage (scripts/test.sh): its start-up hook in the child imports what
     # the command does not (multiprocessing among them)
     env = {k: v for k, v in os.environ.items() if k not in (
-        "LEDGER_DEBUG", "COLUMNS", "COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")}
+        "LEDGER_DEBUG", "COLUMNS", "COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG",
+        "OPENBLAS_NUM_THREADS")}
     env["LEDGER_HOME"] = str(home)
     found = tmp_path / "modules.json"
     res = subprocess.run(
-        [sys.executable, "-c", "import json\n" + RUN, str(found)], cwd=REPO, env=env,
+        [sys.executable, "-c", "import json, os\n" + RUN, str(found)], cwd=REPO, env=env,
         capture_output=True, text=True, timeout=600, check=False,
     )
     got = json.loads(found.read_text())
@@ -82,3 +89,6 @@ def test_verify_loads_only_what_it_runs(tmp_path: Path) -> None:
     assert [m for m in LOADED if m not in modules] == []
     assert sorted(m for m in modules
                   if m in NOT_LOADED or any(m.startswith(n + ".") for n in NOT_LOADED)) == []
+    # numpy's OpenBLAS loaded without worker threads (ledger.cli.main): on a small machine one
+    # spun beside the interpreter from numpy's import until the first tool started
+    assert got["blas"] == "1"

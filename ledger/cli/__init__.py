@@ -3,10 +3,12 @@ its store, its HTTP side: every other module of ``ledger``) and ``verify`` (the 
 checks). Nothing in the core or in ``verify`` imports it; tests/test_layering.py holds that.
 
 ``app`` (and the command tree) is loaded on first use, so importing one module of the shell
-(``ledger.cli.output``) or answering ``ledger --help`` does not build it."""
+(``ledger.cli.output``), answering ``ledger --help`` or running a plain ``ledger verify`` does
+not build it."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
@@ -18,11 +20,26 @@ __all__ = ["app", "main"]
 
 
 def main(argv: list[str] | None = None) -> None:
-    """The console script ``ledger``: help and version from ``ledger.cli.quickhelp`` where it
-    can answer (no command tree loaded), everything else through ``commands.main``."""
-    from ledger.cli.quickhelp import answer
+    """The console script ``ledger``: help and version from ``ledger.cli.quickhelp`` and a plain
+    ``ledger verify`` from ``ledger.cli.quickverify`` where they can answer (no command tree
+    loaded), everything else through ``commands.main``."""
+    # numpy's OpenBLAS starts a worker thread per further core when it loads, which spins for
+    # work that never comes (numpy here works on small arrays: the PTX interpreter, the
+    # references) until OpenBLAS stops it before the first fork: on two cores it took a core
+    # from the imports after numpy's (issue 12: about 30 ms of a small verify's import and wall
+    # time, measured). A user's own setting is kept; verify.sandbox sets the same for a
+    # bundle's reference.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    args = sys.argv[1:] if argv is None else list(argv)
+    code = None
+    if args[:1] == ["verify"]:
+        from ledger.cli.quickverify import answer as verify
 
-    code = answer(sys.argv[1:] if argv is None else list(argv))
+        code = verify(args)
+    if code is None:
+        from ledger.cli.quickhelp import answer
+
+        code = answer(args)
     if code is not None:
         sys.stdout.flush()
         sys.exit(code)

@@ -75,7 +75,7 @@ class LightParam:
         if leaf is str or leaf is bool:
             return value if type(value) is leaf else _SLOW
         if leaf is int:
-            if type(value) is str and _plain_int(value):
+            if type(value) is str and plain_int(value):
                 value = int(value)
             elif type(value) is not int:
                 return _SLOW
@@ -92,7 +92,7 @@ class LightParam:
         return _SLOW
 
 
-def _plain_int(text: str) -> bool:
+def plain_int(text: str) -> bool:
     """``-?(0|[1-9][0-9]{0,17})``: what ``int()`` and pydantic read alike (no sign ``+``, no
     spaces, no ``_``, no ``1.0``: those go to typer's own conversion)."""
     digits = text[1:] if text.startswith("-") else text

@@ -6,26 +6,23 @@ With ``--json`` a command prints one JSON object on stdout and nothing else ther
 
 from __future__ import annotations
 
-import os
-import sqlite3
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ledger.cli import coerce, helptext, net, output, scaffold
-from ledger.cli.options import HomeOpt, JsonOpt, home_dir, new_app
-from ledger.errors import BadInput, CannotCheck, KeyFileError, LedgerError
+from ledger.cli import coerce, exits, helptext, net, output, scaffold, verifying
+from ledger.cli.home import home_dir, open_log
+from ledger.cli.options import HomeOpt, JsonOpt, new_app
+from ledger.cli.verifying import check_steps, home_vkey, options_of, print_report, report_exit
+from ledger.errors import BadInput, KeyFileError, LedgerError
 
 if TYPE_CHECKING:  # types only: the modules load when a command needs them (fast start-up)
     from ledger.cli.wiring import Refused, SealResult
     from ledger.log import Log
-    from ledger.note import NoteVerifier
     from ledger.store import Store
     from ledger.witness import Asked
-    from verify.context import Options
-    from verify.report import Report
 
     # what seal says about witness cosignatures: (quorum met, one line, each witness's answer)
     Cosign = tuple[bool, str, list[Asked]]
@@ -73,17 +70,6 @@ app.add_typer(keys_app, name="keys")
 app.add_typer(proof_app, name="proof")
 app.add_typer(receipt_app, name="receipt")
 
-def _os_error(e: OSError) -> str:
-    where = f" ({e.filename})" if e.filename else ""
-    return f"could not complete: {e.strerror or e}{where}"
-
-
-def _open_log(home: Path | None) -> Log:
-    from ledger.log import Log
-
-    return Log.open(home_dir(home))
-
-
 # -- init, vkey, checkpoint ------------------------------------------------------------------------
 
 
@@ -119,7 +105,7 @@ def init(
 @app.command()
 def vkey(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     """Print the log's verifier key (C2SP / Go note format)."""
-    log = _open_log(home)
+    log = open_log(home)
     key = str(log.store.meta("vkey"))
     if json_out:
         output.emit_json({"origin": log.origin, "vkey": key})
@@ -133,7 +119,7 @@ def checkpoint(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     from ledger.encoding import b64_encode
     from ledger.note import note_text, parse_checkpoint
 
-    log = _open_log(home)
+    log = open_log(home)
     note = log.store.checkpoint()
     if not json_out:
         sys.stdout.write(note.decode("utf-8"))
@@ -192,7 +178,7 @@ def keys_register(
     from ledger.encoding import hex_encode
     from ledger.keys import NodePublic, check_name
 
-    log = _open_log(home)
+    log = open_log(home)
     path = Path(key)
     if not (path.suffix == ".pub" or "/" in key):
         check_name(key)
@@ -228,7 +214,7 @@ def keys_revoke(
     """Append a key-revocation entry: the key may no longer seal."""
     from ledger.encoding import hex_decode, hex_encode
 
-    log = _open_log(home)
+    log = open_log(home)
     kid = hex_decode(key_id.strip().lower(), 8, "key id")
     sealed = log.revoke(kid, reason)
     if json_out:
@@ -242,7 +228,7 @@ def keys_list(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     """List the node keys registered in the log, with their status."""
     from ledger.encoding import b64_encode, hex_encode
 
-    log = _open_log(home)
+    log = open_log(home)
     rows = log.store.key_rows()
     items = [
         {
@@ -299,19 +285,6 @@ TrustOpt = Annotated[
 ]
 
 
-def _check_steps() -> int:
-    """How many steps a bundle's check reports: one per check group (verify.runner.GROUPS)."""
-    from verify.runner import GROUPS
-
-    return len(GROUPS)
-
-
-def _options(seed: int | None, no_gpu: bool, trust: bool = False) -> Options:
-    from verify.context import Options
-
-    return Options(seed=seed, use_gpu=not no_gpu, trust_bundle_code=trust)
-
-
 @app.command()
 def check(
     directory: Annotated[Path, typer.Argument(help="An unsealed bundle directory.")],
@@ -323,14 +296,14 @@ def check(
     """Run the verifier on an unsealed bundle (needs no ledger)."""
     from ledger.cli import wiring
 
-    with output.progress("checking", _check_steps(), enabled=not json_out) as bar:
+    with output.progress("checking", check_steps(), enabled=not json_out) as bar:
         ((_, _, report),) = wiring.check_dirs(
             [directory],
-            _options(seed, no_gpu, trust_bundle_code),
+            options_of(seed, no_gpu, trust_bundle_code),
             progress=bar.step,
         )
-    _print_report(report, json_out)
-    raise typer.Exit(_report_exit(report, []))
+    print_report(report, json_out)
+    raise typer.Exit(report_exit(report, []))
 
 
 @app.command()
@@ -355,16 +328,16 @@ def seal(
     from ledger.cli import wiring
     from ledger.keys import load_node_secret, read_passphrase
 
-    log = _open_log(home)
+    log = open_log(home)
     name = key or _only_key(log.keydir)
     pw = read_passphrase(passphrase_file) if passphrase_file else None
     sk, _pub = load_node_secret(log.keydir, name, pw)
     wiring.check_node_may_seal(log, sk)
-    steps = _check_steps() * len(directories)
+    steps = check_steps() * len(directories)
     with output.progress("checking", steps, enabled=not json_out) as bar:
         checked = []
         for d in directories:
-            options = _options(seed, no_gpu, trust_bundle_code)
+            options = options_of(seed, no_gpu, trust_bundle_code)
             checked.extend(wiring.check_dirs([d], options, progress=bar.step))
     bad = [(d, rep) for d, _, rep in checked if rep.verdict == "failed"]
     if bad:
@@ -604,109 +577,13 @@ def verify(
     trust_bundle_code: TrustOpt = False,
 ) -> None:
     """Rebuild a sealed bundle, re-run every check, confirm hashes, signatures and proofs."""
-    import dataclasses
-
-    from ledger import trust
-    from ledger.cli import wiring
-    from ledger.note import parse_vkey
-    from ledger.receipt import Receipt
-    from verify.integrity import Evidence
-
-    options = _options(seed, no_gpu, trust_bundle_code)
-    prove: trust.Prover | None = None
-    local: Store | None = None  # offline: this log's own ledger at LEDGER_HOME, for proofs
-    pol, witnesses, need = trust.resolve(policy, witness or [], quorum)
-    memory = trust.CheckpointMemory.default()
-    required = [r.strip() for r in (require or "").split(",") if r.strip()]
-    files = wiring.read_bundle_dir(bundle) if bundle is not None else None
-    if receipt is not None:
-        from ledger.fsutil import read_small
-        from ledger.receipt import MAX_RECEIPT_BYTES
-
-        data = read_small(receipt, MAX_RECEIPT_BYTES, "receipt")
-        rec = Receipt.from_bytes(data)
-        wiring.match_receipt(rec, hash)
-        vk = parse_vkey(vkey_opt) if vkey_opt else pol.log if pol and pol.log else _home_vkey(home)
-        prove = trust.receipt_prover(data, vk, memory)
-        local = trust.local_store(home_dir(home), vk)  # this log's ledger here, if any
-        if local is not None:
-            prove = trust.first_proof(prove, trust.store_prover(local))
-        fix = (f"bring the receipt forward with `ledger receipt refresh {receipt} --server URL` "
-               "(a newer checkpoint and a consistency proof), then verify again")
-        if files is None and wiring.entry_type(rec.item.entry) == "bundle":
-            files = wiring.read_bundle_dir(receipt.parent)
-        ev = Evidence(rec.item, rec.checkpoint, rec.signer, rec.revocation, False)
-    else:
-        log = _open_log(home)
-        index = log.store.resolve(hash)
-        vk = parse_vkey(vkey_opt) if vkey_opt else pol.log if pol and pol.log else log.verifier
-        ev = wiring.evidence_from_store(log, index)
-        ev = dataclasses.replace(ev, checkpoint=trust.with_cosignatures(
-            ev.checkpoint, log.store.meta("witness.cosigned_note")))  # server.COSIGNED_META
-        prove = trust.store_prover(log.store)
-        fix = (f"the ledger at {log.home} holds an older tree: bring it up to date (`ledger "
-               f"mirror URL --home {log.home}`) or verify against one that holds the newer tree")
-        if files is None:
-            files = wiring.files_from_store(log, ev.item.entry, index)
-    wiring.check_given_files(ev, bundle, receipt)
-    with output.progress("verifying", _check_steps(), enabled=not json_out) as bar:
-        report = wiring.verify_evidence(ev, vk, files, options, bar.step)
-    try:
-        report, problem = wiring.apply_guard(
-            report, lambda: trust.guard(ev.checkpoint, vk, witnesses, need, memory, prove, fix)
+    raise typer.Exit(
+        verifying.verify(
+            hash=hash, bundle=bundle, receipt=receipt, vkey_opt=vkey_opt, require=require,
+            witness=witness, quorum=quorum, policy=policy, home=home, json_out=json_out,
+            seed=seed, no_gpu=no_gpu, trust_bundle_code=trust_bundle_code,
         )
-    finally:
-        if local is not None:
-            local.close()
-    if problem is not None:
-        output.error_line(problem)
-    if json_out:  # SPEC 8's report, plus which entry it verified and who signed it
-        obj = report.to_json()
-        obj["index"] = ev.item.index
-        obj["signer"] = _entry_signer(ev.item.entry)
-        output.emit_json(obj)
-        raise typer.Exit(_report_exit(report, required))
-    _print_report(report, json_out)
-    raise typer.Exit(_report_exit(report, required))
-
-
-def _home_vkey(home: Path | None) -> NoteVerifier:
-    from ledger.log import pinned_vkey
-
-    path = home_dir(home) / "log.vkey"
-    vk = pinned_vkey(home_dir(home))
-    if vk is None:
-        raise BadInput("give --vkey VKEY: no ledger verifier key to trust at " + str(path))
-    return vk
-
-
-def _entry_signer(entry: bytes) -> str | None:
-    """The entry's ``signer`` (node key id, hex), None when the entry names none."""
-    from ledger.entries import decode_entry
-
-    try:
-        return decode_entry(entry).signer
-    except LedgerError:
-        return None
-
-
-def _print_report(report: Report, json_out: bool) -> None:
-    if json_out:
-        output.emit_json(report.to_json())
-    else:
-        output.report_table(report)
-
-
-def _report_exit(report: Report, required: list[str]) -> int:
-    from verify.runner import required_missing
-
-    if report.verdict == "failed":
-        return 1
-    missing = required_missing(report, required)
-    if missing:
-        output.error_line(f"required checks could not run: {', '.join(missing)}")
-        return 3
-    return 0
+    )
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -728,7 +605,7 @@ def show(
     json_out: JsonOpt = False,
 ) -> None:
     """Show one entry."""
-    log = _open_log(home)
+    log = open_log(home)
     item = _entry_json(log.store, log.store.resolve(hash))
     if json_out:
         output.emit_json(item)
@@ -777,7 +654,7 @@ def log_cmd(
     from ledger.encoding import hex_encode
     from ledger.entries import decode_entry
 
-    log = _open_log(home)
+    log = open_log(home)
     size = log.store.size()
     limit = max(1, min(limit, 10_000))
     first = max(0, size - limit) if start is None else max(0, min(start, size))
@@ -837,7 +714,7 @@ def audit(
     from ledger.encoding import b64_encode
     from ledger.note import parse_vkey
 
-    log = _open_log(home)
+    log = open_log(home)
     vk = parse_vkey(vkey_opt.strip()) if vkey_opt else log.verifier
     size = log.store.size()
     with output.progress("auditing", size, enabled=not json_out) as bar:
@@ -892,7 +769,7 @@ def proof_inclusion(
     """Print an RFC 9162 inclusion proof (leaf's sibling first)."""
     from ledger.encoding import b64_encode
 
-    log = _open_log(home)
+    log = open_log(home)
     index = log.store.resolve(hash)
     n = log.store.size() if size is None else size
     if not index < n <= log.store.size():
@@ -923,7 +800,7 @@ def proof_consistency(
     """Print an RFC 9162 consistency proof between two tree sizes."""
     from ledger.encoding import b64_encode
 
-    log = _open_log(home)
+    log = open_log(home)
     if not 0 <= old <= new <= log.store.size():
         raise BadInput(f"need 0 <= OLD <= NEW <= {log.store.size()}")
     proof = log.store.consistency_proof(old, new)
@@ -948,7 +825,7 @@ def receipt_write(
     """Write a fresh offline receipt for any sealed entry (e.g. after a crash lost one)."""
     from ledger.cli import wiring
 
-    log = _open_log(home)
+    log = open_log(home)
     index = log.store.resolve(hash)
     if not out.is_dir():
         raise BadInput(f"--out {out}: not a directory")
@@ -990,7 +867,7 @@ def receipt_refresh(
     elif pol is not None and pol.log is not None:
         vk = pol.log
     else:
-        vk = _home_vkey(home)
+        vk = home_vkey(home)
     done = refresh_receipt(
         file, server, vk, witnesses, need, trust.CheckpointMemory.default()
     )
@@ -1017,10 +894,12 @@ helptext.one_line_summaries(app)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point, and the one error -> exit map of the shell. Usage errors become one stderr
-    line and exit 2; the project's error tree exits with its documented code; a database or
-    system error exits 3. Anything else is a bug: it still reaches the user as one line (set
-    LEDGER_DEBUG=1 for the traceback), never as a traceback."""
+    """Entry point: the typer app, its exits and click's usage errors (one stderr line, exit 2)
+    mapped here, everything else by the shell's one error -> exit map (``ledger.cli.exits``)."""
+    sys.exit(exits.exit_code(lambda: _run_app(argv)))
+
+
+def _run_app(argv: list[str] | None) -> int:
     try:
         code = app(args=argv, prog_name="ledger", standalone_mode=False)
     except typer.Exit as e:
@@ -1037,22 +916,4 @@ def main(argv: list[str] | None = None) -> None:
             msg = fmt() if callable(fmt) else str(err)
             output.error_line(f"{msg} (see `ledger --help`)")
         code = 2
-    except LedgerError as e:
-        output.error_line(str(e))
-        code = e.exit_code
-    except sqlite3.Error as e:  # the database could not be used (locked, I/O, corrupt)
-        output.error_line(f"the ledger database could not be used: {e}")
-        code = CannotCheck.exit_code
-    except KeyboardInterrupt:
-        output.error_line("interrupted")
-        code = 130
-    except OSError as e:
-        output.error_line(_os_error(e))
-        code = 3
-    except Exception as e:  # a bug; SystemExit is not an Exception
-        if os.environ.get("LEDGER_DEBUG"):
-            raise
-        output.error_line(f"internal error ({type(e).__name__}: {e}); please report it")
-        code = 3
-    sys.exit(code if isinstance(code, int) else 0)
-
+    return code if isinstance(code, int) else 0

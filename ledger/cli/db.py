@@ -12,7 +12,8 @@ from typing import Annotated
 import typer
 
 from ledger.cli import output
-from ledger.cli.options import HomeOpt, JsonOpt, home_dir, new_app
+from ledger.cli.home import home_dir
+from ledger.cli.options import HomeOpt, JsonOpt, new_app
 
 app = new_app("The ledger's database: move it to PostgreSQL.")
 

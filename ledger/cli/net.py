@@ -71,7 +71,8 @@ def policy_log_key(vkey: str | None) -> "NoteVerifier":
 
 def register(app: typer.Typer) -> None:
     from ledger.cli import output
-    from ledger.cli.options import HomeOpt, JsonOpt, home_dir, new_app
+    from ledger.cli.home import home_dir
+    from ledger.cli.options import HomeOpt, JsonOpt, new_app
 
     @app.command()
     def serve(

@@ -1,13 +1,14 @@
-"""Options every command module of the shell shares (the bottom of the shell: imports nothing
-from it)."""
+"""Options every command module of the shell shares (the bottom of the shell's typer side: imports
+nothing from the shell but ``ledger.cli.home``)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from ledger.cli.home import DEFAULT_HOME
 
 
 def new_app(help: str, name: str | None = None) -> typer.Typer:
@@ -17,7 +18,6 @@ def new_app(help: str, name: str | None = None) -> typer.Typer:
     a group is given no command."""
     return typer.Typer(name=name, help=help, rich_markup_mode=None, no_args_is_help=True)
 
-DEFAULT_HOME = "~/.local/share/kernel-ledger"
 HomeOpt = Annotated[
     Path | None,
     typer.Option(
@@ -31,11 +31,3 @@ JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print one JSON object on stdout.", metavar="")
 ]
 
-
-def home_dir(home: Path | None) -> Path:
-    if home is not None:
-        return home
-    env = os.environ.get("LEDGER_HOME")
-    if env:
-        return Path(env)
-    return Path(DEFAULT_HOME).expanduser()

@@ -5,7 +5,8 @@ from typing import Annotated
 
 import typer
 
-from ledger.cli.options import HomeOpt, JsonOpt, home_dir
+from ledger.cli.home import home_dir
+from ledger.cli.options import HomeOpt, JsonOpt
 
 
 def register(app: typer.Typer) -> None:
