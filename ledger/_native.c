@@ -243,6 +243,24 @@ static int scan_key(Parser *ps, const unsigned char **prev, Py_ssize_t *prev_len
     return 1;
 }
 
+/* ``close`` at ps->p: consumed, and the container's depth given back (1); else 0. */
+static int closes(Parser *ps, unsigned char close) {
+    if (ps->p >= ps->end || *ps->p != close) return 0;
+    ps->p++;
+    ps->depth--;
+    return 1;
+}
+
+/* After a member or an element: 1 when a ',' says another follows (consumed), 0 when ``close``
+   ends the container (``closes``), -1 for anything else (outside the subset). */
+static int after_item(Parser *ps, unsigned char close) {
+    if (ps->p < ps->end && *ps->p == ',') {
+        ps->p++;
+        return 1;
+    }
+    return closes(ps, close) ? 0 : -1;
+}
+
 /* Validate one value of the subset at ps->p without building it: 1, or 0 outside. */
 static int skip_value(Parser *ps) {
     if (ps->p >= ps->end) return 0;
@@ -262,23 +280,12 @@ static int skip_value(Parser *ps) {
         unsigned char close = c == '{' ? '}' : ']';
         const unsigned char *prev = NULL, *k;
         Py_ssize_t prev_len = 0, klen;
-        if (ps->p < ps->end && *ps->p == close) {
-            ps->p++;
-            ps->depth--;
-            return 1;
-        }
+        if (closes(ps, close)) return 1;
         for (;;) {
             if (c == '{' && !scan_key(ps, &prev, &prev_len, &k, &klen)) return 0;
             if (!skip_value(ps)) return 0;
-            if (ps->p >= ps->end) return 0;
-            if (*ps->p == ',') {
-                ps->p++;
-                continue;
-            }
-            if (*ps->p != close) return 0;
-            ps->p++;
-            ps->depth--;
-            return 1;
+            int next = after_item(ps, close);
+            if (next <= 0) return next == 0;
         }
     }
     if (c == 't') return literal(ps, "true", 4);
@@ -300,11 +307,7 @@ static PyObject *parse_object(Parser *ps) {
     if (d == NULL) return NULL;
     const unsigned char *prev = NULL, *k;
     Py_ssize_t prev_len = 0, klen;
-    if (ps->p < ps->end && *ps->p == '}') {
-        ps->p++;
-        ps->depth--;
-        return d;
-    }
+    if (closes(ps, '}')) return d;
     for (;;) {
         if (!scan_key(ps, &prev, &prev_len, &k, &klen)) goto defer;
         PyObject *key = PyUnicode_FromStringAndSize((const char *)k, klen);
@@ -318,17 +321,9 @@ static PyObject *parse_object(Parser *ps) {
         Py_DECREF(key);
         Py_DECREF(v);
         if (rc < 0) goto fail;
-        if (ps->p >= ps->end) goto defer;
-        if (*ps->p == ',') {
-            ps->p++;
-            continue;
-        }
-        if (*ps->p == '}') {
-            ps->p++;
-            ps->depth--;
-            return d;
-        }
-        goto defer;
+        int next = after_item(ps, '}');
+        if (next == 0) return d;
+        if (next < 0) goto defer;
     }
 defer: /* outside the subset, or an exception set by the C API: the caller tells them apart */
 fail:
@@ -340,28 +335,16 @@ static PyObject *parse_array(Parser *ps) {
     if (++ps->depth > ps->max_depth) return NULL;
     PyObject *a = PyList_New(0);
     if (a == NULL) return NULL;
-    if (ps->p < ps->end && *ps->p == ']') {
-        ps->p++;
-        ps->depth--;
-        return a;
-    }
+    if (closes(ps, ']')) return a;
     for (;;) {
         PyObject *v = parse_value(ps);
         if (v == NULL) goto fail;
         int rc = PyList_Append(a, v);
         Py_DECREF(v);
         if (rc < 0) goto fail;
-        if (ps->p >= ps->end) goto fail;
-        if (*ps->p == ',') {
-            ps->p++;
-            continue;
-        }
-        if (*ps->p == ']') {
-            ps->p++;
-            ps->depth--;
-            return a;
-        }
-        goto fail;
+        int next = after_item(ps, ']');
+        if (next == 0) return a;
+        if (next < 0) goto fail;
     }
 fail:
     Py_DECREF(a);
@@ -512,11 +495,7 @@ static int shaped_map(Parser *ps, int kind) {
     int ok = 1, members = 0, have = 0;
     const unsigned char *prev = NULL, *k;
     Py_ssize_t prev_len = 0, klen;
-    if (ps->p < ps->end && *ps->p == '}') {
-        ps->p++;
-        ps->depth--;
-        return 0; /* no required key */
-    }
+    if (closes(ps, '}')) return 0; /* no required key */
     for (;;) {
         if (!scan_key(ps, &prev, &prev_len, &k, &klen)) return -1;
         members++;
@@ -541,15 +520,9 @@ static int shaped_map(Parser *ps, int kind) {
             ok = 0; /* not text */
             if (!skip_value(ps)) return -1;
         }
-        if (ps->p >= ps->end) return -1;
-        if (*ps->p == ',') {
-            ps->p++;
-            continue;
-        }
-        if (*ps->p != '}') return -1;
-        ps->p++;
-        ps->depth--;
-        break;
+        int next = after_item(ps, '}');
+        if (next < 0) return -1;
+        if (next == 0) break;
     }
     int all = required[kind][2] == NULL ? 3 : 7;
     return ok && members <= MAX_KEYS && have == all;
@@ -561,25 +534,15 @@ static int shaped_list(Parser *ps, int kind, Py_ssize_t limit) {
     ps->p++;
     int ok = 1;
     Py_ssize_t items = 0;
-    if (ps->p < ps->end && *ps->p == ']') {
-        ps->p++;
-        ps->depth--;
-        return 1;
-    }
+    if (closes(ps, ']')) return 1;
     for (;;) {
         int r = shaped_map(ps, kind);
         if (r < 0) return -1;
         if (r == 0) ok = 0;
         items++;
-        if (ps->p >= ps->end) return -1;
-        if (*ps->p == ',') {
-            ps->p++;
-            continue;
-        }
-        if (*ps->p != ']') return -1;
-        ps->p++;
-        ps->depth--;
-        return ok && items <= limit;
+        int next = after_item(ps, ']');
+        if (next < 0) return -1;
+        if (next == 0) return ok && items <= limit;
     }
 }
 
