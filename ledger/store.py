@@ -157,7 +157,23 @@ class Conn(Protocol):
     def close(self) -> None: ...
 
 
+def _bind_bytes_directly() -> None:
+    """Let ``sqlite3`` bind ``bytes`` parameters without searching for an adapter.
+
+    Python 3.11's ``sqlite3`` binds ``int``, ``float``, ``str`` and ``bytearray`` directly, but
+    looks up an adapter for every ``bytes`` value: a failed registry lookup, then a failed
+    ``__adapt__`` attribute lookup on a type, which formats and discards an ``AttributeError``
+    (~0.15 µs per value; an append binds five to eight per entry). Registering ``bytes`` itself
+    as the adapter of ``bytes`` makes that a registry hit whose call returns the same object:
+    the same value is bound, as a BLOB. Registered once per process, and only if nobody
+    registered an adapter for ``bytes`` before (then theirs stays)."""
+    key = (bytes, sqlite3.PrepareProtocol)
+    if key not in sqlite3.adapters:
+        sqlite3.register_adapter(bytes, bytes)
+
+
 def _connect(path: Path) -> sqlite3.Connection:
+    _bind_bytes_directly()
     conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA journal_mode=WAL")
