@@ -43,6 +43,7 @@ from ledger.errors import (
     TamperDetected,
 )
 from ledger.fsutil import check_private_dir, fsync_dir, read_small, write_atomic
+from ledger.gcpause import collector_paused
 from ledger.note import (
     Checkpoint,
     NoteSigner,
@@ -402,8 +403,11 @@ class Log:
     ) -> list[Sealed]:
         out: list[Sealed] = []
         # a large batch leaves the copy of its WAL pages into the database file to a thread of
-        # the store (ledger.walcheckpoint): the commit is as durable, and the caller goes on
-        with self.store.writer(checkpoint_later=len(batch) >= sealers.MIN_BATCH) as w:
+        # the store (ledger.walcheckpoint): the commit is as durable, and the caller goes on;
+        # the batch makes no reference cycles, so the collector waits (ledger.gcpause)
+        with collector_paused(), self.store.writer(
+            checkpoint_later=len(batch) >= sealers.MIN_BATCH
+        ) as w:
             self.check_may_seal(kid)
             link = {"origin": self.origin, **chain_link(w.size, w.root())}
             if pool is None:

@@ -95,10 +95,16 @@ def _start(sk64: bytes, signer: bytes, now: Any) -> None:
     gc.disable()
 
 
-def _chunk(link: dict[str, Any], heads: Sequence[tuple[Head, Mapping[str, Any]]]) -> Chunk:
-    """``bundle_entries`` of ``heads``, with the levels of their subtree when they fill one
-    (``merkle.perfect_levels``: a full chunk, aligned in the log). The caller raises a refusal
-    as ``BadInput`` after storing nothing, so the batch fails where one thread would have."""
+def _chunk(
+    link: dict[str, Any], task: Sequence[tuple[bytes, bytes, Mapping[str, Any]]]
+) -> Chunk:
+    """``bundle_entries`` of the bundles of ``task``, with the levels of their subtree when
+    they fill one (``merkle.perfect_levels``: a full chunk, aligned in the log). A task names
+    each bundle by its digest and manifest, with its entry fields, in plain tuples: they pickle
+    in less than half the time of named ones, and the storing process, the batch's critical
+    path, does the pickling. The caller raises a refusal as ``BadInput`` after storing
+    nothing, so the batch fails where one thread would have."""
+    heads = [(Head(digest, manifest), fields) for digest, manifest, fields in task]
     made, refused = bundle_entries(
         link, heads, _WORKER["signer"], _WORKER["sk64"], _WORKER["now"]
     )
@@ -190,14 +196,18 @@ class Sealers:
         asked for; a batch that ends early stops them (``close``)."""
         if self._pool is None:
             raise CannotCheck("the sealing workers were stopped")
-        heads = [(Head(b.digest, b.manifest), fields) for b, fields in batch]
-        count = len(heads)
+        count = len(batch)
         head = -first % CHUNK
         starts = [0, *range(head, count, CHUNK)] if head else list(range(0, count, CHUNK))
         starts = [s for s in starts if s < count]
         ends = [*starts[1:], count]
-        tasks = [heads[a:b] for a, b in zip(starts, ends, strict=True)]
-        return self._in_order(self._pool.map(_chunk, [link] * len(tasks), tasks))
+        # each task is made just before it is submitted, so the first worker starts at once
+        # rather than after the whole batch's tasks are built (~10 ms for 10,000 entries)
+        futures = [
+            self._pool.submit(_chunk, link, [(b.digest, b.manifest, f) for b, f in batch[a:z]])
+            for a, z in zip(starts, ends, strict=True)
+        ]
+        return self._in_order(f.result() for f in futures)
 
     def _in_order(self, results: Iterator[Chunk]) -> Iterator[Chunk]:
         from concurrent.futures.process import BrokenProcessPool
