@@ -67,6 +67,12 @@ PRELOAD_AFTER_PROOFS = 64  # a Store that has answered this many proofs keeps th
 FILL_ROWS = 1 << 14  # at most this many of them per proof (0.02-0.1 s) until it holds them all
 FLUSH_ROWS = 1024  # entries a Writer batches before inserting them
 CACHE_KIB = 32 * 1024  # SQLite page cache per connection
+# The page size of a new ledger database (one made before keeps its own; SQLite reads any).
+# An entry is ~1 KB: a 16 KiB page holds ~15 of them, where a 4 KiB one held 3, so a 10,000-entry
+# batch writes a quarter of the WAL frames (two write calls each) and its checkpoint a quarter of
+# the page writes, and an audit's scan reads a quarter of the pages; same-run A/Bs: append +4-7%,
+# audit +1-2% (docs/benchmarks.md).
+PAGE_SIZE = 16 * 1024
 BLOBS_REMEMBERED = 1 << 16  # blob digests a Writer remembers as put in its transaction
 PART_BITS = 16  # entries idx >> PART_BITS form one part (the module docstring, "Parts")
 LEGACY_PART = -1  # the blobs stored before parts existed (migration 2)
@@ -172,10 +178,12 @@ def _bind_bytes_directly() -> None:
         sqlite3.register_adapter(bytes, bytes)
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _connect(path: Path, *, new: bool = False) -> sqlite3.Connection:
     _bind_bytes_directly()
     conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    if new:  # only before the file's first page is written (the WAL switch writes it)
+        conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
     # 32 MiB of page cache (SQLite's default is 2 MiB): the leaf-hash index takes inserts at
@@ -216,7 +224,7 @@ class Store:
         path = home / DB_NAME
         if os.path.lexists(path):
             raise LedgerStateError(f"{home} holds a ledger already")
-        conn = _connect(path)
+        conn = _connect(path, new=True)
         migrate(conn)
         conn.execute("BEGIN IMMEDIATE")
         conn.execute("INSERT INTO meta VALUES('origin', ?)", (origin,))
