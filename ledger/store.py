@@ -62,6 +62,13 @@ LOCK_NAME = "write.lock"
 URL_NAME = "db.url"  # in LEDGER_HOME: the PostgreSQL database holding this ledger (ledger.pgstore)
 BUSY_TIMEOUT_MS = 60_000
 WAL_AUTOCHECKPOINT = 1000  # pages: SQLite's default, set again after a checkpoint_later commit
+# A checkpoint_later batch that finds the WAL file larger than this waits for the checkpoint thread
+# before it begins. SQLite starts the WAL over from its first frame only in a transaction that
+# began after a complete checkpoint; batches back to back each begin while the thread still copies
+# the one before, so without the wait the file grew by a batch every batch (17 to 92 MB in five
+# batches of 10,000, and on for as long as the stream runs). The same number is the connections'
+# journal_size_limit: a WAL that did grow is cut back to it by the next commit after a restart.
+WAL_LIMIT_BYTES = 64 << 20
 PRELOAD_AFTER_PROOFS = 64  # a Store that has answered this many proofs keeps the tree's
 # stored hashes in memory from then on (ledger.hashlevels: the levels that fit in 64 MB), reading
 FILL_ROWS = 1 << 14  # at most this many of them per proof (0.02-0.1 s) until it holds them all
@@ -190,6 +197,7 @@ def _connect(path: Path, *, new: bool = False) -> sqlite3.Connection:
     # random places, and past ~10^5 entries its pages no longer fit the default, so each append
     # re-read index pages (issue 12: append stays flat from 10^4 to 10^6 entries)
     conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+    conn.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
 
@@ -634,6 +642,9 @@ class Store:
                 yield w
             return
         with self._write_lock():
+            if checkpoint_later and self._checkpointer is not None and self._wal_bytes() > \
+                    WAL_LIMIT_BYTES:
+                self._checkpointer.wait()  # so this transaction starts the WAL over
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 w = Writer(self)
@@ -656,6 +667,12 @@ class Store:
 
                     self._checkpointer = Checkpointer(self.home / DB_NAME)
                 self._checkpointer.request()
+
+    def _wal_bytes(self) -> int:
+        try:
+            return os.stat(self.home / (DB_NAME + "-wal")).st_size
+        except OSError:
+            return 0
 
     @contextmanager
     def _write_lock(self) -> Iterator[None]:

@@ -116,3 +116,52 @@ def test_a_checkpointer_without_a_database_gives_up_quietly(tmp_path: Path) -> N
     c.close()
     assert c.done == 0
     assert not any(t.name == "ledger-wal-checkpoint" for t in threading.enumerate())
+
+
+def test_batches_back_to_back_keep_the_wal_bounded(tmp_path: Path, monkeypatch: Any) -> None:
+    """A checkpoint thread slower than the batches: each batch that finds the WAL over the limit
+    waits for it, so the WAL starts over instead of growing by a batch every batch, and a WAL
+    that grew is cut back to the limit by the commit after it starts over."""
+    from ledger import store as store_mod
+
+    limit = 256 << 10
+    monkeypatch.setattr(store_mod, "WAL_LIMIT_BYTES", limit)
+    real_connect = sqlite3.connect
+
+    class SlowCheckpoint:  # the checkpointer's connection: each checkpoint takes 0.3 s longer
+        def __init__(self, conn: sqlite3.Connection) -> None:
+            self.conn = conn
+
+        def execute(self, sql: str) -> sqlite3.Cursor:
+            if "wal_checkpoint" in sql:
+                threading.Event().wait(0.3)
+            return self.conn.execute(sql)
+
+        def close(self) -> None:
+            self.conn.close()
+
+    def connect(*args: Any, **kw: Any) -> Any:
+        conn = real_connect(*args, **kw)
+        return SlowCheckpoint(conn) if threading.current_thread().name == (
+            "ledger-wal-checkpoint") else conn
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    log = new_ledger(tmp_path / "home")
+    store = log.store
+    wal = log.home / (DB_NAME + "-wal")
+    sizes = []
+    for k in range(6):  # ~1 MB of new pages per transaction
+        with store.writer(checkpoint_later=True) as w:
+            w.put_blobs(
+                [(os.urandom(32), os.urandom(64 << 10)) for _ in range(16)], index=k
+            )
+        sizes.append(wal.stat().st_size)
+    one = sizes[0]
+    # without the wait every transaction would begin while the slow thread still copied the one
+    # before, and each would append to the WAL: six transactions, six times the first one's size
+    assert max(sizes) < 2 * one + limit, sizes
+    store.wait_checkpoint()
+    with store.writer() as w:  # a small commit after the WAL starts over: the file is cut back
+        w.put_blobs([(os.urandom(32), b"x")], index=7)
+    assert wal.stat().st_size <= max(limit, 64 << 10)
+    log.close()
