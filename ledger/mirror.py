@@ -63,6 +63,7 @@ from ledger.errors import (
     VerificationFailed,
 )
 from ledger.fsutil import write_atomic
+from ledger.gcpause import collector_paused
 from ledger.httpclient import (
     BYTES,
     DEFAULT_TIMEOUT,
@@ -530,9 +531,10 @@ class Mirror:
                     nxt = self._batch_end(end, cp.size)
                     if end < cp.size:
                         ahead = pool.submit(self._fetch, end, nxt, cp.size)
-                    blobs_fetched += self._batch(
-                        store, registry, frontier, rows, end, cp, hashes, known, blobs
-                    )
+                    with collector_paused():  # the batch makes no cycles (ledger.gcpause)
+                        blobs_fetched += self._batch(
+                            store, registry, frontier, rows, end, cp, hashes, known, blobs
+                        )
                     local, end = end, nxt
                     self._registry_size = local
                     if self.progress is not None:
