@@ -1,10 +1,8 @@
-"""The collector paused for a batch (ledger.gcpause) and bytes bound without an adapter search
-(ledger.store): each leaves the process as it found it."""
+"""The collector paused for a batch (ledger.gcpause): a batch leaves it as it found it."""
 
 from __future__ import annotations
 
 import gc
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +10,6 @@ import pytest
 
 from ledger.bundle import Bundle
 from ledger.gcpause import collector_paused
-from ledger.store import Store, _bind_bytes_directly
 from tests.helpers.ledgers import add_node, fake_fields, new_ledger
 
 
@@ -71,35 +68,3 @@ def test_a_batch_leaves_the_collector_as_it_was(tmp_path: Path, collector_on: No
     gc.disable()
     log.seal_many([(_bundle("off"), fake_fields())], sk, workers=0)
     assert not gc.isenabled()
-
-
-@pytest.fixture()
-def no_bytes_adapter() -> Iterator[None]:
-    key = (bytes, sqlite3.PrepareProtocol)
-    saved = sqlite3.adapters.pop(key, None)
-    yield
-    sqlite3.adapters.pop(key, None)
-    if saved is not None:
-        sqlite3.adapters[key] = saved
-
-
-def test_bytes_bind_as_the_same_blob(no_bytes_adapter: None, tmp_path: Path) -> None:
-    _bind_bytes_directly()
-    conn = sqlite3.connect(":memory:")
-    value = bytes(range(256))
-    assert conn.execute("SELECT typeof(?), ?", (value, value)).fetchone() == ("blob", value)
-    # a subclass of bytes is not the registered type: it binds as SQLite always bound it
-    class Sub(bytes):
-        pass
-
-    assert conn.execute("SELECT typeof(?)", (Sub(b"ab"),)).fetchone() == ("blob",)
-
-
-def test_an_adapter_registered_before_stays(no_bytes_adapter: None, tmp_path: Path) -> None:
-    def theirs(b: bytes) -> bytes:
-        return b
-
-    sqlite3.register_adapter(bytes, theirs)
-    log = new_ledger(tmp_path / "home")
-    Store.open(log.home).close()
-    assert sqlite3.adapters[(bytes, sqlite3.PrepareProtocol)] is theirs

@@ -1,10 +1,12 @@
 """The SQLite store and the log's write side: contiguous indices, roots and proofs from stored
-hashes agree with the reference tree, triggers refuse rewrites, hash resolution (SPEC 4, 7)."""
+hashes agree with the reference tree, triggers refuse rewrites, hash resolution (SPEC 4, 7); bytes
+bound without sqlite3's adapter search, a user's own adapter kept."""
 
 from __future__ import annotations
 
 import dataclasses
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from ledger.entries import decode_entry
 from ledger.errors import BadInput, LedgerStateError, UnknownHash
 from ledger.log import Log
 from ledger.note import note_text, open_note, parse_checkpoint
-from ledger.store import Store
+from ledger.store import Store, _bind_bytes_directly
 from tests.helpers.ledgers import add_node, new_ledger, seal_fake
 
 
@@ -215,3 +217,35 @@ def test_batched_seal_and_cached_proofs_match_the_tree(log: Log) -> None:
             before, size, log.store.root(before), root, log.store.consistency_proof(before, size)
         )
     assert len(list(log.store.blobs())) == 3 + 80
+
+
+@pytest.fixture()
+def no_bytes_adapter() -> Iterator[None]:
+    key = (bytes, sqlite3.PrepareProtocol)
+    saved = sqlite3.adapters.pop(key, None)
+    yield
+    sqlite3.adapters.pop(key, None)
+    if saved is not None:
+        sqlite3.adapters[key] = saved
+
+
+def test_bytes_bind_as_the_same_blob(no_bytes_adapter: None, tmp_path: Path) -> None:
+    _bind_bytes_directly()
+    conn = sqlite3.connect(":memory:")
+    value = bytes(range(256))
+    assert conn.execute("SELECT typeof(?), ?", (value, value)).fetchone() == ("blob", value)
+    # a subclass of bytes is not the registered type: it binds as SQLite always bound it
+    class Sub(bytes):
+        pass
+
+    assert conn.execute("SELECT typeof(?)", (Sub(b"ab"),)).fetchone() == ("blob",)
+
+
+def test_an_adapter_registered_before_stays(no_bytes_adapter: None, tmp_path: Path) -> None:
+    def theirs(b: bytes) -> bytes:
+        return b
+
+    sqlite3.register_adapter(bytes, theirs)
+    log = new_ledger(tmp_path / "home")
+    Store.open(log.home).close()
+    assert sqlite3.adapters[(bytes, sqlite3.PrepareProtocol)] is theirs
