@@ -630,7 +630,9 @@ class Store:
 
         ``checkpoint_later`` (a large batch): the commit is durable as ever, but the copy of the
         WAL back into the database file is left to a thread of this store (``ledger.walcheckpoint``)
-        instead of being done inside ``COMMIT``, so the caller goes on meanwhile.
+        instead of being done inside ``COMMIT``, so the caller goes on meanwhile. Such a batch
+        that finds the WAL over ``WAL_LIMIT_BYTES`` first waits for that thread, so the WAL
+        starts over instead of growing by a batch every batch.
 
         Writers of all processes first queue on an exclusive ``flock`` of ``write.lock``: the
         kernel wakes the next one the moment the lock is released, where SQLite's own busy
@@ -642,9 +644,8 @@ class Store:
                 yield w
             return
         with self._write_lock():
-            if checkpoint_later and self._checkpointer is not None and self._wal_bytes() > \
-                    WAL_LIMIT_BYTES:
-                self._checkpointer.wait()  # so this transaction starts the WAL over
+            if checkpoint_later and self._wal_over_limit():
+                self.wait_checkpoint()  # so this transaction starts the WAL over
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 w = Writer(self)
@@ -668,11 +669,12 @@ class Store:
                     self._checkpointer = Checkpointer(self.home / DB_NAME)
                 self._checkpointer.request()
 
-    def _wal_bytes(self) -> int:
+    def _wal_over_limit(self) -> bool:
+        """Whether the WAL file has grown past ``WAL_LIMIT_BYTES`` (the module's constants)."""
         try:
-            return os.stat(self.home / (DB_NAME + "-wal")).st_size
+            return os.stat(self.home / (DB_NAME + "-wal")).st_size > WAL_LIMIT_BYTES
         except OSError:
-            return 0
+            return False
 
     @contextmanager
     def _write_lock(self) -> Iterator[None]:
