@@ -28,18 +28,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.bench_ledger import _bundles  # noqa: E402
+from bench.bench_ledger import _bundles, build  # noqa: E402
 from ledger.keys import load_node_secret  # noqa: E402
 from ledger.log import Log  # noqa: E402
-from tests.helpers.ledgers import add_node  # noqa: E402
-
-
-def _built(home: Path, size: int) -> Log:
-    log = Log.init(home, "bench.example/log")
-    sk = add_node(log)
-    while log.store.size() < size:
-        log.seal_many(_bundles(min(20_000, size - log.store.size()), f"b{log.store.size()}-"), sk)
-    return log
 
 
 def main() -> None:
@@ -52,8 +43,8 @@ def main() -> None:
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-flat-"))
     try:
-        small = _built(tmp / "small", args.small)
-        big = Log.open(args.ledger) if args.ledger else _built(tmp / "big", args.big)
+        small = build(tmp / "small", args.small)[0]
+        big = Log.open(args.ledger) if args.ledger else build(tmp / "big", args.big)[0]
         keys = {id(log): load_node_secret(log.keydir, "node")[0] for log in (small, big)}
         os.sync()
         rates: dict[str, list[float]] = {"small": [], "big": []}
