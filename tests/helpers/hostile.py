@@ -102,8 +102,9 @@ class HostileServer:
     # -- one connection ----------------------------------------------------------------------
 
     def _serve(self, sock: socket.socket) -> None:
+        rest = b""  # bytes after the last request read: the next ones, when pipelined
         while True:
-            head = b""
+            head = rest
             while b"\r\n\r\n" not in head:
                 got = sock.recv(65536)
                 if not got:
@@ -124,15 +125,18 @@ class HostileServer:
                 if self.mode == "stall":
                     time.sleep(MAX_SECONDS)
                     return
-                self._read_body(sock, headers, rest)
+                _, rest = self._read_body(sock, headers, rest)
                 if not self._hostile(sock, path, bare):
                     return
                 continue
-            body = self._read_body(sock, headers, rest)
+            body, rest = self._read_body(sock, headers, rest)
             sock.sendall(self._relay(method, path, headers, body))
 
     @staticmethod
-    def _read_body(sock: socket.socket, headers: dict[str, str], rest: bytes) -> bytes:
+    def _read_body(
+        sock: socket.socket, headers: dict[str, str], rest: bytes
+    ) -> tuple[bytes, bytes]:
+        """(the request's body, the bytes after it: pipelined requests are kept)."""
         n = int(headers.get("content-length", "0") or 0)
         body = rest
         while len(body) < n:
@@ -140,7 +144,7 @@ class HostileServer:
             if not got:
                 break
             body += got
-        return body
+        return body[:n], body[n:]
 
     def _relay(self, method: str, path: str, headers: dict[str, str], body: bytes) -> bytes:
         if self.upstream is None:
