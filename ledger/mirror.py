@@ -66,6 +66,7 @@ from ledger.fsutil import write_atomic
 from ledger.gcpause import collector_paused
 from ledger.httpclient import (
     BYTES,
+    CONNECT_TIMEOUT,
     DEFAULT_TIMEOUT,
     REQUEST_TIMEOUT,
     BadAnswer,
@@ -73,8 +74,9 @@ from ledger.httpclient import (
     LeanGet,
     oneline,
 )
-from ledger.native import BundleView, VerifyJob, verify_many
+from ledger.native import BundleView, Verifying, VerifyJob, verify_many
 from ledger.note import Checkpoint, NoteVerifier, note_text, open_note, parse_checkpoint
+from ledger.pipeline import PipelinedGet
 from ledger.store import Store, part_of, part_start
 from ledger.tiles import TILE_WIDTH, entries_tile_path, parse_entry_bundle, tile_path
 
@@ -115,6 +117,10 @@ class Remote:
         # the one-file-per-blob GETs of a static location through the lean client; not when a
         # client was handed in (tests inject faults through it)
         self.lean = LeanGet(self.http) if client is None else None
+        # ... and before it, the same GETs pipelined (ledger.pipeline); what that hands back
+        # goes through the lean client, then HttpClient
+        self.pipe = PipelinedGet(self.http.base, self.http.what, request_timeout,
+                                 CONNECT_TIMEOUT) if client is None else None
 
     @property
     def requests(self) -> int:
@@ -173,10 +179,30 @@ class Remote:
         return out
 
     def _blob_singles(self, digests: Sequence[bytes]) -> dict[bytes, bytes]:
-        if len(digests) <= 1:
-            return {d: self._blob_one(d) for d in digests}
+        out: dict[bytes, bytes] = {}
+        rest = list(digests)
+        if self.pipe is not None and len(digests) > 1:
+            before = self.pipe.requests
+            try:
+                got = self.pipe.get_many([f"api/v1/blobs/{hex_encode(d)}" for d in digests],
+                                         MAX_BLOB_ANSWER_BYTES, self.http.deadline)
+            finally:
+                self.http.requests += self.pipe.requests - before
+            rest = []
+            for digest, data in zip(digests, got, strict=True):
+                if data is None:
+                    rest.append(digest)  # asked again one by one, which says what is wrong
+                elif blake3_digest(data) != digest:
+                    raise BadAnswer(f"blob {hex_encode(digest)} from the mirror has another "
+                                    "hash")
+                else:
+                    out[digest] = data
+        if len(rest) <= 1:
+            out.update((d, self._blob_one(d)) for d in rest)
+            return out
         with ThreadPoolExecutor(max_workers=STATIC_IN_FLIGHT) as pool:
-            return dict(zip(digests, pool.map(self._blob_one, digests), strict=True))
+            out.update(zip(rest, pool.map(self._blob_one, rest), strict=True))
+        return out
 
     def _blob_one(self, digest: bytes) -> bytes:
         path = f"api/v1/blobs/{hex_encode(digest)}"
@@ -655,9 +681,10 @@ class Mirror:
            level by level.
         2. Each entry in log order (``_rules``): its parse, the signer rules, the shape, the
            chain link, the manifest digest; the bundle signatures gathered.
-        3. The signatures, on every core without the GIL (``native.verify_many``). The first
-           entry with a problem of either kind fails the sync.
-        4. The files each part of the batch lacks; 5. all of it appended in one transaction.
+        3. The signatures, on every core without the GIL (``native.Verifying``), while steps 4
+           and 5 run. The first entry with a problem of either kind fails the sync.
+        4. The files each part of the batch lacks; 5. all of it appended in one transaction,
+           which commits only once every signature has verified.
         """
         start = frontier.size
         leaves = [f.leaf for f in fetched]
@@ -690,12 +717,41 @@ class Mirror:
                 break
         else:
             links.done()
-        bad = verify_many(jobs, threads=VERIFY_THREADS)
-        if bad and (first is None or job_at[bad[0]] <= first[0]):
-            at = job_at[bad[0]]
-            raise SignatureError(f"remote entry {at}: entry signature does not verify")
         if first is not None:
+            bad = verify_many(jobs, threads=VERIFY_THREADS)
+            if bad and job_at[bad[0]] <= first[0]:
+                raise SignatureError(f"remote entry {job_at[bad[0]]}: entry signature does not "
+                                     "verify")
             raise first[1]
+        # the signatures are checked on threads of their own (without the GIL) while the batch's
+        # files are gathered and its rows written; the transaction commits only once every
+        # signature has verified, and a bad one rolls it back
+        verifying = Verifying(jobs, threads=VERIFY_THREADS)
+        try:
+            return self._store(store, fetched, start, end, root, levels, known, prefetched,
+                               verifying, job_at)
+        except BaseException:
+            bad = verifying.result()  # a bad signature is the first thing to report
+            if bad:
+                raise SignatureError(f"remote entry {job_at[bad[0]]}: entry signature does not "
+                                     "verify") from None
+            raise
+
+    def _store(
+        self,
+        store: Store,
+        fetched: list[Fetched],
+        start: int,
+        end: int,
+        root: bytes,
+        levels: list[list[bytes]] | None,
+        known: set[tuple[int, bytes]],
+        prefetched: dict[bytes, bytes] | None,
+        verifying: Verifying,
+        job_at: list[int],
+    ) -> int:
+        """Steps 4 and 5 of ``_batch``, committed once ``verifying`` has found every signature
+        good."""
         # the files each part of the batch lacks: an entry's files are stored in its part
         # (ledger.store, "Parts"), so a file this mirror holds in an older part is copied
         wanted: dict[int, dict[bytes, None]] = {}
@@ -737,6 +793,11 @@ class Mirror:
                         w.append(f.data, f.obj["type"], None)  # also indexes key entries
             if w.size != end or w.root() != root:
                 raise TamperDetected("the local store changed while the mirror was appending")
+            w.flush()  # the rows go in while the signatures are checked
+            bad = verifying.result()
+            if bad:
+                raise SignatureError(f"remote entry {job_at[bad[0]]}: entry signature does not "
+                                     "verify")
         known.update((part, d) for part, digests in wanted.items() for d in digests)
         return len(blobs)
 

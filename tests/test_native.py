@@ -136,6 +136,25 @@ def test_verify_many_names_exactly_the_bad_ones(impl: str) -> None:
     assert verify([]) == []
 
 
+@pytest.mark.parametrize("impl", ["native", "python"])
+@pytest.mark.parametrize("threads", [1, 2, 3, 16])
+def test_verifying_in_the_background_gives_verify_many_s_answer(
+    impl: str, threads: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Verifying`` (the mirror's signatures checked while it stores) splits the jobs over its
+    threads and puts the positions back in order; the twin runs at once."""
+    if impl == "python":
+        monkeypatch.setattr(native, "_C", None)
+    sk64, pk = _key()
+    msgs = [b"m%d" % i for i in range(150)]
+    jobs = [(pk, m, s) for m, s in zip(msgs, native.sign_many_py(sk64, msgs), strict=True)]
+    for i in (0, 49, 50, 100, 149):
+        jobs[i] = (pk, b"other", jobs[i][2])
+    v = native.Verifying(jobs, threads=threads)
+    assert v.result() == [0, 49, 50, 100, 149] == v.result()
+    assert native.Verifying([], threads=threads).result() == []
+
+
 @needs_c
 def test_the_module_is_built_and_the_switch_turns_it_off() -> None:
     env = dict(os.environ, LEDGER_NATIVE="0")
