@@ -681,11 +681,36 @@ class Mirror:
            level by level.
         2. Each entry in log order (``_rules``): its parse, the signer rules, the shape, the
            chain link, the manifest digest; the bundle signatures gathered.
-        3. The signatures, on every core without the GIL (``native.Verifying``), while steps 4
-           and 5 run. The first entry with a problem of either kind fails the sync.
+        3. The signatures, on every core without the GIL (``native.Verifying``): those of
+           signers known before the batch from its start (``_early_signatures``, while steps 1
+           and 2 run), the others after step 2; both while steps 4 and 5 run. The first entry
+           with a problem of either kind fails the sync.
         4. The files each part of the batch lacks; 5. all of it appended in one transaction,
            which commits only once every signature has verified.
         """
+        early, early_jobs = _early_signatures(registry, fetched)
+        try:
+            return self._judged(store, registry, frontier, fetched, end, cp, hashes, known,
+                                prefetched, early, early_jobs)
+        finally:
+            early.result()  # its threads are done before the batch is
+
+    def _judged(
+        self,
+        store: Store,
+        registry: Registry,
+        frontier: merkle.Frontier,
+        fetched: list[Fetched],
+        end: int,
+        cp: Checkpoint,
+        hashes: TileHashes,
+        known: set[tuple[int, bytes]],
+        prefetched: dict[bytes, bytes] | None,
+        early: Verifying,
+        early_jobs: dict[int, tuple[int, VerifyJob]],
+    ) -> int:
+        """``_batch`` once the signatures of the entries whose signer the registry knew before
+        the batch are being checked (``early``)."""
         start = frontier.size
         leaves = [f.leaf for f in fetched]
         width = len(leaves)
@@ -726,7 +751,7 @@ class Mirror:
         # the signatures are checked on threads of their own (without the GIL) while the batch's
         # files are gathered and its rows written; the transaction commits only once every
         # signature has verified, and a bad one rolls it back
-        verifying = Verifying(jobs, threads=VERIFY_THREADS)
+        verifying = _Signatures(early, early_jobs, jobs, job_at)
         try:
             return self._store(store, fetched, start, end, root, levels, known, prefetched,
                                verifying, job_at)
@@ -747,7 +772,7 @@ class Mirror:
         levels: list[list[bytes]] | None,
         known: set[tuple[int, bytes]],
         prefetched: dict[bytes, bytes] | None,
-        verifying: Verifying,
+        verifying: _Signatures,
         job_at: list[int],
     ) -> int:
         """Steps 4 and 5 of ``_batch``, committed once ``verifying`` has found every signature
@@ -800,6 +825,62 @@ class Mirror:
                                      "verify")
         known.update((part, d) for part, digests in wanted.items() for d in digests)
         return len(blobs)
+
+
+def _early_signatures(
+    registry: Registry, fetched: list[Fetched]
+) -> tuple[Verifying, dict[int, tuple[int, VerifyJob]]]:
+    """The signature checks of a batch's bundle entries whose signer the registry holds before
+    the batch, started at once (``Verifying``), so they run while the batch is hashed and
+    judged; and, by entry index, each one's position and inputs. Nothing is decided here:
+    ``_rules`` then asks for the checks the log's rules call for, and ``_Signatures`` reuses a
+    result only for exactly the same inputs (key, message, signature)."""
+    jobs: list[VerifyJob] = []
+    at: dict[int, tuple[int, VerifyJob]] = {}
+    keys = registry.keys
+    for f in fetched:
+        if f.view is None:
+            continue
+        try:
+            key = keys.get(bytes.fromhex(f.view[6]))
+        except ValueError:
+            continue  # _rules says what is wrong with it
+        if key is not None:
+            job = (key.public, f.view[8], f.view[7])
+            at[f.at] = (len(jobs), job)
+            jobs.append(job)
+    return Verifying(jobs, threads=VERIFY_THREADS), at
+
+
+class _Signatures:
+    """The signature checks ``_rules`` asked for (``jobs``, of the entries ``job_at``): the
+    result of an early check (``_early_signatures``) where its inputs are the same, the others
+    checked now. ``result()`` waits for both and names the jobs whose signature does not
+    verify, in order, as ``native.verify_many`` would."""
+
+    def __init__(
+        self,
+        early: Verifying,
+        early_jobs: dict[int, tuple[int, VerifyJob]],
+        jobs: list[VerifyJob],
+        job_at: list[int],
+    ) -> None:
+        self.early = early
+        self.reused: list[tuple[int, int]] = []  # (job, its position in the early check)
+        self.rest: list[int] = []
+        for k, (job, at) in enumerate(zip(jobs, job_at, strict=True)):
+            e = early_jobs.get(at)
+            if e is not None and e[1] == job:
+                self.reused.append((k, e[0]))
+            else:
+                self.rest.append(k)
+        self.late = Verifying([jobs[k] for k in self.rest], threads=VERIFY_THREADS)
+
+    def result(self) -> list[int]:
+        bad_early = set(self.early.result())
+        bad = [k for k, e in self.reused if e in bad_early]
+        bad.extend(self.rest[i] for i in self.late.result())
+        return sorted(bad)
 
 
 def gunzip_bundle(data: bytes) -> bytes:
