@@ -237,6 +237,8 @@ def test_mirror_follows_nginx(origin: Log, nginx: str, tmp_path: Path) -> None:
     try:
         r = Mirror(tmp_path / "m", remote, vkey_of(origin)).sync()
         assert remote.batch is False  # no batch endpoint: one file per blob
+        # ... asked pipelined (ledger.pipeline), which nginx answered in full
+        assert remote.pipe is not None and remote.pipe.on and remote.pipe.requests >= 300
     finally:
         remote.close()
     assert (r.new_size, r.entries, r.blobs) == (SIZE + 1, SIZE + 1, 304)
@@ -321,6 +323,8 @@ def test_s3_publish_then_mirror_from_the_bucket(
     remote = Remote(url)
     try:
         r = Mirror(tmp_path / "m", remote, vkey_of(origin)).sync()
+        # the S3 gateway answered the pipelined GETs of the blobs (ledger.pipeline) in full
+        assert remote.pipe is not None and remote.pipe.on and remote.pipe.requests >= 300
     finally:
         remote.close()
     assert (r.new_size, r.blobs) == (SIZE + 1, 304)
