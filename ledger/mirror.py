@@ -127,8 +127,11 @@ class Remote:
         return self.http.requests
 
     def restart(self) -> None:
-        """Start a new overall deadline (one per sync)."""
+        """Start a new overall deadline (one per sync); pipeline again if the last sync's host
+        made the pipelined client give up."""
         self.http.restart()
+        if self.pipe is not None:
+            self.pipe.reset()
 
     def close(self) -> None:
         self.http.client.close()  # a client handed in is the Remote's to close, as before

@@ -24,8 +24,8 @@ count it shares), whatever the peer does:
    one by one);
 4. **framing**: an answer it cannot frame (no ``Content-Length``, a ``Transfer-Encoding``, a
    malformed head, an interim ``1xx``, HTTP/1.0), a connection the server closes before it has
-   answered anything, or a failed connect: pipelining is switched off for the rest of this
-   client's life and every path not yet answered is ``None``;
+   answered anything, or a failed connect: pipelining is switched off until ``reset()`` (the
+   mirror calls it once per sync) and every path not yet answered is ``None``;
 5. **closing**: an answer with ``Connection: close``, or a connection the server closes or
    resets after answering some requests (a keep-alive request limit): the requests it did not
    answer in full are written again on a new connection, as often as each connection answers at
@@ -86,7 +86,8 @@ class PipelinedGet:
         parts = urlsplit(base)
         self.base = base.rstrip("/")
         self.what = what
-        self.on = parts.scheme == "http" and bool(parts.hostname)
+        self.usable = parts.scheme == "http" and bool(parts.hostname)
+        self.on = self.usable
         self.host = parts.hostname or ""
         self.port = parts.port or 80
         self.prefix = parts.path.rstrip("/")
@@ -99,6 +100,11 @@ class PipelinedGet:
         self.connections = max(1, connections)
         self.depth = max(1, depth)
         self.requests = 0  # requests written (the same request written again counts again)
+
+    def reset(self) -> None:
+        """Pipeline again after an answer that switched it off (a new sync: the host may have
+        been restarted or reconfigured since)."""
+        self.on = self.usable
 
     # -- the whole batch -------------------------------------------------------------------------
 

@@ -247,6 +247,36 @@ def test_mirror_follows_nginx(origin: Log, nginx: str, tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr  # up to date: nothing new
 
 
+def test_mirror_follows_a_host_that_does_not_pipeline(
+    origin: Log, www: Path, tmp_path: Path
+) -> None:
+    """Python's ``http.server`` answers HTTP/1.0 and closes each connection after one answer:
+    the pipelined client gives up at the first answer and the one-request client fetches every
+    file instead (no Content-Encoding either: the gzip tiles are recognised)."""
+    port = socket.socket()
+    port.bind(("127.0.0.1", 0))
+    number = port.getsockname()[1]
+    port.close()
+    log = tmp_path / "http.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "http.server", str(number), "--bind", "127.0.0.1",
+             "--directory", str(www)], stdout=out, stderr=out)
+    try:
+        url = f"http://127.0.0.1:{number}"
+        wait_http(url + "/checkpoint", proc, 20, log)
+        remote = Remote(url)
+        try:
+            r = Mirror(tmp_path / "m", remote, vkey_of(origin)).sync()
+            assert remote.pipe is not None and not remote.pipe.on  # switched off, not failed
+        finally:
+            remote.close()
+    finally:
+        stop(proc)
+    assert (r.new_size, r.blobs) == (SIZE + 1, 304)
+    same_ledger(origin.home, tmp_path / "m")
+
+
 def test_mirror_from_a_host_without_content_encoding(
     origin: Log, www: Path, tmp_path: Path
 ) -> None:
