@@ -845,8 +845,8 @@ def _early_signatures(
         if f.view is None:
             continue
         try:
-            key = keys.get(bytes.fromhex(f.view[6]))
-        except ValueError:
+            key = keys.get(hex_decode(f.view[6]))
+        except BadInput:
             continue  # _rules says what is wrong with it
         if key is not None:
             job = (key.public, f.view[8], f.view[7])
