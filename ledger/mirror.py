@@ -185,19 +185,22 @@ class Remote:
         out: dict[bytes, bytes] = {}
         rest = list(digests)
         if self.pipe is not None and len(digests) > 1:
+
+            def check(i: int, data: bytes) -> None:  # each file as it arrives
+                if blake3_digest(data) != digests[i]:
+                    raise BadAnswer(f"blob {hex_encode(digests[i])} from the mirror has "
+                                    "another hash")
+
             before = self.pipe.requests
             try:
                 got = self.pipe.get_many([f"api/v1/blobs/{hex_encode(d)}" for d in digests],
-                                         MAX_BLOB_ANSWER_BYTES, self.http.deadline)
+                                         MAX_BLOB_ANSWER_BYTES, self.http.deadline, check)
             finally:
                 self.http.requests += self.pipe.requests - before
             rest = []
             for digest, data in zip(digests, got, strict=True):
                 if data is None:
                     rest.append(digest)  # asked again one by one, which says what is wrong
-                elif blake3_digest(data) != digest:
-                    raise BadAnswer(f"blob {hex_encode(digest)} from the mirror has another "
-                                    "hash")
                 else:
                     out[digest] = data
         if len(rest) <= 1:

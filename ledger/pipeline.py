@@ -40,7 +40,7 @@ import selectors
 import socket
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
 from ledger.errors import CannotCheck
@@ -109,9 +109,16 @@ class PipelinedGet:
     # -- the whole batch -------------------------------------------------------------------------
 
     def get_many(
-        self, paths: Sequence[str], limit: int, deadline: float | None = None
+        self,
+        paths: Sequence[str],
+        limit: int,
+        deadline: float | None = None,
+        check: Callable[[int, bytes], None] | None = None,
     ) -> list[bytes | None]:
-        """The body of each path's ``200`` answer, or None: ask that path again one by one."""
+        """The body of each path's ``200`` answer, or None: ask that path again one by one.
+        ``check(i, body)`` judges each body as it arrives (the mirror: its BLAKE3 digest), so
+        an exception it raises ends the batch at the first bad answer, before the others are
+        held in memory."""
         out: list[bytes | None] = [None] * len(paths)
         if not self.on or not paths:
             return out
@@ -120,7 +127,7 @@ class PipelinedGet:
         conns: list[_Conn] = []
         try:
             try:
-                self._run(paths, limit, deadline, todo, out, sel, conns)
+                self._run(paths, limit, deadline, todo, out, sel, conns, check)
             except (_Unframed, OSError):
                 self.on = False  # every path not answered yet stays None
         finally:
@@ -138,6 +145,7 @@ class PipelinedGet:
         out: list[bytes | None],
         sel: selectors.BaseSelector,
         conns: list[_Conn],
+        check: Callable[[int, bytes], None] | None,
     ) -> None:
         for _ in range(min(self.connections, len(paths))):
             conns.append(self._connect(sel, deadline))
@@ -177,7 +185,7 @@ class PipelinedGet:
                         data = b""
                     if data:
                         c.buf += data
-                        self._answers(c, paths, limit, out)
+                        self._answers(c, paths, limit, out, check)
                     if not data or c.closing:
                         self._reopen(sel, conns, c, todo, deadline)
 
@@ -240,8 +248,8 @@ class PipelinedGet:
 
     # -- answers ---------------------------------------------------------------------------------
 
-    def _answers(self, c: _Conn, paths: Sequence[str], limit: int,
-                 out: list[bytes | None]) -> None:
+    def _answers(self, c: _Conn, paths: Sequence[str], limit: int, out: list[bytes | None],
+                 check: Callable[[int, bytes], None] | None) -> None:
         """Every complete answer in ``c.buf``, in the order of ``c.waiting``."""
         while c.buf:
             if not c.waiting:
@@ -262,7 +270,10 @@ class PipelinedGet:
                 return
             i = c.waiting.popleft()
             if status == 200 and usable:
-                out[i] = bytes(c.buf[end + 4 : stop])
+                body = bytes(c.buf[end + 4 : stop])
+                if check is not None:
+                    check(i, body)
+                out[i] = body
             del c.buf[:stop]
             c.answered += 1
             c.since = time.monotonic()

@@ -192,6 +192,31 @@ def test_an_answer_it_cannot_frame_switches_pipelining_off(kind: str) -> None:
     assert got[kept:] == [None] * (12 - kept)
 
 
+def test_the_check_ends_the_batch_at_the_first_bad_answer() -> None:
+    """``check`` judges each body as it arrives: what it raises ends the batch there, and the
+    answers after it are not waited for (nor held)."""
+    judged: list[int] = []
+
+    def check(i: int, body: bytes) -> None:
+        judged.append(i)
+        if body != body_of(f"/base/{PATHS[i]}"):
+            raise ValueError(f"bad answer {i}")
+
+    def answer(conn: int, n: int, path: str) -> bytes:
+        if path.endswith(PATHS[30]):
+            return ok(b"not the file")
+        if n > 30:
+            time.sleep(0.5)  # a slow rest: not waited for
+        return ok(body_of(path))
+
+    with scripted(answer) as (url, _):
+        t0 = time.monotonic()
+        with pytest.raises(ValueError, match="bad answer 30"):
+            client(url, connections=1).get_many(PATHS[:200], 1 << 20, check=check)
+        assert time.monotonic() - t0 < 5
+    assert judged == list(range(31))
+
+
 def test_an_announced_length_over_the_limit_is_refused() -> None:
     def answer(conn: int, n: int, path: str) -> bytes:
         if path.endswith(PATHS[2]):
