@@ -27,7 +27,7 @@ import random
 import struct
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,6 +172,7 @@ class Remote:
             return out
         chunks = [digests[i : i + BLOBS_PER_REQUEST] for i in range(0, len(digests),
                                                                     BLOBS_PER_REQUEST)]
+        chunks = self._chunks_pipelined(chunks, out)  # what it leaves: one request at a time
         if len(chunks) <= 1:
             for chunk in chunks:
                 out.update(self._blob_chunk(chunk))
@@ -181,12 +182,34 @@ class Remote:
                 out.update(part)
         return out
 
+    def _chunks_pipelined(
+        self, chunks: list[Sequence[bytes]], out: dict[bytes, bytes]
+    ) -> list[Sequence[bytes]]:
+        """The batch requests of ``chunks`` pipelined (``ledger.pipeline``), each answer read
+        into ``out`` as it arrives (``_blob_answer``); the digests it did not deliver (a
+        request handed back, an answer holding fewer than asked), as chunks for ``_blob_chunk``."""
+        if self.pipe is None or len(chunks) <= 1:
+            return chunks
+        got: dict[int, int] = {}  # chunk -> how many of its digests the answer held
+
+        def take(i: int, body: bytes, fields: Mapping[bytes, bytes]) -> None:
+            count = fields.get(b"x-blob-count", b"").decode("latin-1")
+            got[i] = self._blob_answer(chunks[i], body, count, out)
+
+        paths = [f"api/v1/blobs?{'&'.join('d=' + hex_encode(d) for d in c)}" for c in chunks]
+        before = self.pipe.requests
+        try:
+            self.pipe.get_many(paths, MAX_BLOB_ANSWER_BYTES, self.http.deadline, take)
+        finally:
+            self.http.requests += self.pipe.requests - before
+        return [c[got.get(i, 0):] for i, c in enumerate(chunks) if got.get(i, 0) < len(c)]
+
     def _blob_singles(self, digests: Sequence[bytes]) -> dict[bytes, bytes]:
         out: dict[bytes, bytes] = {}
         rest = list(digests)
         if self.pipe is not None and len(digests) > 1:
 
-            def check(i: int, data: bytes) -> None:  # each file as it arrives
+            def check(i: int, data: bytes, _: object) -> None:  # each file as it arrives
                 if blake3_digest(data) != digests[i]:
                     raise BadAnswer(f"blob {hex_encode(digests[i])} from the mirror has "
                                     "another hash")
@@ -227,26 +250,33 @@ class Remote:
             body, headers = self.get(
                 "api/v1/blobs", MAX_BLOB_ANSWER_BYTES, [("d", hex_encode(d)) for d in ask]
             )
-            count = headers.get("x-blob-count", "")
-            if not count.isascii() or not count.isdigit() or len(count) > 4 \
-                    or not 1 <= int(count) <= len(ask):
-                raise CannotCheck("the mirror's blob answer has no valid X-Blob-Count")
-            pos = 0
-            for digest in ask[: int(count)]:
-                if pos + 4 > len(body):
-                    raise BadAnswer("the mirror's blob answer is truncated")
-                (n,) = struct.unpack_from(">I", body, pos)
-                data = body[pos + 4 : pos + 4 + n]
-                if len(data) != n:
-                    raise BadAnswer("the mirror's blob answer is truncated")
-                if blake3_digest(data) != digest:
-                    raise BadAnswer(f"blob {hex_encode(digest)} from the mirror has another hash")
-                out[digest] = data
-                pos += 4 + n
-            if pos != len(body):
-                raise BadAnswer("the mirror's blob answer has trailing bytes")
-            todo = todo[int(count) :]
+            todo = todo[self._blob_answer(ask, body, headers.get("x-blob-count", ""), out) :]
         return out
+
+    @staticmethod
+    def _blob_answer(
+        ask: Sequence[bytes], body: bytes, count: str, out: dict[bytes, bytes]
+    ) -> int:
+        """Read one batch answer (``count``: its ``X-Blob-Count``) into ``out``, each blob
+        checked against its digest; how many of ``ask`` it held."""
+        if not count.isascii() or not count.isdigit() or len(count) > 4 \
+                or not 1 <= int(count) <= len(ask):
+            raise CannotCheck("the mirror's blob answer has no valid X-Blob-Count")
+        pos = 0
+        for digest in ask[: int(count)]:
+            if pos + 4 > len(body):
+                raise BadAnswer("the mirror's blob answer is truncated")
+            (n,) = struct.unpack_from(">I", body, pos)
+            data = body[pos + 4 : pos + 4 + n]
+            if len(data) != n:
+                raise BadAnswer("the mirror's blob answer is truncated")
+            if blake3_digest(data) != digest:
+                raise BadAnswer(f"blob {hex_encode(digest)} from the mirror has another hash")
+            out[digest] = data
+            pos += 4 + n
+        if pos != len(body):
+            raise BadAnswer("the mirror's blob answer has trailing bytes")
+        return int(count)
 
 
 class TileHashes:
@@ -634,11 +664,15 @@ class Mirror:
         """Entries ``[start, end)`` from the remote entry tiles of the tree of ``size`` (the
         tiles fetched ``TILES_IN_FLIGHT`` at a time)."""
         tiles = list(range(start // TILE_WIDTH, (end + TILE_WIDTH - 1) // TILE_WIDTH))
-        if len(tiles) <= 1:
-            got = [self._entry_tile(t, size) for t in tiles]
+        piped = self._tiles_pipelined(tiles, size)
+        rest = [t for t in tiles if t not in piped]  # handed back: one request at a time
+        if len(rest) <= 1:
+            piped.update((t, self._entry_tile(t, size)) for t in rest)
         else:
             with ThreadPoolExecutor(max_workers=TILES_IN_FLIGHT) as pool:
-                got = list(pool.map(lambda t: self._entry_tile(t, size), tiles))
+                piped.update(zip(rest, pool.map(lambda t: self._entry_tile(t, size), rest),
+                                 strict=True))
+        got = [piped[t] for t in tiles]
         out: list[tuple[int, bytes]] = []
         for t, items in zip(tiles, got, strict=True):
             for k, data in enumerate(items):
@@ -647,13 +681,40 @@ class Mirror:
                     out.append((i, data))
         return out
 
+    def _tiles_pipelined(self, tiles: list[int], size: int) -> dict[int, list[bytes]]:
+        """The entry tiles ``tiles`` pipelined (``ledger.pipeline``; gzip taken as it comes,
+        opened by ``gunzip_bundle``), each read as it arrives; those it hands back are not in
+        the answer."""
+        pipe = self.remote.pipe
+        out: dict[int, list[bytes]] = {}
+        if pipe is None or len(tiles) <= 1:
+            return out
+
+        def take(i: int, body: bytes, _: object) -> None:
+            out[tiles[i]] = self._entry_items(tiles[i], size, body)
+
+        before = pipe.requests
+        try:
+            pipe.get_many([entries_tile_path(t, min(TILE_WIDTH, size - t * TILE_WIDTH))
+                           for t in tiles], MAX_ENTRY_TILE_BYTES, self.remote.http.deadline,
+                          take, encodings=(b"identity", b"gzip"))
+        finally:
+            self.remote.http.requests += pipe.requests - before
+        return out
+
     def _entry_tile(self, t: int, size: int) -> list[bytes]:
+        width = min(TILE_WIDTH, size - t * TILE_WIDTH)
+        return self._entry_items(t, size, self.remote.get(entries_tile_path(t, width),
+                                                          MAX_ENTRY_TILE_BYTES)[0])
+
+    @staticmethod
+    def _entry_items(t: int, size: int, data: bytes) -> list[bytes]:
+        """The entries of entry tile ``t`` of the tree of ``size``, from its bytes as served
+        (gzip or not)."""
         width = min(TILE_WIDTH, size - t * TILE_WIDTH)
         path = entries_tile_path(t, width)
         try:
-            items = parse_entry_bundle(
-                gunzip_bundle(self.remote.get(path, MAX_ENTRY_TILE_BYTES)[0])
-            )
+            items = parse_entry_bundle(gunzip_bundle(data))
         except BadInput as e:
             raise BadAnswer(
                 f"remote {path} is malformed ({oneline(str(e))}): the tile does not match "

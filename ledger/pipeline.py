@@ -1,17 +1,19 @@
-"""Pipelined HTTP/1.1 GETs of many small static files: ``ledger mirror`` from a static location
-(``ledger publish`` output behind nginx or an S3 gateway), which holds one file per blob.
+"""Pipelined HTTP/1.1 GETs of many answers from one host: ``ledger mirror``'s bundle files from
+a static location (``ledger publish`` output behind nginx or an S3 gateway: one file per blob),
+and its entry tiles and blob batches from any host.
 
-One request per file, with its answer awaited before the next request is written, costs a client
-most of its CPU in the round trip: through ``http.client`` on eight threads the mirror spent
-~290 µs of CPU per blob on it. Pipelining (RFC 9112, section 9.3.2) writes the requests ahead of
-the answers on a few kept-alive connections, and reads the answers, which a server must send in
-the order of the requests, from one buffer per connection: one thread, non-blocking sockets, a few
-µs per file (docs/benchmarks.md).
+One request at a time, each answer awaited before the next request is written, costs a Python
+client most of its CPU in the round trip: through ``http.client`` on eight threads the mirror
+spent ~290 µs of CPU per blob file on it, and httpx ~1 ms per batch answer. Pipelining (RFC 9112,
+section 9.3.2) writes the requests ahead of the answers on a few kept-alive connections, and
+reads the answers, which a server must send in the order of the requests, from one buffer per
+connection: one thread, non-blocking sockets, ~10 µs per answer (docs/benchmarks.md).
 
-``PipelinedGet.get_many(paths, limit)`` returns one item per path: the body of a ``200`` answer,
-or ``None`` for a path the caller must ask again through the one-request client, which then says
-what is wrong. The bounds are ``HttpClient``'s (whose deadline, per-request timeout and request
-count it shares), whatever the peer does:
+``PipelinedGet.get_many(paths, limit, deadline, check, encodings)`` returns one item per path:
+the body of a ``200`` answer, or ``None`` for a path the caller must ask again through the
+one-request client, which then says what is wrong; ``check`` judges each body as it arrives,
+with its header fields. The bounds are ``HttpClient``'s (whose deadline, per-request timeout and
+request count the caller shares), whatever the peer does:
 
 1. **time**: every answer must be complete within ``request_timeout`` of the moment the client
    began to wait for it (a peer that trickles bytes is cut off there), and everything by the
@@ -20,8 +22,8 @@ count it shares), whatever the peer does:
    answer, and a body longer than announced are refused (the connection's bytes are framed by
    ``Content-Length`` only);
 3. **content**: a ``200`` answer whose media type is not one of ``BYTES``, or with a
-   ``Content-Encoding`` other than ``identity``, and any other status, give ``None`` (asked again
-   one by one);
+   ``Content-Encoding`` not in ``encodings`` (default: only ``identity``; an encoding taken is
+   handed over still encoded), and any other status, give ``None`` (asked again one by one);
 4. **framing**: an answer it cannot frame (no ``Content-Length``, a ``Transfer-Encoding``, a
    malformed head, an interim ``1xx``, HTTP/1.0), a connection the server closes before it has
    answered anything, or a failed connect: pipelining is switched off until ``reset()`` (the
@@ -40,7 +42,7 @@ import selectors
 import socket
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from ledger.errors import CannotCheck
@@ -51,6 +53,11 @@ MAX_HEAD_BYTES = 16 << 10
 MAX_SKIPPED_BODY = 64 << 10  # the body of an answer handed back (not 200) read past, at most
 RECV_BYTES = 1 << 18
 BYTES = (b"application/octet-stream", b"binary/octet-stream", b"text/plain", b"")
+
+
+# check(i, body, fields): judges the body of path i's answer as it arrives (raises to stop)
+Check = Callable[[int, bytes, Mapping[bytes, bytes]], None]
+_Taken = tuple[int, "Check | None", tuple[bytes, ...]]  # (limit, check, encodings taken)
 
 
 class _Unframed(Exception):
@@ -113,21 +120,25 @@ class PipelinedGet:
         paths: Sequence[str],
         limit: int,
         deadline: float | None = None,
-        check: Callable[[int, bytes], None] | None = None,
+        check: Check | None = None,
+        encodings: Sequence[bytes] = (b"identity",),
     ) -> list[bytes | None]:
         """The body of each path's ``200`` answer, or None: ask that path again one by one.
-        ``check(i, body)`` judges each body as it arrives (the mirror: its BLAKE3 digest), so
+        ``check(i, body, fields)`` judges each body as it arrives, with its answer's header
+        fields (lower-case names; the mirror: a file's BLAKE3 digest, a blob batch's count), so
         an exception it raises ends the batch at the first bad answer, before the others are
-        held in memory."""
+        held in memory. ``encodings``: the ``Content-Encoding`` values taken as they are (the
+        body is handed over still encoded; the caller decodes it, within its own limits)."""
         out: list[bytes | None] = [None] * len(paths)
         if not self.on or not paths:
             return out
         todo: deque[int] = deque(range(len(paths)))
         sel = selectors.DefaultSelector()
         conns: list[_Conn] = []
+        taken = (limit, check, tuple(e.lower() for e in encodings))
         try:
             try:
-                self._run(paths, limit, deadline, todo, out, sel, conns, check)
+                self._run(paths, taken, deadline, todo, out, sel, conns)
             except (_Unframed, OSError):
                 self.on = False  # every path not answered yet stays None
         finally:
@@ -139,13 +150,12 @@ class PipelinedGet:
     def _run(
         self,
         paths: Sequence[str],
-        limit: int,
+        taken: _Taken,
         deadline: float | None,
         todo: deque[int],
         out: list[bytes | None],
         sel: selectors.BaseSelector,
         conns: list[_Conn],
-        check: Callable[[int, bytes], None] | None,
     ) -> None:
         for _ in range(min(self.connections, len(paths))):
             conns.append(self._connect(sel, deadline))
@@ -185,7 +195,7 @@ class PipelinedGet:
                         data = b""
                     if data:
                         c.buf += data
-                        self._answers(c, paths, limit, out, check)
+                        self._answers(c, paths, taken, out)
                     if not data or c.closing:
                         self._reopen(sel, conns, c, todo, deadline)
 
@@ -248,9 +258,10 @@ class PipelinedGet:
 
     # -- answers ---------------------------------------------------------------------------------
 
-    def _answers(self, c: _Conn, paths: Sequence[str], limit: int, out: list[bytes | None],
-                 check: Callable[[int, bytes], None] | None) -> None:
+    def _answers(self, c: _Conn, paths: Sequence[str], taken: _Taken,
+                 out: list[bytes | None]) -> None:
         """Every complete answer in ``c.buf``, in the order of ``c.waiting``."""
+        limit, check, encodings = taken
         while c.buf:
             if not c.waiting:
                 raise _Unframed("bytes no request asked for")
@@ -259,67 +270,64 @@ class PipelinedGet:
                 if len(c.buf) >= MAX_HEAD_BYTES:
                     raise _Unframed("an answer head over the limit")
                 return
-            status, length, usable, close = self._head(bytes(c.buf[:end]))
-            if status == 200 and usable and length > limit:
+            status, length, fields = _head(bytes(c.buf[:end]))
+            usable = status == 200 and fields.get(b"content-type", b"").split(b";", 1)[0] \
+                .strip().lower() in BYTES \
+                and fields.get(b"content-encoding", b"identity").lower() in encodings
+            if usable and length > limit:
                 raise CannotCheck(f"{self.base}/{paths[c.waiting[0]]}: {self.what} announced "
                                   f"{length} bytes, over the {limit}-byte limit")
-            if not (status == 200 and usable) and length > MAX_SKIPPED_BODY:
+            if not usable and length > MAX_SKIPPED_BODY:
                 raise _Unframed("a long answer handed back")
             stop = end + 4 + length
             if len(c.buf) < stop:
                 return
             i = c.waiting.popleft()
-            if status == 200 and usable:
+            if usable:
                 body = bytes(c.buf[end + 4 : stop])
                 if check is not None:
-                    check(i, body)
+                    check(i, body, fields)
                 out[i] = body
             del c.buf[:stop]
             c.answered += 1
             c.since = time.monotonic()
-            if close:
+            if b"close" in fields.get(b"connection", b"").lower():
                 c.closing = True
                 if c.buf:
                     raise _Unframed("bytes after an answer that closes the connection")
                 return
 
-    @staticmethod
-    def _head(head: bytes) -> tuple[int, int, bool, bool]:
-        """(status, Content-Length, a 200 answer would be usable, the server will close)."""
-        lines = head.split(b"\r\n")
-        first = lines[0].split(b" ", 2)
-        if len(first) < 2 or first[0] != b"HTTP/1.1" or len(first[1]) != 3 \
-                or not first[1].isdigit():
-            raise _Unframed("not an HTTP/1.1 status line")
-        status = int(first[1])
-        if status < 200:
-            raise _Unframed("an interim answer")
-        length: int | None = None
-        media = b""
-        identity = True
-        close = False
-        for line in lines[1:]:
-            name, colon, value = line.partition(b":")
-            if not colon or not name or name != name.strip():
-                raise _Unframed("a malformed header line")
-            name = name.lower()
-            value = value.strip()
-            if name == b"content-length":
-                if not value.isdigit() or len(value) > 19 or (
-                        length is not None and int(value) != length):
-                    raise _Unframed("a malformed Content-Length")
-                length = int(value)
-            elif name == b"transfer-encoding":
-                raise _Unframed("a Transfer-Encoding")
-            elif name == b"content-type":
-                media = value.split(b";", 1)[0].strip().lower()
-            elif name == b"content-encoding":
-                identity = identity and value.lower() == b"identity"
-            elif name == b"connection":
-                close = close or b"close" in value.lower()
-        if length is None:
-            if status in (204, 304):
-                length = 0
-            else:
-                raise _Unframed("an answer without Content-Length")
-        return status, length, media in BYTES and identity, close
+
+def _head(head: bytes) -> tuple[int, int, dict[bytes, bytes]]:
+    """(status, Content-Length, the header fields: lower-case names, values stripped; a name
+    given twice keeps its values joined by ``, ``)."""
+    lines = head.split(b"\r\n")
+    first = lines[0].split(b" ", 2)
+    if len(first) < 2 or first[0] != b"HTTP/1.1" or len(first[1]) != 3 \
+            or not first[1].isdigit():
+        raise _Unframed("not an HTTP/1.1 status line")
+    status = int(first[1])
+    if status < 200:
+        raise _Unframed("an interim answer")
+    fields: dict[bytes, bytes] = {}
+    length: int | None = None
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        if not colon or not name or name != name.strip():
+            raise _Unframed("a malformed header line")
+        name = name.lower()
+        value = value.strip()
+        if name == b"content-length":
+            if not value.isdigit() or len(value) > 19 or (
+                    length is not None and int(value) != length):
+                raise _Unframed("a malformed Content-Length")
+            length = int(value)
+        elif name == b"transfer-encoding":
+            raise _Unframed("a Transfer-Encoding")
+        fields[name] = fields[name] + b", " + value if name in fields else value
+    if length is None:
+        if status in (204, 304):
+            length = 0
+        else:
+            raise _Unframed("an answer without Content-Length")
+    return status, length, fields

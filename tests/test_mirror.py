@@ -19,7 +19,7 @@ from ledger.entries import node_key_id
 from ledger.errors import CannotCheck, RewriteDetected, SignatureError, TamperDetected
 from ledger.httpclient import BadAnswer
 from ledger.log import Log
-from ledger.mirror import Mirror, Remote, follow
+from ledger.mirror import BLOBS_PER_REQUEST, Mirror, Remote, follow
 from ledger.note import note_text, open_note, parse_checkpoint, parse_vkey
 from ledger.server import make_app
 from ledger.store import Store
@@ -127,6 +127,30 @@ def test_mirror_copies_and_verifies_everything(
     assert res.returncode == 0 and res.stdout.encode() == log.store.checkpoint()
     audit = run_cli("audit", home=tmp_path / "m")
     assert audit.returncode == 0, audit.stderr
+
+
+@pytest.mark.parametrize("batch_bytes", [32 << 20, 1])
+def test_mirror_pipelines_tiles_and_blob_batches_from_ledger_serve(
+    origin: tuple[Log, BackgroundServer], tmp_path: Path, batch_bytes: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without a client handed in, the mirror asks the entry tiles and the blob batches of
+    ``ledger serve`` pipelined (``ledger.pipeline``), and the server answers them in order. With
+    the server's batch cap at one byte every batch answer holds one blob (``X-Blob-Count: 1``):
+    the rest of each batch is asked again one request at a time, and nothing is missing."""
+    import ledger.server
+
+    monkeypatch.setattr(ledger.server, "MAX_BATCH_BYTES", batch_bytes)
+    log, srv = origin
+    r = Remote(srv.url)
+    _OPEN.append(r)
+    result = Mirror(tmp_path / "m", r, vkey_of(log)).sync()
+    assert r.batch is True and r.pipe is not None and r.pipe.on
+    assert r.pipe.requests >= 2 + (304 - BLOBS_PER_REQUEST) // BLOBS_PER_REQUEST  # tiles, batches
+    assert (result.entries, result.blobs) == (301, 304)
+    if batch_bytes == 1:  # one request per blob beyond each batch's first
+        assert result.requests > 304
+    same_ledger(log.home, tmp_path / "m")
 
 
 def test_mirror_follows_growth_and_serves_it(

@@ -197,7 +197,7 @@ def test_the_check_ends_the_batch_at_the_first_bad_answer() -> None:
     answers after it are not waited for (nor held)."""
     judged: list[int] = []
 
-    def check(i: int, body: bytes) -> None:
+    def check(i: int, body: bytes, fields: object) -> None:
         judged.append(i)
         if body != body_of(f"/base/{PATHS[i]}"):
             raise ValueError(f"bad answer {i}")
