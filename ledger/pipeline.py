@@ -93,15 +93,19 @@ class PipelinedGet:
         parts = urlsplit(base)
         self.base = base.rstrip("/")
         self.what = what
-        self.usable = parts.scheme == "http" and bool(parts.hostname)
-        self.on = self.usable
         self.host = parts.hostname or ""
         self.port = parts.port or 80
         self.prefix = parts.path.rstrip("/")
         hostport = self.host if parts.port is None else f"{self.host}:{parts.port}"
         if ":" in self.host:  # an IPv6 literal
             hostport = f"[{self.host}]" if parts.port is None else f"[{self.host}]:{parts.port}"
-        self.hostport = hostport.encode("ascii")
+        # a host or path that is not plain ASCII (an IDN, an unescaped space) is left to the
+        # one-request client, which encodes it
+        plain = (hostport + self.prefix).isascii() and not any(
+            ch <= " " or ch == "\x7f" for ch in hostport + self.prefix)
+        self.hostport = hostport.encode("ascii") if plain else b""
+        self.usable = parts.scheme == "http" and bool(self.host) and plain
+        self.on = self.usable
         self.request_timeout = request_timeout
         self.connect_timeout = connect_timeout
         self.connections = max(1, connections)

@@ -272,3 +272,12 @@ def test_tls_is_left_to_the_one_request_client() -> None:
     assert pipe.get_many(PATHS[:2], 100) == [None, None] and pipe.requests == 0
     pipe.reset()
     assert not pipe.on
+
+
+@pytest.mark.parametrize("url", ["http://bücher.example/log", "http://127.0.0.1:1/a b",
+                                 "http://127.0.0.1:1/\u00e9"])
+def test_a_host_or_path_that_is_not_plain_ascii_is_left_to_the_one_request_client(
+    url: str,
+) -> None:
+    pipe = client(url)
+    assert not pipe.usable and pipe.get_many(PATHS[:2], 100) == [None, None]
