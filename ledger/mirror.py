@@ -76,7 +76,7 @@ from ledger.httpclient import (
 )
 from ledger.native import BundleView, Verifying, VerifyJob, verify_many
 from ledger.note import Checkpoint, NoteVerifier, note_text, open_note, parse_checkpoint
-from ledger.pipeline import PipelinedGet
+from ledger.pipeline import HandBack, PipelinedGet
 from ledger.store import Store, part_of, part_start
 from ledger.tiles import TILE_WIDTH, entries_tile_path, parse_entry_bundle, tile_path
 
@@ -194,7 +194,10 @@ class Remote:
 
         def take(i: int, body: bytes, fields: Mapping[bytes, bytes]) -> None:
             count = fields.get(b"x-blob-count", b"").decode("latin-1")
-            got[i] = self._blob_answer(chunks[i], body, count, out)
+            try:
+                got[i] = self._blob_answer(chunks[i], body, count, out)
+            except (BadAnswer, CannotCheck):
+                raise HandBack from None  # asked again alone, which says what is wrong
 
         paths = [f"api/v1/blobs?{'&'.join('d=' + hex_encode(d) for d in c)}" for c in chunks]
         before = self.pipe.requests
@@ -211,8 +214,7 @@ class Remote:
 
             def check(i: int, data: bytes, _: object) -> None:  # each file as it arrives
                 if blake3_digest(data) != digests[i]:
-                    raise BadAnswer(f"blob {hex_encode(digests[i])} from the mirror has "
-                                    "another hash")
+                    raise HandBack  # asked again alone, where a wrong file is BadAnswer
 
             before = self.pipe.requests
             try:
@@ -594,9 +596,21 @@ class Mirror:
                     if end < cp.size:
                         ahead = pool.submit(self._fetch, end, nxt, cp.size)
                     with collector_paused():  # the batch makes no cycles (ledger.gcpause)
-                        blobs_fetched += self._batch(
-                            store, registry, frontier, rows, end, cp, hashes, known, blobs
-                        )
+                        try:
+                            blobs_fetched += self._batch(
+                                store, registry, frontier, rows, end, cp, hashes, known, blobs
+                            )
+                        except _TilesMismatch:
+                            pipe = self.remote.pipe
+                            if pipe is None or not pipe.usable:
+                                raise
+                            # the tiles may have come pipelined through something that mixes
+                            # up answers: once more, one request at a time, before judging
+                            pipe.on = False
+                            rows, blobs = self._fetch(local, end, cp.size)
+                            blobs_fetched += self._batch(
+                                store, registry, frontier, rows, end, cp, hashes, known, blobs
+                            )
                     local, end = end, nxt
                     self._registry_size = local
                     if self.progress is not None:
@@ -691,7 +705,10 @@ class Mirror:
             return out
 
         def take(i: int, body: bytes, _: object) -> None:
-            out[tiles[i]] = self._entry_items(tiles[i], size, body)
+            try:
+                out[tiles[i]] = self._entry_items(tiles[i], size, body)
+            except BadAnswer:
+                raise HandBack from None  # asked again alone, which says what is wrong
 
         before = pipe.requests
         try:
@@ -793,7 +810,7 @@ class Mirror:
         if (end < cp.size and prefix_root(end, cp, hashes) != root) or (
             end == cp.size and root != cp.root
         ):
-            raise BadAnswer(
+            raise _TilesMismatch(
                 f"the remote entry tiles up to {end} do not match the signed checkpoint of size "
                 f"{cp.size} (a tile does not match the signed checkpoint)"
             )
@@ -892,6 +909,11 @@ class Mirror:
                                      "verify")
         known.update((part, d) for part, digests in wanted.items() for d in digests)
         return len(blobs)
+
+
+class _TilesMismatch(BadAnswer):
+    """A batch's entry tiles do not give the signed tree (raised before anything of the batch
+    is judged, so the batch can be fetched again and judged anew)."""
 
 
 def _early_signatures(

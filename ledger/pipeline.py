@@ -25,9 +25,10 @@ request count the caller shares), whatever the peer does:
    ``Content-Encoding`` not in ``encodings`` (default: only ``identity``; an encoding taken is
    handed over still encoded), and any other status, give ``None`` (asked again one by one);
 4. **framing**: an answer it cannot frame (no ``Content-Length``, a ``Transfer-Encoding``, a
-   malformed head, an interim ``1xx``, HTTP/1.0), a connection the server closes before it has
-   answered anything, or a failed connect: pipelining is switched off until ``reset()`` (the
-   mirror calls it once per sync) and every path not yet answered is ``None``;
+   malformed head, an interim ``1xx``, HTTP/1.0), an answer ``check`` refuses with ``HandBack``
+   (it does not fit its request), a connection the server closes before it has answered
+   anything, or a failed connect: pipelining is switched off until ``reset()`` (the mirror calls
+   it once per sync) and every path not yet answered is ``None``;
 5. **closing**: an answer with ``Connection: close``, or a connection the server closes or
    resets after answering some requests (a keep-alive request limit): the requests it did not
    answer in full are written again on a new connection, as often as each connection answers at
@@ -62,6 +63,13 @@ _Taken = tuple[int, "Check | None", tuple[bytes, ...]]  # (limit, check, encodin
 
 class _Unframed(Exception):
     """An answer the pipeline cannot frame: pipelining is switched off."""
+
+
+class HandBack(Exception):
+    """Raised by a ``check``: this answer does not fit its request (a file that does not hash to
+    its digest, say, as a middlebox that mixes up pipelined answers would give). Pipelining is
+    switched off as for an answer it cannot frame, and this path and every one not answered yet
+    are handed back: asked again one at a time, where the same answer is judged for what it is."""
 
 
 class _Conn:
@@ -143,7 +151,7 @@ class PipelinedGet:
         try:
             try:
                 self._run(paths, taken, deadline, todo, out, sel, conns)
-            except (_Unframed, OSError):
+            except (_Unframed, HandBack, OSError):
                 self.on = False  # every path not answered yet stays None
         finally:
             for c in conns:

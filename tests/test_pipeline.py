@@ -14,7 +14,7 @@ from contextlib import contextmanager
 import pytest
 
 from ledger.errors import CannotCheck
-from ledger.pipeline import MAX_HEAD_BYTES, PipelinedGet
+from ledger.pipeline import MAX_HEAD_BYTES, HandBack, PipelinedGet
 
 # answer(connection number, request number on that connection, path) -> the bytes to send, or
 # None: close the connection without answering
@@ -215,6 +215,21 @@ def test_the_check_ends_the_batch_at_the_first_bad_answer() -> None:
             client(url, connections=1).get_many(PATHS[:200], 1 << 20, check=check)
         assert time.monotonic() - t0 < 5
     assert judged == list(range(31))
+
+
+def test_an_answer_the_check_hands_back_switches_pipelining_off() -> None:
+    """``HandBack`` from the check (an answer that does not fit its request): that path and
+    every one not answered yet are None, and the client stops pipelining until reset."""
+
+    def check(i: int, body: bytes, fields: object) -> None:
+        if i == 6:
+            raise HandBack
+
+    with scripted(lambda conn, n, path: ok(body_of(path))) as (url, _):
+        pipe = client(url, connections=1, depth=4)
+        got = pipe.get_many(PATHS[:20], 1 << 20, check=check)
+    assert got[:6] == [body_of(f"/base/{p}") for p in PATHS[:6]]
+    assert got[6:] == [None] * 14 and not pipe.on
 
 
 def test_an_announced_length_over_the_limit_is_refused() -> None:
