@@ -27,8 +27,9 @@ import random
 import struct
 import time
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -772,79 +773,57 @@ class Mirror:
         4. The files each part of the batch lacks; 5. all of it appended in one transaction,
            which commits only once every signature has verified.
         """
-        early, early_jobs = _early_signatures(registry, fetched)
-        try:
-            return self._judged(store, registry, frontier, fetched, end, cp, hashes, known,
-                                prefetched, early, early_jobs)
-        finally:
-            early.result()  # its threads are done before the batch is
-
-    def _judged(
-        self,
-        store: Store,
-        registry: Registry,
-        frontier: merkle.Frontier,
-        fetched: list[Fetched],
-        end: int,
-        cp: Checkpoint,
-        hashes: TileHashes,
-        known: set[tuple[int, bytes]],
-        prefetched: dict[bytes, bytes] | None,
-        early: Verifying,
-        early_jobs: dict[int, tuple[int, VerifyJob]],
-    ) -> int:
-        """``_batch`` once the signatures of the entries whose signer the registry knew before
-        the batch are being checked (``early``)."""
-        start = frontier.size
-        leaves = [f.leaf for f in fetched]
-        width = len(leaves)
-        levels = None
-        probe = merkle.Frontier.from_edge(start, frontier.edge())
-        if width and width & (width - 1) == 0 and start % width == 0:
-            levels = merkle.perfect_levels(leaves)
-            probe.append_subtree(levels)
-        else:
-            for lh in leaves:
-                probe.append(lh)
-        root = probe.root()
-        if (end < cp.size and prefix_root(end, cp, hashes) != root) or (
-            end == cp.size and root != cp.root
-        ):
-            raise _TilesMismatch(
-                f"the remote entry tiles up to {end} do not match the signed checkpoint of size "
-                f"{cp.size} (a tile does not match the signed checkpoint)"
-            )
-        jobs: list[VerifyJob] = []
-        job_at: list[int] = []
-        first: tuple[int, LedgerError] | None = None
-        links = _BatchLinks(store, frontier, levels)
-        for f in fetched:
+        with _early_checks(registry, fetched) as (early, early_jobs):
+            start = frontier.size
+            leaves = [f.leaf for f in fetched]
+            width = len(leaves)
+            levels = None
+            probe = merkle.Frontier.from_edge(start, frontier.edge())
+            if width and width & (width - 1) == 0 and start % width == 0:
+                levels = merkle.perfect_levels(leaves)
+                probe.append_subtree(levels)
+            else:
+                for lh in leaves:
+                    probe.append(lh)
+            root = probe.root()
+            if (end < cp.size and prefix_root(end, cp, hashes) != root) or (
+                end == cp.size and root != cp.root
+            ):
+                raise _TilesMismatch(
+                    f"the remote entry tiles up to {end} do not match the signed checkpoint of "
+                    f"size {cp.size} (a tile does not match the signed checkpoint)"
+                )
+            jobs: list[VerifyJob] = []
+            job_at: list[int] = []
+            first: tuple[int, LedgerError] | None = None
+            links = _BatchLinks(store, frontier, levels)
+            for f in fetched:
+                try:
+                    _rules(registry, links, f, jobs, job_at)
+                except LedgerError as e:  # the registry is not used past it: the sync fails
+                    first = (f.at, e)
+                    break
+            else:
+                links.done()
+            if first is not None:
+                bad = verify_many(jobs, threads=VERIFY_THREADS)
+                if bad and job_at[bad[0]] <= first[0]:
+                    raise SignatureError(f"remote entry {job_at[bad[0]]}: entry signature does not "
+                                         "verify")
+                raise first[1]
+            # the signatures are checked on threads of their own (without the GIL) while the batch's
+            # files are gathered and its rows written; the transaction commits only once every
+            # signature has verified, and a bad one rolls it back
+            verifying = _Signatures(early, early_jobs, jobs, job_at)
             try:
-                _rules(registry, links, f, jobs, job_at)
-            except LedgerError as e:  # the registry is not used past it: the sync fails
-                first = (f.at, e)
-                break
-        else:
-            links.done()
-        if first is not None:
-            bad = verify_many(jobs, threads=VERIFY_THREADS)
-            if bad and job_at[bad[0]] <= first[0]:
-                raise SignatureError(f"remote entry {job_at[bad[0]]}: entry signature does not "
-                                     "verify")
-            raise first[1]
-        # the signatures are checked on threads of their own (without the GIL) while the batch's
-        # files are gathered and its rows written; the transaction commits only once every
-        # signature has verified, and a bad one rolls it back
-        verifying = _Signatures(early, early_jobs, jobs, job_at)
-        try:
-            return self._store(store, fetched, start, end, root, levels, known, prefetched,
-                               verifying, job_at)
-        except BaseException:
-            bad = verifying.result()  # a bad signature is the first thing to report
-            if bad:
-                raise SignatureError(f"remote entry {job_at[bad[0]]}: entry signature does not "
-                                     "verify") from None
-            raise
+                return self._store(store, fetched, start, end, root, levels, known, prefetched,
+                                   verifying, job_at)
+            except BaseException:
+                bad = verifying.result()  # a bad signature is the first thing to report
+                if bad:
+                    raise SignatureError(f"remote entry {job_at[bad[0]]}: entry signature does not "
+                                         "verify") from None
+                raise
 
     def _store(
         self,
@@ -914,6 +893,19 @@ class Mirror:
 class _TilesMismatch(BadAnswer):
     """A batch's entry tiles do not give the signed tree (raised before anything of the batch
     is judged, so the batch can be fetched again and judged anew)."""
+
+
+@contextmanager
+def _early_checks(
+    registry: Registry, fetched: list[Fetched]
+) -> Iterator[tuple[Verifying, dict[int, tuple[int, VerifyJob]]]]:
+    """``_early_signatures`` for the length of a batch: its threads are done before the batch
+    is, however it ends."""
+    early = _early_signatures(registry, fetched)
+    try:
+        yield early
+    finally:
+        early[0].result()
 
 
 def _early_signatures(
