@@ -5,7 +5,6 @@ scripts (one thread per connection, requests read as they arrive, pipelined or n
 from __future__ import annotations
 
 import socket
-import socketserver
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -15,6 +14,7 @@ import pytest
 
 from ledger.errors import CannotCheck
 from ledger.pipeline import MAX_HEAD_BYTES, HandBack, PipelinedGet
+from tests.helpers.tcpserver import serving
 
 # answer(connection number, request number on that connection, path) -> the bytes to send, or
 # None: close the connection without answering
@@ -42,43 +42,29 @@ class Scripted:
 def scripted(answer: Answer) -> Iterator[tuple[str, Scripted]]:
     state = Scripted(answer)
 
-    class Handler(socketserver.BaseRequestHandler):
-        def handle(self) -> None:
+    def handle(sock: socket.socket) -> None:
+        with state.lock:
+            conn = state.connections
+            state.connections += 1
+        buf, n = b"", 0
+        while True:
+            while b"\r\n\r\n" not in buf:
+                got = sock.recv(65536)
+                if not got:
+                    return
+                buf += got
+            head, _, buf = buf.partition(b"\r\n\r\n")
+            path = head.split(b"\r\n")[0].split(b" ")[1].decode()
             with state.lock:
-                conn = state.connections
-                state.connections += 1
-            sock = self.request
-            sock.settimeout(20)
-            buf, n = b"", 0
-            try:
-                while True:
-                    while b"\r\n\r\n" not in buf:
-                        got = sock.recv(65536)
-                        if not got:
-                            return
-                        buf += got
-                    head, _, buf = buf.partition(b"\r\n\r\n")
-                    path = head.split(b"\r\n")[0].split(b" ")[1].decode()
-                    with state.lock:
-                        state.requests += 1
-                    out = state.answer(conn, n, path)
-                    n += 1
-                    if out is None:
-                        return
-                    sock.sendall(out)
-            except OSError:
+                state.requests += 1
+            out = state.answer(conn, n, path)
+            n += 1
+            if out is None:
                 return
+            sock.sendall(out)
 
-    socketserver.ThreadingTCPServer.allow_reuse_address = True
-    srv = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
-    srv.daemon_threads = True
-    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05},
-                     daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{srv.server_address[1]}/base", state
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    with serving(handle) as port:
+        yield f"http://127.0.0.1:{port}/base", state
 
 
 def client(url: str, request_timeout: float = 10.0, **kw: int) -> PipelinedGet:

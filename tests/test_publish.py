@@ -11,10 +11,8 @@ import gzip
 import os
 import shutil
 import socket
-import socketserver
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,12 +25,13 @@ import pytest
 from ledger.bundle import Bundle
 from ledger.errors import BadInput
 from ledger.log import Log
-from ledger.mirror import Mirror, Remote
+from ledger.mirror import Mirror, Remote, SyncResult
 from ledger.publish import IMMUTABLE, DirTarget, S3Target, publish
 from ledger.store import Store
 from ledger.tiles import parse_entry_bundle
 from tests.helpers.ledgers import REPO, add_node, new_ledger, run_cli
 from tests.helpers.nginx import NginxUnavailable, nginx_serving
+from tests.helpers.tcpserver import serving
 from tests.test_mirror import same_ledger
 from tests.test_server import _go_build, bundle_files, fields, seal_range
 
@@ -62,6 +61,16 @@ def stop(proc: subprocess.Popen[bytes], grace: float = 10) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(10)
+
+
+def sync_once(url: str, home: Path, vkey: str) -> tuple[SyncResult, Remote]:
+    """One ``Mirror.sync`` into ``home`` through a fresh ``Remote`` (closed after; its
+    ``batch`` and ``pipe`` say how it fetched)."""
+    remote = Remote(url)
+    try:
+        return Mirror(home, remote, vkey).sync(), remote
+    finally:
+        remote.close()
 
 
 # -- the ledger and the servers -----------------------------------------------------------------
@@ -236,14 +245,10 @@ def test_nginx_headers(nginx: str, www: Path) -> None:
 
 
 def test_mirror_follows_nginx(origin: Log, nginx: str, tmp_path: Path) -> None:
-    remote = Remote(nginx)
-    try:
-        r = Mirror(tmp_path / "m", remote, vkey_of(origin)).sync()
-        assert remote.batch is False  # no batch endpoint: one file per blob
-        # ... asked pipelined (ledger.pipeline), which nginx answered in full
-        assert remote.pipe is not None and remote.pipe.on and remote.pipe.requests >= 300
-    finally:
-        remote.close()
+    r, remote = sync_once(nginx, tmp_path / "m", vkey_of(origin))
+    assert remote.batch is False  # no batch endpoint: one file per blob
+    # ... asked pipelined (ledger.pipeline), which nginx answered in full
+    assert remote.pipe is not None and remote.pipe.on and remote.pipe.requests >= 300
     assert (r.new_size, r.entries, r.blobs) == (SIZE + 1, SIZE + 1, 304)
     same_ledger(origin.home, tmp_path / "m")
     res = run_cli("mirror", nginx, "--vkey", vkey_of(origin), "--json", home=tmp_path / "m")
@@ -268,12 +273,8 @@ def test_mirror_follows_a_host_that_does_not_pipeline(
     try:
         url = f"http://127.0.0.1:{number}"
         wait_http(url + "/checkpoint", proc, 20, log)
-        remote = Remote(url)
-        try:
-            r = Mirror(tmp_path / "m", remote, vkey_of(origin)).sync()
-            assert remote.pipe is not None and not remote.pipe.on  # switched off, not failed
-        finally:
-            remote.close()
+        r, remote = sync_once(url, tmp_path / "m", vkey_of(origin))
+        assert remote.pipe is not None and not remote.pipe.on  # switched off, not failed
     finally:
         stop(proc)
     assert (r.new_size, r.blobs) == (SIZE + 1, 304)
@@ -296,37 +297,24 @@ def mixing_up_pipelined_answers(root: Path) -> Iterator[str]:
         return (f"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n{extra}"
                 f"Content-Length: {len(body)}\r\n\r\n").encode() + body
 
-    class Handler(socketserver.BaseRequestHandler):
-        def handle(self) -> None:
-            sock, buf = self.request, b""
-            sock.settimeout(20)
-            try:
-                while True:
-                    got = sock.recv(1 << 20)
-                    if not got:
-                        return
-                    buf += got
-                    paths = []
-                    while b"\r\n\r\n" in buf:
-                        head, _, buf = buf.partition(b"\r\n\r\n")
-                        paths.append(head.split(b" ", 2)[1].decode())
-                    answers = [answer(p) for p in paths]
-                    for k in range(0, len(answers) - 1, 2):
-                        answers[k], answers[k + 1] = answers[k + 1], answers[k]
-                    sock.sendall(b"".join(answers))
-            except OSError:
+    def handle(sock: socket.socket) -> None:
+        buf = b""
+        while True:
+            got = sock.recv(1 << 20)
+            if not got:
                 return
+            buf += got
+            paths = []
+            while b"\r\n\r\n" in buf:
+                head, _, buf = buf.partition(b"\r\n\r\n")
+                paths.append(head.split(b" ", 2)[1].decode())
+            answers = [answer(p) for p in paths]
+            for k in range(0, len(answers) - 1, 2):
+                answers[k], answers[k + 1] = answers[k + 1], answers[k]
+            sock.sendall(b"".join(answers))
 
-    socketserver.ThreadingTCPServer.allow_reuse_address = True
-    srv = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
-    srv.daemon_threads = True
-    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05},
-                     daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{srv.server_address[1]}"
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    with serving(handle) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def test_mirror_is_not_misled_by_mixed_up_pipelined_answers(tmp_path: Path) -> None:
@@ -339,12 +327,8 @@ def test_mirror_is_not_misled_by_mixed_up_pipelined_answers(tmp_path: Path) -> N
     dest = tmp_path / "www"
     publish(log.home, DirTarget(dest))
     with mixing_up_pipelined_answers(dest) as url:
-        remote = Remote(url)
-        try:
-            r = Mirror(tmp_path / "m", remote, vkey_of(log)).sync()
-            assert remote.pipe is not None and not remote.pipe.on  # given up, not failed
-        finally:
-            remote.close()
+        r, remote = sync_once(url, tmp_path / "m", vkey_of(log))
+        assert remote.pipe is not None and not remote.pipe.on  # given up, not failed
     assert (r.new_size, r.entries) == (601, 601)
     same_ledger(log.home, tmp_path / "m")
     log.close()
@@ -423,13 +407,9 @@ def test_s3_publish_then_mirror_from_the_bucket(
         cp = c.get(f"{url}/checkpoint")
         assert cp.headers["cache-control"] == "no-cache"
         assert cp.headers["content-type"].startswith("text/plain")
-    remote = Remote(url)
-    try:
-        r = Mirror(tmp_path / "m", remote, vkey_of(origin)).sync()
-        # the S3 gateway answered the pipelined GETs of the blobs (ledger.pipeline) in full
-        assert remote.pipe is not None and remote.pipe.on and remote.pipe.requests >= 300
-    finally:
-        remote.close()
+    r, remote = sync_once(url, tmp_path / "m", vkey_of(origin))
+    # the S3 gateway answered the pipelined GETs of the blobs (ledger.pipeline) in full
+    assert remote.pipe is not None and remote.pipe.on and remote.pipe.requests >= 300
     assert (r.new_size, r.blobs) == (SIZE + 1, 304)
     same_ledger(origin.home, tmp_path / "m")
 
