@@ -608,7 +608,8 @@ class Mirror:
                             # the tiles may have come pipelined through something that mixes
                             # up answers: once more, one request at a time, before judging
                             pipe.on = False
-                            rows, blobs = self._fetch(local, end, cp.size)
+                            rows, again = self._fetch(local, end, cp.size)
+                            blobs.update(again)  # files are checked by digest: both sets hold
                             blobs_fetched += self._batch(
                                 store, registry, frontier, rows, end, cp, hashes, known, blobs
                             )
