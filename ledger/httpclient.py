@@ -1,8 +1,9 @@
 """The one bounded HTTP client of the ledger: every outgoing request goes through ``HttpClient``
 (``ledger mirror``, ``ledger witness add-checkpoint``, ``ledger submit``, ``ledger receipt
 refresh``), or through ``LeanGet``, its lean path for plain GETs of static files (``ledger
-mirror`` from a static location), which shares the client's deadline and request count and hands
-anything unusual back to it.
+mirror`` from a static location, for what its pipelined client, ``ledger.pipeline``, hands
+back), which shares the client's deadline and request count and hands anything unusual back to
+it.
 
 Each request is bounded four ways, whatever the peer does:
 
