@@ -146,27 +146,10 @@ class Verifying:
 def verify_many(jobs: Sequence[VerifyJob], threads: int = 1) -> list[int]:
     """The positions in ``jobs`` whose signature does not verify, in order (a key or signature
     of the wrong length does not verify); in C without the GIL where built, on ``threads``
-    threads at once (this one and ``threads - 1`` more) for a batch large enough."""
+    threads of its own (``Verifying``) for a batch large enough."""
     if _C is None:
         return verify_many_py(jobs)
     jobs = list(jobs)
     if threads <= 1 or len(jobs) < 64:
         return list(_C.verify_many(jobs))
-    import threading
-
-    step = -(-len(jobs) // threads)
-    parts = [jobs[i : i + step] for i in range(0, len(jobs), step)]
-    found: list[list[int]] = [[] for _ in parts]
-
-    def run(k: int) -> None:
-        found[k] = [k * step + i for i in _C.verify_many(parts[k])]
-
-    others = [threading.Thread(target=run, args=(k,)) for k in range(1, len(parts))]
-    for t in others:
-        t.start()
-    try:
-        run(0)
-    finally:
-        for t in others:
-            t.join()
-    return [i for part in found for i in part]
+    return Verifying(jobs, threads).result()
