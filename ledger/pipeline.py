@@ -18,9 +18,10 @@ request count the caller shares), whatever the peer does:
 1. **time**: every answer must be complete within ``request_timeout`` of the moment the client
    began to wait for it (a peer that trickles bytes is cut off there), and everything by the
    overall deadline: ``CannotCheck``;
-2. **size**: a head over ``MAX_HEAD_BYTES``, a ``Content-Length`` over ``limit`` for a ``200``
-   answer, and a body longer than announced are refused (the connection's bytes are framed by
-   ``Content-Length`` only);
+2. **size**: a head over ``MAX_HEAD_BYTES`` and a ``Content-Length`` over ``limit`` for a
+   ``200`` answer are refused; the connection's bytes are framed by ``Content-Length`` only, so
+   a body longer than announced is read as the head of the next answer, which cannot be framed
+   (4., below);
 3. **content**: a ``200`` answer whose media type is not one of ``BYTES``, or with a
    ``Content-Encoding`` not in ``encodings`` (default: only ``identity``; an encoding taken is
    handed over still encoded), and any other status, give ``None`` (asked again one by one);
@@ -47,13 +48,14 @@ from collections.abc import Callable, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from ledger.errors import CannotCheck
+from ledger.httpclient import BYTES as HTTP_BYTES
 
 PIPELINE_CONNECTIONS = 2
 PIPELINE_DEPTH = 128  # requests written ahead of their answers, per connection
 MAX_HEAD_BYTES = 16 << 10
 MAX_SKIPPED_BODY = 64 << 10  # the body of an answer handed back (not 200) read past, at most
 RECV_BYTES = 1 << 18
-BYTES = (b"application/octet-stream", b"binary/octet-stream", b"text/plain", b"")
+BYTES = tuple(t.encode("ascii") for t in HTTP_BYTES)  # the media types HttpClient takes
 
 
 # check(i, body, fields): judges the body of path i's answer as it arrives (raises to stop)
