@@ -199,7 +199,7 @@ def test_the_check_ends_the_batch_at_the_first_bad_answer() -> None:
         t0 = time.monotonic()
         with pytest.raises(ValueError, match="bad answer 30"):
             client(url, connections=1).get_many(PATHS[:200], 1 << 20, check=check)
-        assert time.monotonic() - t0 < 5
+        assert time.monotonic() - t0 < 30  # the slow rest alone would take 84 s
     assert judged == list(range(31))
 
 
@@ -236,7 +236,7 @@ def test_a_server_that_trickles_is_cut_off_at_the_request_timeout() -> None:
         if n == 1:
             return b"HTTP/1.1 200 OK\r\nContent-Le"
         if n == 2:
-            time.sleep(4)
+            time.sleep(20)
             return None
         return ok(body_of(path))
 
@@ -244,7 +244,7 @@ def test_a_server_that_trickles_is_cut_off_at_the_request_timeout() -> None:
         t0 = time.monotonic()
         with pytest.raises(CannotCheck, match="no complete answer in time"):
             client(url, request_timeout=1.0, connections=1).get_many(PATHS[:4], 1 << 20)
-        assert time.monotonic() - t0 < 3
+        assert time.monotonic() - t0 < 15  # the server would stall 20 s
 
 
 def test_the_overall_deadline_holds() -> None:
@@ -256,7 +256,7 @@ def test_the_overall_deadline_holds() -> None:
         t0 = time.monotonic()
         with pytest.raises(CannotCheck, match="no complete answer in time"):
             client(url, connections=1).get_many(PATHS, 1 << 20, deadline=time.monotonic() + 0.5)
-        assert time.monotonic() - t0 < 3
+        assert time.monotonic() - t0 < 20  # all 700 answers would take 35 s
 
 
 def test_no_server_is_pipelining_off_not_an_error() -> None:
