@@ -126,9 +126,13 @@ class Verifying:
         step = max(1, -(-len(jobs) // max(1, threads)))
         parts = [jobs[i : i + step] for i in range(0, len(jobs), step)]
         self._found: list[list[int]] = [[] for _ in parts]
+        self._failed: list[BaseException] = []
 
         def run(k: int) -> None:
-            self._found[k] = [k * step + i for i in _C.verify_many(parts[k])]
+            try:
+                self._found[k] = [k * step + i for i in _C.verify_many(parts[k])]
+            except BaseException as e:  # fail closed: result() raises it, never "all good"
+                self._failed.append(e)
 
         self._threads = [threading.Thread(target=run, args=(k,), daemon=True)
                          for k in range(len(parts))]
@@ -139,6 +143,8 @@ class Verifying:
         if self._bad is None:
             for t in self._threads:
                 t.join()
+            if self._failed:
+                raise self._failed[0]
             self._bad = [i for part in self._found for i in part]
         return self._bad
 

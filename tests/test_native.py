@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import nacl.signing
 import pytest
@@ -153,6 +154,19 @@ def test_verifying_in_the_background_gives_verify_many_s_answer(
     v = native.Verifying(jobs, threads=threads)
     assert v.result() == [0, 49, 50, 100, 149] == v.result()
     assert native.Verifying([], threads=threads).result() == []
+
+
+@needs_c
+def test_a_verifying_thread_that_fails_is_not_taken_for_good_signatures() -> None:
+    """Fail closed: a job the C loop refuses (not bytes) raises from ``result()``, in whichever
+    thread it ran, rather than leaving that thread's part reported as all good."""
+    sk64, pk = _key()
+    msgs = [b"m%d" % i for i in range(100)]
+    jobs: list[Any] = [(pk, m, s) for m, s in zip(msgs, native.sign_many_py(sk64, msgs),
+                                                   strict=True)]
+    jobs[90] = (pk, "not bytes", jobs[90][2])
+    with pytest.raises(TypeError):
+        native.Verifying(jobs, threads=2).result()
 
 
 @needs_c
