@@ -3,11 +3,13 @@ a static location (``ledger publish`` output behind nginx or an S3 gateway: one 
 and its entry tiles and blob batches from any host.
 
 One request at a time, each answer awaited before the next request is written, costs a Python
-client most of its CPU in the round trip: through ``http.client`` on eight threads the mirror
-spent ~290 µs of CPU per blob file on it, and httpx ~1 ms per batch answer. Pipelining (RFC 9112,
-section 9.3.2) writes the requests ahead of the answers on a few kept-alive connections, and
-reads the answers, which a server must send in the order of the requests, from one buffer per
-connection: one thread, non-blocking sockets, ~10 µs per answer (docs/benchmarks.md).
+client most of its CPU in the round trip: with one file per entry fetched through
+``http.client`` on eight threads, the mirror spent 382-393 µs of CPU per entry, against 100-106
+pipelined; from ``ledger serve`` httpx's answers were ~24% of the mirror's GIL-holding samples.
+Pipelining (RFC 9112, section 9.3.2) writes the requests ahead of the answers on a few
+kept-alive connections, and reads the answers, which a server must send in the order of the
+requests, from one buffer per connection: one thread, non-blocking sockets, 11-14 µs of CPU per
+small file in a measurement of the fetch alone (docs/benchmarks.md).
 
 ``PipelinedGet.get_many(paths, limit, deadline, check, encodings)`` returns one item per path:
 the body of a ``200`` answer, or ``None`` for a path the caller must ask again through the
