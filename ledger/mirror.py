@@ -77,7 +77,7 @@ from ledger.httpclient import (
 )
 from ledger.native import BundleView, Verifying, VerifyJob, verify_many
 from ledger.note import Checkpoint, NoteVerifier, note_text, open_note, parse_checkpoint
-from ledger.pipeline import HandBack, PipelinedGet
+from ledger.pipeline import Check, HandBack, PipelinedGet
 from ledger.store import Store, part_of, part_start
 from ledger.tiles import TILE_WIDTH, entries_tile_path, parse_entry_bundle, tile_path
 
@@ -138,6 +138,20 @@ class Remote:
         self.http.client.close()  # a client handed in is the Remote's to close, as before
         if self.lean is not None:
             self.lean.close()
+
+    def pipelined(
+        self, paths: Sequence[str], limit: int, check: Check,
+        encodings: Sequence[bytes] = (b"identity",),
+    ) -> list[bytes | None]:
+        """``PipelinedGet.get_many`` within this sync's deadline, its requests counted with the
+        others; all None when there is no pipelined client (a client was handed in)."""
+        if self.pipe is None:
+            return [None] * len(paths)
+        before = self.pipe.requests
+        try:
+            return self.pipe.get_many(paths, limit, self.http.deadline, check, encodings)
+        finally:
+            self.http.requests += self.pipe.requests - before
 
     def get(
         self, path: str, limit: int, params: Sequence[tuple[str, str]] | None = None
@@ -201,11 +215,7 @@ class Remote:
                 raise HandBack from None  # asked again alone, which says what is wrong
 
         paths = [f"api/v1/blobs?{'&'.join('d=' + hex_encode(d) for d in c)}" for c in chunks]
-        before = self.pipe.requests
-        try:
-            self.pipe.get_many(paths, MAX_BLOB_ANSWER_BYTES, self.http.deadline, take)
-        finally:
-            self.http.requests += self.pipe.requests - before
+        self.pipelined(paths, MAX_BLOB_ANSWER_BYTES, take)
         return [c[got.get(i, 0):] for i, c in enumerate(chunks) if got.get(i, 0) < len(c)]
 
     def _blob_singles(self, digests: Sequence[bytes]) -> dict[bytes, bytes]:
@@ -217,12 +227,8 @@ class Remote:
                 if blake3_digest(data) != digests[i]:
                     raise HandBack  # asked again alone, where a wrong file is BadAnswer
 
-            before = self.pipe.requests
-            try:
-                got = self.pipe.get_many([f"api/v1/blobs/{hex_encode(d)}" for d in digests],
-                                         MAX_BLOB_ANSWER_BYTES, self.http.deadline, check)
-            finally:
-                self.http.requests += self.pipe.requests - before
+            got = self.pipelined([f"api/v1/blobs/{hex_encode(d)}" for d in digests],
+                                 MAX_BLOB_ANSWER_BYTES, check)
             rest = []
             for digest, data in zip(digests, got, strict=True):
                 if data is None:
@@ -701,9 +707,8 @@ class Mirror:
         """The entry tiles ``tiles`` pipelined (``ledger.pipeline``; gzip taken as it comes,
         opened by ``gunzip_bundle``), each read as it arrives; those it hands back are not in
         the answer."""
-        pipe = self.remote.pipe
         out: dict[int, list[bytes]] = {}
-        if pipe is None or len(tiles) <= 1:
+        if self.remote.pipe is None or len(tiles) <= 1:
             return out
 
         def take(i: int, body: bytes, _: object) -> None:
@@ -712,13 +717,9 @@ class Mirror:
             except BadAnswer:
                 raise HandBack from None  # asked again alone, which says what is wrong
 
-        before = pipe.requests
-        try:
-            pipe.get_many([entries_tile_path(t, min(TILE_WIDTH, size - t * TILE_WIDTH))
-                           for t in tiles], MAX_ENTRY_TILE_BYTES, self.remote.http.deadline,
-                          take, encodings=(b"identity", b"gzip"))
-        finally:
-            self.remote.http.requests += pipe.requests - before
+        self.remote.pipelined([entries_tile_path(t, min(TILE_WIDTH, size - t * TILE_WIDTH))
+                               for t in tiles], MAX_ENTRY_TILE_BYTES, take,
+                              encodings=(b"identity", b"gzip"))
         return out
 
     def _entry_tile(self, t: int, size: int) -> list[bytes]:
