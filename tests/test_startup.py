@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ledger.bundle import Bundle
 from tests.helpers.ledgers import REPO, add_node, fake_fields, new_ledger
 
@@ -63,7 +65,9 @@ with open(sys.argv[1], "w") as f:
 """
 
 
-def test_verify_loads_only_what_it_runs(tmp_path: Path) -> None:
+def _sealed_vector_add(tmp_path: Path) -> dict[str, str]:
+    """A ledger with ``bundles/vector_add`` at index 1; the environment for a child that runs
+    ``ledger verify`` on it."""
     bundle = tmp_path / "vector_add"
     shutil.copytree(REPO / "bundles" / "vector_add", bundle,
                     ignore=shutil.ignore_patterns("ledger-receipt*"))
@@ -78,6 +82,11 @@ def test_verify_loads_only_what_it_runs(tmp_path: Path) -> None:
         "LEDGER_DEBUG", "COLUMNS", "COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG",
         "OPENBLAS_NUM_THREADS")}
     env["LEDGER_HOME"] = str(home)
+    return env
+
+
+def test_verify_loads_only_what_it_runs(tmp_path: Path) -> None:
+    env = _sealed_vector_add(tmp_path)
     found = tmp_path / "modules.json"
     res = subprocess.run(
         [sys.executable, "-c", "import json, os\n" + RUN, str(found)], cwd=REPO, env=env,
@@ -92,3 +101,53 @@ def test_verify_loads_only_what_it_runs(tmp_path: Path) -> None:
     # numpy's OpenBLAS loaded without worker threads (ledger.cli.main): on a small machine one
     # spun beside the interpreter from numpy's import until the first tool started
     assert got["blas"] == "1"
+
+
+# Every process the run starts, with what the interpreter had loaded at that moment.
+STARTS = """
+import json, subprocess, sys
+
+seen = []
+popen_init = subprocess.Popen.__init__
+
+
+def spy(self, args, *rest, **kw):
+    seen.append([str(args[0]).rsplit("/", 1)[-1], list(args[1:2]),
+                 "numpy" in sys.modules, "verify.ptxsim" in sys.modules,
+                 "verify.lean.scan" in sys.modules])
+    popen_init(self, args, *rest, **kw)
+
+
+subprocess.Popen.__init__ = spy
+from ledger.cli import main
+
+try:
+    main(["verify", "1", "--no-gpu", "--seed", "1", "--json"])
+except SystemExit:
+    pass
+with open(sys.argv[1], "w") as f:
+    json.dump(seen, f)
+"""
+
+
+def test_nvcc_starts_before_the_interpreter_loads(tmp_path: Path) -> None:
+    """nvcc is the slowest step of a small verify (~0.2 s): it starts as soon as the contract
+    is read, before numpy, the PTX interpreter and the Lean scanner load (they load and run
+    beside it), and before ptxas (issue 12, start-up: 564 ms -> ~360 ms on the 2-CPU VM)."""
+    from verify.tools import find_tool
+
+    if find_tool("nvcc", cuda=True) is None:
+        pytest.skip("no nvcc on PATH or in the CUDA locations: rebuild.ptx starts no tool")
+    env = _sealed_vector_add(tmp_path)
+    found = tmp_path / "starts.json"
+    res = subprocess.run(
+        [sys.executable, "-c", STARTS, str(found)], cwd=REPO, env=env,
+        capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert found.is_file(), res.stderr[-2000:]
+    seen = json.loads(found.read_text())
+    builds = [s for s in seen if s[0] == "nvcc" and s[1] != ["--version"]]
+    assert len(builds) == 1, seen
+    assert builds[0][2:] == [False, False, False], seen  # numpy, ptxsim, the Lean scanner
+    assert seen.index(builds[0]) < min(i for i, s in enumerate(seen) if s[0] == "ptxas"), seen
+    assert json.loads(res.stdout)["verdict"] in ("verified", "partial"), res.stdout[-2000:]

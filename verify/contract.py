@@ -24,7 +24,7 @@ from typing import Any, Literal, cast
 import yaml
 
 from ledger.errors import ContractError
-from verify.context import Context
+from verify.context import Context, Started, done
 from verify.expr import eval_expr as eval_expr
 from verify.expr import expr_names as expr_names
 from verify.expr import parse_expr, parse_relation
@@ -706,6 +706,14 @@ def _build(doc: Any) -> Contract:
 
 def run(ctx: Context) -> list[Check]:
     """``contract.schema`` and ``contract.lint``; sets ``ctx.contract`` when the schema passes."""
+    return start(ctx).finish()
+
+
+def start(ctx: Context) -> Started:
+    """``contract.schema`` now (it sets ``ctx.contract``, which the groups with tools read), and
+    ``contract.lint`` when the result is collected: ``verify.runner`` starts nvcc and ptxas
+    between the two, so the lint gates (and the Lean scanner they load) run beside nvcc instead
+    of before it (issue 12, start-up)."""
     from verify import contract_lint  # the gates; imported here to keep this module small
 
     try:
@@ -714,21 +722,23 @@ def run(ctx: Context) -> list[Check]:
         data = None
     if data is None:
         reason = "bundle has no contract.yaml"
-        return [failed("contract.schema", reason), skipped("contract.lint", f"not run: {reason}")]
+        return done(
+            [failed("contract.schema", reason), skipped("contract.lint", f"not run: {reason}")]
+        )
     try:
         doc = parse_yaml(data)
         contract = contract_from_doc(doc)
         problems = contract_lint.schema_errors(doc)
     except ContractError as e:
-        return [
+        return done([
             failed("contract.schema", str(e), "PyYAML", yaml.__version__),
             skipped("contract.lint", "not run: contract.schema failed"),
-        ]
+        ])
     if problems:
-        return [
+        return done([
             failed("contract.schema", "; ".join(problems[:5]), "PyYAML", yaml.__version__),
             skipped("contract.lint", "not run: contract.schema failed"),
-        ]
+        ])
     ctx.contract = contract
     k = contract.kernel
     schema = passed(
@@ -741,4 +751,4 @@ def run(ctx: Context) -> list[Check]:
         yaml.__version__,
     )
     files = {f.path: f.data for f in ctx.bundle.files}
-    return [schema, contract_lint.lint_check(contract, files)]
+    return Started(lambda: [schema, contract_lint.lint_check(contract, files)])

@@ -14,22 +14,30 @@ conversion uses numpy's float32 -> float16 cast, which rounds to nearest even.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
-import numpy as np
+# numpy is imported by the functions that compute, not with the registry: ``contract.lint`` reads
+# the registry's names before nvcc starts, and numpy is a sixth of ``ledger verify``'s start-up
+if TYPE_CHECKING:
+    import numpy as np
 
-Inputs = Mapping[str, np.ndarray]  # the kernel's input arrays by parameter name
-Sizes = Mapping[str, int]  # the test's size bindings
-Outputs = dict[str, np.ndarray]  # the kernel's output arrays by parameter name
-Reference = Callable[[Inputs, Sizes], Outputs]
+    Inputs = Mapping[str, np.ndarray]  # the kernel's input arrays by parameter name
+    Sizes = Mapping[str, int]  # the test's size bindings
+    Outputs = dict[str, np.ndarray]  # the kernel's output arrays by parameter name
+    Reference = Callable[[Inputs, Sizes], Outputs]
 
 DOT_BLOCK = 256  # threads per block of kernels/dot_shfl: one partial per block
 
 
 def _f64(x: np.ndarray, *shape: int) -> np.ndarray:
+    import numpy as np
+
     return np.asarray(x, dtype=np.float64).reshape(shape)
 
 
 def _to_f32(x: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     with np.errstate(over="ignore"):  # overflow to inf is the IEEE result, not an error
         return x.astype(np.float32)
 
@@ -42,6 +50,8 @@ def vector_add_f32(inputs: Inputs, sizes: Sizes) -> Outputs:
 
 def f32_to_f16_rne(inputs: Inputs, sizes: Sizes) -> Outputs:
     """``y[i] = f16(x[i])``, round to nearest even, overflow to inf, f16 subnormals kept."""
+    import numpy as np
+
     n = sizes["n"]
     x = np.asarray(inputs["x"], dtype=np.float32).reshape(n)
     with np.errstate(over="ignore"):
@@ -50,6 +60,8 @@ def f32_to_f16_rne(inputs: Inputs, sizes: Sizes) -> Outputs:
 
 def dot_partials_f32_b256(inputs: Inputs, sizes: Sizes) -> Outputs:
     """``out[j]`` = sum of ``a[i] * b[i]`` over block ``j`` of 256 indices (the last one ragged)."""
+    import numpy as np
+
     n = sizes["n"]
     blocks = -(-n // DOT_BLOCK)
     prod = np.zeros(blocks * DOT_BLOCK, dtype=np.float64)
@@ -59,6 +71,8 @@ def dot_partials_f32_b256(inputs: Inputs, sizes: Sizes) -> Outputs:
 
 def softmax_rows_f32(inputs: Inputs, sizes: Sizes) -> Outputs:
     """``y[r, c] = exp(x[r, c] - max_r) / sum_c exp(x[r, c] - max_r)`` for each row."""
+    import numpy as np
+
     rows, cols = sizes["rows"], sizes["cols"]
     x = _f64(inputs["x"], rows, cols)
     e = np.exp(x - x.max(axis=1, keepdims=True))
@@ -73,6 +87,8 @@ def gemm_f32(inputs: Inputs, sizes: Sizes) -> Outputs:
 
 def gemm_f16_f32acc(inputs: Inputs, sizes: Sizes) -> Outputs:
     """``C = A @ B`` for row-major f16 ``A`` (m x k) and ``B`` (k x n), result f32."""
+    import numpy as np
+
     m, n, k = sizes["m"], sizes["n"], sizes["k"]
     a = np.asarray(inputs["a"], dtype=np.float16).astype(np.float64).reshape(m, k)
     b = np.asarray(inputs["b"], dtype=np.float16).astype(np.float64).reshape(k, n)
