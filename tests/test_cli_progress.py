@@ -140,3 +140,25 @@ def test_mirror_and_publish_report_their_totals(tmp_path: pytest.TempPathFactory
     assert published[-1][0] == published[-1][1]
     assert [d for d, _ in published] == sorted(d for d, _ in published)
     log.close()
+
+
+def test_no_console_is_made_for_a_bar_off_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off a terminal the bar is a no-op without making rich's stderr console (whose module a
+    verify would otherwise load before nvcc starts); ``FORCE_COLOR`` and ``TTY_COMPATIBLE=1``,
+    which make rich call stderr a terminal, still get a bar."""
+    import sys
+
+    monkeypatch.setattr(output, "err", None, raising=False)  # no console made yet
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    for var in ("FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(var, raising=False)
+    with output.progress("x", 2) as bar:
+        assert bar.bar is None
+    assert output.err is None  # still none made
+    for var, value in (("FORCE_COLOR", "1"), ("TTY_COMPATIBLE", "1")):
+        monkeypatch.setattr(output, "err", None)
+        monkeypatch.setenv(var, value)
+        with output.progress("x", 2) as bar:
+            bar.step("y")
+            assert bar.bar is not None, var
+        monkeypatch.delenv(var)

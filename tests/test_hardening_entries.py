@@ -217,3 +217,16 @@ def test_plain_entries_encode_as_the_checked_path_does(text: str) -> None:
     assert fast == slow and fast_sig("c2ln") == slow_sig("c2ln")
     for odd in ({"prev_size": 2**53 + 1}, {"prev_size": 1.5}, {"é": "x"}, {"prev_size": True}):
         assert not plain_entry({**obj, **odd})
+
+
+def test_emoji_codes_in_check_text_print_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    """``:name:`` in a detail or a tool is the bundle's text: shown as written, never turned
+    into an emoji (rich's consoles would by default; markup escaping does not cover it)."""
+    from ledger.cli import output
+    from verify.report import Check, Report
+
+    rep = Report("d", (Check("c", "failed", "kernel :smile: took :100: steps", ":x:", "v"),))
+    output.report_table(rep)
+    out = capsys.readouterr().out
+    assert ":smile:" in out and ":100:" in out and ":x:" in out
+    assert "\U0001f604" not in out and "\U0001f4af" not in out

@@ -29,13 +29,18 @@ def _columns() -> int | None:
 def _make(name: str) -> Console:
     from rich.console import Console
 
+    # emoji=False: ``:name:`` in text that did not come from this program (a check's detail, a
+    # kernel's name) is shown as written, never turned into an emoji (``esc`` escapes markup,
+    # not emoji codes)
     if name == "err":
-        return Console(stderr=True, highlight=False, soft_wrap=True)
+        return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
     # On a terminal or with $COLUMNS: tables and text fit that width (long words folded).
     # Otherwise (a pipe, a file, CI logs): 160 columns and text lines never folded, so they stay
     # greppable.
     fit = sys.stdout.isatty() or _columns() is not None
-    return Console(highlight=False, soft_wrap=not fit, width=_columns() or (None if fit else 160))
+    return Console(
+        highlight=False, soft_wrap=not fit, width=_columns() or (None if fit else 160), emoji=False
+    )
 
 
 def __getattr__(name: str) -> Console:
@@ -86,6 +91,17 @@ def error_line(message: str) -> None:
 
 def plain(text: str) -> None:
     _console("out").print(clean(text), markup=False)
+
+
+def prepare_table() -> None:
+    """Load now what ``report_table`` needs (rich's console and table modules, the table of
+    character widths: ~20 ms) and make the stdout console. ``ledger verify`` calls it while
+    nvcc still runs, so that the table prints as soon as the last check is in (issue 12)."""
+    from rich.cells import cell_len
+    from rich.table import Table  # noqa: F401 (loaded, not used here)
+
+    cell_len("\u4e2d")  # a wide character: loads the width table of rich's Unicode version
+    _console("out")
 
 
 def report_table(report: Report, recorded: Sequence[Check] = ()) -> None:
@@ -168,13 +184,29 @@ def rows_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
     _console("out").print(table)
 
 
+def _may_be_terminal() -> bool:
+    """False when rich's ``Console(stderr=True).is_terminal`` is sure to be False (stderr is no
+    terminal and neither ``TTY_COMPATIBLE=1`` nor a non-empty ``FORCE_COLOR`` says otherwise):
+    then no console is made for a bar that would not show, and rich's console module (~13 ms)
+    does not load before ``ledger verify`` starts nvcc (issue 12, start-up)."""
+    try:
+        tty = sys.stderr.isatty()
+    except (AttributeError, ValueError):  # no stderr, or a closed one
+        tty = False
+    return tty or os.environ.get("TTY_COMPATIBLE") == "1" or bool(os.environ.get("FORCE_COLOR"))
+
+
 @contextmanager
 def progress(description: str, total: int | None, enabled: bool = True) -> Iterator[Bar]:
     """A progress bar on stderr (only on a terminal and when enabled), with an ETA when the total
     is known. ``step(text)`` names the step that starts and moves the bar by one (the previous
     step is done); ``update`` sets the count (and the total, once it is known). Off a terminal
     the bar is a no-op and rich's progress module is never loaded (start-up, issue 12)."""
-    err = _console("err") if enabled else None
+    err: Console | None = globals().get("err")  # a console already made is asked as it is
+    if not enabled:
+        err = None
+    elif err is None and _may_be_terminal():
+        err = _console("err")
     if err is None or not err.is_terminal:
         yield Bar(None, None, description)
         return

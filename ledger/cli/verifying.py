@@ -110,7 +110,15 @@ def verify(
             files = wiring.files_from_store(log, ev.item.entry, index)
     wiring.check_given_files(ev, bundle, receipt)
     with output.progress("verifying", check_steps(), enabled=not json_out) as bar:
-        report = wiring.verify_evidence(ev, vk, files, options, bar.step)
+
+        def step(first_id: str) -> None:
+            bar.step(first_id)
+            if first_id == "certificate" and not json_out:
+                # the last group: this process now waits for nvcc and ptxas, so the table's
+                # modules load during that wait rather than after it (issue 12, start-up)
+                output.prepare_table()
+
+        report = wiring.verify_evidence(ev, vk, files, options, step)
     try:
         report, problem = wiring.apply_guard(
             report, lambda: trust.guard(ev.checkpoint, vk, witnesses, need, memory, prove, fix)
