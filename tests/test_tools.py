@@ -89,3 +89,36 @@ def _living_in_group(group: int) -> list[int]:
 def test_a_tool_that_cannot_start_is_reported(tmp_path: Path) -> None:
     res = run_tool([str(tmp_path / "no-such-tool")], tmp_path, timeout=60)
     assert res.returncode == 127 and "could not start" in res.stderr
+
+
+def test_wait_exit_with_over_a_thousand_open_files(way: str) -> None:
+    """The pidfd may be numbered over 1,023, which ``select`` cannot watch; ``poll`` can."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < 1100:
+        if hard != resource.RLIM_INFINITY and hard < 1100:
+            pytest.skip(f"at most {hard} open files here")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1100, hard))
+    held = [os.open("/dev/null", os.O_RDONLY) for _ in range(1030)]
+    try:
+        proc = subprocess.Popen(["/bin/sh", "-c", "exit 5"], close_fds=True)
+        wait_exit(proc, 60)
+        assert proc.returncode == 5
+        slow = subprocess.Popen(["/bin/sleep", "30"])
+        try:
+            with pytest.raises(subprocess.TimeoutExpired):
+                wait_exit(slow, 0.1)
+        finally:
+            slow.kill()
+            slow.wait()
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_wait_exit_takes_a_timeout_longer_than_polls_limit(way: str) -> None:
+    proc = subprocess.Popen(["/bin/sh", "-c", "exit 0"])
+    wait_exit(proc, 1e9)  # ~31 years: more milliseconds than poll's C int holds
+    assert proc.returncode == 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import math
 import os
 import resource
 import select
@@ -61,7 +62,7 @@ def wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> None:
     """``proc.wait(timeout)``, woken when the process exits. ``Popen.wait`` with a timeout polls,
     sleeping up to 50 ms between looks, so a tool that ends just after a look costs that much
     wall time (25 ms on average at the end of every ``ledger verify``, issue 12); where Linux
-    gives a pidfd (5.3 and later), ``select`` on it returns at the exit itself. Raises
+    gives a pidfd (5.3 and later), ``poll`` on it returns at the exit itself. Raises
     ``subprocess.TimeoutExpired`` as ``Popen.wait`` does."""
     if proc.returncode is None and hasattr(os, "pidfd_open"):
         try:  # before the child is reaped its pid is still its own, so the pidfd is the child's
@@ -69,8 +70,13 @@ def wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> None:
         except OSError:
             fd = -1
         if fd >= 0:
-            try:
-                ready, _, _ = select.select([fd], [], [], max(0.0, timeout))
+            deadline = time.monotonic() + timeout
+            try:  # poll, not select: a process with over 1,024 open files has such fds
+                waiter = select.poll()
+                waiter.register(fd, select.POLLIN)
+                ready: list[tuple[int, int]] = []
+                while not ready and (left := deadline - time.monotonic()) > 0:
+                    ready = waiter.poll(min(math.ceil(left * 1000), 2**31 - 1))  # a C int
             finally:
                 os.close(fd)
             if not ready:
