@@ -262,7 +262,7 @@ BUNDLES = sorted((Path(__file__).parent.parent / "bundles").glob("*/contract.yam
 def test_shipped_bundles_rebuild(contract: Path) -> None:
     """Equal when this machine's nvcc is the release that wrote the sealed PTX, else the hint."""
     from verify.contract import load_contract
-    from verify.ptx import tool_release
+    from verify.tools import tool_release
 
     ctx = Context(Bundle.from_dir(contract.parent))
     ctx.contract = load_contract(contract.read_bytes())

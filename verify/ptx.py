@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from ledger.errors import BadInput, CannotCheck
 from verify.context import Context, Started, done
 from verify.model import Kernel, Param
 from verify.report import Check, failed, passed, skipped
-from verify.tools import RunningTool, ToolResult, find_tool, run_tool
+from verify.tools import RunningTool, ToolResult, find_tool, run_tool, start_release, tool_release
 
 MAX_PTX_BYTES = 8 << 20  # the bundle's per-file limit
 MAX_LINE_CHARS = 256 << 10  # nvcc writes big data initialisers on one line
@@ -408,37 +407,6 @@ _P_SMEM = re.compile(r"(\d+) bytes smem")
 
 def find_ptxas() -> str | None:
     return find_tool("ptxas", cuda=True)
-
-
-_RELEASES: dict[str, str] = {}
-
-
-def _release_text(res: ToolResult) -> str:
-    lines = [ln.strip() for ln in (res.stdout + res.stderr).splitlines() if ln.strip()]
-    for ln in lines:
-        if "release" in ln:
-            return ln[:200]
-    return lines[-1][:200] if lines else ""
-
-
-def start_release(path: str) -> Callable[[], str]:
-    """``tool_release(path)`` with ``--version`` started now and read when called."""
-    if path in _RELEASES:
-        known = _RELEASES[path]
-        return lambda: known
-    tool = RunningTool([path, "--version"], cwd=Path("/"), timeout=30)
-
-    def get() -> str:
-        if path not in _RELEASES:
-            _RELEASES[path] = _release_text(tool.result())
-        return _RELEASES[path]
-
-    return get
-
-
-def tool_release(path: str) -> str:
-    """The ``release`` line a CUDA tool prints for ``--version`` (else its last line)."""
-    return start_release(path)()
 
 
 def parse_ptxas_output(out: str) -> list[PtxasStats]:

@@ -22,9 +22,8 @@ from collections.abc import Sequence
 from ledger.bundle import check_path
 from ledger.errors import BadInput, BundleError
 from verify.context import Context, Started, done
-from verify.ptx import start_release, tool_release
 from verify.report import Check, failed, passed, skipped
-from verify.tools import RunningTool, find_tool
+from verify.tools import RunningTool, find_tool, start_release, tool_release
 
 # nvcc options that only steer PTX generation (names without leading dashes).
 # fmt: off

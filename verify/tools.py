@@ -20,7 +20,7 @@ import subprocess
 import sysconfig
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -233,3 +233,34 @@ def tool_version(path: str, flag: str = "--version", cwd: Path | None = None) ->
     res = run_tool([path, flag], cwd=cwd or Path("/"), timeout=30)
     lines = [ln.strip() for ln in (res.stdout + res.stderr).splitlines() if ln.strip()]
     return lines[-1][:200] if lines else ""
+
+
+_RELEASES: dict[str, str] = {}
+
+
+def _release_text(res: ToolResult) -> str:
+    lines = [ln.strip() for ln in (res.stdout + res.stderr).splitlines() if ln.strip()]
+    for ln in lines:
+        if "release" in ln:
+            return ln[:200]
+    return lines[-1][:200] if lines else ""
+
+
+def start_release(path: str) -> Callable[[], str]:
+    """``tool_release(path)`` with ``--version`` started now and read when called."""
+    if path in _RELEASES:
+        known = _RELEASES[path]
+        return lambda: known
+    tool = RunningTool([path, "--version"], cwd=Path("/"), timeout=30)
+
+    def get() -> str:
+        if path not in _RELEASES:
+            _RELEASES[path] = _release_text(tool.result())
+        return _RELEASES[path]
+
+    return get
+
+
+def tool_release(path: str) -> str:
+    """The ``release`` line a CUDA tool prints for ``--version`` (else its last line)."""
+    return start_release(path)()
