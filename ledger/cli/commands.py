@@ -15,7 +15,14 @@ import typer
 from ledger.cli import coerce, exits, helptext, net, output, scaffold, verifying
 from ledger.cli.home import home_dir, open_log
 from ledger.cli.options import HomeOpt, JsonOpt, new_app
-from ledger.cli.verifying import check_steps, home_vkey, options_of, print_report, report_exit
+from ledger.cli.verifying import (
+    check_steps,
+    home_vkey,
+    options_of,
+    print_report,
+    report_exit,
+    table_steps,
+)
 from ledger.errors import BadInput, KeyFileError, LedgerError
 
 if TYPE_CHECKING:  # types only: the modules load when a command needs them (fast start-up)
@@ -300,7 +307,7 @@ def check(
         ((_, _, report),) = wiring.check_dirs(
             [directory],
             options_of(seed, no_gpu, trust_bundle_code),
-            progress=bar.step,
+            progress=table_steps(bar, json_out),
         )
     print_report(report, json_out)
     raise typer.Exit(report_exit(report, []))

@@ -26,6 +26,7 @@ from ledger.errors import BadInput, LedgerError
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from ledger.note import NoteVerifier
@@ -39,6 +40,19 @@ def check_steps() -> int:
     from verify.runner import GROUPS
 
     return len(GROUPS)
+
+
+def table_steps(bar: output.Bar, json_out: bool) -> Callable[[str], None]:
+    """The progress callback of a check whose report prints as a table: it moves ``bar`` and,
+    when the last group (``certificate``) begins, loads the table's modules: the process then
+    waits for nvcc and ptxas, so they load during that wait rather than after it (issue 12)."""
+
+    def step(first_id: str) -> None:
+        bar.step(first_id)
+        if first_id == "certificate" and not json_out:
+            output.prepare_table()
+
+    return step
 
 
 def options_of(seed: int | None, no_gpu: bool, trust: bool = False) -> Options:
@@ -110,15 +124,7 @@ def verify(
             files = wiring.files_from_store(log, ev.item.entry, index)
     wiring.check_given_files(ev, bundle, receipt)
     with output.progress("verifying", check_steps(), enabled=not json_out) as bar:
-
-        def step(first_id: str) -> None:
-            bar.step(first_id)
-            if first_id == "certificate" and not json_out:
-                # the last group: this process now waits for nvcc and ptxas, so the table's
-                # modules load during that wait rather than after it (issue 12, start-up)
-                output.prepare_table()
-
-        report = wiring.verify_evidence(ev, vk, files, options, step)
+        report = wiring.verify_evidence(ev, vk, files, options, table_steps(bar, json_out))
     try:
         report, problem = wiring.apply_guard(
             report, lambda: trust.guard(ev.checkpoint, vk, witnesses, need, memory, prove, fix)
