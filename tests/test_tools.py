@@ -122,3 +122,23 @@ def test_wait_exit_takes_a_timeout_longer_than_polls_limit(way: str) -> None:
     proc = subprocess.Popen(["/bin/sh", "-c", "exit 0"])
     wait_exit(proc, 1e9)  # ~31 years: more milliseconds than poll's C int holds
     assert proc.returncode == 0
+
+
+def test_a_tool_that_ended_in_time_is_not_late_when_collected_after_its_deadline(
+    tmp_path: Path, way: str
+) -> None:
+    """The runner collects nvcc after the falsification tests, which may outlast nvcc's
+    timeout: a tool that ended well within it is reported as it ended, not as timed out."""
+    tool = RunningTool(["/bin/sh", "-c", "exit 4"], tmp_path, timeout=0.3)
+    assert tool.proc is not None
+    for _ in range(400):  # until it has ended (it is not reaped: poll() would reap it)
+        if os.waitid(os.P_PID, tool.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):
+            break
+        time.sleep(0.025)
+    time.sleep(0.4)  # past the deadline
+    res = tool.result()
+    assert (res.returncode, res.timed_out) == (4, False)
+    proc = subprocess.Popen(["/bin/sh", "-c", "exit 6"])
+    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # ended, not reaped
+    wait_exit(proc, 0)  # a timeout of 0 still looks once
+    assert proc.returncode == 6

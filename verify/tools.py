@@ -74,9 +74,11 @@ def wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> None:
             try:  # poll, not select: a process with over 1,024 open files has such fds
                 waiter = select.poll()
                 waiter.register(fd, select.POLLIN)
-                ready: list[tuple[int, int]] = []
-                while not ready and (left := deadline - time.monotonic()) > 0:
+                while True:  # looks at least once: a tool that ended in time is not late
+                    left = max(0.0, deadline - time.monotonic())
                     ready = waiter.poll(min(math.ceil(left * 1000), 2**31 - 1))  # a C int
+                    if ready or left == 0:
+                        break
             finally:
                 os.close(fd)
             if not ready:
