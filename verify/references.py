@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 # numpy is imported by the functions that compute, not with the registry: ``contract.lint`` reads
-# the registry's names before nvcc starts, and numpy is a sixth of ``ledger verify``'s start-up
+# only the registry's names, and numpy is a sixth of ``ledger verify``'s imports
 if TYPE_CHECKING:
     import numpy as np
 

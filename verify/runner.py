@@ -9,14 +9,16 @@ Order (each group sees the results before it through ``Context.results``):
 5. ``futhark.spec``, ``futhark.run``; 6. ``rebuild.ptx``; 7. ``falsify.<TEST-ID>``;
 8. ``certificate`` (reads everything above).
 
-The groups are the modules named in ``GROUPS``, each with ``run(ctx) -> list[Check]``. A group whose
-work is an external tool (``ptx``: ptxas; ``rebuild``: nvcc) also has ``start(ctx) -> Started``:
-the runner starts those tools as soon as the contract is read and then runs the other groups, so
-ptxas and nvcc run in their own processes while this one interprets the falsification tests
-(issue 15: the two overlap on a machine with two cores or more); their checks are collected
-before ``certificate``, which reads every result, and the report lists every check in the
-order above whatever finished first. Each group's module is imported when the group begins, not
-with this module: the interpreter (``falsify``: numpy and ``verify.ptxsim``, a third of
+The groups are the modules named in ``GROUPS``, each with ``run(ctx) -> list[Check]``. A
+group whose work is an external tool (``STARTS``: ``rebuild``, nvcc, then ``ptx``, ptxas) also
+has ``start(ctx) -> Started``: the runner starts those tools as soon as the contract is read and
+then runs the other groups, so ptxas and nvcc run in their own processes while this one
+interprets the falsification tests (issue 15: the two overlap on a machine with two cores or
+more); their checks are collected before ``certificate``, which reads every result, and the
+report lists every check in the order above whatever finished first. ``contract`` has a
+``start`` too: ``contract.schema`` at once (the tools need ``ctx.contract``), ``contract.lint``
+when collected, after the tools started. Each group's module is imported when the group begins,
+not with this module: the interpreter (``falsify``: numpy and ``verify.ptxsim``, a third of
 ``ledger verify``'s imports) then loads while nvcc already runs, instead of before it starts
 (issue 12, start-up).
 
