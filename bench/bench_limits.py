@@ -3,15 +3,18 @@
 * append: ``Log.seal_many`` entries/s in batches of ``--batch`` when the ledger holds about each of
   ``--sizes`` entries (with its default sealing workers, one per CPU, ``ledger/sealers.py``),
   against the raw Ed25519 signing rate (libsodium ``crypto_sign`` through PyNaCl's binding, one
-  core, the same entry-sized messages) timed right before each measurement. A measurement is
-  ``--sustain`` batches back to back (their bundles made before the timing), timed until the
+  core, the same entry-sized messages) timed right before and right after each measurement
+  (the harmonic mean of the two: a shared VM's speed drifted by up to 30% within a run; the
+  table gives the drift, after / before). A measurement is ``--sustain`` batches back to back
+  (their bundles made before the timing), timed until the
   last one's WAL checkpoint, which ``seal_many`` leaves to a thread (``ledger.walcheckpoint``), is
   done: the rate of a steady stream of batches, every batch's checkpoint paid for. Every fill
   batch on the way prints its own rate and a signing peer (stderr), the curve for sizes beyond
   ``--sizes``;
 * audit: ``ledger audit`` (a subprocess, start-up included) of the final ledger against the
   Ed25519 verify rate summed over the machine's cores (one process per core, each timing its own
-  loop over its share of the ledger's own signatures, all running at once);
+  loop over its share of the ledger's own signatures, all running at once), timed right before
+  and right after each audit as for append;
 * proofs: inclusion and consistency proofs from the store of the final ledger against the same
   proofs computed by ``ledger.merkle`` from every stored hash held in Python lists in memory.
 
@@ -85,6 +88,12 @@ def _sign_rate(msgs: list[bytes], sk64: bytes) -> tuple[float, float]:
     for m in msgs:
         nacl.bindings.crypto_sign(m, sk64)
     return len(msgs) / (time.perf_counter() - t), len(msgs) / (time.process_time() - c)
+
+
+def _bracket(before: float, after: float) -> float:
+    """The peer's rate over a measurement it was timed just before and just after, on the same
+    work: the harmonic mean (the rate of the two timings' total)."""
+    return 2 / (1 / before + 1 / after)
 
 
 def _verify_share(jobs: list[tuple[bytes, bytes, bytes]]) -> float:
@@ -207,7 +216,7 @@ def main() -> None:
                 print(f"  filled {log.store.size()}: {rate:,.0f} entries/s (bundles made "
                       f"outside the timing), signing {peer:,.0f}/s, ratio {rate / peer:.2f}, "
                       f"load {_load()}", file=sys.stderr, flush=True)
-            rates, peers, ratios, cpu_ratios = [], [], [], []
+            rates, peers, ratios, cpu_ratios, drifts = [], [], [], [], []
             for _ in range(args.reps):
                 # every measured batch starts with no dirty pages left to the kernel: right
                 # after the fill has written a GB, its write-back competes with the batch's
@@ -215,7 +224,8 @@ def main() -> None:
                 # alternates batches on a small and a large ledger instead)
                 log.store.wait_checkpoint()
                 os.sync()
-                peer = _sign_rate((msgs * (args.batch // len(msgs) + 1))[: args.batch], sk64)
+                peer_msgs = (msgs * (args.batch // len(msgs) + 1))[: args.batch]
+                before = _sign_rate(peer_msgs, sk64)
                 batches = []
                 for _ in range(args.sustain):
                     batches.append(_bundles(args.batch, f"m{salt}-"))
@@ -227,25 +237,31 @@ def main() -> None:
                 rate = args.sustain * args.batch / (time.perf_counter() - t)
                 # the sealing workers' CPU time included
                 cpu_rate = args.sustain * args.batch / (_cpu() - c)
+                # the peer brackets the measurement (once before, once after: the machine's
+                # speed drifted by up to 30% within a run on a shared VM), same messages
+                after = _sign_rate(peer_msgs, sk64)
+                wall_peer, cpu_peer = _bracket(before[0], after[0]), _bracket(before[1], after[1])
+                drifts.append(after[0] / before[0])
                 msgs = [s.entry for s in sealed[:2000]]
                 rates.append(rate)
-                peers.append(peer[0])
-                ratios.append(rate / peer[0])
-                cpu_ratios.append(cpu_rate / peer[1])
+                peers.append(wall_peer)
+                ratios.append(rate / wall_peer)
+                cpu_ratios.append(cpu_rate / cpu_peer)
             loads.append(_load())
-            rows.append((log.store.size(), rates, peers, ratios, cpu_ratios))
+            rows.append((log.store.size(), rates, peers, ratios, cpu_ratios, drifts))
             print(f"  append at {log.store.size()}: {ratios}", file=sys.stderr)
         lines.append("## Append with signing (`Log.seal_many` with its sealing workers; the peer "
                      "signs on one core)\n")
         lines.append(
             "| entries in the ledger after | seal_many entries/s | Ed25519 sign/s, same "
-            "messages | ratio (wall clock) | ratio (CPU time, workers included) |\n"
-            "|---:|---:|---:|---:|---:|"
+            "messages (before and after) | ratio (wall clock) | ratio (CPU time, workers "
+            "included) | peer after / before |\n"
+            "|---:|---:|---:|---:|---:|---:|"
         )
-        for size, rates, peers, ratios, cpu_ratios in rows:
+        for size, rates, peers, ratios, cpu_ratios, drifts in rows:
             lines.append(
                 f"| {size:,} | {_span(rates)} | {_span(peers)} | {_span(ratios, '{:.2f}')} | "
-                f"{_span(cpu_ratios, '{:.2f}')} |"
+                f"{_span(cpu_ratios, '{:.2f}')} | {_span(drifts, '{:.2f}')} |"
             )
         first, last = statistics.median(rows[0][3]), statistics.median(rows[-1][3])
         lines.append(
@@ -274,12 +290,12 @@ def main() -> None:
         shares = [jobs[i::cpus] for i in range(cpus)]
         timer = ["/usr/bin/time", "-f", "%M"] if Path("/usr/bin/time").exists() else []
         env = dict(os.environ, LEDGER_HOME=str(home))
-        a_rates, v_rates, a_ratios, rss = [], [], [], []
+        a_rates, v_rates, a_ratios, rss, v_drifts = [], [], [], [], []
         with ProcessPoolExecutor(max_workers=cpus) as pool:
             list(pool.map(_verify_share, [s[:10] for s in shares]))  # start the workers
             for _ in range(args.reps):
                 os.sync()  # as before each measured batch
-                v = sum(pool.map(_verify_share, shares))
+                v_before = sum(pool.map(_verify_share, shares))
                 t = time.perf_counter()
                 proc = subprocess.run(
                     [*timer, sys.executable, "-m", "ledger.cli", "audit", "--json"],
@@ -291,6 +307,9 @@ def main() -> None:
                 )
                 a = n / (time.perf_counter() - t)
                 assert proc.returncode == 0, proc.stderr
+                v_after = sum(pool.map(_verify_share, shares))  # the peer brackets the audit
+                v = _bracket(v_before, v_after)
+                v_drifts.append(v_after / v_before)
                 if timer:
                     rss.append(int(proc.stderr.split()[-1]) / 1024)
                 a_rates.append(a)
@@ -301,11 +320,12 @@ def main() -> None:
         lines.append(f"## Audit of {n:,} entries\n")
         lines.append(
             f"| `ledger audit` entries/s (subprocess, start-up included) | Ed25519 verify/s summed "
-            f"over {cpus} cores | ratio | peak RSS MB |\n|---:|---:|---:|---:|"
+            f"over {cpus} cores (before and after) | ratio | peak RSS MB | peer after / before |"
+            "\n|---:|---:|---:|---:|---:|"
         )
         lines.append(
             f"| {_span(a_rates)} | {_span(v_rates)} | {_span(a_ratios, '{:.2f}')} | "
-            f"{_span(rss) if rss else 'n/a'} |\n"
+            f"{_span(rss) if rss else 'n/a'} | {_span(v_drifts, '{:.2f}')} |\n"
         )
 
         _proofs(home, args.reps, args.proofs, lines)
