@@ -232,16 +232,20 @@ def find_tool(name: str, cuda: bool = False) -> str | None:
 
 def tool_version(path: str, flag: str = "--version", cwd: Path | None = None) -> str:
     """The last non-empty line a tool prints for ``flag`` (cut to 200 chars), or ''."""
-    res = run_tool([path, flag], cwd=cwd or Path("/"), timeout=30)
-    lines = [ln.strip() for ln in (res.stdout + res.stderr).splitlines() if ln.strip()]
+    lines = _printed_lines(run_tool([path, flag], cwd=cwd or Path("/"), timeout=30))
     return lines[-1][:200] if lines else ""
+
+
+def _printed_lines(res: ToolResult) -> list[str]:
+    """The non-empty lines a tool printed (stdout, then stderr), stripped."""
+    return [ln.strip() for ln in (res.stdout + res.stderr).splitlines() if ln.strip()]
 
 
 _RELEASES: dict[str, str] = {}
 
 
 def _release_text(res: ToolResult) -> str:
-    lines = [ln.strip() for ln in (res.stdout + res.stderr).splitlines() if ln.strip()]
+    lines = _printed_lines(res)
     for ln in lines:
         if "release" in ln:
             return ln[:200]
