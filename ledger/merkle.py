@@ -320,6 +320,24 @@ class Frontier:
         self.size = index + width
         return out
 
+    def append_joined(self, levels: Sequence[bytes]) -> list[tuple[int, int, bytes]]:
+        """``append_subtree`` of a subtree whose levels come each joined into one string
+        (``levels[l]``: the ``2**(k-l)`` hashes of level ``l`` end to end, ``levels[k]`` the
+        root): the caller stores those as they are (``ledger.store.Writer``: one statement per
+        level, not a row per hash); return only the stored hashes the root completes above the
+        subtree."""
+        k = len(levels) - 1
+        width = 1 << k
+        if k < 0 or self.size % width or any(
+            len(row) != HASH_SIZE << (k - level) for level, row in enumerate(levels)
+        ):
+            raise ValueError(f"not the levels of a subtree of {width} leaves at size {self.size}")
+        index = self.size
+        out: list[tuple[int, int, bytes]] = []
+        self._fold(index, k, levels[k], out)
+        self.size = index + width
+        return out
+
     def root(self) -> bytes:
         """The root hash of the tree so far."""
         return edge_root(self._edge)
@@ -340,6 +358,12 @@ def perfect_levels(leaves: Sequence[bytes]) -> list[list[bytes]]:
         row = levels[-1]
         levels.append([node_hash(row[i], row[i + 1]) for i in range(0, len(row), 2)])
     return levels
+
+
+def joined_levels(levels: Sequence[Sequence[bytes]]) -> list[bytes]:
+    """``perfect_levels`` with each level's hashes joined end to end
+    (``Frontier.append_joined``)."""
+    return [b"".join(row) for row in levels]
 
 
 def edge_within(

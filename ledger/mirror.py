@@ -873,7 +873,7 @@ class Mirror:
                 w.put_blobs(((d, blobs[d]) for d in digests), index=part_start(part))
             if levels is not None and all(f.bundle for f in fetched):
                 w.append_bundles([(f.data, f.leaf) for f in fetched],
-                                 [f.digest() for f in fetched], levels)
+                                 [f.digest() for f in fetched], merkle.joined_levels(levels))
             else:
                 for f in fetched:  # every entry passed _rules: a view or an object
                     if f.bundle:

@@ -99,18 +99,18 @@ def _chunk(
     link: dict[str, Any], task: Sequence[tuple[bytes, bytes, Mapping[str, Any]]]
 ) -> Chunk:
     """``bundle_entries`` of the bundles of ``task``, with the levels of their subtree when
-    they fill one (``merkle.perfect_levels``: a full chunk, aligned in the log). A task names
-    each bundle by its digest and manifest, with its entry fields, in plain tuples: they pickle
-    in less than half the time of named ones, and the storing process, the batch's critical
-    path, does the pickling. The caller raises a refusal as ``BadInput`` after storing
-    nothing, so the batch fails where one thread would have."""
+    they fill one (``merkle.perfect_levels``, each level joined: a full chunk, aligned in the
+    log). A task names each bundle by its digest and manifest, with its entry fields, in plain
+    tuples: they pickle in less than half the time of named ones, and the storing process, the
+    batch's critical path, does the pickling. The caller raises a refusal as ``BadInput``
+    after storing nothing, so the batch fails where one thread would have."""
     heads = [(Head(digest, manifest), fields) for digest, manifest, fields in task]
     made, refused = bundle_entries(
         link, heads, _WORKER["signer"], _WORKER["sk64"], _WORKER["now"]
     )
     levels = None
     if len(made) == CHUNK and refused is None:
-        levels = merkle.perfect_levels([lh for _, lh in made])
+        levels = merkle.joined_levels(merkle.perfect_levels([lh for _, lh in made]))
     return Chunk(made, refused, levels)
 
 
@@ -119,7 +119,9 @@ class Chunk(NamedTuple):
 
     made: list[tuple[bytes, bytes]]  # each entry with its leaf hash
     refused: str | None  # the reason the rules refused the entry after the last one made
-    levels: list[list[bytes]] | None  # the subtree of a full aligned chunk, leaves to root
+    # the subtree of a full aligned chunk, leaves to root, each level's hashes joined (a string
+    # per level pickles and is stored at once: ``Writer.append_bundles``)
+    levels: list[bytes] | None
 
 
 def worker_count(batch: int) -> int:

@@ -426,6 +426,14 @@ def test_a_perfect_subtree_appends_as_its_leaves_would(blocks: int, k: int) -> N
     got = whole.append_subtree(merkle.perfect_levels(leaves))
     assert sorted(got) == sorted(rows)
     assert whole.edge() == one.edge() and whole.size == one.size == start + width
+    # the same subtree with each level joined: only the hashes above it come back
+    joined = merkle.Frontier.from_store(start, _BIG.get)
+    above = joined.append_joined(merkle.joined_levels(merkle.perfect_levels(leaves)))
+    assert sorted(above) == sorted(r for r in rows if r[0] > k)
+    assert joined.edge() == one.edge() and joined.size == one.size
+    with pytest.raises(ValueError):  # a level of the wrong length
+        merkle.Frontier.from_store(start, _BIG.get).append_joined(
+            [*merkle.joined_levels(merkle.perfect_levels(leaves))[:-1], b"short"])
     if start % (2 * width) == width and k < 5:  # misaligned for a subtree twice as wide
         with pytest.raises(ValueError):
             merkle.Frontier.from_store(start, _BIG.get).append_subtree(

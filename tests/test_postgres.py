@@ -101,6 +101,33 @@ def test_init_and_every_command_unchanged(pg_server: PgServer, tmp_path: Path) -
     log.close()
 
 
+def test_sealing_workers_on_postgresql(pg_server: PgServer, tmp_path: Path) -> None:
+    """A batch made by the sealing workers stores its full chunks' subtrees a level at a time
+    (``Writer._put_hash_runs``), as rows on PostgreSQL: exactly the rows that appending its
+    leaves one by one makes, and an audit that passes."""
+    from ledger import merkle, sealers
+
+    batch = [
+        (Bundle.from_files({"contract.yaml": f"w{i}".encode(), "k.ptx": b"p", "p.lean": b"l",
+                            "s.fut": b"f"}),
+         fake_fields(f"w{i}"))
+        for i in range(2 * sealers.CHUNK + 5)
+    ]
+    log = Log.init(tmp_path / "pg", "pg.example/log", pg_server.new_database())
+    sk = add_node(log)
+    log.seal_many(batch[:3], sk, workers=0)  # the chunks then start mid-tree
+    log.seal_many(batch[3:], sk, workers=2)
+    conn = log.store.conn
+    leaves = [bytes(r[0]) for r in conn.execute("SELECT leaf_hash FROM entries ORDER BY idx")]
+    tree = merkle.Frontier()
+    want = sorted(row for leaf in leaves for row in tree.append(leaf))
+    got = [(lv, n, bytes(h)) for lv, n, h in conn.execute(
+        "SELECT level, n, hash FROM hashes ORDER BY level, n").fetchall()]
+    assert len(leaves) == log.store.size() == len(batch) + 1 and got == want  # + the key entry
+    assert audit(log.store, log.verifier).ok
+    log.close()
+
+
 def test_chunked_audit_in_workers_on_postgresql(
     pg_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

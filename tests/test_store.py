@@ -219,6 +219,38 @@ def test_batched_seal_and_cached_proofs_match_the_tree(log: Log) -> None:
     assert len(list(log.store.blobs())) == 3 + 80
 
 
+def test_subtrees_stored_a_level_at_a_time_give_every_row(log: Log) -> None:
+    """``Writer.append_bundles`` with a subtree's joined levels stores each level with one
+    statement (``_put_hash_runs``), merging runs that continue one another and keeping apart
+    those that do not (single appends in between): the rows are exactly those of appending
+    each leaf alone, and the store's root agrees."""
+    def entry(i: int) -> tuple[bytes, bytes]:
+        data = f'{{"n":{i}}}'.encode()
+        return data, merkle.leaf_hash(data)
+
+    def digest(i: int) -> bytes:
+        return merkle.leaf_hash(b"d%d" % i)
+
+    start = log.store.size()  # 0: the batches below are aligned
+    pieces = [(4, True), (4, True), (3, False), (1, True), (8, True), (2, False), (2, True)]
+    made_all: list[tuple[bytes, bytes]] = []
+    with log.store.writer() as w:
+        at = start
+        for width, whole in pieces:
+            made = [entry(at + j) for j in range(width)]
+            levels = merkle.joined_levels(merkle.perfect_levels([lh for _, lh in made])) \
+                if whole else None
+            w.append_bundles(made, [digest(at + j) for j in range(width)], levels)
+            made_all.extend(made)
+            at += width
+        assert w._hash_runs and w._hash_rows  # both kinds wait for the flush
+    tree = merkle.Frontier()
+    want = sorted(row for _, lh in made_all for row in tree.append(lh))
+    got = log.store.conn.execute("SELECT level, n, hash FROM hashes ORDER BY level, n").fetchall()
+    assert got == want
+    assert log.store.root() == tree.root()
+
+
 @pytest.fixture()
 def no_bytes_adapter() -> Iterator[None]:
     key = (bytes, sqlite3.PrepareProtocol)
