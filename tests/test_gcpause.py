@@ -39,6 +39,24 @@ def test_back_on_after_an_error(collector_on: None) -> None:
     assert gc.isenabled()
 
 
+def test_what_the_batch_made_goes_to_the_oldest_generation_unwalked(collector_on: None) -> None:
+    """The batch's objects are moved whole to the oldest generation (no young collection walks
+    them after the batch); objects the process froze itself stay frozen."""
+    with collector_paused():
+        made = [[i] for i in range(1000)]
+    assert gc.get_count()[0] < 700  # no young collection is due
+    assert any(o is made for o in gc.get_objects(generation=2))
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with collector_paused():
+            later = [[i] for i in range(10)]
+        assert gc.get_freeze_count() == frozen  # not thawed: nothing moved this time
+        assert any(o is later for o in gc.get_objects(generation=0))
+    finally:
+        gc.unfreeze()
+
+
 def test_a_caller_that_turned_it_off_keeps_it_off(collector_on: None) -> None:
     gc.disable()
     with collector_paused():
