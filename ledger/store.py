@@ -74,7 +74,7 @@ PRELOAD_AFTER_PROOFS = 64  # a Store that has answered this many proofs keeps th
 FILL_ROWS = 1 << 14  # at most this many of them per proof (0.02-0.1 s) until it holds them all
 FLUSH_ROWS = 1024  # entries a Writer batches before inserting them
 # A run of consecutive hashes of one level (``Writer._put_hash_runs``), cut into its rows by SQLite:
-# ?1 the level, ?2 the first n, ?3 how many, ?4 the hashes joined
+# ?1 the level, ?2 the first n, ?3 how many, ?4 the hashes joined (32 bytes each: merkle.HASH_SIZE)
 HASH_RUN_SQL = (
     "INSERT INTO hashes(level, n, hash) "
     "WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i + 1 < ?3) "
@@ -802,7 +802,7 @@ class Writer:
         a level at a time (``_put_hash_runs``)."""
         rows = self._entry_rows
         idx = self.size
-        if levels is not None and len(made) & (len(made) - 1) == 0 and \
+        if levels is not None and made and len(made) & (len(made) - 1) == 0 and \
                 idx % len(made) == 0 and len(levels) == len(made).bit_length() and \
                 levels[0] == b"".join([lh for _, lh in made]):
             self._hash_rows.extend(self.frontier.append_joined(levels))

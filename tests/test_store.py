@@ -235,6 +235,7 @@ def test_subtrees_stored_a_level_at_a_time_give_every_row(log: Log) -> None:
     pieces = [(4, True), (4, True), (3, False), (1, True), (8, True), (2, False), (2, True)]
     made_all: list[tuple[bytes, bytes]] = []
     with log.store.writer() as w:
+        w.append_bundles([], [], [])  # nothing: no subtree to take levels from
         at = start
         for width, whole in pieces:
             made = [entry(at + j) for j in range(width)]
