@@ -12,7 +12,10 @@
       max_depth. Bytes outside that subset give NotImplemented: the caller then runs the full Python
       parse, which accepts or refuses with its precise message. So this function only ever
       accepts bytes the full parse accepts, with the same value.
-   2. sign_many / verify_many: libsodium's Ed25519 over many messages in one call, without the
+   2. bundle_view(data): what ``ledger audit`` judges of a bundle entry, in one pass (below).
+   3. join_plain(parts, shapes): canonical JSON of plain values joined with bytes, for the
+      entries a batch seal encodes, with the bundle shape rules of 2 judged on the way.
+   4. sign_many / verify_many: libsodium's Ed25519 over many messages in one call, without the
       GIL, so other threads run Python meanwhile. libsodium is the one PyNaCl carries: its
       functions are looked up once (bind_sodium) in PyNaCl's own extension module.
 */
@@ -740,6 +743,208 @@ done:
     return result;
 }
 
+/* -- encoding: join_plain ------------------------------------------------------------------ */
+
+/* A growing output buffer (PyMem). */
+typedef struct {
+    char *b;
+    Py_ssize_t n, cap;
+} Out;
+
+static int out_room(Out *o, Py_ssize_t more) {
+    if (o->n + more <= o->cap) return 1;
+    Py_ssize_t cap = o->cap ? o->cap : 2048;
+    while (cap < o->n + more) cap *= 2;
+    char *b = PyMem_Realloc(o->b, (size_t)cap);
+    if (b == NULL) {
+        PyErr_NoMemory();
+        return 0;
+    }
+    o->b = b;
+    o->cap = cap;
+    return 1;
+}
+
+static int out_put(Out *o, const char *s, Py_ssize_t n) {
+    if (!out_room(o, n)) return 0;
+    memcpy(o->b + o->n, s, (size_t)n);
+    o->n += n;
+    return 1;
+}
+
+/* A JSON string of the UTF-8 text s[0..n) with the escapes of ``json.encoder.encode_basestring``
+   (what canonical JSON writes): '"', '\\', \b \f \n \r \t, other controls below 0x20 as \u00xx
+   in lowercase hex; every other byte as it is. */
+static int out_string(Out *o, const unsigned char *s, Py_ssize_t n) {
+    if (!out_room(o, n + 2)) return 0;
+    o->b[o->n++] = '"';
+    Py_ssize_t i = 0;
+    while (i < n) {
+        Py_ssize_t j = i;
+        while (j < n && (STRING_PLAIN[s[j]] || s[j] >= 0x80)) j++;
+        if (!out_put(o, (const char *)s + i, j - i)) return 0;
+        if (j == n) break;
+        unsigned char c = s[j];
+        char esc[6] = {'\\', 0, '0', '0', 0, 0};
+        Py_ssize_t len = 2;
+        switch (c) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        default:
+            esc[1] = 'u';
+            esc[4] = "0123456789abcdef"[c >> 4];
+            esc[5] = "0123456789abcdef"[c & 15];
+            len = 6;
+        }
+        if (!out_put(o, esc, len)) return 0;
+        i = j + 1;
+    }
+    if (!out_room(o, 1)) return 0;
+    o->b[o->n++] = '"';
+    return 1;
+}
+
+/* Canonical JSON of a value in ``ledger.canonical.encode_plain``'s subset (exact str without
+   lone surrogates, exact int with |i| <= 2**53, True, False, None, exact list, exact dict with
+   ASCII str keys; nesting below 32): 1 written, 0 outside the subset (nothing is raised: the
+   caller takes the Python path), -1 with an exception set (out of memory). */
+static int out_value(Out *o, PyObject *v, int depth) {
+    if (v == Py_None) return out_put(o, "null", 4) ? 1 : -1;
+    if (v == Py_True) return out_put(o, "true", 4) ? 1 : -1;
+    if (v == Py_False) return out_put(o, "false", 5) ? 1 : -1;
+    if (PyUnicode_CheckExact(v)) {
+        Py_ssize_t n;
+        const char *s = PyUnicode_AsUTF8AndSize(v, &n);
+        if (s == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return -1;
+            PyErr_Clear(); /* a lone surrogate: the Python path refuses it with its message */
+            return 0;
+        }
+        return out_string(o, (const unsigned char *)s, n) ? 1 : -1;
+    }
+    if (PyLong_CheckExact(v)) {
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (x == -1 && PyErr_Occurred()) return -1;
+        if (overflow || x > MAX_SAFE || x < -MAX_SAFE) return 0;
+        char num[24];
+        int len = snprintf(num, sizeof num, "%lld", x);
+        return out_put(o, num, len) ? 1 : -1;
+    }
+    if (depth >= 32) return 0;
+    if (PyList_CheckExact(v)) {
+        if (!out_put(o, "[", 1)) return -1;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(v); i++) {
+            if (i && !out_put(o, ",", 1)) return -1;
+            PyObject *item = PyList_GET_ITEM(v, i);
+            Py_INCREF(item);
+            int r = out_value(o, item, depth + 1);
+            Py_DECREF(item);
+            if (r <= 0) return r;
+        }
+        return out_put(o, "]", 1) ? 1 : -1;
+    }
+    if (!PyDict_CheckExact(v)) return 0; /* a float, a subclass, anything else */
+    PyObject *keys = PyDict_Keys(v);
+    if (keys == NULL) return -1;
+    int r = 1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(keys) && r == 1; i++) {
+        PyObject *k = PyList_GET_ITEM(keys, i);
+        if (!PyUnicode_CheckExact(k) || !PyUnicode_IS_ASCII(k)) r = 0;
+    }
+    /* ASCII keys: Python's str order (code points) is RFC 8785's UTF-16 order */
+    if (r == 1 && PyList_Sort(keys) < 0) r = -1;
+    if (r == 1 && !out_put(o, "{", 1)) r = -1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(keys) && r == 1; i++) {
+        PyObject *k = PyList_GET_ITEM(keys, i);
+        if ((i && !out_put(o, ",", 1)) ||
+            !out_string(o, PyUnicode_1BYTE_DATA(k), PyUnicode_GET_LENGTH(k)) ||
+            !out_put(o, ":", 1)) {
+            r = -1;
+            break;
+        }
+        PyObject *item = PyDict_GetItemWithError(v, k);
+        if (item == NULL) {
+            r = PyErr_Occurred() ? -1 : 0;
+            break;
+        }
+        Py_INCREF(item);
+        r = out_value(o, item, depth + 1);
+        Py_DECREF(item);
+    }
+    Py_DECREF(keys);
+    if (r == 1 && !out_put(o, "}", 1)) r = -1;
+    return r;
+}
+
+/* join_plain(parts, shapes) -> bytes, None or NotImplemented.
+
+   ``parts`` end to end: a bytes part as it is, any other part as its canonical JSON
+   (``out_value``). ``shapes`` pairs the position of a part with a kind (0: a bundle entry's
+   kernel, 1: its obligations, 2: its checks), and that part must keep the shape rules of
+   ``ledger.entries.check_bundle_shape``, judged on the bytes just written by the code that
+   judges a stored entry (``shaped_map``, ``shaped_list``). NotImplemented: a part outside the
+   plain subset; None: a shape rule not kept. Either way the caller takes the Python path, which
+   encodes or refuses with its precise message: this function only ever gives the bytes the
+   Python encoder gives, for values its rules accept. */
+static PyObject *join_plain(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *parts, *shapes;
+    if (!PyArg_ParseTuple(args, "O!O!:join_plain", &PyList_Type, &parts, &PyTuple_Type, &shapes))
+        return NULL;
+    Py_ssize_t nshapes = PyTuple_GET_SIZE(shapes);
+    long at[8], kinds[8];
+    if (nshapes > 8) {
+        PyErr_SetString(PyExc_ValueError, "join_plain takes at most 8 shapes");
+        return NULL;
+    }
+    for (Py_ssize_t s = 0; s < nshapes; s++)
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(shapes, s), "ll:join_plain", &at[s], &kinds[s]))
+            return NULL;
+    Out o = {NULL, 0, 0};
+    PyObject *result = NULL;
+    int verdict = 1; /* 1 written, 0 not plain, 2 not shaped */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(parts) && verdict == 1; i++) {
+        PyObject *part = PyList_GET_ITEM(parts, i);
+        if (PyBytes_CheckExact(part)) {
+            if (!out_put(&o, PyBytes_AS_STRING(part), PyBytes_GET_SIZE(part))) goto done;
+            continue;
+        }
+        Py_ssize_t from = o.n;
+        Py_INCREF(part);
+        int r = out_value(&o, part, 0);
+        Py_DECREF(part);
+        if (r < 0) goto done;
+        if (r == 0) verdict = 0;
+        for (Py_ssize_t s = 0; s < nshapes && verdict == 1; s++) {
+            if (at[s] != i) continue;
+            long kind = kinds[s];
+            Parser ps = {(const unsigned char *)o.b + from, (const unsigned char *)o.b + o.n, 1,
+                         32, NULL, 0};
+            int shaped = 0;
+            if (kind == KERNEL && *ps.p == '{')
+                shaped = shaped_map(&ps, KERNEL);
+            else if (kind == OBLIGATION && *ps.p == '[')
+                shaped = shaped_list(&ps, OBLIGATION, MAX_OBLIGATIONS);
+            else if (kind == CHECK && *ps.p == '[')
+                shaped = shaped_list(&ps, CHECK, MAX_CHECKS);
+            if (shaped != 1 || ps.p != ps.end) verdict = 2;
+        }
+    }
+    if (verdict == 1)
+        result = PyBytes_FromStringAndSize(o.b, o.n);
+    else
+        result = Py_NewRef(verdict == 0 ? Py_NotImplemented : Py_None);
+done:
+    PyMem_Free(o.b);
+    return result;
+}
+
 /* -- Ed25519 through PyNaCl's libsodium ------------------------------------------------------ */
 
 typedef int (*sign_fn)(unsigned char *sig, unsigned long long *siglen, const unsigned char *m,
@@ -888,6 +1093,8 @@ static PyMethodDef methods[] = {
      "parse_plain(data, max_depth) -> value, or NotImplemented outside the plain subset"},
     {"bundle_view", bundle_view, METH_VARARGS,
      "bundle_view(data) -> the members of a bundle entry ledger audit judges, or None"},
+    {"join_plain", join_plain, METH_VARARGS,
+     "join_plain(parts, shapes) -> bytes, None (a shape rule not kept) or NotImplemented"},
     {"bind_sodium", bind_sodium, METH_VARARGS,
      "bind_sodium(path): take libsodium's Ed25519 functions from PyNaCl's loaded module"},
     {"sign_many", sign_many, METH_VARARGS,

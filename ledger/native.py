@@ -10,6 +10,10 @@ pure-Python twin when it is not, with the same answers (``tests/test_native.py``
   its precise message. It never accepts what the full parse refuses.
 * ``bundle_view(data)``: what ``ledger audit`` and ``ledger mirror`` judge of a bundle entry, read
   in one pass (its twin, built on ``entry_object``, is ``ledger.entries.bundle_view_py``);
+* ``join_plain(parts, shapes)``: canonical JSON of plain values joined with bytes, the bundle
+  shape rules judged on the way (``ledger.entries.BatchEncoder``, the entries of a batch seal);
+  its twin is the encoder and the rules of ``ledger.canonical`` and ``ledger.entries``, which
+  run whenever it gives None;
 * ``sign_many(sk64, messages)`` / ``verify_many(jobs)``: Ed25519 over many messages in one call
   to libsodium (the copy PyNaCl carries) without the GIL, so a thread can sign or verify while
   another runs Python; the twins call PyNaCl once per message, holding the GIL.
@@ -81,6 +85,21 @@ def bundle_view(data: bytes) -> BundleView | None:
 def bundle_view_c() -> Callable[[bytes], BundleView | None] | None:
     """The compiled ``bundle_view`` itself (no Python frame per call), or None."""
     return None if _C is None else _C.bundle_view
+
+
+SHAPE_KERNEL, SHAPE_OBLIGATIONS, SHAPE_CHECKS = 0, 1, 2  # join_plain's shape kinds
+
+
+def join_plain(parts: list[Any], shapes: tuple[tuple[int, int], ...] = ()) -> bytes | None:
+    """``parts`` end to end: a ``bytes`` part as it is, any other part as its canonical JSON,
+    where every value is in the plain subset (``ledger.canonical.encode_plain``) and each part
+    ``shapes`` names (its position, a ``SHAPE_*`` kind) keeps the bundle shape rules
+    (``ledger.entries.check_bundle_shape``). None otherwise, and always without the C module:
+    the caller then takes the Python path, which encodes or refuses with its message."""
+    if _C is None:
+        return None
+    got = _C.join_plain(parts, shapes)
+    return got if type(got) is bytes else None
 
 
 def sign_many_py(sk64: bytes, messages: list[bytes]) -> list[bytes]:

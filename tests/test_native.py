@@ -105,6 +105,113 @@ def test_damaged_bytes_are_judged_as_the_full_parse_does(
         assert _python(bad) == got
 
 
+# -- the encoder ---------------------------------------------------------------------------
+
+class _Str(str):
+    pass
+
+
+# beyond the plain subset too: floats, integers past 2**53, non-ASCII and non-str keys,
+# lone surrogates, tuples and subclasses, nesting past 32
+_any = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**54), 2**54) | st.floats(allow_nan=False)
+    | st.text(max_size=12) | st.sampled_from(["\ud800", "a\udfff", "\udbff\udc00"])
+    | st.builds(_Str, st.text(max_size=4)),
+    lambda children: st.lists(children, max_size=4) | st.tuples(children)
+    | st.dictionaries(st.text(max_size=4) | st.integers(0, 3), children, max_size=4),
+    max_leaves=20,
+)
+
+
+def _in_subset(v: object, depth: int = 0) -> bool:
+    """What ``join_plain`` must take on itself: ``encode_plain``'s subset, exact types."""
+    if v is None or type(v) is bool:
+        return True
+    if type(v) is str:
+        return not any(0xD800 <= ord(c) <= 0xDFFF for c in v)
+    if type(v) is int:
+        return abs(v) <= 2**53
+    if depth >= 32:
+        return False
+    if type(v) is list:
+        return all(_in_subset(x, depth + 1) for x in v)
+    if type(v) is dict:
+        return all(type(k) is str and k.isascii() and _in_subset(x, depth + 1)
+                   for k, x in v.items())
+    return False
+
+
+@needs_c
+@settings(max_examples=500)
+@given(st.lists(_any | st.binary(max_size=6), max_size=5))
+def test_join_plain_writes_canonical_json_or_defers(parts: list[object]) -> None:
+    """Bytes parts as they are, every value as ``canonical_json`` writes it; a part outside the
+    plain subset gives None (the Python path then decides), never other bytes."""
+    got = native.join_plain(parts)
+    if all(type(p) is bytes or _in_subset(p) for p in parts):
+        assert got == b"".join(p if type(p) is bytes else canonical_json(p) for p in parts)
+    else:
+        assert got is None
+
+
+@needs_c
+def test_join_plain_takes_the_edges_on_itself() -> None:
+    for value in (2**53, -(2**53), "\"\\\b\f\n\r\t\x00\x1f\x7f\u2028\U0001F600", {"": 1},
+                  {"A": 1, "a": [True, False, None]}, [[[]]] * 3, {"\x01": "\x02"}):
+        assert native.join_plain([value]) == canonical_json(value), value
+    deep: list[object] = []
+    for _ in range(31):
+        deep = [deep]
+    assert native.join_plain([deep]) == canonical_json(deep)
+    assert native.join_plain([[deep]]) is None  # nesting past 32: deferred
+    for value in (2**53 + 1, 1.0, "\ud800", {"\u00e9": 1}, {1: 1}, (1,), _Str("s"), True + 0j):
+        assert native.join_plain([value]) is None, value
+
+
+_kernels = st.dictionaries(
+    st.sampled_from(["name", "version", "tool", "b@d", "x" * 65, "\u00e9", "ok.key-1"]),
+    st.text(max_size=3) | st.sampled_from(["v" * 1000, "v" * 1001]) | st.integers(0, 2),
+    max_size=5,
+) | st.lists(st.text(max_size=2), max_size=2)
+_items = st.dictionaries(
+    st.sampled_from(["obligation", "theorem", "property", "id", "status", "detail", "n_1"]),
+    st.sampled_from(["passed", "failed", "skipped", "Passed", "", "d" * 10_000, "d" * 10_001])
+    | st.none(),
+    max_size=7,
+)
+
+
+@needs_c
+@settings(max_examples=500)
+@given(_kernels, st.lists(_items, max_size=3), st.lists(_items, max_size=3))
+def test_join_plain_keeps_the_shape_rules(
+    kernel: object, obligations: list[object], checks: list[object]
+) -> None:
+    """With its shape kinds, ``join_plain`` gives bytes exactly when ``check_bundle_shape``
+    takes the members (here every value is plain): it never takes what the rules refuse."""
+    from ledger.entries import check_bundle_shape
+
+    own = {"kernel": kernel, "obligations": obligations, "checks": checks}
+    try:
+        check_bundle_shape(own)
+        shaped = True
+    except BadInput:
+        shaped = False
+    shapes = ((0, native.SHAPE_KERNEL), (2, native.SHAPE_OBLIGATIONS), (4, native.SHAPE_CHECKS))
+    got = native.join_plain([kernel, b",", obligations, b",", checks], shapes)
+    assert (got is not None) is shaped
+    if got is not None:
+        assert got == b",".join(canonical_json(v) for v in (kernel, obligations, checks))
+    # the limits of the lists themselves
+    assert native.join_plain([[{"obligation": "o", "theorem": "t", "property": "p"}] * 65],
+                             ((0, native.SHAPE_OBLIGATIONS),)) is None
+
+
+def test_join_plain_without_the_module_defers_everything(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native, "_C", None)
+    assert native.join_plain([b"{", {"a": 1}, b"}"]) is None
+
+
 def _key() -> tuple[bytes, bytes]:
     k = nacl.signing.SigningKey(bytes(range(32)))
     return bytes(k) + bytes(k.verify_key), bytes(k.verify_key)
