@@ -17,7 +17,9 @@ signing time of the same entry sizes is timed in the same child just after, on o
     .venv/bin/python bench/bench_append_cpu.py [--rounds 5] [--batches 20] [--batch 10000]
         [--against /path/to/other/checkout]
 
-Prints a Markdown table: per tree, min / median / max over the rounds.
+Prints a Markdown table: per tree, min / median / max over the rounds. The last two columns
+give the workers' and the total CPU per entry in units of that round's signature: the VM's speed
+moves by up to 1.5x between rounds, and those ratios far less than the times.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -43,6 +46,8 @@ COLUMNS = (
     ("checkpoint", "WAL checkpoint thread µs"),
     ("workers", "workers µs"),
     ("total", "total CPU µs"),
+    ("workers_in_signs", "workers / signing"),
+    ("total_in_signs", "total CPU / signing"),
 )
 
 
@@ -116,6 +121,11 @@ def child(repo: Path, batches: int, batch: int) -> dict[str, float]:
         "workers": sum(b - a for a, b in zip(w0, w1, strict=True)) / n * 1e6,
     }
     out["total"] = out["store_main"] + out["store_other"] + out["checkpoint"] + out["workers"]
+    # in units of one signature timed in the same child: the VM's speed moves by up to 1.5x
+    # between rounds, and these ratios move far less than the times themselves
+    out["workers_in_signs"] = out["workers"] / sign_us
+    out["total_in_signs"] = out["total"] / sign_us
+    shutil.rmtree(home.parent, ignore_errors=True)
     return out
 
 
@@ -151,7 +161,8 @@ def main() -> None:
     print("| tree | " + " | ".join(label for _, label in COLUMNS) + " |")
     print("|---|" + "---:|" * len(COLUMNS))
     for tree in trees:
-        cells = [_span([m[key] for m in got[tree]], "{:,.0f}" if key == "rate" else "{:.1f}")
+        cells = [_span([m[key] for m in got[tree]],
+                       "{:,.0f}" if key == "rate" else "{:.2f}" if "_in_" in key else "{:.1f}")
                  for key, _ in COLUMNS]
         print(f"| `{tree}` | " + " | ".join(cells) + " |")
 

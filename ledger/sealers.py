@@ -11,21 +11,27 @@ large batch is cut into chunks that forked worker processes turn into signed ent
 one-thread path calls), while the calling process stores the entries of the chunks already
 returned, in order.
 
-The node's secret key reaches the workers only by ``fork`` (the workers' start arguments are
-not pickled under ``fork``), never through a pipe: a task is the chain link and a chunk's bundle
-heads (digest, manifest) with their entry fields, never a bundle's files. The ``Log`` keeps the
+The node's secret key reaches the workers only by ``fork`` (``os.fork``: the workers are this
+process's copies), never through a pipe: a task is the chain link and a chunk's bundle heads
+(digest, manifest) with their entry fields, never a bundle's files. The ``Log`` keeps the
 workers of its last batch for the next one of the same key (``Sealers.serves``): a fork per batch
 cost ~10 ms, and the copy-on-write faults it left the storing process with ~5 µs per entry (its
 system time fell from ~10 to ~4 µs per entry, docs/benchmarks.md). A refused entry, a dead worker
 or ``Log.close`` stops them. The workers never touch the database and leave with ``os._exit``.
-Where ``fork`` is not the platform's way (or there is one CPU, or the batch is small)
-``seal_many`` stays on one thread.
+Where the platform has no ``fork`` (or there is one CPU, or the batch is small) ``seal_many``
+stays on one thread.
 """
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import os
+import pickle
+import select
+import signal
+import time
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -127,13 +133,7 @@ class Chunk(NamedTuple):
 def worker_count(batch: int) -> int:
     """Worker processes for a batch of ``batch`` entries: one per CPU this process may run on,
     none for a small batch, a single CPU, or a platform without ``fork``."""
-    if batch < MIN_BATCH:
-        return 0
-    # the process pool's modules load only for a batch that may use it: ``ledger verify`` and a
-    # seal of a few bundles import this module through ``ledger.log`` (start-up, issue 12)
-    import multiprocessing
-
-    if "fork" not in multiprocessing.get_all_start_methods():
+    if batch < MIN_BATCH or not hasattr(os, "fork"):
         return 0
     try:
         cpus = len(os.sched_getaffinity(0))
@@ -148,40 +148,53 @@ class Sealers:
     (forking again for each batch cost ~10 ms, and the copy-on-write faults of the process that
     stores, a few µs per entry: docs/benchmarks.md). Make it before a write transaction, so no
     worker is forked inside one; the key reaches the workers with the fork, a task is a chunk's
-    heads and the chain link."""
+    heads and the chain link.
+
+    Each worker has a pipe of its own each way (``_Worker``), and the storing thread moves the
+    bytes itself: chunk ``j`` goes to worker ``j % n`` and its entries come back from there, so
+    reading the workers in turn gives the chunks in order. No thread of this process takes part
+    (a process pool's result and feeder threads cost ~4 µs per entry, most of it handing the
+    GIL to and fro: docs/benchmarks.md). While it waits for a chunk the thread also writes the
+    tasks still pending, without blocking (``poll``): a worker that writes a large chunk back
+    and a task that does not fit in its pipe never wait on each other."""
 
     def __init__(self, workers: int, sk64: bytes, signer: bytes, now: Any) -> None:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
         self._key = (workers, sk64, signer, now)
-        self._pool: Any = ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=multiprocessing.get_context("fork"),
-            initializer=_start,
-            initargs=(sk64, signer, now),
-        )
-        # under fork, every worker is started at the first submit: do it now, outside any
-        # transaction, and wait for it
+        self._workers: list[_Worker] | None = []
+        # a batch whose chunks were not all read (its caller stopped at a refusal or an error,
+        # the generator not yet closed) leaves its results in the pipes: not for the next batch
+        self._in_flight = False
         try:
-            self._pool.submit(int).result()
+            for _ in range(workers):
+                self._workers.append(_Worker.fork(self._workers, sk64, signer, now))
+        except OSError as e:  # no process or pipe to be had (EAGAIN, EMFILE)
+            self.close()
+            raise CannotCheck(f"cannot start the sealing workers: {e.strerror or e}") from e
         except BaseException:
             self.close()
             raise
 
     def serves(self, workers: int, sk64: bytes, signer: bytes, now: Any) -> bool:
-        """Whether these workers, still running, are the ones a batch of that key needs."""
-        return self._pool is not None and self._key == (workers, sk64, signer, now)
+        """Whether these workers, still running and idle, are the ones a batch of that key
+        needs."""
+        return (self._workers is not None and not self._in_flight
+                and self._key == (workers, sk64, signer, now)
+                and all(w.alive() for w in self._workers))
 
     def pids(self) -> list[int]:
         """The workers' process ids (none once stopped)."""
-        return [] if self._pool is None else sorted(self._pool._processes)
+        return [] if self._workers is None else sorted(w.pid for w in self._workers)
 
     def close(self) -> None:
-        """Stop the workers (dropping the chunks not yet begun)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        """Stop the workers: their pipes are closed, so each leaves at its next read or write
+        (a chunk being made is dropped); one that has not left after ``STOP_WAIT`` seconds is
+        killed. Every one is reaped."""
+        workers, self._workers = self._workers, None
+        for w in workers or ():
+            w.close_pipes()
+        deadline = time.monotonic() + STOP_WAIT
+        for w in workers or ():
+            w.reap(deadline)
 
     def chunks(
         self,
@@ -196,33 +209,215 @@ class Sealers:
         it), ``CannotCheck`` when a worker dies (killed, out of memory): the caller's
         transaction then stores nothing. The workers begin at once, before the first chunk is
         asked for; a batch that ends early stops them (``close``)."""
-        if self._pool is None:
-            raise CannotCheck("the sealing workers were stopped")
+        workers = self._workers
+        if workers is None or self._in_flight:
+            self.close()
+            raise CannotCheck("the sealing workers were stopped, or are busy with another batch")
         count = len(batch)
         head = -first % CHUNK
         starts = [0, *range(head, count, CHUNK)] if head else list(range(0, count, CHUNK))
         starts = [s for s in starts if s < count]
         ends = [*starts[1:], count]
-        # each task is made just before it is submitted, so the first worker starts at once
-        # rather than after the whole batch's tasks are built (~10 ms for 10,000 entries)
-        futures = [
-            self._pool.submit(_chunk, link, [(b.digest, b.manifest, f) for b, f in batch[a:z]])
-            for a, z in zip(starts, ends, strict=True)
-        ]
-        return self._in_order(f.result() for f in futures)
 
-    def _in_order(self, results: Iterator[Chunk]) -> Iterator[Chunk]:
-        from concurrent.futures.process import BrokenProcessPool
+        def task(j: int) -> bytes:
+            # a task is made just before it is sent, so the first worker starts at once
+            rows = [(b.digest, b.manifest, f) for b, f in batch[starts[j] : ends[j]]]
+            return pickle.dumps((link, rows), protocol=pickle.HIGHEST_PROTOCOL)
 
-        done = False
+        n = len(workers)
+        sent = min(AHEAD * n, len(starts))
+        self._in_flight = True
         try:
-            for chunk in results:
+            for j in range(sent):  # every worker gets its first tasks now
+                workers[j % n].send(task(j))
+        except OSError as e:
+            self.close()
+            raise CannotCheck(f"a sealing worker process died ({e}); nothing was stored") from e
+        return self._in_order(workers, len(starts), sent, task)
+
+    def _in_order(
+        self, workers: list[_Worker], total: int, sent: int, task: Callable[[int], bytes]
+    ) -> Iterator[Chunk]:
+        done = False
+        n = len(workers)
+        try:
+            for j in range(total):
+                chunk = workers[j % n].receive(workers)
+                if sent < total:  # that worker has room for one more
+                    workers[sent % n].send(task(sent))
+                    sent += 1
                 yield chunk
                 if chunk.refused is not None:
                     raise BadInput(chunk.refused)
             done = True
-        except BrokenProcessPool as e:
+            self._in_flight = False
+        except (OSError, EOFError) as e:
             raise CannotCheck(f"a sealing worker process died ({e}); nothing was stored") from e
         finally:
             if not done:
                 self.close()
+
+
+AHEAD = 2  # tasks each worker holds at a time: the one it makes and the next, already sent
+STOP_WAIT = 10.0  # seconds ``close`` waits for a worker to leave before killing it
+_PIPE_BYTES = 1 << 20  # what each pipe is asked to hold (Linux; elsewhere the default)
+_HEADER = 8  # a message is its length (8 bytes, little-endian) and that many bytes of pickle
+
+
+class _Worker:
+    """One sealing worker process and this process's ends of its two pipes: tasks go out on
+    ``task_fd`` (non-blocking: what does not fit waits in ``out``), chunks come back on
+    ``result_fd``."""
+
+    def __init__(self, pid: int, task_fd: int, result_fd: int) -> None:
+        self.pid = pid
+        self.task_fd = task_fd
+        self.result_fd = result_fd
+        self.out: deque[memoryview] = deque()  # task bytes not yet written
+        self.reaped = False
+
+    @classmethod
+    def fork(cls, others: Sequence[_Worker], sk64: bytes, signer: bytes, now: Any) -> _Worker:
+        task_r, task_w = os.pipe()
+        result_r, result_w = os.pipe()
+        for fd in (task_w, result_w):
+            _widen(fd)
+        pid = os.fork()
+        if pid == 0:  # the worker: it keeps only its own ends, so it sees EOF when we go
+            code = 0
+            try:
+                os.close(task_w)
+                os.close(result_r)
+                for w in others:
+                    for fd in (w.task_fd, w.result_fd):
+                        os.close(fd)
+                _start(sk64, signer, now)
+                _serve(task_r, result_w)
+            except BaseException:
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(task_r)
+        os.close(result_w)
+        os.set_blocking(task_w, False)
+        return cls(pid, task_w, result_r)
+
+    def send(self, message: bytes) -> None:
+        self.out.append(memoryview(len(message).to_bytes(_HEADER, "little")))
+        self.out.append(memoryview(message))
+        self.flush()
+
+    def flush(self) -> None:
+        """Write what the pipe takes now of the pending task bytes."""
+        while self.out:
+            try:
+                wrote = os.write(self.task_fd, self.out[0])
+            except BlockingIOError:
+                return
+            if wrote == len(self.out[0]):
+                self.out.popleft()
+            else:
+                self.out[0] = self.out[0][wrote:]
+
+    def receive(self, workers: Sequence[_Worker]) -> Chunk:
+        """The next chunk this worker makes; meanwhile the pending task bytes of ``workers``
+        are written as their pipes take them. ``EOFError`` when the worker is gone."""
+        size = int.from_bytes(self._read(_HEADER, workers), "little")
+        kind, value = pickle.loads(self._read(size, workers))
+        if kind != "chunk":
+            raise value  # the worker failed (a bug): its exception, raised here
+        chunk: Chunk = value
+        return chunk
+
+    def _read(self, size: int, workers: Sequence[_Worker]) -> bytearray:
+        buf = bytearray(size)
+        view = memoryview(buf)
+        got = 0
+        while got < size:
+            waiting = [w for w in workers if w.out]
+            if waiting:
+                poller = select.poll()
+                poller.register(self.result_fd, select.POLLIN)
+                for w in waiting:
+                    poller.register(w.task_fd, select.POLLOUT)
+                ready = {fd for fd, _ in poller.poll()}
+                for w in waiting:
+                    if w.task_fd in ready:
+                        w.flush()
+                if self.result_fd not in ready:
+                    continue
+            n = os.readv(self.result_fd, [view[got:]])
+            if n == 0:
+                raise EOFError(f"worker {self.pid} closed its pipe")
+            got += n
+        return buf
+
+    def alive(self) -> bool:
+        """Whether the process is still there (one that left is reaped here)."""
+        if not self.reaped:
+            try:
+                self.reaped = os.waitpid(self.pid, os.WNOHANG)[0] == self.pid
+            except ChildProcessError:
+                self.reaped = True
+        return not self.reaped
+
+    def close_pipes(self) -> None:
+        for fd in (self.task_fd, self.result_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def reap(self, deadline: float) -> None:
+        """Wait for the process to leave (until ``deadline``, then kill it)."""
+        while self.alive():
+            if time.monotonic() > deadline:
+                os.kill(self.pid, signal.SIGKILL)
+                deadline = float("inf")
+            else:
+                time.sleep(0.005)
+
+
+def _widen(fd: int) -> None:
+    """Ask a pipe to hold ``_PIPE_BYTES`` (fewer wake-ups per task and chunk; Linux only)."""
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if set_size is not None:
+        try:
+            fcntl.fcntl(fd, set_size, _PIPE_BYTES)
+        except OSError:
+            pass  # above the system's limit: the default size works, with more wake-ups
+
+
+def _serve(task_fd: int, result_fd: int) -> None:
+    """A worker's loop: read a task, make its chunk, write it back; until the pipe closes."""
+    while True:
+        header = _read_exactly(task_fd, _HEADER)
+        if header is None:
+            return  # the storing process closed the pipe (``close``) or is gone
+        body = _read_exactly(task_fd, int.from_bytes(header, "little"))
+        if body is None:
+            return
+        link, rows = pickle.loads(body)
+        try:
+            reply = pickle.dumps(("chunk", _chunk(link, rows)), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as e:  # a bug: the storing process raises it
+            try:
+                reply = pickle.dumps(("error", e))
+            except Exception:
+                reply = pickle.dumps(("error", CannotCheck(f"a sealing worker failed: {e!r}")))
+        data = memoryview(len(reply).to_bytes(_HEADER, "little") + reply)
+        while data:
+            data = data[os.write(result_fd, data):]
+
+
+def _read_exactly(fd: int, size: int) -> bytearray | None:
+    """``size`` bytes from ``fd``, or None at its end."""
+    buf = bytearray(size)
+    view = memoryview(buf)
+    got = 0
+    while got < size:
+        n = os.readv(fd, [view[got:]])
+        if n == 0:
+            return None
+        got += n
+    return buf

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +94,51 @@ def _refused_alike(twin: tuple[Log, Log], batch: list[tuple[Bundle, dict[str, An
     # and none of the files the workers' path stores while the first chunks are made
     assert two.store.conn.execute("SELECT count(*) FROM blobs").fetchone()[0] == files
     return str(pooled.value)
+
+
+def test_tasks_and_chunks_larger_than_the_pipes_do_not_stall(
+    twin: tuple[Log, Log], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each task (~1.5 MB) and each chunk that comes back is far larger than a pipe of one page:
+    the storing thread writes the tasks as the pipes take them while it waits for a chunk, so
+    a worker writing its chunk and the thread writing that worker's next task never wait on
+    each other. The same entries as one thread."""
+    monkeypatch.setattr(sealers, "_PIPE_BYTES", 4096)  # the smallest pipe Linux makes
+    one, two = twin
+    sk, _ = load_node_secret(one.keydir, "node")
+    batch = items(4 * sealers.CHUNK + 3, "big")
+    for _, fields in batch:
+        fields["checks"] = [dict(fields["checks"][0], id=f"c{k}", detail="d" * 1500)
+                            for k in range(4)]
+    alone = one.seal_many(batch, sk, workers=0)
+    pooled = two.seal_many(batch, sk, workers=2)
+    assert [s.entry for s in pooled] == [s.entry for s in alone]
+    assert two._sealers is not None and len(two._sealers.pids()) == 2
+
+
+def test_a_worker_gone_between_batches_is_replaced(twin: tuple[Log, Log]) -> None:
+    """Workers kept for the next batch are checked first: one that died since (killed, out of
+    memory) makes the batch fork new ones, not fail."""
+    _, two = twin
+    sk, _ = load_node_secret(two.keydir, "node")
+    two.seal_many(items(sealers.CHUNK + 1, "a"), sk, workers=2)
+    assert two._sealers is not None
+    first = two._sealers.pids()
+    os.kill(first[0], signal.SIGKILL)
+    while not _gone_or_zombie(first[0]):  # dead, not yet reaped: the pool reaps it
+        time.sleep(0.01)
+    assert len(two.seal_many(items(sealers.CHUNK + 1, "b"), sk, workers=2)) == sealers.CHUNK + 1
+    again = two._sealers.pids()
+    assert len(again) == 2 and not set(again) & set(first)
+    assert all(_gone(pid) for pid in first)  # the old ones stopped and reaped
+
+
+def _gone_or_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
 
 
 def test_a_refused_entry_stops_the_batch_where_one_thread_would(twin: tuple[Log, Log]) -> None:
