@@ -258,7 +258,8 @@ class Sealers:
                 self.close()
 
 
-AHEAD = 2  # tasks each worker holds at a time: the one it makes and the next, already sent
+AHEAD = 3  # tasks each worker holds at a time: the one it makes and the next two, already sent
+# (2: the workers waited now and then for the storing thread; 3 was 3% faster, paired batches)
 STOP_WAIT = 10.0  # seconds ``close`` waits for a worker to leave before killing it
 _PIPE_BYTES = 1 << 20  # what each pipe is asked to hold (Linux; elsewhere the default)
 _HEADER = 8  # a message is its length (8 bytes, little-endian) and that many bytes of pickle
