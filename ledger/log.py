@@ -16,7 +16,7 @@ import shutil
 import sqlite3
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -416,15 +416,19 @@ class Log:
             else:
                 chunks = pool.chunks(link, w.size, batch)
             done = 0
-            for chunk in chunks:
-                first = w.size
-                part = batch[done : done + len(chunk.made)]
-                w.put_bundle_files(first, [b.files for b, _ in part])
-                w.append_bundles(chunk.made, [b.digest for b, _ in part], chunk.levels)
-                out.extend(Sealed(first + k, lh, e) for k, (e, lh) in enumerate(chunk.made))
-                done += len(chunk.made)
-                if chunk.refused is not None:
-                    raise BadInput(chunk.refused)
+            try:
+                for chunk in chunks:
+                    first = w.size
+                    part = batch[done : done + len(chunk.made)]
+                    w.put_bundle_files(first, [b.files for b, _ in part])
+                    w.append_bundles(chunk.made, [b.digest for b, _ in part], chunk.levels)
+                    out.extend(Sealed(first + k, lh, e) for k, (e, lh) in enumerate(chunk.made))
+                    done += len(chunk.made)
+                    if chunk.refused is not None:
+                        raise BadInput(chunk.refused)
+            finally:
+                if isinstance(chunks, Generator):  # stopped early: the workers stop now
+                    chunks.close()
             if done != len(batch):
                 raise CannotCheck(f"the sealing workers made {done} of {len(batch)} entries")
             self._checkpoint(w)
