@@ -10,8 +10,9 @@ Each round runs one child process per tree (``--against`` names the other checko
 ``ledger`` package is imported instead of this one's). The child builds ``--batches`` batches of
 ``--batch`` bundles first (outside the timing), seals one batch to start the workers, then seals
 the rest and reads, from ``/proc``, the user and system time per entry of each thread of the
-storing process (the main thread that stores; the executor's result thread; the queue feeder
-that pickles the tasks; the WAL checkpoint thread) and of the sealing workers. The Ed25519
+storing process (the main thread that stores; any other thread, which before ``d10b286`` were a
+process pool's result thread and the queue feeder that pickled the tasks; the WAL checkpoint
+thread) and of the sealing workers. The Ed25519
 signing time of the same entry sizes is timed in the same child just after, on one core.
 
     .venv/bin/python bench/bench_append_cpu.py [--rounds 5] [--batches 20] [--batch 10000]
@@ -42,7 +43,7 @@ COLUMNS = (
     ("rate", "entries/s"),
     ("sign_us", "signing µs (one core)"),
     ("store_main", "storing thread µs (user + sys)"),
-    ("store_other", "result + feeder threads µs"),
+    ("store_other", "other threads µs (a process pool's result and feeder)"),
     ("checkpoint", "WAL checkpoint thread µs"),
     ("workers", "workers µs"),
     ("total", "total CPU µs"),
