@@ -497,6 +497,27 @@ class Store:
         ).fetchone()
         return None if row is None else bytes(row[0])
 
+    def blob_lengths(self, digests: Sequence[bytes]) -> dict[bytes, int]:
+        """The length of each stored file among ``digests``, from whichever part holds it
+        (``blob`` for many: the parts are listed once, 500 digests a query, and no file's bytes
+        are read)."""
+        return {bytes(d): int(n) for d, n in self._anywhere("digest, length(data)", digests)}
+
+    def blobs_anywhere(self, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        """The stored files among ``digests``, by digest (``blob`` for many, as
+        ``blob_lengths``)."""
+        return {bytes(d): bytes(data) for d, data in self._anywhere("digest, data", digests)}
+
+    def _anywhere(self, what: str, digests: Sequence[bytes]) -> Iterator[Any]:
+        parts = self._parts()
+        wanted = list(dict.fromkeys(digests))
+        for i in range(0, len(wanted), 500):
+            chunk = wanted[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            yield from self.conn.execute(
+                f"SELECT {what} FROM blobs WHERE part IN ({parts}) AND digest IN ({marks})", chunk
+            )
+
     def has_blobs(self, digests: Sequence[bytes], index: int) -> set[bytes]:
         """Which of ``digests`` the store holds where the entry ``index`` finds its files: its
         part, or the part of the files stored before parts existed."""

@@ -181,6 +181,27 @@ def test_bundle_files_and_blobs(client: httpx.Client, store: Store) -> None:
     n1 = int.from_bytes(batch.content[:4], "big")
     assert batch.content[4 : 4 + n1] == files["k4.ptx"]
     assert batch.content[8 + n1 :] == files["spec.fut"]
+    # a digest asked twice comes twice, in the order asked; one the store lacks is 404
+    framed = len(files["spec.fut"]).to_bytes(4, "big") + files["spec.fut"]
+    twice = client.get("/api/v1/blobs", params=[("d", d2.hex()), ("d", d2.hex())])
+    assert twice.headers["x-blob-count"] == "2" and twice.content == framed * 2
+    lacking = client.get("/api/v1/blobs", params=[("d", d1.hex()), ("d", "00" * 32)])
+    assert lacking.status_code == 404
+
+
+def test_a_blob_batch_stops_past_its_byte_cap(
+    client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``MAX_BATCH_BYTES`` the answer stops (``X-Blob-Count``), whatever comes after,
+    a digest the store lacks included: the client asks again for the rest."""
+    import ledger.server
+
+    files = bundle_files(4)
+    d1, d2 = blake3_digest(files["k4.ptx"]), blake3_digest(files["spec.fut"])
+    monkeypatch.setattr(ledger.server, "MAX_BATCH_BYTES", 1)
+    r = client.get("/api/v1/blobs", params=[("d", d1.hex()), ("d", d2.hex()), ("d", "00" * 32)])
+    assert r.status_code == 200 and r.headers["x-blob-count"] == "1"
+    assert r.content == len(files["k4.ptx"]).to_bytes(4, "big") + files["k4.ptx"]
 
 
 def test_html_pages_escape_everything(client: httpx.Client, store: Store) -> None:

@@ -71,6 +71,10 @@ def test_files_are_kept_in_the_part_of_their_entry(small_parts: int, tmp_path: P
     assert log.store.indices_for_digest(digest) == [sealed[13 + 11].index]
     assert log.store.blob(shared) == b"p"
     assert log.store.blob(shared, index=20) == b"p"
+    # many at once, from whichever part holds each (the server's blob batches)
+    late = blake3_digest(b"b11")  # a file only the bundle of entry 25, in part 3, names
+    assert log.store.blobs_anywhere([late, shared, late, bytes(32)]) == {late: b"b11", shared: b"p"}
+    assert log.store.blob_lengths([shared, late, bytes(32)]) == {shared: 1, late: 3}
     assert sorted(d for d, _ in log.store.blobs()) == sorted(
         {f.digest for b, _ in _items("a", 13) + _items("b", 12) for f in b.files})
     res = audit(log.store, log.verifier)
