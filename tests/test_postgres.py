@@ -79,6 +79,11 @@ def test_init_and_every_command_unchanged(pg_server: PgServer, tmp_path: Path) -
     sk = add_node(log)
     _seal(log, sk, tmp_path / "b", 5, "a")
     size, root = log.store.size(), log.store.root()
+    # the server's blob batches: many files by digest in one query, their lengths in another
+    digests = [bytes(r[0]) for r in log.store.conn.execute("SELECT digest FROM blobs")]
+    got = log.store.blobs_anywhere([*digests, bytes(32)])
+    assert set(got) == set(digests) and all(log.store.blob(d) == v for d, v in got.items())
+    assert log.store.blob_lengths(digests) == {d: len(v) for d, v in got.items()}
     log.close()
     r = run_cli("audit", "--json", home=home)
     assert r.returncode == 0, r.stderr
