@@ -166,7 +166,7 @@ class Sealers:
         self._in_flight = False
         try:
             for _ in range(workers):
-                self._workers.append(_Worker.fork(self._workers, sk64, signer, now))
+                self._workers.append(_Worker.fork(sk64, signer, now))
         except OSError as e:  # no process or pipe to be had (EAGAIN, EMFILE)
             self.close()
             raise CannotCheck(f"cannot start the sealing workers: {e.strerror or e}") from e
@@ -258,9 +258,14 @@ class Sealers:
                 self.close()
 
 
+# this process's ends of the pipes of every worker still running (of every ``Sealers``: each
+# ``Log`` has its own), which each new worker closes: a worker that held another's would keep
+# that one from seeing its pipes close
+_LIVE_FDS: set[int] = set()
 AHEAD = 3  # tasks each worker holds at a time: the one it makes and the next two, already sent
 # (2: the workers waited now and then for the storing thread; 3 was 3% faster, paired batches)
-STOP_WAIT = 10.0  # seconds ``close`` waits for a worker to leave before killing it
+STOP_WAIT = 2.0  # seconds ``close`` waits for a worker to leave before killing it (one that
+# is making a chunk leaves when it writes it; a process forked elsewhere may hold its pipes)
 _PIPE_BYTES = 1 << 20  # what each pipe is asked to hold (Linux; elsewhere the default)
 _HEADER = 8  # a message is its length (8 bytes, little-endian) and that many bytes of pickle
 
@@ -278,7 +283,7 @@ class _Worker:
         self.reaped = False
 
     @classmethod
-    def fork(cls, others: Sequence[_Worker], sk64: bytes, signer: bytes, now: Any) -> _Worker:
+    def fork(cls, sk64: bytes, signer: bytes, now: Any) -> _Worker:
         task_r, task_w = os.pipe()
         result_r, result_w = os.pipe()
         for fd in (task_w, result_w):
@@ -289,9 +294,8 @@ class _Worker:
             try:
                 os.close(task_w)
                 os.close(result_r)
-                for w in others:
-                    for fd in (w.task_fd, w.result_fd):
-                        os.close(fd)
+                for fd in _LIVE_FDS:  # this process's ends of every other worker's pipes
+                    os.close(fd)
                 _start(sk64, signer, now)
                 _serve(task_r, result_w)
             except BaseException:
@@ -301,6 +305,7 @@ class _Worker:
         os.close(task_r)
         os.close(result_w)
         os.set_blocking(task_w, False)
+        _LIVE_FDS.update((task_w, result_r))
         return cls(pid, task_w, result_r)
 
     def send(self, message: bytes) -> None:
@@ -364,10 +369,9 @@ class _Worker:
 
     def close_pipes(self) -> None:
         for fd in (self.task_fd, self.result_fd):
-            try:
+            if fd in _LIVE_FDS:
+                _LIVE_FDS.discard(fd)
                 os.close(fd)
-            except OSError:
-                pass
 
     def reap(self, deadline: float) -> None:
         """Wait for the process to leave (until ``deadline``, then kill it)."""

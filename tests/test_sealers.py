@@ -133,6 +133,26 @@ def test_a_worker_gone_between_batches_is_replaced(twin: tuple[Log, Log]) -> Non
     assert all(_gone(pid) for pid in first)  # the old ones stopped and reaped
 
 
+def test_the_workers_of_one_log_hold_no_pipe_of_another(twin: tuple[Log, Log]) -> None:
+    """Two ledgers open in one process, each with its workers: the second's workers, forked
+    after the first's, hold none of the first's pipes (else the first's workers would not see
+    their pipes close when it closes), and closing the first stops and reaps its workers."""
+    one, two = twin
+    sk, _ = load_node_secret(one.keydir, "node")
+    one.seal_many(items(sealers.CHUNK + 1, "o"), sk, workers=2)
+    two.seal_many(items(sealers.CHUNK + 1, "t"), sk, workers=2)
+    assert one._sealers is not None and two._sealers is not None
+    first = one._sealers._workers or []
+    theirs = {os.fstat(fd).st_ino for w in first for fd in (w.task_fd, w.result_fd)}
+    for pid in two._sealers.pids():
+        held = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+        assert not {f"pipe:[{ino}]" for ino in theirs} & held
+    pids = one._sealers.pids()
+    one.close()
+    assert all(_gone(pid) for pid in pids)
+    assert len(two.seal_many(items(5, "u"), sk, workers=2)) == 5
+
+
 def _gone_or_zombie(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
