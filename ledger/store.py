@@ -849,25 +849,15 @@ class Writer:
 
     def put_bundle_files(self, first: int, files: Sequence[Sequence[BundleFile]]) -> None:
         """``put_blobs`` for the bundles of the entries ``first``, ``first + 1``, ...: each
-        bundle's files into its entry's part. One loop per part, no row built for a file
-        already put (0.3 µs an entry where ``_put`` per bundle took 1.6, 2,560 bundles of four
-        files, three shared: bench/bench_append_steps.py)."""
-        rows = self._blob_rows
+        bundle's files into its entry's part: one ``_put`` per part, not per bundle, and no key
+        built per file (bench/bench_append_steps.py, docs/benchmarks.md)."""
         k = 0
         while k < len(files):
             part = part_of(first + k)
             end = min(len(files), part_start(part + 1) - first)
-            seen = self._seen_in(part)
-            for bundle_files in files[k:end]:
-                for f in bundle_files:
-                    digest = f.digest
-                    if digest not in seen:
-                        if len(seen) >= BLOBS_REMEMBERED:
-                            seen.clear()
-                        seen.add(digest)
-                        rows.append((part, digest, f.data))
+            self._put(part, ((f.digest, f.data) for bundle in files[k:end] for f in bundle))
             k = end
-        if len(rows) >= FLUSH_ROWS:
+        if len(self._blob_rows) >= FLUSH_ROWS:
             self.flush()
 
     def append(self, entry: bytes, etype: str | None = None, digest: bytes | None = None) -> int:
