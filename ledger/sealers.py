@@ -263,7 +263,8 @@ class Sealers:
 # that one from seeing its pipes close
 _LIVE_FDS: set[int] = set()
 AHEAD = 3  # tasks each worker holds at a time: the one it makes and the next two, already sent
-# (2: the workers waited now and then for the storing thread; 3 was 3% faster, paired batches)
+# (2: the workers waited now and then for the storing thread; with 3 a batch took 0.96 of the
+# time, median of paired batches: bench/bench_append_steps.py)
 STOP_WAIT = 2.0  # seconds ``close`` waits for a worker to leave before killing it (one that
 # is making a chunk leaves when it writes it; a process forked elsewhere may hold its pipes)
 _PIPE_BYTES = 1 << 20  # what each pipe is asked to hold (Linux; elsewhere the default)
@@ -336,27 +337,26 @@ class _Worker:
         return chunk
 
     def _read(self, size: int, workers: Sequence[_Worker]) -> bytearray:
-        buf = bytearray(size)
-        view = memoryview(buf)
-        got = 0
-        while got < size:
-            waiting = [w for w in workers if w.out]
-            if waiting:
-                poller = select.poll()
-                poller.register(self.result_fd, select.POLLIN)
-                for w in waiting:
-                    poller.register(w.task_fd, select.POLLOUT)
-                ready = {fd for fd, _ in poller.poll()}
-                for w in waiting:
-                    if w.task_fd in ready:
-                        w.flush()
-                if self.result_fd not in ready:
-                    continue
-            n = os.readv(self.result_fd, [view[got:]])
-            if n == 0:
-                raise EOFError(f"worker {self.pid} closed its pipe")
-            got += n
-        return buf
+        got = _read_exactly(self.result_fd, size, lambda: self._readable(workers))
+        if got is None:
+            raise EOFError(f"worker {self.pid} closed its pipe")
+        return got
+
+    def _readable(self, workers: Sequence[_Worker]) -> bool:
+        """Whether the chunk pipe can be read now: while tasks wait to be written, wait for
+        either (``poll``) and write what their pipes take; else, yes (the read waits)."""
+        waiting = [w for w in workers if w.out]
+        if not waiting:
+            return True
+        poller = select.poll()
+        poller.register(self.result_fd, select.POLLIN)
+        for w in waiting:
+            poller.register(w.task_fd, select.POLLOUT)
+        ready = {fd for fd, _ in poller.poll()}
+        for w in waiting:
+            if w.task_fd in ready:
+                w.flush()
+        return self.result_fd in ready
 
     def alive(self) -> bool:
         """Whether the process is still there (one that left is reaped here)."""
@@ -415,12 +415,17 @@ def _serve(task_fd: int, result_fd: int) -> None:
             data = data[os.write(result_fd, data):]
 
 
-def _read_exactly(fd: int, size: int) -> bytearray | None:
-    """``size`` bytes from ``fd``, or None at its end."""
+def _read_exactly(
+    fd: int, size: int, readable: Callable[[], bool] | None = None
+) -> bytearray | None:
+    """``size`` bytes from ``fd``, or None at its end; ``readable``, when given, runs before
+    each read and says whether to read now (False: ask again)."""
     buf = bytearray(size)
     view = memoryview(buf)
     got = 0
     while got < size:
+        if readable is not None and not readable():
+            continue
         n = os.readv(fd, [view[got:]])
         if n == 0:
             return None
