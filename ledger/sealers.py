@@ -153,10 +153,11 @@ class Sealers:
     Each worker has a pipe of its own each way (``_Worker``), and the storing thread moves the
     bytes itself: chunk ``j`` goes to worker ``j % n`` and its entries come back from there, so
     reading the workers in turn gives the chunks in order. No thread of this process takes part
-    (a process pool's result and feeder threads cost ~4 µs per entry, most of it handing the
-    GIL to and fro: docs/benchmarks.md). While it waits for a chunk the thread also writes the
-    tasks still pending, without blocking (``poll``): a worker that writes a large chunk back
-    and a task that does not fit in its pipe never wait on each other."""
+    (a process pool's result and feeder threads cost 2.4-4.3 µs of CPU per entry, of which
+    pickling the tasks, timed alone, is ~0.5: docs/benchmarks.md). While it waits for a chunk
+    the thread also writes the tasks still pending, without blocking (``poll``): a worker that
+    writes a large chunk back and a task that does not fit in its pipe never wait on each
+    other."""
 
     def __init__(self, workers: int, sk64: bytes, signer: bytes, now: Any) -> None:
         self._key = (workers, sk64, signer, now)
@@ -263,8 +264,8 @@ class Sealers:
 # that one from seeing its pipes close
 _LIVE_FDS: set[int] = set()
 AHEAD = 3  # tasks each worker holds at a time: the one it makes and the next two, already sent
-# (2: the workers waited now and then for the storing thread; with 3 a batch took 0.96 of the
-# time, median of paired batches: bench/bench_append_steps.py)
+# (2 or 4 would do as well: a batch with 3 took 0.96 and 0.99 of the time of one with 2, medians
+# of paired batches in two runs, within the spread: bench/bench_append_steps.py)
 STOP_WAIT = 2.0  # seconds ``close`` waits for a worker to leave before killing it (one that
 # is making a chunk leaves when it writes it; a process forked elsewhere may hold its pipes)
 _PIPE_BYTES = 1 << 20  # what each pipe is asked to hold (Linux; elsewhere the default)
@@ -289,7 +290,12 @@ class _Worker:
         result_r, result_w = os.pipe()
         for fd in (task_w, result_w):
             _widen(fd)
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (task_r, task_w, result_r, result_w):
+                os.close(fd)
+            raise
         if pid == 0:  # the worker: it keeps only its own ends, so it sees EOF when we go
             code = 0
             try:

@@ -153,6 +153,38 @@ def test_the_workers_of_one_log_hold_no_pipe_of_another(twin: tuple[Log, Log]) -
     assert len(two.seal_many(items(5, "u"), sk, workers=2)) == 5
 
 
+def test_a_fork_that_fails_is_cannot_check_and_leaves_nothing(
+    twin: tuple[Log, Log], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No process to be had (EAGAIN, injected): ``CannotCheck`` with one line, nothing stored,
+    no pipe left open, the first worker (forked before) stopped; the next batch forks anew."""
+    import errno
+
+    _, two = twin
+    sk, _ = load_node_secret(two.keydir, "node")
+    size = two.store.size()
+    fds = set(os.listdir("/proc/self/fd"))
+    real = os.fork
+    forks: list[int] = []
+
+    def second_fails() -> int:
+        if forks:
+            raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+        pid = real()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    monkeypatch.setattr(sealers.os, "fork", second_fails)
+    with pytest.raises(CannotCheck, match="cannot start the sealing workers"):
+        two.seal_many(items(sealers.CHUNK + 1, "f"), sk, workers=2)
+    assert two.store.size() == size and two._sealers is None
+    assert set(os.listdir("/proc/self/fd")) <= fds and not sealers._LIVE_FDS
+    assert _gone(forks[0])
+    monkeypatch.setattr(sealers.os, "fork", real)
+    assert len(two.seal_many(items(5, "g"), sk, workers=2)) == 5
+
+
 def _gone_or_zombie(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
