@@ -91,8 +91,8 @@ class _Files:
         self._blobs_part: int | None = None
         self._blobs_put: Any = set()
 
-    def _seen_in(self, part: int) -> set[bytes]:
-        return store_mod.Writer._seen_in(self, part)  # type: ignore[arg-type]
+    _seen_in = store_mod.Writer._seen_in
+    _put = store_mod.Writer._put
 
     def flush(self) -> None:
         """The rows stay (no database): both ways are timed up to the rows alone."""

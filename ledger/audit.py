@@ -713,7 +713,7 @@ def _init_worker(home: Path) -> None:
 def _chunk_job(ctx: AuditContext, start: int, end: int) -> ChunkResult:
     """One chunk in a worker, with the cyclic collector paused (``ledger.gcpause``): a chunk's
     rows, leaves and jobs form no cycles, and the young collections their allocations set off
-    were ~1.6% of a worker's samples (py-spy, docs/benchmarks.md)."""
+    were 1.7% of the workers' chunk samples (py-spy, docs/benchmarks.md)."""
     assert _WORKER is not None
     with collector_paused():
         return audit_chunk(_WORKER, ctx, start, end)
