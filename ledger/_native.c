@@ -766,6 +766,7 @@ static int out_room(Out *o, Py_ssize_t more) {
 }
 
 static int out_put(Out *o, const char *s, Py_ssize_t n) {
+    if (n == 0) return 1; /* memcpy must not see the NULL of a buffer not yet grown */
     if (!out_room(o, n)) return 0;
     memcpy(o->b + o->n, s, (size_t)n);
     o->n += n;
