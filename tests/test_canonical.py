@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from ledger.canonical import canonical_json, loads_canonical
 from ledger.errors import BadInput
+from tests.helpers.examples import examples
 
 # RFC 8785 Appendix B: IEEE 754 bit pattern -> ES6 / JCS serialisation.
 APPENDIX_B = [
@@ -220,6 +221,7 @@ _json_values = st.recursive(
 )
 
 
+@settings(max_examples=examples(100))
 @given(_json_values)
 def test_round_trip(value: object) -> None:
     data = canonical_json(value)
@@ -238,6 +240,7 @@ _plain_values = st.recursive(
 )
 
 
+@settings(max_examples=examples(100))
 @given(_plain_values)
 def test_fast_path_equals_reference_writer(obj: object) -> None:
     """canonical_json's C-encoder fast path produces exactly the reference writer's bytes
@@ -247,6 +250,7 @@ def test_fast_path_equals_reference_writer(obj: object) -> None:
     assert canonical_json(obj) == canonical_json_reference(obj)
 
 
+@settings(max_examples=examples(100))
 @given(_plain_values, st.text(max_size=10), st.text(max_size=30))
 def test_extend_equals_encoding_the_extended_object(obj: object, key: str, value: str) -> None:
     from ledger.canonical import canonical_json_extend
@@ -280,7 +284,7 @@ def _judged(data: bytes) -> object:
         return ("refused", str(e))
 
 
-@settings(max_examples=600)
+@settings(max_examples=examples(600))
 @given(_json_values, st.integers(0, 10_000), st.binary(max_size=3), st.integers(0, 2))
 def test_plain_fast_path_judges_as_the_full_parse(
     value: object, at: int, junk: bytes, how: int

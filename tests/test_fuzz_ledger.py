@@ -16,8 +16,9 @@ from ledger.canonical import canonical_json
 from ledger.entries import decode_entry
 from ledger.errors import BadInput
 from ledger.receipt import Receipt
+from tests.helpers.examples import examples
 
-EXAMPLES = 400
+EXAMPLES = examples(400)
 
 _names = st.text(
     alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=40

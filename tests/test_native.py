@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from ledger import native
 from ledger.canonical import canonical_json, loads_canonical_py
 from ledger.errors import BadInput
+from tests.helpers.examples import examples
 
 needs_c = pytest.mark.skipif(
     not native.AVAILABLE,
@@ -38,7 +39,7 @@ _plain = st.recursive(
 
 
 @needs_c
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(_plain)
 def test_the_compiled_parser_takes_every_plain_value_on_itself(value: object) -> None:
     """Canonical bytes of a plain value (printable-ASCII keys; any text, escapes included) are
@@ -92,7 +93,7 @@ def test_the_compiled_parser_takes_the_plain_edges_itself() -> None:
     assert native.parse_plain(b"[" * 33 + b"]" * 33, 32) is native.NOT_PLAIN
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(_plain, st.integers(0, 10_000), st.binary(max_size=3), st.integers(0, 2))
 def test_damaged_bytes_are_judged_as_the_full_parse_does(
     value: object, at: int, junk: bytes, how: int
@@ -142,7 +143,7 @@ def _in_subset(v: object, depth: int = 0) -> bool:
 
 
 @needs_c
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(st.lists(_any | st.binary(max_size=6), max_size=5))
 def test_join_plain_writes_canonical_json_or_defers(parts: list[object]) -> None:
     """Bytes parts as they are, every value as ``canonical_json`` writes it; a part outside the
@@ -182,7 +183,7 @@ _items = st.dictionaries(
 
 
 @needs_c
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(_kernels, st.lists(_items, max_size=3), st.lists(_items, max_size=3))
 def test_join_plain_keeps_the_shape_rules(
     kernel: object, obligations: list[object], checks: list[object]
@@ -323,7 +324,7 @@ def test_the_scanner_reads_real_entries_as_entry_object_does() -> None:
 
 
 @needs_c
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(st.sampled_from(_REAL), st.integers(0, 10_000), st.binary(max_size=3), st.integers(0, 2))
 def test_the_scanner_judges_damaged_entries_as_entry_object_does(
     data: bytes, at: int, junk: bytes, how: int

@@ -31,6 +31,7 @@ from ledger.entries import (
 from ledger.errors import BadInput, CannotCheck
 from ledger.keys import load_node_secret
 from ledger.log import Log
+from tests.helpers.examples import examples
 from tests.helpers.ledgers import add_node, fake_fields, new_ledger
 
 FILES = {"k.ptx": b"p", "p.lean": b"l", "s.fut": b"f"}
@@ -285,7 +286,7 @@ _map = st.dictionaries(st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,8}", fullmatc
                        max_size=4)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.fixed_dictionaries({"name": _text, "version": _text}),
     st.lists(st.fixed_dictionaries({"obligation": _text, "theorem": _text, "property": _text}),
