@@ -17,13 +17,16 @@ multiplied by ``--scale`` (``LEDGER_HYPOTHESIS_SCALE``, tests/helpers/examples.p
   mirrored.
 
 Python itself is not instrumented: the runtime is preloaded (``LD_PRELOAD``), leak checking is
-off (the interpreter keeps its objects at exit), and a report stops the test process and is
-printed with the tests' output (``-s``). Needs gcc with its libasan and libubsan (Debian
-``gcc``, as set-up installs for the module itself).
+off (the interpreter keeps its objects at exit), every Python object comes from ``malloc``
+(``PYTHONMALLOC=malloc``, so ASan sees its bounds), and a report stops the test process and is
+printed with the tests' output (``-s``). ``--thread`` builds with ThreadSanitizer instead, for
+the signing and verify threads (its races with the uninstrumented interpreter are not seen).
+Needs gcc with its sanitizer runtimes (Debian ``gcc``, as set-up installs for the module).
 
     .venv/bin/python scripts/sanitize_native.py                # scale 10: about 8 minutes here
     .venv/bin/python scripts/sanitize_native.py --scale 100    # over an hour
     .venv/bin/python scripts/sanitize_native.py --quick        # scale 1, the first four files
+    .venv/bin/python scripts/sanitize_native.py --thread       # ThreadSanitizer
 
 Exit status: 0 when every test passed and no sanitizer reported anything, 1 when a test failed or
 a report was written, 2 when the campaign cannot run here (no gcc or no sanitizer runtime, bad
@@ -47,12 +50,23 @@ TESTS = ["tests/test_native.py", "tests/test_canonical.py", "tests/test_fuzz_led
          "tests/test_sealers.py"]
 SLOW_TESTS = ["tests/test_hardening_entries.py", "tests/test_store.py", "tests/test_tamper.py",
               "tests/test_mirror.py"]
-FLAGS = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
-         "-fno-sanitize-recover=all"]
-
+FLAGS = ["-O1", "-g", "-fno-omit-frame-pointer"]
+# per mode: the compiler's sanitizer flags, the runtimes to preload, the environment they read
+MODES: dict[str, tuple[list[str], tuple[str, ...], dict[str, str]]] = {
+    "address": (
+        ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"],
+        ("libasan.so", "libubsan.so"),
+        {
+            "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
+            "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+            "PYTHONMALLOC": "malloc",  # every object from malloc, so ASan sees each one's bounds
+        },
+    ),
+    "thread": (["-fsanitize=thread"], ("libtsan.so",), {"TSAN_OPTIONS": "halt_on_error=1"}),
+}
 
 # the first line of a report from either runtime
-MARKERS = ("ERROR: AddressSanitizer", ": runtime error: ")
+MARKERS = ("ERROR: AddressSanitizer", ": runtime error: ", "WARNING: ThreadSanitizer")
 
 
 class CannotRun(Exception):
@@ -88,14 +102,14 @@ def copy_tree(dest: Path) -> None:
     (dest / ".venv").symlink_to(ROOT / ".venv")
 
 
-def build(tree: Path) -> Path:
+def build(tree: Path, flags: list[str]) -> Path:
     """``ledger/_native.c`` built with the sanitizers into ``tree``'s ledger/ (where the copy's
     ``import ledger`` finds it first)."""
     include = sysconfig.get_paths()["include"]
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     out = tree / "ledger" / f"_native{suffix}"
-    cmd = ["gcc", "-shared", "-fPIC", *FLAGS, f"-I{include}", str(tree / "ledger" / "_native.c"),
-           "-o", str(out)]
+    cmd = ["gcc", "-shared", "-fPIC", *FLAGS, *flags, f"-I{include}",
+           str(tree / "ledger" / "_native.c"), "-o", str(out)]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     if res.returncode != 0:
         raise CannotRun(f"the sanitized build failed: {res.stderr.strip()[-300:]}")
@@ -108,6 +122,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="multiply each hypothesis test's examples by this (default 10)")
     ap.add_argument("--quick", action="store_true",
                     help="scale 1, and only the first four test files")
+    ap.add_argument("--thread", dest="mode", action="store_const", const="thread",
+                    default="address",
+                    help="ThreadSanitizer instead of ASan + UBSan (the C signing and verify "
+                    "threads)")
     ap.add_argument("--keep", action="store_true", help="keep the campaign's directory")
     args = ap.parse_args(argv)
     if args.scale < 1:
@@ -118,20 +136,19 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="ledger-sanitize-"))
     try:
         try:
-            preload = ":".join(runtime(n) for n in ("libasan.so", "libubsan.so"))
+            flags, runtimes, options = MODES[args.mode]
+            preload = ":".join(runtime(n) for n in runtimes)
             copy_tree(work / "tree")
-            build(work / "tree")
+            build(work / "tree", flags)
         except (CannotRun, subprocess.SubprocessError, OSError) as e:
             print(f"sanitize_native: cannot run here: {e}", file=sys.stderr)
             return 2
         env = {
             **os.environ,
             "LD_PRELOAD": preload,
-            "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
-            "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+            **options,
             "LEDGER_HYPOTHESIS_SCALE": str(scale),
             "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONMALLOC": "malloc",  # every object from malloc, so ASan sees each one's bounds
         }
         env.pop("LEDGER_NATIVE", None)  # the module must be on
         for name in [k for k in env if k.startswith("COVERAGE_")]:
@@ -145,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
             print("sanitize_native: cannot run here: the sanitized module does not load "
                   f"({(probe.stderr or probe.stdout).strip()[-300:]})", file=sys.stderr)
             return 2
-        print(f"sanitized module: {probe.stdout.strip()}; scale {scale}; {len(tests)} test files",
+        print(f"sanitized module ({args.mode}): {probe.stdout.strip()}; scale {scale}; "
+              f"{len(tests)} test files",
               flush=True)
         t0 = time.monotonic()
         # -s: a report is written to stderr by the process it stops, past pytest's capture

@@ -54,6 +54,6 @@ def test_the_quick_campaign_finds_the_module_clean() -> None:
     if res.returncode == 2:
         pytest.skip(f"the sanitizer campaign cannot run here: {res.stderr.strip()}")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
-    assert "sanitized module:" in res.stdout and "scale 1; 4 test files" in res.stdout
+    assert "sanitized module (address):" in res.stdout and "scale 1; 4 test files" in res.stdout
     assert "sanitize_native: clean" in res.stdout
     assert "runtime error" not in res.stdout and "AddressSanitizer" not in res.stdout
