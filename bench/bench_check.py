@@ -16,33 +16,33 @@ the external tools alone on the same bundle in the same run (one ptxas plus one 
 the Python-side time (the same run minus the tools).
 
 Run: ``.venv/bin/python bench/bench_check.py check [--repeat 3]``
+
+Each figure and its peer are timed one after the other in every round (wall time); each is
+written min / median / max over the rounds (the ratio per round), never a best run.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import os
 import re
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(ROOT / "bench"))
+from rounds import mmm, per_round, timed_rounds  # noqa: E402
+
 from verify import ptx  # noqa: E402
 from verify.tools import find_tool, run_tool  # noqa: E402
 
 
-def best(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+def ms(values: list[float]) -> str:
+    return mmm([v * 1e3 for v in values], "{:.1f}") + " ms"
 
 
 def big_ptx(source: Path, target_bytes: int) -> bytes:
@@ -65,22 +65,22 @@ def bench_ptx(mb: float, repeat: int) -> None:
     src = ROOT / "bundles" / "gemm_mma" / "gemm_mma.ptx"
     data = big_ptx(src, int(mb * (1 << 20)))
     header = ptx.parse_ptx(data)
-    t_parse = best(lambda: ptx.parse_ptx(data), repeat)
 
     def tokenize_all() -> int:
         text = data.decode()
         return sum(1 for _ in ptx._TOKEN.finditer(text))
 
     ntok = tokenize_all()
-    t_tok = best(tokenize_all, repeat)
+    t = timed_rounds({"parse": lambda: ptx.parse_ptx(data), "tok": tokenize_all}, repeat)
     size_mb = len(data) / (1 << 20)
     print(
-        f"parse_ptx: {size_mb:.2f} MiB, {len(header.entries)} entries: {t_parse * 1e3:.1f} ms "
-        f"= {size_mb / t_parse:.1f} MiB/s"
+        f"parse_ptx: {size_mb:.2f} MiB, {len(header.entries)} entries: {ms(t['parse'])} "
+        f"= {mmm([size_mb / x for x in t['parse']], '{:.1f}')} MiB/s"
     )
     print(
-        f"peer, full tokenisation ({ntok} tokens): {t_tok * 1e3:.1f} ms "
-        f"= {size_mb / t_tok:.1f} MiB/s; parse_ptx is {t_tok / t_parse:.1f}x faster"
+        f"peer, full tokenisation ({ntok} tokens): {ms(t['tok'])} "
+        f"= {mmm([size_mb / x for x in t['tok']], '{:.1f}')} MiB/s; parse_ptx is "
+        f"{mmm(per_round(t['tok'], t['parse']), '{:.1f}')}x faster"
     )
 
     ptxas = ptx.find_ptxas()
@@ -92,12 +92,14 @@ def bench_ptx(mb: float, repeat: int) -> None:
     with tempfile.TemporaryDirectory() as d:
         for f in fixtures:
             fdata = f.read_bytes()
-            t_as = best(functools.partial(ptx.run_ptxas, f, "sm_86", Path(d), True, 120), repeat)
-            t_p = best(functools.partial(ptx.parse_ptx, fdata), repeat)
+            t = timed_rounds({
+                "as": functools.partial(ptx.run_ptxas, f, "sm_86", Path(d), True, 120),
+                "parse": functools.partial(ptx.parse_ptx, fdata),
+            }, repeat)
             print(
                 f"ptxas -arch=sm_86 -v {f.relative_to(ROOT)} ({len(fdata)} B): "
-                f"{t_as * 1e3:.0f} ms wall; parse_ptx {t_p * 1e3:.2f} ms "
-                f"({t_as / t_p:.0f}x less)"
+                f"{ms(t['as'])} wall; parse_ptx {mmm([x * 1e3 for x in t['parse']], '{:.2f}')} "
+                f"ms ({mmm(per_round(t['as'], t['parse']), '{:.0f}')}x less)"
             )
         nvcc = find_tool("nvcc", cuda=True)
         if nvcc is None:
@@ -106,11 +108,13 @@ def bench_ptx(mb: float, repeat: int) -> None:
         cu = ROOT / "bundles" / "gemm_mma" / "gemm_mma.cu"
         (Path(d) / "gemm_mma.cu").write_bytes(cu.read_bytes())
         argv = [nvcc, "-arch=sm_86", "-ptx", "-o", "gemm_mma.ptx", "gemm_mma.cu"]
-        t_nv = best(lambda: run_tool(argv, cwd=Path(d), timeout=120), repeat)
-        t_as = best(lambda: ptx.run_ptxas(src, "sm_86", Path(d), True, 120), repeat)
+        t = timed_rounds({
+            "nv": lambda: run_tool(argv, cwd=Path(d), timeout=120),
+            "as": lambda: ptx.run_ptxas(src, "sm_86", Path(d), True, 120),
+        }, repeat)
         print(
-            f"nvcc -ptx gemm_mma.cu (rebuild.ptx): {t_nv * 1e3:.0f} ms wall; "
-            f"ptxas on its PTX {t_as * 1e3:.0f} ms ({t_nv / t_as:.1f}x)"
+            f"nvcc -ptx gemm_mma.cu (rebuild.ptx): {ms(t['nv'])} wall; "
+            f"ptxas on its PTX {ms(t['as'])} ({mmm(per_round(t['nv'], t['as']), '{:.1f}')}x)"
         )
 
 
@@ -119,7 +123,7 @@ def bench_check(repeat: int) -> None:
     import subprocess
 
     ptxas, nvcc = ptx.find_ptxas(), find_tool("nvcc", cuda=True)
-    print("| bundle | `ledger check` wall | ptxas + nvcc alone | check minus tools |")
+    print("| bundle | `ledger check` wall | ptxas + nvcc alone | check minus tools, per round |")
     print("|---|---:|---:|---:|")
     for d in sorted((ROOT / "bundles").iterdir()):
         name = d.name
@@ -129,7 +133,6 @@ def bench_check(repeat: int) -> None:
             res = subprocess.run(argv, cwd=ROOT, capture_output=True, check=False)
             assert res.returncode == 0, res.stderr
 
-        t_check = best(check, repeat)
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
             for f in d.iterdir():
@@ -144,8 +147,9 @@ def bench_check(repeat: int) -> None:
                     run_tool([nvcc, "-arch=sm_86", "-ptx", "-o", "r.ptx", f"{name}.cu"],
                              cwd=work, timeout=120)
 
-            t_tools = best(tools, repeat)
-        print(f"| {name} | {t_check:.2f} s | {t_tools:.2f} s | {t_check - t_tools:.2f} s |")
+            t = timed_rounds({"check": check, "tools": tools}, repeat)
+        rest = [a - b for a, b in zip(t["check"], t["tools"], strict=True)]
+        print(f"| {name} | {mmm(t['check'])} s | {mmm(t['tools'])} s | {mmm(rest)} s |")
 
 
 def main() -> None:
@@ -153,16 +157,18 @@ def main() -> None:
     sub = ap.add_subparsers(dest="what", required=True)
     p = sub.add_parser("ptx", help="parse_ptx, ptxas and nvcc timings")
     p.add_argument("--mb", type=float, default=6.0, help="size of the large PTX, MiB")
-    p.add_argument("--repeat", type=int, default=5, help="best of N")
+    p.add_argument("--repeat", type=int, default=5, help="rounds (default 5)")
     c = sub.add_parser("check", help="ledger check wall time per bundle")
-    c.add_argument("--repeat", type=int, default=3, help="best of N")
+    c.add_argument("--repeat", type=int, default=3, help="rounds (default 3)")
     args = ap.parse_args()
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.2f} at start; wall times, min / median / max over "
+          f"{args.repeat} rounds")
     if args.what == "check":
-        print(f"python {sys.version.split()[0]}, best of {args.repeat} wall times")
         bench_check(args.repeat)
     if args.what == "ptx":
-        print(f"python {sys.version.split()[0]}, best of {args.repeat} wall times")
         bench_ptx(args.mb, args.repeat)
+    print(f"load average {os.getloadavg()[0]:.2f} at end")
 
 
 if __name__ == "__main__":

@@ -9,18 +9,27 @@ name literals, mentions of ``sorry``/``axiom`` in comments and strings) split in
 - the peer: ``re.findall`` of the rejected keywords over the same bytes (what a deny-list grep
   does; it cannot tell comments, strings or ``sorry_free`` from code, so it reports false hits).
 
-Times are CPU seconds of the process (``time.process_time``), best of ``--repeat`` runs, so a
-busy shared machine does not distort the ratio.
+Times are CPU seconds of the process (``time.process_time``), the scan and its peer one after the
+other in each of ``--repeat`` rounds; every figure is min / median / max over the rounds (the
+ratio per round), never a best run.
 
-Usage: .venv/bin/python bench/bench_lean_scan.py [--mb 8] [--repeat 3]
+Usage: .venv/bin/python bench/bench_lean_scan.py [--mb 8] [--repeat 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import random
 import re
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from rounds import mmm, per_round, timed_rounds
 
 from verify.lean import scan_sources
 from verify.lean.scan import REJECT_WORDS
@@ -73,21 +82,10 @@ def corpus(total_mb: float, seed: int = 7) -> dict[str, bytes]:
     return files
 
 
-def best(fn: object, repeat: int) -> float:
-    """Best of ``repeat`` runs, in CPU seconds of this process (robust on a shared machine)."""
-    assert callable(fn)
-    times = []
-    for _ in range(repeat):
-        t0 = time.process_time()
-        fn()
-        times.append(time.process_time() - t0)
-    return min(times)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=8.0)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     files = corpus(args.mb)
     total = sum(len(b) for b in files.values())
@@ -96,18 +94,30 @@ def main() -> None:
     naive = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in REJECT_WORDS) + r")\b")
     texts = [b.decode() for b in files.values()]
     hits = sum(len(naive.findall(t)) for t in texts)
-    t_scan = best(lambda: scan_sources(files), args.repeat)
-    t_naive = best(lambda: [naive.findall(b.decode()) for b in files.values()], args.repeat)
+    load = os.getloadavg()
+    t = timed_rounds(
+        {
+            "scan": lambda: scan_sources(files),
+            "naive": lambda: [naive.findall(b.decode()) for b in files.values()],
+        },
+        args.repeat,
+        clock=time.process_time,
+    )
     mb = total / (1 << 20)
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}; "
+          f"load average {load[0]:.2f} at start, {os.getloadavg()[0]:.2f} at end; "
+          f"{args.repeat} rounds (CPU time)")
     print(
         f"corpus: {len(files)} files, {mb:.2f} MiB, {len(scan.theorems)} theorems, "
         f"{len(scan.declarations)} declarations"
     )
-    print("| scanner | MiB/s (CPU time) | problems reported |")
+    print("| scanner | MiB/s, min / median / max | problems reported |")
     print("|---|---|---|")
-    print(f"| verify.lean scan_sources | {mb / t_scan:.2f} | {len(scan.problems)} |")
-    print(f"| naive re.findall (peer) | {mb / t_naive:.2f} | {hits} (all false) |")
-    print(f"ratio scan/naive: {t_naive / t_scan:.3f} (scan is {t_scan / t_naive:.1f}x slower)")
+    print(f"| verify.lean scan_sources | {mmm([mb / x for x in t['scan']])} | "
+          f"{len(scan.problems)} |")
+    print(f"| naive re.findall (peer) | {mmm([mb / x for x in t['naive']])} | {hits} (all false) |")
+    ratio = mmm(per_round(t["naive"], t["scan"]), "{:.3f}")
+    print(f"ratio scan/naive throughput per round: {ratio}")
 
 
 if __name__ == "__main__":

@@ -9,10 +9,14 @@ in the same run:
 3. the tiled f32 GEMM 256 x 256 x 256 (bundles/gemm_tiled) and the row softmax 256 x 1024
    (bundles/softmax_rows) against numpy.
 
-Each launch reports thread-instructions per second. Times are the best of ``--repeat`` runs on
-one core (the interpreter is single-threaded numpy). Results are checked before timing counts.
+Each launch reports thread-instructions per second. The launch and its peer are timed one
+after the other in each of ``--repeat`` rounds (wall time, one core: the interpreter is
+single-threaded numpy), after one untimed launch that also compiles the entry; every figure is
+min / median / max over the rounds, the ratio taken per round, never a best run. Results are
+checked before timing counts.
 
-Run: ``.venv/bin/python bench/bench_ptxsim.py [--repeat 3] [--write docs/bench/ptxsim.md]``
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python bench/bench_ptxsim.py [--repeat 5]
+[--write docs/bench/ptxsim.md]``
 
 ``--tracking-cost`` (issue 10) measures instead what register definedness and global race
 tracking cost: vector add 10^6 and the mma GEMM 256^3, each run ``--rounds`` times in turn with
@@ -45,24 +49,31 @@ sys.path.insert(0, str(ROOT))
 from verify import ptxsim  # noqa: E402
 from verify.ptxsim import Buffer, Scalar, SimResult  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+from rounds import mmm, per_round, timed_rounds  # noqa: E402
 
-def best(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
+
+class Timed:
+    """A launch and its peer, timed one after the other in each round; ``result`` is the
+    launch's last result (checked by the caller)."""
+
+    def __init__(self, sim: Callable[[], SimResult], peer: Callable[[], object],
+                 repeat: int) -> None:
+        box: list[SimResult] = [sim()]  # untimed: the first launch also compiles the entry
+        t = timed_rounds({"sim": lambda: box.append(sim()), "peer": peer}, repeat)
+        self.sim, self.peer, self.result = t["sim"], t["peer"], box[-1]
 
 
 def mod(name: str) -> ptxsim.Module:
     return ptxsim.load_module((ROOT / "bundles" / name / f"{name}.ptx").read_bytes())
 
 
-def row(name: str, sim_s: float, r: SimResult, peer: str, peer_s: float) -> list[str]:
-    return [name, f"{sim_s:.3f}", f"{r.thread_instructions:,}",
-            f"{r.thread_instructions / sim_s / 1e6:.1f}", peer, f"{peer_s:.4f}",
-            f"{sim_s / peer_s:,.0f}x"]
+def row(name: str, sim_s: list[float], r: SimResult, peer: str, peer_s: list[float]) -> list[str]:
+    """One table row: min / median / max of the launch's seconds, of its thread-instructions per
+    second, of the peer's seconds and of the per-round ratio."""
+    return [name, mmm(sim_s, "{:.3f}"), f"{r.thread_instructions:,}",
+            mmm([r.thread_instructions / s / 1e6 for s in sim_s], "{:.1f}"), peer,
+            mmm(peer_s, "{:.4f}"), mmm(per_round(sim_s, peer_s), "{:,.0f}x")]
 
 
 def bench_vadd(repeat: int) -> list[list[str]]:
@@ -78,9 +89,8 @@ def bench_vadd(repeat: int) -> list[list[str]]:
                              [Buffer(a, "in", "a"), Buffer(b, "in", "b"), Buffer(c, "out", "c"),
                               Scalar(n, ".u32")])
 
-    s, r = best(sim, repeat)
-    assert isinstance(r, SimResult) and r.findings == () and np.array_equal(c, a + b)
-    p, _ = best(lambda: a + b, repeat)
+    t = Timed(sim, lambda: a + b, repeat)
+    assert t.result.findings == () and np.array_equal(c, a + b)
     al, bl = a.tolist(), b.tolist()
 
     def py_loop() -> list[float]:
@@ -89,9 +99,10 @@ def bench_vadd(repeat: int) -> list[list[str]]:
             out[i] = al[i] + bl[i]
         return out
 
-    q, _ = best(py_loop, 1)
-    return [row("vector_add n=1,000,000", s, r, "numpy a + b", p),
-            row("vector_add n=1,000,000", s, r, "pure-Python loop", q)]
+    # the loop takes seconds: one per round, beside that round's launch
+    t2 = Timed(sim, py_loop, max(1, repeat // 2))
+    return [row("vector_add n=1,000,000", t.sim, t.result, "numpy a + b", t.peer),
+            row("vector_add n=1,000,000", t2.sim, t2.result, "pure-Python loop", t2.peer)]
 
 
 def bench_mma(repeat: int) -> list[list[str]]:
@@ -107,13 +118,12 @@ def bench_mma(repeat: int) -> list[list[str]]:
                              [Buffer(a, "in", "a"), Buffer(b, "in", "b"), Buffer(c, "out", "c"),
                               Scalar(M, ".u32"), Scalar(N, ".u32"), Scalar(K, ".u32")])
 
-    s, r = best(sim, repeat)
+    t = Timed(sim, lambda: a.reshape(M, K).astype(np.float64) @ b.reshape(K, N).astype(np.float64),
+              repeat)
     A, B = a.reshape(M, K).astype(np.float64), b.reshape(K, N).astype(np.float64)
-    assert isinstance(r, SimResult) and r.findings == ()
+    assert t.result.findings == ()
     assert np.allclose(c.reshape(M, N), A @ B, rtol=1e-4, atol=2e-4)
-    p, _ = best(lambda: a.reshape(M, K).astype(np.float64) @ b.reshape(K, N).astype(np.float64),
-                repeat)
-    return [row("gemm_mma 256x256x256 (mma.sync)", s, r, "numpy f64 matmul", p)]
+    return [row("gemm_mma 256x256x256 (mma.sync)", t.sim, t.result, "numpy f64 matmul", t.peer)]
 
 
 def bench_tiled(repeat: int) -> list[list[str]]:
@@ -129,12 +139,11 @@ def bench_tiled(repeat: int) -> list[list[str]]:
                              [Buffer(a, "in", "a"), Buffer(b, "in", "b"), Buffer(c, "out", "c"),
                               Scalar(M, ".u32"), Scalar(N, ".u32"), Scalar(K, ".u32")])
 
-    s, r = best(sim, repeat)
+    t = Timed(sim, lambda: a.reshape(M, K) @ b.reshape(K, N), repeat)
     ref = a.reshape(M, K).astype(np.float64) @ b.reshape(K, N)
-    assert isinstance(r, SimResult) and r.findings == ()
+    assert t.result.findings == ()
     assert np.allclose(c.reshape(M, N), ref, rtol=1e-4, atol=1e-4)
-    p, _ = best(lambda: a.reshape(M, K) @ b.reshape(K, N), repeat)
-    return [row("gemm_tiled 256x256x256 (f32)", s, r, "numpy f32 matmul", p)]
+    return [row("gemm_tiled 256x256x256 (f32)", t.sim, t.result, "numpy f32 matmul", t.peer)]
 
 
 def bench_softmax(repeat: int) -> list[list[str]]:
@@ -155,11 +164,10 @@ def bench_softmax(repeat: int) -> list[list[str]]:
         out: np.ndarray = e / e.sum(axis=1, keepdims=True)
         return out
 
-    s, r = best(sim, repeat)
-    assert isinstance(r, SimResult) and r.findings == ()
+    t = Timed(sim, peer, repeat)
+    assert t.result.findings == ()
     assert np.allclose(y.reshape(rows, cols), peer(), rtol=1e-5, atol=1e-7)
-    p, _ = best(peer, repeat)
-    return [row("softmax_rows 256x1024", s, r, "numpy softmax", p)]
+    return [row("softmax_rows 256x1024", t.sim, t.result, "numpy softmax", t.peer)]
 
 
 BASELINE_REV = "7763267"  # main before the issue-10 interpreter changes
@@ -259,7 +267,7 @@ def tracking_cost(rounds: int, rev: str) -> tuple[str, dict[str, list[float]]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--write", type=Path, default=None)
     ap.add_argument("--tracking-cost", action="store_true")
     ap.add_argument("--rounds", type=int, default=5)
@@ -290,15 +298,18 @@ def main() -> None:
                 text = text[:i] + block + "\n" + text[i:]
             args.write.write_text(text)
         return
+    load = os.getloadavg()[0]
     rows = (bench_vadd(args.repeat) + bench_mma(args.repeat) + bench_tiled(args.repeat)
             + bench_softmax(args.repeat))
     head = ["launch", "ptxsim s", "thread-instr", "M thread-instr/s", "peer", "peer s",
-            "ratio"]
+            "ratio per round"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     cmd = "OMP_NUM_THREADS=1 .venv/bin/python bench/bench_ptxsim.py " + " ".join(sys.argv[1:])
     env = (f"Python {platform.python_version()}, numpy {np.__version__}, "
-           f"{platform.machine()}, {os.cpu_count()} CPUs visible; {ptxsim.ENGINE}")
+           f"{platform.machine()}, {os.cpu_count()} CPUs visible; {ptxsim.ENGINE}; "
+           f"load average {load:.2f} at start, {os.getloadavg()[0]:.2f} at end; min / median / "
+           f"max over {args.repeat} rounds")
     table = "\n".join(lines)
     print(table)
     print(f"\ncommand: {cmd}\n{env}")

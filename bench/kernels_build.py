@@ -1,9 +1,11 @@
 """Benchmark: cost of the reproducible kernel build against plain nvcc (issue 4).
 
-For each bundled kernel, time (median of REPEAT runs, same process, same machine):
+For each bundled kernel, one after the other in each of REPEAT rounds (same process, same
+machine):
   peer:  nvcc -arch=sm_86 -ptx run directly in a temporary directory;
   build: kernels/build.py's compile path (temp dir, argv from the contract, read back the PTX).
-Then the whole `kernels/build.py --check` (all six bundles) against the sum of the peer times.
+Then the whole `kernels/build.py --check` (every bundle) against the sum of the peer times.
+Every figure is min / median / max over the rounds, the ratio per round (never a best run).
 Writes a Markdown table to stdout (and to docs/bench/kernels.md with --write).
 
     .venv/bin/python bench/kernels_build.py [--repeat 3] [--write]
@@ -13,16 +15,19 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from rounds import machine, mmm, per_round, timed_rounds  # noqa: E402
 
 
 def load_build() -> ModuleType:
@@ -32,15 +37,6 @@ def load_build() -> ModuleType:
     sys.modules["kbuild"] = mod
     spec.loader.exec_module(mod)
     return mod
-
-
-def timed(fn: object, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()  # type: ignore[operator]
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main() -> int:
@@ -54,8 +50,9 @@ def main() -> int:
         print("nvcc not found: nothing to measure", file=sys.stderr)
         return 3
     release = build.nvcc_release(nvcc)
+    load = os.getloadavg()[0]
     rows = []
-    total_peer = 0.0
+    peers: list[list[float]] = []
     for spec in build.bundle_specs():
         src = ROOT / "kernels" / spec.name / f"{spec.name}.cu"
 
@@ -68,11 +65,10 @@ def main() -> int:
         def ours(spec: object = spec) -> None:
             build.compile_ptx(spec, nvcc)
 
-        t_peer = timed(peer, args.repeat)
-        t_ours = timed(ours, args.repeat)
-        total_peer += t_peer
+        t = timed_rounds({"peer": peer, "ours": ours}, args.repeat)
+        peers.append(t["peer"])
         size = len((ROOT / "bundles" / spec.name / f"{spec.name}.ptx").read_bytes())
-        rows.append((spec.name, t_peer, t_ours, size))
+        rows.append((spec.name, t["peer"], t["ours"], size))
 
     def check() -> None:
         subprocess.run(
@@ -82,23 +78,29 @@ def main() -> int:
             capture_output=True,
         )
 
-    t_check = timed(check, args.repeat)
+    t_check = timed_rounds({"check": check}, args.repeat)["check"]
+    total_peer = sum(statistics.median(p) for p in peers)
     cmd = f".venv/bin/python bench/kernels_build.py --repeat {args.repeat}"
     lines = [
         "# Kernel build benchmark",
         "",
-        f"Command: `{cmd}` (median of {args.repeat} runs each; {release}).",
+        f"Command: `{cmd}` ({release}; {machine()}; load average {load:.2f} at start, "
+        f"{os.getloadavg()[0]:.2f} at end). Each kernel's peer and build path one after the "
+        f"other in each of {args.repeat} rounds: min / median / max over the rounds, the ratio "
+        "per round.",
         "Peer: plain nvcc in a temporary directory. Ratio = build path / peer.",
         "",
-        "| kernel | nvcc alone (s) | build.compile_ptx (s) | ratio | PTX bytes |",
+        "| kernel | nvcc alone (s) | build.compile_ptx (s) | ratio per round | PTX bytes |",
         "|---|---|---|---|---|",
     ]
     for name, tp, to, size in rows:
-        lines.append(f"| {name} | {tp:.3f} | {to:.3f} | {to / tp:.2f} | {size} |")
+        lines.append(f"| {name} | {mmm(tp, '{:.3f}')} | {mmm(to, '{:.3f}')} | "
+                     f"{mmm(per_round(to, tp))} | {size} |")
     lines += [
         "",
-        f"`kernels/build.py --check` (all {len(rows)} bundles, fresh interpreter): {t_check:.2f} s;"
-        f" sum of plain nvcc runs: {total_peer:.2f} s; ratio {t_check / total_peer:.2f}.",
+        f"`kernels/build.py --check` (all {len(rows)} bundles, fresh interpreter): "
+        f"{mmm(t_check)} s; sum of the plain nvcc runs' medians: {total_peer:.2f} s; ratio of "
+        f"the medians {statistics.median(t_check) / total_peer:.2f}.",
         "",
     ]
     text = "\n".join(lines)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import statistics
 import sys
 import time
 from dataclasses import dataclass, field
@@ -68,7 +69,10 @@ class Row:
             if self.interp_s and self.thread_instr
             else "-"
         )
-        ratio = f"{self.interp_s / self.ref_s:.0f}x" if self.interp_s and self.ref_s else "-"
+        ratio = "-"
+        if self.interp_s and self.ref_s:  # a sandboxed reference can be the slower one
+            r = self.interp_s / self.ref_s
+            ratio = f"{r:.0f}x" if r >= 10 else f"{r:.2g}x"
         return [
             self.kernel,
             self.test,
@@ -95,10 +99,10 @@ HEADER = [
     "GPU vs ref",
     "GPU vs interp",
     "interp findings",
-    "interp ms",
+    "interp ms (median)",
     "thread-instr",
     "thread-instr/s",
-    "numpy ref ms",
+    "numpy ref ms (median)",
     "interp/ref",
     "GPU ms",
     "verdict",
@@ -174,11 +178,11 @@ def check_test(
         t0 = time.perf_counter()
         want = _expected(kernel, files or {}, case)
         ref_times.append(time.perf_counter() - t0)
-    row.ref_s = min(ref_times)
+    row.ref_s = statistics.median(ref_times)
 
     out = None
     times = []
-    for _ in range(repeat):  # best of ``repeat``: the first launch also compiles the entry
+    for _ in range(repeat):  # the median of ``repeat`` (the first launch also compiles the entry)
         mine = falsify.copy_case(case)
         try:
             out = interp.launch(
@@ -191,7 +195,7 @@ def check_test(
             break
         times.append(out.seconds)
     if out is not None:
-        row.interp_s = min(times)
+        row.interp_s = statistics.median(times)
         row.thread_instr = out.thread_instructions
         row.findings = ", ".join(f.kind for f in out.findings) or "none"
         if out.findings:
@@ -220,7 +224,8 @@ def check_test(
 
 
 def time_checks(bundles: list[Path], only: list[str] | None, repeat: int) -> list[str]:
-    """Markdown rows: each bundle's ``falsify.run`` on the interpreter, best of ``repeat``."""
+    """Markdown rows: each bundle's ``falsify.run`` on the interpreter, min / median / max of
+    ``repeat`` runs (ms)."""
     rows: list[str] = []
     for bdir in bundles:
         if only and bdir.name not in only:
@@ -228,16 +233,17 @@ def time_checks(bundles: list[Path], only: list[str] | None, repeat: int) -> lis
         bundle = Bundle.from_dir(bdir)
         ctx = Context(bundle, Options(use_gpu=False))
         ctx.contract = load_contract(bundle.file("contract.yaml"))
-        best = float("inf")
+        took: list[float] = []
         checks: list[Check] = []
         for _ in range(repeat):
             t0 = time.perf_counter()
             checks = falsify.run(ctx)
-            best = min(best, time.perf_counter() - t0)
+            took.append((time.perf_counter() - t0) * 1e3)
+        ms = " / ".join(f"{v:.1f}" for v in (min(took), statistics.median(took), max(took)))
         tests = ctx.contract.falsification
         bindings = sum(len(t.sizes) for t in tests)
         statuses = ", ".join(sorted({c.status for c in checks})) or "-"
-        rows.append(f"| {bdir.name} | {len(tests)} | {bindings} | {statuses} | {best * 1e3:.1f} |")
+        rows.append(f"| {bdir.name} | {len(tests)} | {bindings} | {statuses} | {ms} |")
         print(rows[-1], flush=True)
     return rows
 
@@ -251,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--gpu", action="store_true", help="require a CUDA device (exit 3 if none)")
     ap.add_argument("--sizes", choices=("first", "largest", "all"), default="first")
     ap.add_argument("--kernel", action="append", help="only these bundles (repeatable)")
-    ap.add_argument("--repeat", type=int, default=1, help="time the best of N runs")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="time N runs of each; the tables give the median (and the range)")
     ap.add_argument(
         "--checks",
         action="store_true",
@@ -315,9 +322,9 @@ def main(argv: list[str] | None = None) -> int:
     if check_rows:
         table += [
             "Full `falsify.*` checks per bundle (interpreter, every test and size binding, "
-            f"best of {max(1, args.repeat)}):",
+            f"{max(1, args.repeat)} runs):",
             "",
-            "| bundle | tests | size bindings | statuses | ms |",
+            "| bundle | tests | size bindings | statuses | ms, min / median / max |",
             "|---|---|---|---|---|",
             *check_rows,
             "",
