@@ -130,6 +130,8 @@ def main() -> None:
     plan = workload(size, args.clients, args.per_client, seed=7, entry_tiles=args.entry_tiles)
     expect = {p: (static / p.lstrip("/")).stat().st_size for p in set(plan)}
     results = {}
+    load = os.getloadavg()
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     for name in ("ledger serve", "peer: static files"):
         port = free_port()
         url = f"http://127.0.0.1:{port}"
@@ -155,7 +157,8 @@ def main() -> None:
     text = f"""## {args.clients} concurrent clients fetching tiles (bench/bench_server_load.py)
 
 Command: `{cmd}`
-Machine: {cpu()}, Python {platform.python_version()}; server and clients on the same machine,
+Machine: {cpu()}, Python {platform.python_version()}, {when} (load average {load[0]:.2f} at start,
+{os.getloadavg()[0]:.2f} at end); server and clients on the same machine,
 one uvicorn process each; tree of {size} entries; random full and partial hash tiles of every
 level and the checkpoint{" and entry tiles" if args.entry_tiles else ""}; every answer checked
 (status 200, expected length).
