@@ -118,7 +118,9 @@ def main() -> None:
         f"Command: `.venv/bin/python bench/bench_merkle.py --leaves {n} --samples {k}`",
         "",
         f"Machine: {_cpu()}, Python "
-        f"{platform.python_version()}, pymerkle {pymerkle.__version__}. One tree of {n:,} "
+        f"{platform.python_version()}, pymerkle {pymerkle.__version__}, "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
+        f"{os.getloadavg()[0]:.2f}. One tree of {n:,} "
         "leaves each (same entries, same RFC 6962 root, checked); ledger.merkle reads stored "
         "hashes from an in-memory dict, pymerkle uses `InmemoryTree`. "
         f"{k:,} random indices / old sizes, each proof timed alone (microseconds).",
@@ -135,8 +137,8 @@ def main() -> None:
         f"| build: append {n:,} leaves (seconds, total) | {ours_build:.1f} s | | "
         f"{theirs_build:.1f} s | | {theirs_build / ours_build:.2f} |",
         "",
-        "Ratios above 1 mean ledger.merkle is faster. The SQLite-backed store is benchmarked "
-        "separately (docs/bench/store.md).",
+        "Ratios above 1 mean ledger.merkle is faster. Proofs through the SQLite store are "
+        "benchmarked separately (docs/bench/ledger.md, docs/bench/proofs.md).",
         "",
     ]
     text = "\n".join(lines)
