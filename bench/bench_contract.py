@@ -111,8 +111,9 @@ def main() -> None:
 Command: `{cmd}`
 
 Machine: {platform.processor() or platform.machine()} ({os.cpu_count()} CPUs), Python
-{platform.python_version()}, PyYAML {yaml.__version__} (libyaml {yaml.__with_libyaml__}). Median of
-{r} runs each (expressions: {r * 20}), run interleaved, microseconds.
+{platform.python_version()}, PyYAML {yaml.__version__} (libyaml {yaml.__with_libyaml__}),
+{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, load average {os.getloadavg()[0]:.2f}.
+Median of {r} runs each (expressions: {r * 20}), run interleaved, microseconds.
 
 {HEADER}
 {chr(10).join(rows)}
