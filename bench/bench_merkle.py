@@ -30,6 +30,9 @@ import pymerkle  # type: ignore[import-untyped]
 
 from ledger import merkle
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rounds import cpu
+
 
 def _time_each(fn: Callable[[int], object], args: list[int]) -> list[float]:
     out = []
@@ -40,14 +43,6 @@ def _time_each(fn: Callable[[int], object], args: list[int]) -> list[float]:
     return out
 
 
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return f"{line.split(':', 1)[1].strip()} ({os.cpu_count()} CPUs)"
-    except OSError:
-        pass
-    return platform.machine()
 
 
 def _stats(samples: list[float]) -> tuple[float, float]:
@@ -117,7 +112,7 @@ def main() -> None:
         "",
         f"Command: `.venv/bin/python bench/bench_merkle.py --leaves {n} --samples {k}`",
         "",
-        f"Machine: {_cpu()}, Python "
+        f"Machine: {cpu()}, Python "
         f"{platform.python_version()}, pymerkle {pymerkle.__version__}, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
         f"{os.getloadavg()[0]:.2f}. One tree of {n:,} "

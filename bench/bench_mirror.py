@@ -50,17 +50,12 @@ from ledger.store import Store
 from ledger.tiles import TILE_WIDTH, entries_tile_path
 from tests.helpers.nginx import free_port, nginx_serving
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rounds import cpu
+
 REPO = Path(__file__).resolve().parent.parent
 
 
-def cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return f"{line.split(':', 1)[1].strip()} ({os.cpu_count()} CPUs)"
-    except OSError:
-        pass
-    return platform.machine()
 
 
 def build_origin(home: Path, count: int) -> None:

@@ -43,6 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from ledger.encoding import b64_encode
 from ledger.store import PRELOAD_AFTER_PROOFS, Store
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rounds import cpu
+
 REPO = Path(__file__).resolve().parent.parent
 GO_SOURCE = REPO / "bench" / "go" / "tlogproof" / "main.go"
 GOCODE = Path("/usr/share/gocode")
@@ -52,11 +55,6 @@ def load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def cpu() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return f"{line.split(':', 1)[1].strip()} ({os.cpu_count()} CPUs)"
-    return "?"
 
 
 def build_store(home: Path, count: int) -> None:

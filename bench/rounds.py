@@ -2,12 +2,15 @@
 
 ``timed_rounds`` runs each function once per round, in order, for ``repeat`` rounds, so load on a
 shared machine hits the product and its peer alike; ``per_round`` gives the ratio of each round;
-``mmm`` writes ``min / median / max``.
+``mmm`` writes ``min / median / max``; ``cpu`` and ``machine`` name the machine for a header.
 """
 
 from __future__ import annotations
 
+import os
+import platform
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 
@@ -38,20 +41,19 @@ def mmm(values: Sequence[float], fmt: str = "{:.2f}") -> str:
                                                max(values)))
 
 
-def machine() -> str:
-    """The CPU model and count, Python's version and the UTC time, for a benchmark's header."""
-    import os
-    import platform
-    import sys
-
-    model = platform.machine()
+def cpu() -> str:
+    """The CPU model and count (``/proc/cpuinfo``; the architecture where that cannot be read)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
                 if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
+                    return f"{line.split(':', 1)[1].strip()} ({os.cpu_count()} CPUs)"
     except OSError:
         pass
+    return f"{platform.machine()} ({os.cpu_count()} CPUs)"
+
+
+def machine() -> str:
+    """The CPU, Python's version and the UTC time, for a benchmark's header."""
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    return f"{model}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, {when}"
+    return f"{cpu()}, Python {sys.version.split()[0]}, {when}"
