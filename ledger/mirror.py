@@ -779,11 +779,12 @@ class Mirror:
             start = frontier.size
             leaves = [f.leaf for f in fetched]
             width = len(leaves)
-            levels = None
+            levels = joined = None
             probe = merkle.Frontier.from_edge(start, frontier.edge())
             if width and width & (width - 1) == 0 and start % width == 0:
                 levels = merkle.perfect_levels(leaves)
-                probe.append_subtree(levels)
+                joined = merkle.joined_levels(levels)  # stored as they are, a statement a level
+                probe.append_joined(joined)
             else:
                 for lh in leaves:
                     probe.append(lh)
@@ -798,7 +799,7 @@ class Mirror:
             jobs: list[VerifyJob] = []
             job_at: list[int] = []
             first: tuple[int, LedgerError] | None = None
-            links = _BatchLinks(store, frontier, levels)
+            links = _BatchLinks(store, frontier, levels, joined)
             for f in fetched:
                 try:
                     _rules(registry, links, f, jobs, job_at)
@@ -818,7 +819,7 @@ class Mirror:
             # signature has verified, and a bad one rolls it back
             verifying = _Signatures(early, early_jobs, jobs, job_at)
             try:
-                return self._store(store, fetched, start, end, root, levels, known, prefetched,
+                return self._store(store, fetched, start, end, root, joined, known, prefetched,
                                    verifying, job_at)
             except BaseException:
                 bad = verifying.result()  # a bad signature is the first thing to report
@@ -834,7 +835,7 @@ class Mirror:
         start: int,
         end: int,
         root: bytes,
-        levels: list[list[bytes]] | None,
+        joined: list[bytes] | None,
         known: set[tuple[int, bytes]],
         prefetched: dict[bytes, bytes] | None,
         verifying: _Signatures,
@@ -871,9 +872,9 @@ class Mirror:
                 raise TamperDetected("the local store changed while the mirror was appending")
             for part, digests in wanted.items():  # batched with the entries
                 w.put_blobs(((d, blobs[d]) for d in digests), index=part_start(part))
-            if levels is not None and all(f.bundle for f in fetched):
+            if joined is not None and all(f.bundle for f in fetched):
                 w.append_bundles([(f.data, f.leaf) for f in fetched],
-                                 [f.digest() for f in fetched], merkle.joined_levels(levels))
+                                 [f.digest() for f in fetched], joined)
             else:
                 for f in fetched:  # every entry passed _rules: a view or an object
                     if f.bundle:
@@ -1096,11 +1097,16 @@ class _BatchLinks:
     brought to the batch's end."""
 
     def __init__(
-        self, store: Store, frontier: merkle.Frontier, levels: list[list[bytes]] | None
+        self,
+        store: Store,
+        frontier: merkle.Frontier,
+        levels: list[list[bytes]] | None,
+        joined: list[bytes] | None,
     ) -> None:
         self.store = store
         self.frontier = frontier
         self.levels = levels
+        self.joined = joined  # the same levels, each joined (``merkle.joined_levels``)
         self.start = frontier.size
         self.edge = frontier.edge()
         self.chain = ChainCheck(store.root)  # older trees: the verified entries stored here
@@ -1129,8 +1135,8 @@ class _BatchLinks:
 
     def done(self) -> None:
         """Every entry checked: the frontier at the batch's end."""
-        if self.levels is not None:
-            self.frontier.append_subtree(self.levels)
+        if self.joined is not None:
+            self.frontier.append_joined(self.joined)
 
 
 def manifest_digests(manifest: str) -> list[bytes]:
