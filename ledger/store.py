@@ -196,6 +196,8 @@ def _connect(path: Path, *, new: bool = False) -> sqlite3.Connection:
     _bind_bytes_directly()
     conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    if not new:
+        _refuse_other_files(conn, path)
     if new:  # only before the file's first page is written (the WAL switch writes it)
         conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
     conn.execute("PRAGMA journal_mode=WAL")
@@ -207,6 +209,21 @@ def _connect(path: Path, *, new: bool = False) -> sqlite3.Connection:
     conn.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
+
+
+def _refuse_other_files(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a file that is not a ledger database (an empty file, another program's SQLite
+    database) before anything writes to it: the WAL switch and the migrations would otherwise
+    turn it into an empty ledger. ``init`` writes the ``migrations`` and ``meta`` tables first."""
+    names = {str(r[0]) for r in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type='table' AND name IN ('migrations', 'meta')"
+    )}
+    if names != {"migrations", "meta"}:
+        conn.close()
+        raise LedgerStateError(
+            f"{path}: not a ledger database (no ledger schema; "
+            "`ledger init --origin ORIGIN` makes one in an empty LEDGER_HOME)"
+        )
 
 
 class Store:

@@ -42,6 +42,30 @@ def test_open_missing_ledger(tmp_path: Path) -> None:
         Store.open(tmp_path / "nothing")
 
 
+@pytest.mark.parametrize("kind", ["empty", "other program's", "garbage"])
+def test_a_file_that_is_not_a_ledger_is_refused_unchanged(tmp_path: Path, kind: str) -> None:
+    """Opening must not turn an empty file or another program's database into a ledger (the WAL
+    switch and the migrations write): it is refused, byte for byte as it was, no WAL beside it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    db = home / "ledger.db"
+    if kind == "empty":
+        db.write_bytes(b"")
+    elif kind == "garbage":
+        db.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 16)
+    else:
+        conn = sqlite3.connect(db)
+        conn.execute("CREATE TABLE notes(x TEXT)")
+        conn.execute("INSERT INTO notes VALUES('mine')")
+        conn.commit()
+        conn.close()
+    before = db.read_bytes()
+    with pytest.raises(LedgerStateError, match=r"not a (usable )?ledger database"):
+        Store.open(home)
+    assert db.read_bytes() == before
+    assert not (home / "ledger.db-wal").exists()
+
+
 def test_appends_are_chained_and_proofs_verify(log: Log, tmp_path: Path) -> None:
     sk = add_node(log)
     for i in range(13):
