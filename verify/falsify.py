@@ -10,8 +10,10 @@ For each binding:
    fresh one per run when that is None) and the test id; both seeds are in the detail, and
    ``--seed`` reproduces the run exactly;
 2. draw fresh inputs for every ``in``/``inout`` pointer parameter, uniform in the test's
-   [low, high], cast to the parameter's dtype (f16 through numpy float16); fill every ``out``
-   buffer with 0xFF bytes first (a NaN pattern for floats, so an unwritten element shows);
+   [low, high], cast to the parameter's dtype (f16 through numpy float16); at the sizes the
+   verifier chooses, plant the range's edges (high, 0 and -0 when in range, low) at a few spread
+   positions (``plant_edges``: a uniform draw never gives them); fill every ``out`` buffer with
+   0xFF bytes first (a NaN pattern for floats, so an unwritten element shows);
 3. evaluate buffer shapes, scalar values, grid, block and dynamic shared memory from the
    contract's expressions (``verify.expr.eval_expr``: a small safe parser, never ``eval``);
 4. launch on the engine (``choose_engine``: CuPy on a CUDA device, else the PTX interpreter
@@ -74,6 +76,7 @@ MAX_DYNAMIC_SHARED = 227 << 10  # the largest opt-in shared memory per block of 
 # Every falsify.* check of one bundle shares one wall-clock budget: ``options.timeout`` seconds
 # (a contract can list many tests and sizes; the step limit bounds each launch only).
 BUDGET_SPENT = "not run: the falsification time budget (--timeout) was spent on earlier launches"
+EDGES_NOTE = "inputs at chosen sizes hold the range's edges (high, 0, low)"
 PTX_TYPES = {
     "f16": ".f16",
     "f32": ".f32",
@@ -253,10 +256,55 @@ def random_values(
         return rng.uniform(low, high, size=count).astype(dt)
 
 
+def edge_values(dtype: str, low: float, high: float) -> np.ndarray[Any, Any]:
+    """The edges of the input range [low, high] in ``dtype``: ``high``, 0 (and -0.0 for floats)
+    when the range holds it, ``low``; finite values only, each once, in that order.
+
+    A uniform draw never gives ``high`` (numpy's interval is half-open) and almost never exactly
+    0 or ``low``, yet the contract claims the whole closed range: a float histogram whose top
+    value falls into bin ``nbins``, a ``x / |x|`` that is NaN at 0, or an integer ``abs`` of the
+    minimum passes every random draw and fails there."""
+    dt = np_dtype(dtype)
+    if np.issubdtype(dt, np.integer):
+        info = np.iinfo(dt)
+        lo = max(math.ceil(low), int(info.min))
+        hi = max(min(math.floor(high), int(info.max)), lo)
+        ints = [hi, *([0] if lo < 0 < hi else []), lo]
+        return np.array(list(dict.fromkeys(ints)), dtype=dt)
+    zeros = [0.0, -0.0] if low <= 0.0 <= high else []
+    with np.errstate(over="ignore"):
+        vals = np.array([high, *zeros, low], dtype=np.float64).astype(dt)
+    keep: list[int] = []
+    for i, v in enumerate(vals):  # dedupe on the bits (+0 and -0 are different inputs)
+        if np.isfinite(v) and all(vals[j].tobytes() != v.tobytes() for j in keep):
+            keep.append(i)
+    return vals[keep]
+
+
+def plant_edges(data: np.ndarray[Any, Any], dtype: str, low: float, high: float) -> None:
+    """Overwrite a few elements of ``data``, spread from its first to its last, with
+    ``edge_values`` (the first ones when ``data`` has fewer elements than there are edges)."""
+    vals = edge_values(dtype, low, high)
+    k = min(vals.size, data.size)
+    if k == 0:
+        return
+    pos = np.unique(np.linspace(0, data.size - 1, k).round().astype(np.int64))
+    data[pos] = vals[: pos.size]
+
+
 def make_case(
-    kernel: Kernel, test: FalsificationTest, sizes: Mapping[str, int], rng: np.random.Generator
+    kernel: Kernel,
+    test: FalsificationTest,
+    sizes: Mapping[str, int],
+    rng: np.random.Generator,
+    *,
+    edges: bool = False,
 ) -> Case:
-    """Build the arguments of one launch; raise ``BadInput`` for a bad expression, ``TooLarge``."""
+    """Build the arguments of one launch; raise ``BadInput`` for a bad expression, ``TooLarge``.
+
+    ``edges``: plant the input range's edges (``plant_edges``) in every in/inout buffer after
+    its random draw (the verifier's chosen bindings; the author's stay purely random, so their
+    results do not change)."""
     if kernel.launch is None:
         raise BadInput("the kernel has no launch section")
     args: list[Arg] = []
@@ -297,6 +345,8 @@ def make_case(
             data = np.full(count * dt.itemsize, 0xFF, dtype=np.uint8).view(dt)
         else:
             data = random_values(rng, p.dtype, count, test.input_low, test.input_high)
+            if edges:
+                plant_edges(data, p.dtype, test.input_low, test.input_high)
             inputs[p.name] = data.copy()
         args.append(BufferArg(p.name, p.intent, data))
     launch = kernel.launch
@@ -735,7 +785,8 @@ def _judge_test(
     for b in plan:
         where = _where(engine, b)
         try:
-            cases.append((b, make_case(kernel, test, b.sizes, rngs[b.seed])))
+            case = make_case(kernel, test, b.sizes, rngs[b.seed], edges=bool(b.chosen))
+            cases.append((b, case))
         except CannotCheck as e:
             if b.chosen:  # a chosen size past the launch caps: noted, the others still run
                 too_large.append(f"{_fmt_sizes([b.sizes])} not run ({e})")
@@ -783,6 +834,8 @@ def _judge_test(
     if run_seed != seed and any(b.seed == run_seed and not b.chosen for b in plan):
         again = f" and at seed {run_seed}"
     extra = "".join(f"; {t}" for t in too_large)
+    if any(b.chosen for b, _ in cases):
+        extra += f"; {EDGES_NOTE}"
     if engine.observes_findings:
         extra += f"; {_schedule_text(cases, twice)}"
     summary = (

@@ -154,8 +154,7 @@ def vote(ctx: Ctx) -> Fn:
         inmask = ((np.broadcast_to(np.asarray(mask).astype(np.uint32), tids.shape) >> lane)
                   & np.uint32(1)).astype(bool)
         p = np.broadcast_to(np.asarray(a(m, idx)), tids.shape) & inmask
-        w = tids >> 5
-        uw, inv = np.unique(w, return_inverse=True)
+        uw, inv = _mask_groups(tids, mask)
         if mode == "ballot":
             weights = p.astype(np.float64) * (2.0 ** lane.astype(np.float64))
             bal = np.bincount(inv, weights=weights, minlength=uw.size).astype(np.uint64)
@@ -289,6 +288,16 @@ def mma(ctx: Ctx) -> Fn:
     return fn
 
 
+def _mask_groups(tids: np.ndarray, mask: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The lanes that take part in one warp collective together: same warp and same
+    ``membermask`` (``np.unique`` keys and each thread's group). A warp split into tiles
+    (``cg::tiled_partition<16>``: lanes 0-15 pass 0x0000ffff, lanes 16-31 0xffff0000) runs one
+    ``vote``/``redux`` per tile; grouping by warp alone would mix the tiles' values."""
+    maskv = np.broadcast_to(np.asarray(mask).astype(np.int64) & 0xFFFFFFFF, tids.shape)
+    key = ((tids.astype(np.int64) >> 5) << 32) | maskv
+    return np.unique(key, return_inverse=True)
+
+
 def _per_warp(tids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.unique(tids >> 5, return_inverse=True)
 
@@ -321,12 +330,14 @@ def redux(ctx: Ctx) -> Fn:
 
     def fn(m: Machine, idx: Idx) -> None:
         tids = m.all_idx(idx)
-        _check_members(m, tids, mk(m, idx), _active(m, tids), "redux.sync")
+        maskv = mk(m, idx)
+        _check_members(m, tids, maskv, _active(m, tids), "redux.sync")
         v = np.broadcast_to(np.asarray(a(m, idx)), tids.shape)
-        w = tids >> 5
-        starts = np.flatnonzero(np.r_[True, w[1:] != w[:-1]])
         wide = v.astype(np.int64) if t == ".s32" else v.astype(np.uint64)
-        red = ufunc.reduceat(wide, starts)
-        count = np.diff(np.r_[starts, tids.size])
-        d(m, idx, np.repeat(red, count).astype(DTYPE[t]))
+        _, inv = _mask_groups(tids, maskv)
+        order = np.argsort(inv, kind="stable")
+        g = inv[order]
+        starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+        red = ufunc.reduceat(wide[order], starts)
+        d(m, idx, red[inv].astype(DTYPE[t]))
     return fn
