@@ -13,7 +13,10 @@ Each request is bounded four ways, whatever the peer does:
   bytes (headers or body) is cut off at the deadline, not kept alive by each new byte;
 * **size**: a ``Content-Length`` over the limit is refused before the body is read, and the body
   is counted while it streams (an endless answer is cut at the limit); an error answer (any status
-  not asked for) is read for at most ``MAX_ERROR_BODY`` bytes, for the message;
+  not asked for) is read for at most ``MAX_ERROR_BODY`` bytes, for the message. The limit holds
+  for the decoded body: the client asks for ``gzip`` only and decodes one ``gzip`` or ``deflate``
+  layer itself, never more than the limit allows (``_Decoded``), so a compression bomb costs no
+  more memory than an honest answer; stacked or unknown encodings are refused;
 * **content type**: a successful answer must have one of the media types the caller names (an
   HTML maintenance page served with status 200 is refused, not parsed);
 * **redirects**: a GET follows at most ``MAX_REDIRECTS`` redirects, and only to the same scheme,
@@ -31,6 +34,7 @@ import socket
 import threading
 import time
 import typing
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -57,6 +61,8 @@ TEXT = ("text/plain", "")
 JSON = ("application/json",)
 
 _REDIRECTS = (301, 302, 303, 307, 308)
+ACCEPT_ENCODING = "gzip"  # what every request asks for; _Decoded decodes it within the limit
+_ZLIB_WBITS = {"gzip": 31, "x-gzip": 31, "deflate": 15}  # the encodings _Decoded takes
 
 
 class BadAnswer(VerificationFailed):
@@ -223,6 +229,52 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     return p.scheme, (p.hostname or "").lower(), port
 
 
+class _Decoded:
+    """The body of an answer as its ``Content-Encoding`` says, decoded a chunk at a time and
+    never past ``cap + 1`` bytes however well the chunk compresses (httpx's own decoders inflate
+    a whole network read at once, and stack: 3 KB of ``gzip, gzip`` are 2 GiB in one call).
+    Takes no encoding, ``identity``, or one ``gzip`` / ``x-gzip`` / ``deflate`` layer (a
+    ``deflate`` body with or without its zlib header); anything else is ``CannotCheck``."""
+
+    def __init__(self, header: str, where: str) -> None:
+        codings = [c.strip().lower() for c in header.split(",")]
+        codings = [c for c in codings if c and c != "identity"]
+        self.where = where
+        self.raw_deflate = False
+        self.inflate: typing.Any = None
+        if not codings:
+            return
+        if len(codings) > 1 or codings[0] not in _ZLIB_WBITS:
+            raise CannotCheck(f"{where} sent Content-Encoding {oneline(header, 60)!r}; only "
+                              f"one layer of gzip or deflate is taken")
+        self.raw_deflate = codings[0] == "deflate"
+        self.inflate = zlib.decompressobj(_ZLIB_WBITS[codings[0]])
+
+    def feed(self, chunk: bytes, room: int) -> bytes:
+        """At most ``room`` (>= 1) decoded bytes of ``chunk``; more than that left undecoded
+        means the body is over the caller's limit, which the caller sees by the length."""
+        if self.inflate is None:
+            return chunk
+        try:
+            out: bytes = self.inflate.decompress(chunk, room)
+        except zlib.error as e:
+            if not self.raw_deflate:
+                raise CannotCheck(f"{self.where} sent a body that does not decode ({e})") from e
+            # "deflate" as some servers send it: raw DEFLATE without the zlib header
+            self.raw_deflate = False
+            self.inflate = zlib.decompressobj(-15)
+            return self.feed(chunk, room)
+        self.raw_deflate = False  # the header was there: no second guess later
+        return out
+
+    def finish(self) -> None:
+        """The encoded body ended: it must have ended the compressed stream, with nothing
+        after it."""
+        if self.inflate is not None and (not self.inflate.eof or self.inflate.unused_data):
+            raise CannotCheck(f"{self.where} sent a compressed body that is truncated or "
+                              "followed by other bytes")
+
+
 class HttpClient:
     """Bounded requests to one server (see the module docstring)."""
 
@@ -244,6 +296,7 @@ class HttpClient:
             transport=bounded_transport(max_connections),
             timeout=httpx.Timeout(request_timeout, connect=CONNECT_TIMEOUT),
             follow_redirects=False,
+            headers={"Accept-Encoding": ACCEPT_ENCODING},
         )
         self.requests = 0
         self.deadline: float | None = None
@@ -378,7 +431,8 @@ class HttpClient:
             try:
                 req = self.client.build_request(
                     method, url, params=list(params or []), content=content,
-                    headers=dict(headers or {}), timeout=timeout,
+                    headers={"Accept-Encoding": ACCEPT_ENCODING, **(headers or {})},
+                    timeout=timeout,
                 )
                 try:
                     r = self.client.send(req, stream=True)
@@ -431,9 +485,23 @@ class HttpClient:
                     f"{url}: {self.what} announced {oneline(length, 24)} bytes, over the "
                     f"{limit}-byte limit"
                 )
+        # the raw bytes, decoded here within the cap (httpx's decoders are not bounded); an
+        # answer built in memory (an injected transport's) comes read and decoded already
+        encoding = "" if r.is_stream_consumed else r.headers.get("content-encoding", "")
+        try:
+            decoded = _Decoded(encoding, f"{url}: {self.what}")
+        except CannotCheck:
+            if good:
+                raise
+            return Answer(url, r.status_code, r.headers, b"")  # the status says enough
         buf = bytearray()
-        for chunk in r.iter_bytes():
-            buf += chunk
+        for chunk in [r.content] if r.is_stream_consumed else r.iter_raw():
+            try:
+                buf += decoded.feed(chunk, cap + 1 - len(buf))
+            except CannotCheck:
+                if good:
+                    raise
+                break  # an error answer's message: what decoded
             if len(buf) > cap:
                 if not good:
                     del buf[cap:]
@@ -442,6 +510,8 @@ class HttpClient:
             if time.monotonic() > at:
                 raise CannotCheck(f"cannot reach {self.what} at {url}: no complete answer in "
                                   "time")
+        if good:
+            decoded.finish()
         return Answer(url, r.status_code, r.headers, bytes(buf))
 
 

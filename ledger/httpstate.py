@@ -130,6 +130,15 @@ def int_param(request: Request, name: str, default: int | None = None) -> int:
     return int(raw)
 
 
+def text_param(request: Request, name: str, default: str | None = None) -> str | None:
+    """A query parameter as text (``default`` when absent); BadInput when it is given more than
+    once, as for ``int_param`` (which of two values a handler used would be a guess)."""
+    values = request.query_params.getlist(name)
+    if len(values) > 1:
+        raise BadInput(f"query parameter {name!r} is given more than once")
+    return values[0] if values else default
+
+
 def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     body = json.dumps(obj, sort_keys=True, separators=(",", ":")).encode("utf-8")
     return Response(body, status, headers=headers, media_type="application/json")

@@ -101,6 +101,10 @@ async def get_checkpoint(request: Request) -> Response:
 async def get_tile(request: Request) -> Response:
     s = served(request)
     path = "tile/" + request.path_params["rest"]
+    raw = request.scope.get("raw_path")
+    if raw is not None and raw != b"/" + path.encode("utf-8", "replace"):
+        # a percent-escape is another spelling (%2f is not even "/"): C2SP has one per tile
+        raise BadInput(f"{raw.decode('latin-1')[:200]!r} is not a C2SP tile path (no %-escapes)")
     data, full = tile_bytes(s, s.view(), path)
     return Response(
         data,
@@ -391,7 +395,9 @@ class FastReads:
         self.answers = answers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "GET":
+        if scope["type"] == "http" and scope["method"] == "GET" and (
+            b"%" not in scope.get("raw_path", b"")  # another spelling: get_tile refuses it
+        ):
             answer = self.answers.get(scope["path"], scope["headers"])
             if answer is not None:
                 await answer.send(scope, send)

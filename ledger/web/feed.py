@@ -1,9 +1,13 @@
 """``GET /feed.atom``: an Atom feed (RFC 4287) of the newest entries, so people can watch a log
 without mirroring it; ``?kernel=NAME`` keeps the entries sealing that kernel. Every value taken
-from the ledger is XML-escaped; the feed reads at most ``SCAN`` entries back from the newest."""
+from the ledger or the request is printed by ``_text``: XML-escaped, and a character XML 1.0
+cannot hold (a control character, say, which a kernel name in an entry may carry) replaced by
+U+FFFD, so the document stays well-formed whatever the log holds. The feed reads at most ``SCAN``
+entries back from the newest."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
@@ -12,11 +16,24 @@ from starlette.responses import Response
 
 from ledger.canonical import loads_canonical
 from ledger.errors import BadInput
-from ledger.httpstate import served
+from ledger.httpstate import served, text_param
 
 FEED_ENTRIES = 50
 SCAN = 2000  # entries read back at most (a kernel filter stops there)
 MAX_KERNEL = 200
+# what XML 1.0 cannot hold (its Char production): C0 controls but tab, LF, CR; lone surrogates;
+# U+FFFE and U+FFFF
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _text(value: str) -> str:
+    """``value`` as XML character data: escaped, characters XML cannot hold replaced."""
+    return escape(_NOT_XML.sub("\ufffd", value))
+
+
+def _attr(value: str) -> str:
+    """``value`` as a quoted XML attribute value, likewise."""
+    return quoteattr(_NOT_XML.sub("\ufffd", value))
 
 
 def _entry(data: bytes) -> dict[str, Any]:
@@ -37,7 +54,7 @@ def _title(e: dict[str, Any]) -> str:
 async def atom_feed(request: Request) -> Response:
     s = served(request)
     view = s.view()
-    kernel = request.query_params.get("kernel")
+    kernel = text_param(request, "kernel")
     if kernel is not None and not (0 < len(kernel) <= MAX_KERNEL):
         raise BadInput(f"kernel must be a name of 1 to {MAX_KERNEL} characters")
     base = str(request.base_url).rstrip("/")
@@ -55,9 +72,9 @@ async def atom_feed(request: Request) -> Response:
         summary = (f"entry {i} of {origin}: {e.get('type', '?')}, signer {e.get('signer', '-')},"
                    f" bundle digest {e.get('bundle_digest', '-')}")
         items.append(
-            f"<entry><id>{escape(link)}</id><title>{escape(_title(e))}</title>"
-            f"<updated>{escape(when)}</updated><link href={quoteattr(link)}/>"
-            f"<summary>{escape(summary)}</summary></entry>"
+            f"<entry><id>{_text(link)}</id><title>{_text(_title(e))}</title>"
+            f"<updated>{_text(when)}</updated><link href={_attr(link)}/>"
+            f"<summary>{_text(summary)}</summary></entry>"
         )
         if len(items) >= FEED_ENTRIES:
             break
@@ -66,10 +83,10 @@ async def atom_feed(request: Request) -> Response:
     doc = (
         '<?xml version="1.0" encoding="utf-8"?>\n'
         '<feed xmlns="http://www.w3.org/2005/Atom">'
-        f"<id>{escape(self_link)}</id><title>{escape(title)}</title>"
-        f"<updated>{escape(newest or '1970-01-01T00:00:00Z')}</updated>"
-        f"<link rel=\"self\" href={quoteattr(self_link)}/>"
-        f"<author><name>{escape(origin)}</name></author>" + "".join(items) + "</feed>\n"
+        f"<id>{_text(self_link)}</id><title>{_text(title)}</title>"
+        f"<updated>{_text(newest or '1970-01-01T00:00:00Z')}</updated>"
+        f"<link rel=\"self\" href={_attr(self_link)}/>"
+        f"<author><name>{_text(origin)}</name></author>" + "".join(items) + "</feed>\n"
     )
     return Response(doc, 200, media_type="application/atom+xml",
                     headers={"Cache-Control": "public, max-age=5"})

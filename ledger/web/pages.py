@@ -32,7 +32,15 @@ from ledger.bundle import parse_manifest
 from ledger.canonical import loads_canonical
 from ledger.encoding import b64_encode, hex_encode
 from ledger.errors import BadInput, UnknownHash
-from ledger.httpstate import Served, int_param, published_note, resolve, served, tree_index
+from ledger.httpstate import (
+    Served,
+    int_param,
+    published_note,
+    resolve,
+    served,
+    text_param,
+    tree_index,
+)
 from ledger.web.render import render
 
 PAGE_ENTRIES = 25
@@ -128,7 +136,7 @@ async def home(request: Request) -> Response:
 
 async def search(request: Request) -> Response:
     s = served(request)
-    q = request.query_params.get("q", "").strip()
+    q = (text_param(request, "q") or "").strip()
     if not q or len(q) > MAX_QUERY:
         raise BadInput("give an index, a bundle digest, a leaf hash (at least 8 hex digits), "
                        "a kernel name or a signer (node key name or id)")
