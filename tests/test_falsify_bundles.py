@@ -190,11 +190,11 @@ def test_unsupported_instruction_is_skipped_never_passed() -> None:
     assert ctx.contract is not None and ctx.contract.kernel is not None
     kernel = ctx.contract.kernel
     ptx = ctx.bundle.file(kernel.ptx)
-    odd = ptx.replace(b"\tret;", b"\tnanosleep.u32 100;\n\tret;", 1)
+    odd = ptx.replace(b"\tret;", b"\tbar.arrive 0, 32;\n\tret;", 1)
     assert odd != ptx
     c = falsify.run_test(kernel, test, odd, 7, falsify.InterpreterEngine())
     assert c.status == "skipped"
-    assert "could not run it: " in c.detail and "nanosleep" in c.detail
+    assert "could not run it: " in c.detail and "bar.arrive" in c.detail
 
 
 def test_entry_missing_from_the_ptx_fails() -> None:

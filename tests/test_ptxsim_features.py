@@ -223,11 +223,11 @@ def test_what_is_not_modelled_fails_closed() -> None:
         launch(load_module(ind), "k", (1, 1, 1), (32, 1, 1),
                [Buffer(np.zeros(1, np.uint32), "out", "out")])
     clock = (RECURSIVE[:RECURSIVE.index(".func")] + ".visible .entry k(.param .u64 out)\n{\n"
-             "    .reg .b32 %r<3>;\n    mov.u32 %r1, %clock;\n    ret;\n}\n")
-    with pytest.raises(UnsupportedPtx, match="clock"):
+             "    .reg .b32 %r<3>;\n    mov.u32 %r1, %smid;\n    ret;\n}\n")
+    with pytest.raises(UnsupportedPtx, match="smid"):
         launch(load_module(clock), "k", (1, 1, 1), (32, 1, 1),
                [Buffer(np.zeros(1, np.uint32), "out", "out")])
-    tex = clock.replace("mov.u32 %r1, %clock;",
+    tex = clock.replace("mov.u32 %r1, %smid;",
                         "tex.1d.v4.f32.s32 {%r1, %r1, %r1, %r1}, [t, {%r1}];")
     with pytest.raises(UnsupportedPtx, match="tex"):
         launch(load_module(tex), "k", (1, 1, 1), (32, 1, 1),

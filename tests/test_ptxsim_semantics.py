@@ -621,7 +621,7 @@ DONE:
     assert np.array_equal(out[:20], a[:20]) and (out[20:] == 0).all()
 
 
-@pytest.mark.parametrize("ins", ["max.NaN.f32 %f4, %f1, %f2", "add.cc.u32 %r8, %r5, %r6",
+@pytest.mark.parametrize("ins", ["max.NaN.f32 %f4, %f1, %f2", "add.rn.u32 %r8, %r5, %r6",
                                  "fma.rn.relu.f32 %f4, %f1, %f2, %f3"])
 def test_unmodelled_modifiers_are_refused(ins: str) -> None:
     with pytest.raises(UnsupportedPtx, match="modifier"):

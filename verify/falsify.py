@@ -105,6 +105,7 @@ FINDING_PROPERTY = {
     "schedule_dependent": "race_free/PO7",
     "step_limit": "reference/PO8",
     "device_error": "bounds/PO2",
+    "assert_failed": "bounds/PO2",  # the kernel's own assert traps, as device_error on a GPU
 }
 
 

@@ -171,8 +171,11 @@ def _second_schedule(prog: Program, grid: tuple[int, int, int], block: tuple[int
 
     gs2 = GlobalSpace([(n, i, d) for (n, i, _), d in zip(bufs, original, strict=True)],
                       prog.module_vars)
+    # race tracking again only where blocks handed data off through fences and atomics: their
+    # order decides which accesses are ordered, and this schedule applies the atomics in another
+    hb = first.g.hb
     m2 = Machine(prog, grid, block, gs2, first.params, dynamic_shared, step_limit, 1,
-                 tracking=False, schedule_seed=seed)
+                 tracking=hb is not None and hb.n_events > 0, schedule_seed=seed)
     try:
         m2.run()
     except UnsupportedPtx:

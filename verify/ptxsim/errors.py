@@ -25,6 +25,7 @@ FINDING_KINDS = (
     "global_race",
     "cp_async_in_flight",
     "schedule_dependent",
+    "assert_failed",
 )
 
 

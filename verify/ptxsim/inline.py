@@ -6,7 +6,10 @@ argument variables of that call (``.param`` variables live in per-thread local m
 return parameters the caller's return variables, and its ``ret`` a branch to the end of the copy.
 The min-PC scheduler then sees one straight-line body, so divergence inside a callee reconverges
 as it does anywhere else. Recursion, indirect calls (function pointers, ``prototype``) and bodies
-that would grow past ``MAX_INSTRS`` are refused (``UnsupportedPtx``).
+that would grow past ``MAX_INSTRS`` are refused (``UnsupportedPtx``). Two extern functions of
+the device runtime have no body but a model (``EXTERNS``): ``vprintf`` (``printf``) does
+nothing and returns 0, ``__assertfail`` (a failed ``assert``) becomes an ``assertfail``
+instruction that reports an ``assert_failed`` finding; calls to any other extern are refused.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from verify.ptxsim.errors import UnsupportedPtx
 from verify.ptxsim.parser import (
     Addr,
     Entry,
+    Imm,
     Instr,
     Module,
     Operand,
@@ -30,6 +34,22 @@ from verify.ptxsim.parser import (
 
 MAX_INSTRS = 200_000
 MAX_DEPTH = 16
+
+
+def _vprintf(ins: Instr, guard: Reg | None, rets: list[str], args: list[str]) -> list[Instr]:
+    """``printf`` (``vprintf(format, args)``): no output and no effect on memory; it returns 0
+    (on a GPU it returns the number of arguments, which kernels practically never read)."""
+    return [Instr(ins.line, "st.param.b32", guard, (Addr(Sym(r), 0), Imm("0"))) for r in rets]
+
+
+def _assertfail(ins: Instr, guard: Reg | None, rets: list[str], args: list[str]) -> list[Instr]:
+    """``assert`` (``__assertfail(message, file, line, function, size)``): the interpreter's
+    ``assertfail`` instruction reports it (``verify.ptxsim.ops_intx.assertfail``)."""
+    return [Instr(ins.line, "assertfail", guard, tuple(Sym(a) for a in args))]
+
+
+# extern functions of the CUDA device runtime a kernel may call without a body in the module
+EXTERNS = {"vprintf": _vprintf, "__assertfail": _assertfail}
 
 
 def _names(raw: Operand) -> list[str]:
@@ -131,6 +151,9 @@ class _Inliner:
              args: list[str], stack: tuple[str, ...]) -> None:
         where = f"'{ins.opcode}' at line {ins.line}"
         f = self.module.funcs.get(callee)
+        if f is None and callee in EXTERNS:
+            self.out.instrs.extend(EXTERNS[callee](ins, guard, rets, args))
+            return
         if f is None:
             raise UnsupportedPtx(f"unsupported PTX instruction {where} (call to {callee}, which "
                                  "has no body in this module)")

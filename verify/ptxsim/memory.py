@@ -20,8 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from verify.ptxsim.handoff import HandOff
 
 GLOBAL_BASE = 0x1_0000_0000
 SHARED_GENERIC = 0x7E00_0000_0000
@@ -62,13 +66,18 @@ class RaceCells:
     """Per element of a global buffer, within one launch: the last plain writer and up to two
     readers, each with its PTX line and the barrier epoch of its block at the access
     (ThreadSanitizer-like shadow cells with a bounded history). Arrays are made on first use
-    (a buffer only written has no reader cells)."""
+    (a buffer only written has no reader cells). Once a block of the launch has fenced, each cell
+    also keeps the fence stamp of its access (``handoff``; ``w_f``, ``r1_f``, ``r2_f``, made
+    when a nonzero stamp is first stored: a missing array means every stamp is 0)."""
 
     def __init__(self, n: int) -> None:
         self.n = n
         self.w: np.ndarray | None = None  # writer + 1 (0: none), its epoch, its line: (n, 3)
         self.r1: np.ndarray | None = None
         self.r2: np.ndarray | None = None
+        self.w_f: np.ndarray | None = None  # fence stamp of the access (handoff), int32 (n,)
+        self.r1_f: np.ndarray | None = None
+        self.r2_f: np.ndarray | None = None
 
     def cells(self, which: str) -> np.ndarray:
         c: np.ndarray | None = getattr(self, which)
@@ -76,6 +85,20 @@ class RaceCells:
             c = np.zeros((self.n, 3), np.int32)  # calloc: pages are touched on first use
             setattr(self, which, c)
         return c
+
+    def stamps(self, which: str, e: np.ndarray) -> np.ndarray:
+        """The fence stamps of cells ``e`` of ``which`` (0 where none was kept)."""
+        f: np.ndarray | None = getattr(self, which + "_f")
+        return np.zeros(e.shape, np.int32) if f is None else f[e]
+
+    def set_stamps(self, which: str, e: np.ndarray, fs: np.ndarray) -> None:
+        f: np.ndarray | None = getattr(self, which + "_f")
+        if f is None:
+            if not fs.any():
+                return
+            f = np.zeros(self.n, np.int32)
+            setattr(self, which + "_f", f)
+        f[e] = fs
 
 
 class GlobalSpace:
@@ -99,6 +122,7 @@ class GlobalSpace:
             gap = max(1 << 16, (size + 255) // 256 * 256)
             addr += (size + 255) // 256 * 256 + gap
         self.args = self.bufs[nvars:]  # the launch's buffer arguments, in order
+        self.hb: HandOff | None = None  # fences and atomic hand-offs (made by the first fence)
         self.bases = np.array([b.base for b in self.bufs], np.uint64)
         self.ends = np.array([b.base + b.size for b in self.bufs], np.uint64)
 
@@ -137,8 +161,9 @@ class GlobalSpace:
                    report: Report, atomic: bool = False) -> None:
         """Global race detection: a plain access and another thread's plain write of the same
         element with no barrier between them (same block: the same barrier epoch) or from
-        another block of the launch (no order at all). Reads of buffers the launch may not
-        write (intent "in") are not recorded: a write to one is checked against writes only."""
+        another block of the launch not ordered by a fence-and-atomic hand-off (``self.hb``,
+        verify/ptxsim/handoff.py). Reads of buffers the launch may not write (intent "in") are
+        not recorded: a write to one is checked against writes only."""
         if not write and b.intent == "in" and b.race is None:
             return
         isz = b.itemsize
@@ -154,6 +179,9 @@ class GlobalSpace:
             tt = np.repeat(t, per).astype(np.int32)
         tb = block_of[tt]
         ep = epoch[tb]
+        hb = self.hb
+        fs = None if hb is None else hb.fences[tb] - (1 if atomic else 0)  # this access's stamp
+        sync = hb is not None and hb.n_events > 0
 
         def conflict(o: np.ndarray, oep: np.ndarray) -> np.ndarray:
             ob = block_of[np.maximum(o, 0)]
@@ -176,12 +204,19 @@ class GlobalSpace:
                 prev_atomic = c[:, 2] < 0
                 # atomic vs atomic: never; plain vs plain on out/inout: double_write's
                 hit &= ~prev_atomic if atomic else (prev_atomic | ww)
+            if sync and hit.any():  # other blocks' accesses a hand-off ordered before this one
+                assert hb is not None
+                cross = np.flatnonzero(hit & (block_of[np.maximum(o, 0)] != tb))
+                if cross.size:
+                    hit[cross] = ~hb.ordered(block_of[o[cross]], rc.stamps(which, e[cross]),
+                                             tb[cross])
             bad = np.flatnonzero(hit)
             if bad.size:
                 i = bad[0]
                 same = block_of[o[i]] == tb[i]
                 how = ("in the same barrier interval of their block" if same else
-                       "from another block of the same launch")
+                       "from another block of the same launch" + (
+                           ", not ordered by a fence and an atomic hand-off" if sync else ""))
                 verb2 = verb + (" atomically" if c[i, 2] < 0 else "")
                 report("global_race", f"element {e[i]} of buffer '{b.name}' "
                        f"{'written' if write else 'read'}{' atomically' if atomic else ''} by "
@@ -196,6 +231,8 @@ class GlobalSpace:
         if write:
             w = rc.cells("w")
             w[e] = stamp
+            if fs is not None:
+                rc.set_stamps("w", e, fs)
             if ww and not atomic:  # two threads of this store hit one element
                 back = w[e, 0] - 1
                 dup = np.flatnonzero(back != tt)
@@ -210,11 +247,17 @@ class GlobalSpace:
         stale = (r1 < 0) | (r1 == tt) | ((block_of[np.maximum(r1, 0)] == tb) & (r1c[e, 1] != ep))
         if stale.all():
             r1c[e] = stamp
+            if fs is not None:
+                rc.set_stamps("r1", e, fs)
             return
         k = np.flatnonzero(stale)
         r1c[e[k]] = stamp[k]
+        if fs is not None:
+            rc.set_stamps("r1", e[k], fs[k])
         k = np.flatnonzero(~stale)
         rc.cells("r2")[e[k]] = stamp[k]
+        if fs is not None:
+            rc.set_stamps("r2", e[k], fs[k])
 
     def note_writes(self, b: GlobalBuffer, off: np.ndarray, width: int, threads: np.ndarray,
                     atomic: bool, report: Report, line: int) -> None:

@@ -1,8 +1,9 @@
 """Instruction dispatch: opcode root to the module that models it (SPEC 8, issue 4).
 
 Control flow (bra, ret, exit, bar.sync / barrier.sync) becomes a ``CInstr`` kind the machine
-handles; ``membar`` / ``fence`` are no-ops because the interpreter runs one sequentially
-consistent memory (noted in docs/ptx-interpreter.md). Anything else not listed stops the launch
+handles; ``membar`` / ``fence`` change no value because the interpreter runs one sequentially
+consistent memory, but gpu- and sys-scope ones feed the race detector's hand-off between blocks
+(``handoff.fence_op``; docs/ptx-interpreter.md). Anything else not listed stops the launch
 with ``UnsupportedPtx``.
 """
 
@@ -11,7 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from verify.ptxsim import ops_alu, ops_cvt, ops_float, ops_mem, ops_warp
+from verify.ptxsim import (
+    ops_alu,
+    ops_carry,
+    ops_cvt,
+    ops_float,
+    ops_intx,
+    ops_match,
+    ops_mem,
+    ops_warp,
+)
+from verify.ptxsim.handoff import fence_op
 from verify.ptxsim.ops_alu import ptype
 from verify.ptxsim.parser import Imm, Sym
 from verify.ptxsim.program import CInstr, Ctx, Fn, Kind
@@ -33,6 +44,8 @@ def _arith(ctx: Ctx) -> Fn:
     t = ptype(ctx.ins.parts)
     if is_float(t) or t in (".f16x2", ".bf16", ".bf16x2"):
         return ops_float.float_op(ctx)
+    if "cc" in ctx.ins.parts:
+        return ops_carry.carry(ctx)
     return ops_alu.int_arith(ctx)
 
 
@@ -49,6 +62,10 @@ BUILDERS: dict[str, Callable[[Ctx], Fn]] = {
     "shfl": ops_warp.shfl, "vote": ops_warp.vote, "ldmatrix": ops_warp.ldmatrix,
     "mma": ops_warp.mma, "activemask": ops_warp.activemask, "redux": ops_warp.redux,
     "testp": ops_float.testp, "copysign": ops_float.copysign,
+    "addc": ops_carry.carry, "subc": ops_carry.carry, "madc": ops_carry.carry,
+    "shf": ops_intx.shf, "bfind": ops_intx.bfind, "sad": ops_intx.sad,
+    **{r: ops_intx.vop4 for r in ops_intx.VOP4}, "nanosleep": ops_intx.nanosleep,
+    "match": ops_match.match, "assertfail": ops_intx.assertfail,
 }
 
 
@@ -93,7 +110,7 @@ def _compile(ctx: Ctx) -> CInstr:
     if root in ("membar", "fence"):
         if any(p.startswith("proxy") for p in parts):
             raise unsupported(ins)
-        return CInstr(ins.line, ins, Kind.NORMAL, _noop, guard)
+        return CInstr(ins.line, ins, Kind.NORMAL, fence_op(parts), guard)
     if root == "cp" and (len(parts) < 2 or parts[1] != "async" or len(parts) < 3):
         raise unsupported(ins)
     b = BUILDERS.get(root)

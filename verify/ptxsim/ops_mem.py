@@ -2,7 +2,9 @@
 (SPEC 8, issue 4 "Semantics to support").
 
 Atomics run in thread order: threads of one instruction that hit the same address are applied one
-after another (a legal serialisation), others in parallel. Atomic accesses are not race-checked.
+after another (a legal serialisation), others in parallel. Two atomics never race; a global
+atomic of gpu or sys scope is an event of the hand-off between blocks (handoff.py), logged
+before it is applied.
 cp.async reads its source when issued (zero-filling past ``src-size``) and writes shared memory
 only when ``cp.async.wait_group`` / ``wait_all`` completes its group; that write is tracked as a
 write by the issuing thread at the cp.async line.
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from verify.ptxsim import handoff
 from verify.ptxsim.access import access
 from verify.ptxsim.memory import LOCAL_GENERIC, SHARED_GENERIC, UINT, CpAsync
 from verify.ptxsim.ops_alu import ptype
@@ -208,8 +211,12 @@ def atom(ctx: Ctx) -> Fn:
     d = None if red else ctx.set(ops[0], t)
     vget = ctx.get(ops[1] if red else ops[2], t)
     cget = ctx.get(ops[3], t) if op == "cas" else None
+    hands_off = handoff.scope_counts(parts)  # gpu/sys scope: an event between blocks
+    releases = hands_off and ("release" in parts or "acq_rel" in parts)
 
     def fn(m: Machine, idx: Idx) -> None:
+        if releases:  # .release / .acq_rel: the atomic fences first
+            handoff.fence(m, idx)
         tids = m.all_idx(idx)
         a = np.broadcast_to(np.asarray(addr(m, idx), np.uint64), tids.shape)
         v = np.broadcast_to(convert_bits(vget(m, idx), t, ut), tids.shape)
@@ -217,6 +224,9 @@ def atom(ctx: Ctx) -> Fn:
                                                       tids.shape)
         old = np.zeros(tids.shape, ut)
         order, sa, sg = _group(m, space, a, tids)
+        if m.g.hb is not None and hands_off:
+            glob = sg < 0  # global locations (generic ones too), in the order applied
+            m.g.hb.atomic(m.block_of[tids[order[glob]]], sa[glob], acquire=not red)
         start = np.ones(sa.shape, bool)
         start[1:] = (sa[1:] != sa[:-1]) | (sg[1:] != sg[:-1])
         gidx = np.cumsum(start) - 1

@@ -277,7 +277,8 @@ KNOWN_ROOTS = {
     "bfi", "prmt", "lop3", "cvt", "cvta", "ld", "ldu", "st", "atom", "red", "cp", "shfl", "vote",
     "ldmatrix", "mma", "bra", "ret", "exit", "bar", "barrier", "membar", "fence", "fma", "rcp",
     "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "activemask", "redux", "testp",
-    "copysign",
+    "copysign", "addc", "subc", "madc", "shf", "bfind", "sad", "match", "nanosleep",
+    "vadd4", "vsub4", "vavrg4", "vabsdiff4", "vmin4", "vmax4",
 }
 
 
@@ -376,6 +377,64 @@ def _params(text: str, line: int) -> list[Param]:
     return out
 
 
+_REG_DECL = re.compile(r"\.reg\s*(\.\w+)\s+(.*)", re.S)
+
+
+def _declare_regs(cur: Entry, st: str, line: int, scopes: list[dict[str, str]]) -> None:
+    """A ``.reg`` declaration: one type, then names and ``%r<N>`` ranges separated by commas
+    (``.reg .b16 %a, %b;``, and ``.reg.b32 f, C, nZ;`` as ``cuda_fp16.h``'s inline asm writes
+    it). Inside a nested ``{ }`` block a name that is already declared (in the function or an
+    enclosing block) starts a new register that shadows it until the block ends, as PTX
+    scoping says: it is renamed ``name$sN`` so the outer register keeps its value (nvcc's
+    64-bit multiply asm in the f64 sin/cos slow path redeclares ``%r1``..``%r3`` that way)."""
+    m = _REG_DECL.fullmatch(st.strip())
+    if m is None or m.group(1) not in _TYPES:
+        raise PtxSyntaxError(f"line {line}: bad register declaration {st!r}")
+    typ = m.group(1)
+    for w in m.group(2).replace(",", " ").split():
+        rm = re.fullmatch(r"(%[\w$]+)<(\d+)>", w)
+        if rm:
+            cur.reg_ranges.append((rm.group(1), typ, int(rm.group(2))))
+        elif not re.fullmatch(r"%?[A-Za-z_$][\w$]*", w):
+            raise PtxSyntaxError(f"line {line}: bad register name {w!r} in {st!r}")
+        elif scopes and cur.reg_type(w) is not None:
+            new = f"{w}$s{len(cur.regs)}"
+            cur.regs[new] = typ
+            scopes[-1][w] = new
+        else:
+            cur.regs[w] = typ
+            if scopes:
+                scopes[-1][w] = w  # shadows a renamed outer name of the same spelling
+
+
+def _renamed(ins: Instr, scopes: list[dict[str, str]]) -> Instr:
+    """``ins`` with the registers of the enclosing blocks' declarations renamed (innermost
+    declaration wins)."""
+    names: dict[str, str] = {}
+    for sc in scopes:
+        names.update(sc)
+
+    def reg(r: Reg) -> Reg:
+        return Reg(names.get(r.name, r.name), r.neg)
+
+    def op(o: Operand) -> Operand:
+        if isinstance(o, Reg):
+            return reg(o)
+        if isinstance(o, Sym):
+            return Sym(names.get(o.name, o.name))
+        if isinstance(o, Addr) and isinstance(o.base, Reg | Sym):
+            b = o.base
+            return Addr(reg(b) if isinstance(b, Reg) else Sym(names.get(b.name, b.name)),
+                        o.offset)
+        if isinstance(o, Vec):
+            return Vec(tuple(reg(x) if isinstance(x, Reg) else x for x in o.items))
+        if isinstance(o, PredDst):
+            return PredDst(reg(o.reg), reg(o.pred))
+        return o
+    guard = reg(ins.guard) if ins.guard is not None else None
+    return Instr(ins.line, ins.opcode, guard, tuple(op(o) for o in ins.operands))
+
+
 def parse(text: str) -> Module:
     stmts = _statements(_strip_comments(text))
     entries: dict[str, Entry] = {}
@@ -384,15 +443,21 @@ def parse(text: str) -> Module:
     cur: Entry | None = None
     depth = 0
     pending: Entry | None = None
+    scopes: list[dict[str, str]] = []  # nested { } blocks of the function: name -> renamed
     for line, st in stmts:
         if st == "{":
             if depth == 0:
                 if pending is None:
                     raise PtxSyntaxError(f"line {line}: '{{' outside a function")
                 cur, pending = pending, None
+                scopes = []
+            else:
+                scopes.append({})
             depth += 1
             continue
         if st == "}":
+            if scopes:
+                scopes.pop()
             depth -= 1
             if depth < 0:
                 raise PtxSyntaxError(f"line {line}: unbalanced '}}'")
@@ -429,16 +494,7 @@ def parse(text: str) -> Module:
             cur.labels[st[:-1]] = len(cur.instrs)
             continue
         if st.startswith(".reg"):
-            words = st.replace(",", " ").split()
-            typ = next((w for w in words if w in _TYPES), None)
-            if typ is None:
-                raise PtxSyntaxError(f"line {line}: bad register declaration {st!r}")
-            for w in words[words.index(typ) + 1:]:
-                rm = re.fullmatch(r"(%[\w$]+)<(\d+)>", w)
-                if rm:
-                    cur.reg_ranges.append((rm.group(1), typ, int(rm.group(2))))
-                else:
-                    cur.regs[w] = typ
+            _declare_regs(cur, st, line, scopes)
             continue
         if st.startswith((".shared", ".local", ".global", ".const", ".extern", ".param")):
             v = _var(st, line)
@@ -447,7 +503,8 @@ def parse(text: str) -> Module:
             continue
         if st.startswith("."):  # .pragma, .loc, .maxntid and other hints
             continue
-        cur.instrs.append(_instr(line, st))
+        ins = _instr(line, st)
+        cur.instrs.append(_renamed(ins, scopes) if any(scopes) else ins)
     if depth != 0:
         raise PtxSyntaxError("unbalanced braces at end of PTX")
     return Module(entries, mod_vars, text, funcs)

@@ -52,6 +52,16 @@ SPECIAL = {
     "%warpsize", "%lanemask_eq",
 }
 
+# timers: the launch's count of warp-instructions so far (``Machine.warp_instr``), so two reads
+# by one thread are strictly increasing and a run is deterministic; %clock is its low 32 bits
+CLOCKS = {"%clock": 0xFFFF_FFFF, "%clock64": 2**64 - 1, "%globaltimer": 2**64 - 1}
+
+
+def _clock(name: str, t: str) -> Getter:
+    """Getter of a timer register: not real time, a counter that only moves forward."""
+    mask, dt = CLOCKS[name], DTYPE[t]
+    return lambda m, idx: np.uint64(m.warp_instr & mask).astype(dt)
+
 
 class Kind(IntEnum):
     """What the machine does with an instruction: run its closure (``NORMAL``), or handle it
@@ -133,7 +143,9 @@ class Ctx:
                         return v.astype(dt) if v.dtype != dt else v
                     return dt(v)
                 return sp
-            if (op.name.startswith("%") and "." in op.name) or op.name in ("%clock", "%clock64"):
+            if op.name in CLOCKS:
+                return _clock(op.name, t)
+            if op.name.startswith("%") and "." in op.name:
                 raise unsupported(self.ins, f"special register {op.name}")
             g = reg_getter(op, t, self.store(op.name))
             if op.name not in self.reads:
