@@ -46,9 +46,12 @@ class View:
 class Served:
     """Per-app state: the store (opened in the event loop's thread) and a small tile cache."""
 
-    def __init__(self, home: Path, accept_submissions: bool = False) -> None:
+    def __init__(
+        self, home: Path, accept_submissions: bool = False, public_url: str | None = None
+    ) -> None:
         self.home = home
         self.accept_submissions = accept_submissions
+        self.public_url = public_url  # what pages and the feed link to (``base_url``)
         self._store: Store | None = None
         self._view: View | None = None
         self._stamp: tuple[int, int] | None = None  # Store.version() when _view was read
@@ -137,6 +140,39 @@ def text_param(request: Request, name: str, default: str | None = None) -> str |
     if len(values) > 1:
         raise BadInput(f"query parameter {name!r} is given more than once")
     return values[0] if values else default
+
+
+def check_public_url(url: str) -> str:
+    """``ledger serve --public-url``: an ``http``/``https`` URL with a host and nothing after its
+    path (no query, fragment or credentials), without its trailing ``/``; BadInput otherwise."""
+    from urllib.parse import urlsplit
+
+    if len(url) > 2000 or any(c.isspace() or ord(c) < 0x20 for c in url):
+        raise BadInput("--public-url must be one URL of at most 2000 characters, no spaces")
+    try:
+        p = urlsplit(url)
+        p.port  # noqa: B018  (a port that is not a number raises here)
+    except ValueError as e:
+        raise BadInput(f"--public-url {url!r} is not a URL ({e})") from None
+    if p.scheme not in ("http", "https") or not p.hostname or p.query or p.fragment or (
+        p.username is not None or "@" in p.netloc
+    ):
+        raise BadInput(f"--public-url {url!r}: give http(s)://HOST[:PORT][/PATH], nothing more")
+    return url.rstrip("/")
+
+
+def base_url(request: Request) -> str:
+    """The URL the pages and the feed link to: ``--public-url`` when the server was given one,
+    else the address it listens on. Never the request's ``Host`` header: a client could put any
+    name there and have it printed into links (and into a shared cache's copy of the page)."""
+    s = served(request)
+    if s.public_url is not None:
+        return s.public_url
+    server = request.scope.get("server") or ("127.0.0.1", 80)
+    host, port = str(server[0]), server[1]
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}" if port in (None, 80) else f"http://{host}:{port}"
 
 
 def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:

@@ -538,9 +538,12 @@ def routes(accept_submissions: bool) -> list[BaseRoute]:
     return out
 
 
-def make_app(home: Path, accept_submissions: bool = False) -> Starlette:
-    """The mirror's ASGI app over the ledger at ``home`` (opened when the app starts)."""
-    state = Served(home, accept_submissions)
+def make_app(
+    home: Path, accept_submissions: bool = False, public_url: str | None = None
+) -> Starlette:
+    """The mirror's ASGI app over the ledger at ``home`` (opened when the app starts); its pages
+    link to ``public_url``, else to the address it listens on (``httpstate.base_url``)."""
+    state = Served(home, accept_submissions, public_url)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -902,9 +905,11 @@ def serve(
     accept_submissions: bool = False,
     access_log: bool = False,
     announce: str | None = None,
+    public_url: str | None = None,
 ) -> None:
     """Run the mirror under uvicorn until interrupted."""
     Store.open(home).close()
     raise_file_limit()
-    config = server_config(make_app(home, accept_submissions), host, port, access_log)
+    config = server_config(make_app(home, accept_submissions, public_url), host, port,
+                           access_log)
     run_server(config, announce)

@@ -29,8 +29,9 @@ import httpx
 import pytest
 
 from ledger.bundle import Bundle
-from ledger.errors import CannotCheck, VerificationFailed
+from ledger.errors import BadInput, CannotCheck, VerificationFailed
 from ledger.httpclient import TEXT, HttpClient
+from ledger.httpstate import check_public_url
 from ledger.log import Log
 from ledger.mirror import MAX_CHECKPOINT_BYTES, Mirror, Remote
 from ledger.note import Checkpoint, format_checkpoint, note_text, parse_checkpoint, sign_note
@@ -281,10 +282,14 @@ def test_repeated_text_parameters_are_400(server: BackgroundServer, no_crash: No
         assert status == 400 and b"more than once" in body, (target, status)
 
 
-@pytest.mark.parametrize("host", ["evil.example/x?y#", "user@evil.example", 'a" b=', "a b", ""])
-def test_a_host_header_that_is_not_a_host_is_not_printed(
+@pytest.mark.parametrize("host", ["evil.example", "evil.example/x?y#", "user@evil.example",
+                                  'a" b=', "a b", ""])
+def test_the_host_header_is_never_printed(
     server: BackgroundServer, host: str, no_crash: None
 ) -> None:
+    """Links in the feed and the pages name the server's own address (or ``--public-url``),
+    never what a client put in ``Host``: a well-formed ``Host: evil.example`` printed into
+    ``ledger mirror http://evil.example ...`` would reach every reader of a shared cache's copy."""
     feed = "/feed.atom?kernel=kern0"  # its entries are plain text: only the host is at stake
     status, body = raw_get(server.url, feed, host)
     assert status in (200, 400)
@@ -293,9 +298,27 @@ def test_a_host_header_that_is_not_a_host_is_not_printed(
         assert feed_id == server.url + feed  # the server's own address instead
         status, page = raw_get(server.url, "/entry/1", host)
         assert status == 200 and b"evil" not in page and server.url.encode() in page
-    status, body = raw_get(server.url, feed, "mirror.example:8443")  # a host is used
-    assert ET.fromstring(body).findtext("{http://www.w3.org/2005/Atom}id") == (
-        "http://mirror.example:8443" + feed)
+
+
+def test_links_name_the_public_url_when_given(log: Log, no_crash: None) -> None:
+    public = check_public_url("https://ledger.example/kernels/")
+    assert public == "https://ledger.example/kernels"
+    with BackgroundServer(make_app(log.home, public_url=public)) as srv:
+        feed = "/feed.atom?kernel=kern0"
+        status, body = raw_get(srv.url, feed, "evil.example")
+        assert status == 200
+        assert ET.fromstring(body).findtext("{http://www.w3.org/2005/Atom}id") == public + feed
+        status, page = raw_get(srv.url, "/entry/1", "evil.example")
+        assert status == 200 and b"evil" not in page
+        assert b"ledger mirror https://ledger.example/kernels --vkey" in page
+
+
+@pytest.mark.parametrize("url", ["ftp://x.example", "https://", "https://u:p@x.example",
+                                 "https://x.example/?q=1", "https://x.example/#f",
+                                 "https://x.example:notaport", "https://x .example"])
+def test_a_public_url_that_is_not_one_is_bad_input(url: str) -> None:
+    with pytest.raises(BadInput, match="--public-url"):
+        check_public_url(url)
 
 
 def test_tile_paths_with_escapes_are_not_tiles(server: BackgroundServer, no_crash: None) -> None:

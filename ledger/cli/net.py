@@ -86,6 +86,15 @@ def register(app: typer.Typer) -> None:
             ),
         ] = False,
         access_log: Annotated[bool, typer.Option("--access-log", help="Log each request.")] = False,
+        public_url: Annotated[
+            str | None,
+            typer.Option(
+                "--public-url",
+                help="The URL readers reach this server at (behind a proxy), for the links in "
+                "pages and the feed; default: the address it listens on. The Host header is "
+                "never used.",
+            ),
+        ] = None,
         home: HomeOpt = None,
     ) -> None:
         """Serve the ledger over HTTP: checkpoint, tiles, JSON API and HTML pages."""
@@ -95,8 +104,12 @@ def register(app: typer.Typer) -> None:
             from ledger.errors import BadInput
 
             raise BadInput(f"--port must be 1..65535, got {port}")
+        if public_url is not None:
+            from ledger.httpstate import check_public_url
+
+            public_url = check_public_url(public_url)
         announce = f"ledger: serving {home_dir(home)} on http://{host}:{port}/"
-        run(home_dir(home), host, port, accept_submissions, access_log, announce)
+        run(home_dir(home), host, port, accept_submissions, access_log, announce, public_url)
 
     @app.command("export-tiles")
     def export_tiles(

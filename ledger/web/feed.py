@@ -16,7 +16,7 @@ from starlette.responses import Response
 
 from ledger.canonical import loads_canonical
 from ledger.errors import BadInput
-from ledger.httpstate import served, text_param
+from ledger.httpstate import base_url, served, text_param
 
 FEED_ENTRIES = 50
 SCAN = 2000  # entries read back at most (a kernel filter stops there)
@@ -57,7 +57,7 @@ async def atom_feed(request: Request) -> Response:
     kernel = text_param(request, "kernel")
     if kernel is not None and not (0 < len(kernel) <= MAX_KERNEL):
         raise BadInput(f"kernel must be a name of 1 to {MAX_KERNEL} characters")
-    base = str(request.base_url).rstrip("/")
+    base = base_url(request)
     origin = view.checkpoint.origin
     items: list[str] = []
     newest = ""
@@ -79,7 +79,8 @@ async def atom_feed(request: Request) -> Response:
         if len(items) >= FEED_ENTRIES:
             break
     title = f"kernel ledger {origin}" + (f": {kernel}" if kernel is not None else "")
-    self_link = str(request.url)
+    query = request.scope.get("query_string", b"").decode("latin-1")
+    self_link = base + request.url.path + (f"?{query}" if query else "")
     doc = (
         '<?xml version="1.0" encoding="utf-8"?>\n'
         '<feed xmlns="http://www.w3.org/2005/Atom">'

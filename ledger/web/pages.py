@@ -34,6 +34,7 @@ from ledger.encoding import b64_encode, hex_encode
 from ledger.errors import BadInput, UnknownHash
 from ledger.httpstate import (
     Served,
+    base_url,
     int_param,
     published_note,
     resolve,
@@ -336,7 +337,7 @@ async def entry(request: Request) -> Response:
             ctx["key_id"] = _text(obj, "key_id")
     if isinstance(obj, dict) and obj.get("type") == "bundle":
         checks = _checks(obj)
-        base = str(request.base_url).rstrip("/")
+        base = base_url(request)
         ctx["glance"] = _glance(s, view.size, obj, checks, base, vkey)
         ctx["checks"] = checks
         kernel = obj.get("kernel")
