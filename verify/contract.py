@@ -110,8 +110,12 @@ class _Loader(yaml.SafeLoader):
                 )
             key = self.construct_object(key_node, deep=deep)
             if not isinstance(key, str):
+                word = str(key_node.value)
+                hint = ""
+                if isinstance(key, bool) and word.lower() not in ("true", "false"):
+                    hint = f" (YAML reads an unquoted {word} as a boolean: quote it, '{word}')"
                 raise ContractError(
-                    f"{_where(key_node.start_mark)}mapping key {key!r} is not a string"
+                    f"{_where(key_node.start_mark)}mapping key {key!r} is not a string{hint}"
                 )
             if key in out:
                 raise ContractError(f"{_where(key_node.start_mark)}duplicate key {key!r}")
@@ -206,6 +210,10 @@ def _parse_yaml(data: bytes) -> Any:
 # Typed model
 
 
+# YAML 1.1 (PyYAML) reads these unquoted words as booleans: a parameter called ``off`` or ``on``
+_BOOL_HINT = " (YAML reads unquoted on, off, yes, no, true and false as booleans: quote it, 'off')"
+
+
 def _type_name(v: object) -> str:
     names = {
         dict: "a mapping",
@@ -235,7 +243,8 @@ def _str(v: object, path: str, *, numbers: bool = False) -> str:
         return v
     if numbers and isinstance(v, int | float) and not isinstance(v, bool):
         return str(v)
-    raise ContractError(f"{path}: expected a string, got {_type_name(v)}")
+    hint = _BOOL_HINT if isinstance(v, bool) else ""
+    raise ContractError(f"{path}: expected a string, got {_type_name(v)}{hint}")
 
 
 def _opt_str(d: Mapping[str, Any], key: str, path: str, *, numbers: bool = False) -> str:
@@ -271,7 +280,8 @@ def _expr(v: object, path: str) -> str:
     if isinstance(v, int) and not isinstance(v, bool):
         return str(v)
     if not isinstance(v, str):
-        raise ContractError(f"{path}: expected an expression, got {_type_name(v)}")
+        hint = _BOOL_HINT if isinstance(v, bool) else ""
+        raise ContractError(f"{path}: expected an expression, got {_type_name(v)}{hint}")
     try:
         parse_expr(v)
     except ContractError as e:

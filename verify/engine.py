@@ -52,6 +52,9 @@ class LaunchOutcome:
     findings: tuple[Observed, ...] = ()
     thread_instructions: int = 0  # 0 when the engine does not count them
     seconds: float = 0.0
+    # the interpreter's second schedule: each out/inout buffer that came out different there,
+    # with its contents (judged against the oracles under the test's tolerance, like the first)
+    second_schedule: tuple[tuple[str, np.ndarray[Any, Any]], ...] = ()
 
 
 class Engine(Protocol):

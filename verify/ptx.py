@@ -624,6 +624,7 @@ def start_assemble(ctx: Context) -> Started:
         version = release()
         problems: list[str] = []
         lines: list[str] = []
+        others: list[str] = []
         for i, (path, arch) in enumerate(jobs):
             try:
                 argv = ptxas_argv(ptxas, scratch / path, arch, scratch, not allow)
@@ -646,6 +647,9 @@ def start_assemble(ctx: Context) -> Started:
                     f"{s.shared_bytes} bytes smem, {s.spill_stores} bytes spill stores, "
                     f"{s.spill_loads} bytes spill loads, {s.stack_frame} bytes stack frame"
                 )
+                if k is not None and s.entry != k.entry:
+                    others.append(s.entry)
+                    continue  # another kernel of the source: the budget is the contract entry's
                 if not allow and (s.spill_stores or s.spill_loads):
                     problems.append(
                         f"{s.entry}: spills registers ({s.spill_stores} bytes stores, "
@@ -663,6 +667,8 @@ def start_assemble(ctx: Context) -> Started:
                 problems.append(f"ptxas printed no statistics for entry {k.entry!r}")
             elif res.ok and not stats:
                 problems.append(f"{path}: ptxas printed no entry statistics")
+        if others:
+            notes.append(f"budget not applied to the other entries ({', '.join(others)})")
         detail = "; ".join(lines + notes)
         if problems:
             return [failed("ptx.assemble", "; ".join(problems) + f" | {detail}", "ptxas", version)]

@@ -233,6 +233,7 @@ def choose_sizes(
         notes.append("no tile or block size readable from the launch expressions")
     tiers: list[list[tuple[dict[str, int], str]]] = [[] for _ in range(7)]
     joint: dict[str, dict[str, int]] = {"tile+1": {}, "tile-1": {}, "prime": {}}
+    unrun_max: dict[str, tuple[int, int]] = {}  # name -> (its max, the index of its note)
 
     def propose(tier: int, name: str, value: int, why: str) -> None:
         for v in snap(domain[name], value):
@@ -273,6 +274,7 @@ def choose_sizes(
             if fit is not None:
                 tiers[4].append(({**base, name: fit}, f"{name} largest under the cap"))
                 note += f"; largest run {name}={fit}"
+            unrun_max[name] = (top, len(notes))
             notes.append(note)
     if len(domain) > 1:
         for label, values in joint.items():
@@ -304,6 +306,14 @@ def choose_sizes(
         notes.append(f"{left_out} more candidate sizes not run (the per-test allowance)")
     chosen.sort(key=lambda cc: cc[0])  # stable: cheapest first, priority order among equals
     picked = tuple(c for _, c in chosen)
+    # a maximum too costly with the others at their minimum may still run in a joint binding
+    # (all primes) or the author's: then the note would say "not run" of a size that ran
+    ran = [c.sizes for c in picked] + [dict(a) for a in author]
+    for name, (top, at) in unrun_max.items():
+        where = next((b for b in ran if b.get(name) == top), None)
+        if where is not None:
+            shown = ",".join(f"{k}={v}" for k, v in where.items())
+            notes[at] = f"max {name}={top} run at {shown} (alone it is over the cost cap)"
     if not picked:
         notes.append("sizes not extended: no binding inside the domain and under the cost cap")
     return Plan(picked, tuple(notes))

@@ -96,6 +96,7 @@ class NewParam:
     dtype: str
     intent: str = "in"
     guessed: str = ""  # what the author must check, "" when the source says it plainly
+    lanes: int = 1  # elements of ``dtype`` per element of the source's type (float4: 4)
 
 
 @dataclass
@@ -127,9 +128,26 @@ class Scaffold:
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _GLOBAL = re.compile(
-    r"__global__\s+(?:__launch_bounds__\s*\(\s*(\d+)[^)]*\)\s*)?(?:void)\s+"
-    r"(?:__launch_bounds__\s*\(\s*(\d+)[^)]*\)\s*)?([A-Za-z_]\w*)\s*\(([^)]*)\)\s*\{",
+    r"__global__\s+(?:__launch_bounds__\s*\(([^)]*)\)\s*)?(?:void)\s+"
+    r"(?:__launch_bounds__\s*\(([^)]*)\)\s*)?([A-Za-z_]\w*)\s*\(([^)]*)\)\s*\{",
 )
+_TEMPLATE = re.compile(r"template\s*<([^<>]*)>\s*$")
+# CUDA vector types: (element dtype, lanes); a pointer to one is `lanes` elements of the dtype
+_VECTORS = {
+    f"{base}{k}": (dtype, k)
+    for base, dtype in (("float", "f32"), ("double", "f64"), ("int", "s32"), ("uint", "u32"),
+                        ("char", "s8"), ("uchar", "u8"), ("longlong", "s64"),
+                        ("ulonglong", "u64"))
+    for k in (1, 2, 3, 4)
+} | {"__half2": ("f16", 2), "half2": ("f16", 2)}
+# no contract dtype: described by their bytes (u8), the reference decodes them
+_BYTES_OF = {"__nv_bfloat16": 2, "nv_bfloat16": 2, "__nv_bfloat162": 4, "nv_bfloat162": 4}
+# Itanium codes of builtin types, for a template instantiation's arguments (``I f E``)
+_MANGLED = {
+    "f": "float", "d": "double", "i": "int", "j": "unsigned int", "l": "long",
+    "m": "unsigned long", "x": "long long", "y": "unsigned long long", "c": "char",
+    "a": "signed char", "h": "unsigned char",
+}
 
 
 @dataclass
@@ -138,13 +156,20 @@ class _SourceKernel:
     params: list[tuple[str, str, bool, bool]]  # (name, base C type, pointer, const)
     body: str
     launch_bounds: int | None
+    template: list[str]  # the template's type parameter names, in order ([] when none)
 
 
 def _source_kernels(src: str) -> dict[str, _SourceKernel]:
     text = _COMMENTS.sub(" ", src)
     out: dict[str, _SourceKernel] = {}
     for m in _GLOBAL.finditer(text):
-        bounds = m.group(1) or m.group(2)
+        bounds = (m.group(1) or m.group(2) or "").split(",")[0].strip()
+        before = _TEMPLATE.search(text[max(0, m.start() - 400) : m.start()])
+        template = [
+            w.split()[-1]
+            for w in (before.group(1).split(",") if before else [])
+            if w.split() and w.split()[0] in ("typename", "class")
+        ]
         params = []
         for raw in (p.strip() for p in m.group(4).split(",")):
             if not raw or raw == "void":
@@ -169,7 +194,11 @@ def _source_kernels(src: str) -> dict[str, _SourceKernel]:
                     end = i
                     break
         out[m.group(3)] = _SourceKernel(
-            m.group(3), params, text[m.end() : end], int(bounds) if bounds else None
+            m.group(3),
+            params,
+            text[m.end() : end],
+            int(bounds) if bounds.isdigit() else None,
+            template,
         )
     return out
 
@@ -198,12 +227,52 @@ def _intent(name: str, body: str) -> tuple[str, str]:
 
 
 def _demangle(name: str) -> str:
-    """The function name of an Itanium-mangled PTX entry (``_Z5saxpyfPKfPfi`` -> ``saxpy``)."""
-    m = re.match(r"_Z(\d+)", name)
-    if m:
-        n = int(m.group(1))
-        return name[m.end() : m.end() + n]
-    return name
+    """The function name of an Itanium-mangled PTX entry (``_Z5saxpyfPKfPfi`` -> ``saxpy``; in
+    a namespace, ``_ZN5mylib5twiceEPKfPfi`` -> ``twice``)."""
+    parts, _ = _mangled_name(name)
+    return parts[-1] if parts else name
+
+
+def _mangled_name(name: str) -> tuple[list[str], int]:
+    """The name's components and the offset after them (([], 0) when not mangled)."""
+    nested = name.startswith("_ZN")
+    i = 3 if nested else 2
+    parts: list[str] = []
+    if not name.startswith("_Z"):
+        return [], 0
+    while True:
+        m = re.compile(r"\d+").match(name, i)
+        if m is None:
+            break
+        n = int(m.group(0))
+        parts.append(name[m.end() : m.end() + n])
+        i = m.end() + n
+        if not nested:
+            break
+    if nested and name.startswith("E", i):
+        i += 1
+    return parts, i
+
+
+def _template_types(name: str, template: list[str]) -> dict[str, str]:
+    """The C types of a template instantiation's type parameters, from the mangled entry
+    (``_Z4axpyIdEvT_PKS0_PS0_i`` with ``[T]`` -> ``{T: double}``); only builtin arguments are
+    read (a non-type argument ``Li256E`` is skipped), anything else gives ``{}``."""
+    parts, i = _mangled_name(name)
+    if not parts or not template or not name.startswith("I", i):
+        return {}
+    i += 1
+    types: list[str] = []
+    while i < len(name) and name[i] != "E":
+        lit = re.compile(r"L[a-z]n?\d+E").match(name, i)
+        if lit:
+            i = lit.end()
+            continue
+        if name[i] not in _MANGLED:
+            return {}
+        types.append(_MANGLED[name[i]])
+        i += 1
+    return dict(zip(template, types, strict=False)) if len(types) == len(template) else {}
 
 
 # --- building --------------------------------------------------------------------------------
@@ -273,8 +342,10 @@ def new_bundle(directory: Path, cu: Path, entry: str | None = None) -> Scaffold:
     kernels = _source_kernels(source)
     function = _demangle(chosen.name)
     sk = kernels.get(function)
-    params, todo = _params(chosen, sk)
-    block = sk.launch_bounds if sk is not None and sk.launch_bounds else 256
+    params, todo = _params(chosen, sk, cu)
+    text = ptx.decode("utf-8", "replace")
+    block = (sk.launch_bounds if sk is not None else None) or _maxntid(text, chosen.name) or 256
+    todo += _module_notes(text, chosen.name)
     sc = Scaffold(directory, chosen.name, function, params, block, registers, shared, [], todo)
     _write(sc, stem, source, ptx)
     return sc
@@ -295,18 +366,74 @@ def _choose_entry(entries: "Sequence[PtxEntry]", entry: str | None, cu: Path) ->
     return hits[0]
 
 
-def _params(entry: "PtxEntry", sk: _SourceKernel | None) -> tuple[list[NewParam], list[str]]:
+def _maxntid(ptx: str, entry: str) -> int | None:
+    """Threads per block the entry's ``.maxntid`` allows (``__launch_bounds__``), or None."""
+    at = ptx.find(f".entry {entry}(")
+    brace = ptx.find("{", at)
+    m = re.search(r"\.maxntid\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", ptx[at:brace])
+    if at < 0 or m is None:
+        return None
+    return int(m.group(1)) * int(m.group(2) or 1) * int(m.group(3) or 1)
+
+
+def _module_notes(ptx: str, entry: str) -> list[str]:
+    """What the entry needs that a contract cannot give it, or must be told (to do items): an
+    uninitialised ``__constant__`` it reads, the dynamic shared memory it uses."""
+    at = ptx.find(f".entry {entry}(")
+    nxt = ptx.find(".entry ", at + 1)
+    body = ptx[at : nxt if nxt > 0 else len(ptx)] if at >= 0 else ""
+    notes = []
+    const = r"^\s*\.const\b[^;=]*?([A-Za-z_$][\w$]*)(?:\[\d*\])*\s*;"
+    for m in re.finditer(const, ptx, re.M):
+        if re.search(rf"\b{re.escape(m.group(1))}\b", body):
+            notes.append(
+                f"__constant__ {_demangle(m.group(1))} has no initializer: only a host can set "
+                "it and the verifier launches from the contract alone, so it reads zeros; give "
+                "it an initializer in the source or pass its values as a pointer parameter"
+            )
+    for m in re.finditer(r"^\s*\.extern\s+\.shared\b[^;]*?([A-Za-z_$][\w$]*)\[\]", ptx, re.M):
+        if re.search(rf"\b{re.escape(m.group(1))}\b", body):
+            notes.append(
+                f"dynamic shared memory (extern __shared__ {_demangle(m.group(1))}): set "
+                "launch.shared_bytes to the bytes a launch passes (an expression of the sizes) "
+                "and resources.max_shared_bytes to cover it"
+            )
+    return notes
+
+
+def _params(
+    entry: "PtxEntry", sk: _SourceKernel | None, cu: Path
+) -> tuple[list[NewParam], list[str]]:
     todo: list[str] = []
     out: list[NewParam] = []
     src = sk.params if sk is not None and len(sk.params) == len(entry.params) else None
     if src is None:
         todo.append("the kernel's signature was not found in the source: name and type every param")
+    tmpl = _template_types(entry.name, sk.template) if sk is not None else {}
     for i, pp in enumerate(entry.params):
         name, ctype, pointer, const = src[i] if src else ("", "", pp.type in (".u64",), False)
         name = name if re.fullmatch(r"[A-Za-z_]\w*", name or "") else f"p{i}"
+        ctype = tmpl.get(ctype, ctype)
+        aggregate = pp.array is not None and pp.type == ".b8"
+        if aggregate and not pointer and not (pp.array == 2 and ctype in ("", "half", "__half")):
+            raise BadInput(
+                f"--cu {cu}: {entry.name} takes parameter {i} ({ctype or '?'} {name}) by value "
+                f"as a {pp.array}-byte aggregate; a contract's parameters are pointers and "
+                "number scalars: pass its fields as separate scalars, or a pointer to it"
+            )
         if pointer:
             dtype = _CTYPES.get(ctype, "")
             guess = ""
+            lanes = 1
+            if not dtype and ctype in _VECTORS:
+                dtype, lanes = _VECTORS[ctype]
+                guess = f"{ctype} elements: {lanes} {dtype} each (shape {lanes} * n)"
+            elif not dtype and ctype in _BYTES_OF:
+                dtype, lanes = "u8", _BYTES_OF[ctype]
+                guess = (
+                    f"{ctype} has no contract dtype: its {lanes} bytes as u8 (shape {lanes} * n); "
+                    "the reference decodes them (view as uint16, shift left 16, view as float32)"
+                )
             if not dtype:
                 dtype = "f32"
                 guess = f"element type {ctype or '?'} unknown: f32 assumed"
@@ -315,7 +442,7 @@ def _params(entry: "PtxEntry", sk: _SourceKernel | None) -> tuple[list[NewParam]
             else:
                 intent, why = _intent(name, sk.body) if sk is not None else ("inout", "check")
                 guess = f"{guess}; {why}" if guess else why
-            out.append(NewParam(name, "ptr", dtype, intent, guess))
+            out.append(NewParam(name, "ptr", dtype, intent, guess, lanes))
         else:
             dtype = _CTYPES.get(ctype, "") or _PTX_SCALAR.get(pp.type, "u32")
             if pp.array is not None and pp.type == ".b8" and pp.array == 2:
@@ -334,27 +461,42 @@ def _size_var(params: list[NewParam]) -> str:
     return next((p.name for p in params if p.kind == "scalar" and p.dtype in _INTEGER), "n")
 
 
+def _yq(word: str) -> str:
+    """``word`` as a YAML scalar that reads back as that string: YAML 1.1 reads ``off``, ``on``,
+    ``yes``, ``no``, ``null``, ... as booleans or null, so those are quoted."""
+    import yaml
+
+    try:
+        plain = yaml.safe_load(word) == word
+    except yaml.YAMLError:
+        plain = False
+    return word if plain else f"'{word}'"
+
+
 def _contract(sc: Scaffold, stem: str, has_domain: bool) -> str:
     n = _size_var(sc.params)
+    ny = _yq(n)
     ns = sc.function.capitalize()
     b = sc.block
     plines = []
     for p in sc.params:
+        name = _yq(p.name)
         if p.kind == "ptr":
-            line = f"    - {{name: {p.name}, ptr: {p.dtype}, intent: {p.intent}, shape: [{n}]}}"
+            extent = _yq(n) if p.lanes == 1 else f'"{p.lanes} * {n}"'
+            line = f"    - {{name: {name}, ptr: {p.dtype}, intent: {p.intent}, shape: [{extent}]}}"
             note = p.guessed or "shape guessed: one element per thread"
             plines.append(f"{line}  # TODO: {note}")
         elif p.dtype in _INTEGER:
-            plines.append(f"    - {{name: {p.name}, scalar: {p.dtype}, value: {p.name}}}")
+            plines.append(f"    - {{name: {name}, scalar: {p.dtype}, value: {name}}}")
         elif p.dtype in ("f16", "f32", "f64"):
-            plines.append(f"    - {{name: {p.name}, scalar: {p.dtype}, value: random}}")
+            plines.append(f"    - {{name: {name}, scalar: {p.dtype}, value: random}}")
         else:
-            plines.append(f"    - {{name: {p.name}, scalar: {p.dtype}, value: 0}}  # TODO")
+            plines.append(f"    - {{name: {name}, scalar: {p.dtype}, value: 0}}  # TODO")
     regs = f"max_registers: {sc.registers}, " if sc.registers else ""
     shared = sc.shared_bytes if sc.shared_bytes is not None else 0
-    sizes = ", ".join(f"{{{n}: {v}}}" for v in (1, b - 1 if b > 1 else 2, b + 1, 3 * b + 7))
+    sizes = ", ".join(f"{{{ny}: {v}}}" for v in (1, b - 1 if b > 1 else 2, b + 1, 3 * b + 7))
     domain = (
-        f"  size_domain:\n    {n}: {{min: 1, max: 1048576}}  # TODO: the sizes it supports\n"
+        f"  size_domain:\n    {ny}: {{min: 1, max: 1048576}}  # TODO: the sizes it supports\n"
         if has_domain
         else ""
     )

@@ -119,7 +119,7 @@ def _param_bytes(prog: Program, args: Sequence[Buffer | Scalar], gs: GlobalSpace
 def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[int, int, int],
            args: Sequence[Buffer | Scalar], dynamic_shared: int = 0, step_limit: int = 50_000_000,
            max_findings: int = 20, tracking: bool = True,
-           schedule_seed: int | None = None) -> SimResult:
+           schedule_seed: int | None = None, schedule_values: bool = False) -> SimResult:
     """Run one kernel launch; buffers are modified in place; returns the findings.
 
     ``tracking=False`` turns off register definedness and global race tracking (only to
@@ -127,7 +127,10 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
     ``schedule_seed``: when the run ends without a finding, run the launch again on copies of
     the original buffers under a second schedule seeded with it (atomics on one location and
     conflicting stores of one instruction applied in a seeded thread order, cp.async copies
-    landing when issued) and report ``schedule_dependent`` for an output that differs."""
+    landing when issued) and report ``schedule_dependent`` for an output that differs; with
+    ``schedule_values`` an output that differs is returned in ``SimResult.second_schedule``
+    instead, for the caller to judge (a float sum whose rounding follows the order of its
+    atomics may be within the caller's tolerance)."""
     prog = module.program(entry)
     if any(x < 1 for x in (*grid, *block)) or block[0] * block[1] * block[2] > 1024 or \
             dynamic_shared < 0:
@@ -157,16 +160,19 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
         raise
     if not m.stopped:
         _unwritten(m, gs)
+    second: dict[str, np.ndarray] = {}
     if original is not None and schedule_seed is not None and not m.findings:
-        _second_schedule(prog, grid, block, bufs, original, dynamic_shared, step_limit,
-                         schedule_seed, m)
-    return SimResult(tuple(m.findings), m.thread_instr, m.warp_instr, ENGINE)
+        second = _second_schedule(prog, grid, block, bufs, original, dynamic_shared, step_limit,
+                                  schedule_seed, m, schedule_values)
+    return SimResult(tuple(m.findings), m.thread_instr, m.warp_instr, ENGINE, second)
 
 
 def _second_schedule(prog: Program, grid: tuple[int, int, int], block: tuple[int, int, int],
                      bufs: list[tuple[str, str, np.ndarray]], original: list[np.ndarray],
-                     dynamic_shared: int, step_limit: int, seed: int, first: Machine) -> None:
-    """Run again on copies of the inputs under the seeded schedule; compare the outputs."""
+                     dynamic_shared: int, step_limit: int, seed: int, first: Machine,
+                     values: bool) -> dict[str, np.ndarray]:
+    """Run again on copies of the inputs under the seeded schedule; compare the outputs: a
+    differing one is a ``schedule_dependent`` finding, or (``values``) returned by name."""
     from verify.ptxsim.machine import StopRun
 
     gs2 = GlobalSpace([(n, i, d) for (n, i, _), d in zip(bufs, original, strict=True)],
@@ -179,16 +185,19 @@ def _second_schedule(prog: Program, grid: tuple[int, int, int], block: tuple[int
     try:
         m2.run()
     except UnsupportedPtx:
-        return
+        return {}
     if m2.findings:  # a finding only this schedule shows (e.g. a step limit): report it too
         first.findings.extend(m2.findings)
-        return
+        return {}
     first.line = 0
+    second: dict[str, np.ndarray] = {}
     for (name, intent, d1), d2 in zip(bufs, original, strict=True):
         if intent == "in":
             continue
         diff = np.flatnonzero(d1.view(np.uint8) != d2.view(np.uint8))
-        if diff.size:
+        if diff.size and values:
+            second[name] = d2
+        elif diff.size:
             e = int(diff[0]) // d1.itemsize
             n_el = np.unique(diff // d1.itemsize).size
             try:
@@ -201,7 +210,8 @@ def _second_schedule(prog: Program, grid: tuple[int, int, int], block: tuple[int
                              "threads run", None,
                              None, key=("schedule", name))
             except StopRun:
-                return
+                return second
+    return second
 
 
 def _unwritten(m: Machine, gs: GlobalSpace) -> None:

@@ -6,7 +6,10 @@ does not model, so it stops instead of guessing. ``PtxSyntaxError`` is ``BadInpu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
 
 from ledger.errors import BadInput, CannotCheck
 
@@ -26,6 +29,7 @@ FINDING_KINDS = (
     "cp_async_in_flight",
     "schedule_dependent",
     "assert_failed",
+    "division_by_zero",
 )
 
 
@@ -62,3 +66,6 @@ class SimResult:
     thread_instructions: int
     warp_instructions: int
     engine: str
+    # ``launch(..., schedule_values=True)``: each out/inout buffer whose bytes differ under the
+    # second schedule, with its contents there (the caller judges them, e.g. under a tolerance)
+    second_schedule: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
