@@ -111,6 +111,31 @@ def _un(ctx: Ctx, t_in: str, t_out: str, f: Callable[[Any], Any]) -> Fn:
     return fn
 
 
+def _divide(ctx: Ctx, op: str, t: str) -> Fn:
+    """Integer ``div`` / ``rem``. The PTX ISA says division by zero "yields an unspecified,
+    machine-specific value", so a lane that divides by zero is a ``division_by_zero`` finding
+    (the run goes on with the value this interpreter gives: -1 for ``div``, the dividend for
+    ``rem``), not a result a reference could agree with by chance."""
+    ops = ctx.ins.operands
+    d = ctx.set(ops[0], t)
+    a, b = ctx.get(ops[1], t), ctx.get(ops[2], t)
+    f = _div if op == "div" else _rem
+
+    def fn(m: Machine, idx: Idx) -> None:
+        x, y = a(m, idx), b(m, idx)
+        zero = np.asarray(y) == 0
+        if zero.any():
+            tids = m.all_idx(idx)
+            lanes = np.flatnonzero(np.broadcast_to(zero, tids.shape))
+            th = int(tids[lanes[0]])
+            m.report("division_by_zero",
+                     f"{op}{t} by zero in thread {{T{th}}} (and {lanes.size - 1} other thread(s) "
+                     f"here) at PTX line {m.line}: the PTX ISA leaves the result unspecified",
+                     th, None)
+        d(m, idx, f(x, y, t))
+    return fn
+
+
 INT_MODS = {"lo", "hi", "wide", "sat"}
 
 
@@ -165,10 +190,8 @@ def int_arith(ctx: Ctx) -> Fn:
                 p = x * y
             d(m, idx, p + c(m, idx))
         return fn
-    if op == "div":
-        return _bin(ctx, t, t, lambda a, b: _div(a, b, t))
-    if op == "rem":
-        return _bin(ctx, t, t, lambda a, b: _rem(a, b, t))
+    if op in ("div", "rem"):
+        return _divide(ctx, op, t)
     if op == "min":
         return _bin(ctx, t, t, np.minimum)
     if op == "max":
