@@ -27,7 +27,12 @@ connection), by this process for a small one (``audit_chunk``):
    judging its paths is ``integrity.manifest``'s job, and the node that signed it answered for
    it);
 6. the ``keys`` / ``revocations`` index equals the registry the log's history defines;
-7. the append-only triggers are all still in place (read through ``sqlite_utils``' schema view).
+7. the append-only triggers are all still in place (read through ``sqlite_utils``' schema view);
+8. no entry row lies outside the log (a negative index), and in a log (not a mirror) the newest
+   checkpoint covers every entry;
+9. (``check_memory``, run by the ``audit`` command) the ledger's checkpoint against this
+   machine's checkpoint memory: a log that lost its last entries, or was rebuilt under the same
+   key, since this machine verified a larger or other tree fails (``ledger.trust``).
 
 It works with the database's append-only triggers dropped: it trusts nothing stored but the log's
 verifier key recorded at init (or the one a mirror pinned).
@@ -44,7 +49,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import blake3
 
@@ -63,11 +68,14 @@ from ledger.entries import (
     signed_part,
     signer_rule,
 )
-from ledger.errors import LedgerError, VerificationFailed
+from ledger.errors import LedgerError, TamperDetected, VerificationFailed
 from ledger.gcpause import collector_paused
 from ledger.native import verify_many
 from ledger.note import NoteVerifier, open_note, parse_checkpoint
-from ledger.store import LEGACY_PART, Store, part_of, part_start
+from ledger.store import LEGACY_PART, MIRROR_URL_META, Store, part_of, part_start
+
+if TYPE_CHECKING:
+    from ledger.trust import CheckpointMemory
 
 MAX_PROBLEMS = 100
 CHUNK_LEVEL = 13  # a chunk is the 2**CHUNK_LEVEL entries under one stored subtree hash
@@ -184,6 +192,7 @@ def audit(
     res.size = res.entries
     res.root = root
     _check_outer_checkpoints(store, vkey, res)
+    _check_outside_rows(store, res)
     if rows != expected_hash_rows(res.size):
         res.add(
             None,
@@ -675,6 +684,48 @@ def _check_outer_checkpoints(store: Store, vkey: NoteVerifier, res: AuditResult)
             beyond = size
     if beyond is not None:
         res.add(None, f"checkpoint of size {beyond} is beyond the log ({res.size} entries)")
+
+
+def _check_outside_rows(store: Store, res: AuditResult) -> None:
+    """Step 1's rows the index scan never meets: entries below index 0 (a hidden row that a
+    lookup by hash could reach), and, in a log (not a mirror, which stores entries before the
+    checkpoint that covers them), entries no checkpoint covers: every write ends with a
+    checkpoint of the whole log, so a newest checkpoint smaller than the log was deleted."""
+    (hidden,) = store.conn.execute("SELECT count(*) FROM entries WHERE idx<0").fetchone()
+    if hidden:
+        res.add(None, f"{int(hidden)} entry rows have a negative index: rows outside the log")
+    if res.size == 0 or store.meta(MIRROR_URL_META) is not None:
+        return
+    (top,) = store.conn.execute("SELECT max(size) FROM checkpoints").fetchone()
+    if top is None or int(top) < res.size:
+        newest = "none" if top is None else f"size {int(top)}"
+        res.add(
+            res.size - 1,
+            f"no checkpoint covers the log's {res.size} entries (newest: {newest}): every "
+            "write ends with one, so a checkpoint row was deleted",
+        )
+
+
+def check_memory(
+    store: Store, vkey: NoteVerifier, res: AuditResult, memory: CheckpointMemory
+) -> str | None:
+    """After a clean audit of a log (not a mirror), compare its checkpoint with this machine's
+    checkpoint memory (``ledger.trust``, the one ``verify`` and ``mirror`` keep) and remember it:
+    the file alone cannot show that it lost entries (the last ones deleted with their hashes and
+    checkpoints, a WAL whose last frames were damaged) or was rebuilt under the same key, but a
+    checkpoint this machine verified before can. Records the problem in ``res`` (exit 1);
+    returns the memory's one-line account."""
+    from ledger.trust import Equivocation, Unproven, guard, store_prover
+
+    if not res.ok or store.meta(MIRROR_URL_META) is not None:
+        return None  # a mirror may lag what this machine verified; its sync checks the memory
+    fix = ("the ledger lost entries or was rewritten since this machine verified a larger "
+           "tree; restore it from a mirror or a backup that holds that tree")
+    try:
+        return guard(store.checkpoint(), vkey, (), 0, memory, store_prover(store), fix)
+    except (Equivocation, Unproven, TamperDetected) as e:
+        res.add(None, str(e))
+    return None
 
 
 def _blob_ranges(size: int) -> list[tuple[int, int | None]]:

@@ -51,7 +51,7 @@ from ledger.canonical import (
     loads_canonical,
 )
 from ledger.encoding import b64_decode, b64_encode, hex_decode, hex_encode
-from ledger.errors import BadInput, SignatureError, VerificationFailed
+from ledger.errors import BadInput, SignatureError, TamperDetected, VerificationFailed
 from ledger.native import (
     SHAPE_CHECKS,
     SHAPE_KERNEL,
@@ -468,6 +468,19 @@ def decode_entry(data: bytes) -> Entry:
     )
 
 
+def decode_stored(index: int, data: bytes) -> Entry:
+    """``decode_entry`` for the bytes a ledger stored at ``index``: the log wrote only valid
+    entries, so bytes that no longer decode were altered in the database (exit 1, not the bad
+    input ``decode_entry`` reports for bytes a user handed in)."""
+    try:
+        return decode_entry(data)
+    except BadInput as e:
+        raise TamperDetected(
+            f"entry {index} as stored is not a valid entry ({e}): the database was altered "
+            "(run `ledger audit`)"
+        ) from e
+
+
 def bundle_view(data: bytes) -> BundleView | None:
     """What ``ledger audit`` judges of a ``bundle`` entry, read in one pass: (origin,
     prev_size, prev_root (hex), format version, bundle digest, manifest (UTF-8 bytes), signer
@@ -697,7 +710,9 @@ class Registry:
     def _checked(self, index: int, data: bytes) -> Entry:
         entry = decode_entry(data)
         if entry.origin != self.origin:
-            raise VerificationFailed(f"entry {index} names origin {entry.origin!r}")
+            raise VerificationFailed(
+                f"entry {index} names origin {entry.origin!r}, not this log's {self.origin!r}"
+            )
         public = self.log_public
         if entry.signer is not None:
             public = self.check_signer(hex_decode(entry.signer), index).public

@@ -232,10 +232,20 @@ class Log:
     @classmethod
     def _open(cls, home: Path, store: Store) -> Log:
         vkey = store.meta("vkey")
-        if vkey is None:
-            raise LedgerStateError(f"{home}: ledger has no verifier key recorded")
-        verifier = parse_vkey(vkey)
         pinned = pinned_vkey(home)
+        if pinned is not None:  # init recorded the key in both: the database's was altered
+            try:
+                verifier = parse_vkey(vkey or "")
+            except BadInput as e:
+                what = "no verifier key" if vkey is None else f"no valid verifier key ({e})"
+                raise TamperDetected(
+                    f"the database records {what}, but {home / LOG_VKEY} holds the one recorded "
+                    "at init: the database was altered"
+                ) from e
+        elif vkey is None:
+            raise LedgerStateError(f"{home}: ledger has no verifier key recorded")
+        else:
+            verifier = parse_vkey(vkey)
         if pinned is not None and (pinned.public, pinned.name) != (verifier.public, verifier.name):
             raise TamperDetected(
                 f"the database's verifier key is not the one recorded at init in {home / LOG_VKEY}"

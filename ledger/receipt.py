@@ -17,7 +17,9 @@ the key was revoked inside the receipt's tree, so an offline check fails as an o
 its absence proves nothing (a receipt cannot show that no revocation exists).
 ``tlog_proof`` repeats the entry's proof in the C2SP tlog-proof@v1 text form
 (``c2sp.org/tlog-proof@v1``, ``index``, proof hashes, blank line, checkpoint) for other clients.
-Receipts are untrusted input: parsed with limits, every hash and signature re-checked.
+Receipts are untrusted input: parsed with limits, every hash and signature re-checked, and
+``Receipt.problem`` requires the ``tlog_proof`` text to repeat the members and the ``origin`` to
+be the trusted log's (else ``integrity.inclusion`` fails: exit 1).
 """
 
 from __future__ import annotations
@@ -49,6 +51,22 @@ class Receipt:
     checkpoint: bytes
     signer: Included | None
     revocation: Included | None = None
+    # the ``tlog_proof`` text as read (None: written by this program, or absent in the file)
+    tlog_text: str | None = None
+
+    def problem(self, origin: str) -> str | None:
+        """What makes the receipt disagree with itself, or with the log ``origin`` it is checked
+        against; None when nothing does. A receipt says what it proves twice: its members (what
+        ``verify`` checks) and the ``tlog_proof`` text other C2SP clients read, derived from
+        them; an edit to either breaks that agreement, and a receipt whose two halves say
+        different things must not pass as verified."""
+        if self.origin != origin:
+            return f"the receipt names origin {self.origin!r}, not the trusted log's {origin!r}"
+        want = tlog_proof(self.item.index, self.item.inclusion, self.checkpoint)
+        if self.tlog_text is not None and self.tlog_text != want:
+            return ("the receipt's tlog_proof does not repeat its index, inclusion proof and "
+                    "checkpoint: the receipt was altered")
+        return None
 
     def to_json(self) -> dict[str, Any]:
         obj: dict[str, Any] = {
@@ -95,9 +113,12 @@ class Receipt:
                 raise BadInput("receipt checkpoint and origin must be strings")
             checkpoint = obj["checkpoint"].encode("utf-8")
             origin = obj["origin"]
+            tlog_text = obj.get("tlog_proof")
+            if tlog_text is not None and not isinstance(tlog_text, str):
+                raise BadInput("receipt tlog_proof must be a string")
         except (KeyError, TypeError, ValueError, UnicodeEncodeError) as e:
             raise BadInput(f"receipt is malformed ({type(e).__name__}: {str(e)[:80]})") from e
-        return cls(origin, item, checkpoint, signer, revocation)
+        return cls(origin, item, checkpoint, signer, revocation, tlog_text)
 
 
 def _included(obj: Any) -> Included:

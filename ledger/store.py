@@ -143,6 +143,18 @@ MIGRATIONS: tuple[str, ...] = (
 )
 
 
+MIRROR_URL_META = "mirror.url"  # set by ``ledger mirror`` (``ledger.mirror.URL_META``)
+SQLITE_CORRUPT = 11  # sqlite3 error codes (``sqlite3.Error.sqlite_errorcode``, primary code)
+
+
+def damaged(e: sqlite3.Error) -> bool:
+    """Whether SQLite found the ledger file's own pages damaged (``SQLITE_CORRUPT``): bytes of a
+    ledger database changed outside SQLite, which is tampering (or a failing disk) to report as
+    a failed check, not a database that could not be reached."""
+    code = getattr(e, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF == SQLITE_CORRUPT
+
+
 def part_of(index: int) -> int:
     """The part of entry ``index`` (the module docstring, "Parts")."""
     return index >> PART_BITS
@@ -238,6 +250,11 @@ class Store:
         self._checkpointer: Checkpointer | None = None  # started by the first large commit
         origin = self.meta("origin")
         if origin is None:
+            if conn.execute("SELECT 1 FROM checkpoints LIMIT 1").fetchone() is not None:
+                raise TamperDetected(  # init records the origin before the first checkpoint
+                    f"{home}: the ledger database holds checkpoints but no origin: its meta "
+                    "table was altered"
+                )
             raise LedgerStateError(f"{home}: ledger database has no origin (not initialised)")
         self.origin = origin
 
@@ -279,6 +296,8 @@ class Store:
             conn = _connect(path)
             migrate(conn)
         except sqlite3.DatabaseError as e:
+            if damaged(e):
+                raise TamperDetected(f"{path}: the ledger database is damaged ({e})") from e
             raise LedgerStateError(f"{path}: not a usable ledger database ({e})") from e
         return cls(conn, home)
 
@@ -478,6 +497,12 @@ class Store:
             "ORDER BY size DESC, id DESC LIMIT 1"
         ).fetchone()
         if row is None:
+            size = self.size()
+            if size and self.meta(MIRROR_URL_META) is None:  # a log ends every write with one
+                raise TamperDetected(
+                    f"the ledger holds {size} entries but no checkpoint: the checkpoint table "
+                    "was altered (run `ledger audit`)"
+                )
             raise LedgerStateError("the ledger has no checkpoint yet")
         note, column = bytes(row[0]), int(row[1])
         try:
@@ -619,6 +644,7 @@ class Store:
                 (lo, hi, lo, hi),
             )
         }
+        found = {i for i in found if 0 <= i}  # a row below 0 is no entry of the log (audit)
         if not found:
             raise UnknownHash(f"no bundle digest or leaf hash starts with {t}")
         for idx in found:
@@ -639,8 +665,12 @@ class Store:
         names = [hex_encode(merkle.leaf_hash(data))]
         try:
             names.append(decode_entry(data).bundle_digest or "")
-        except BadInput:
-            pass
+        except BadInput as e:
+            if not names[0].startswith(prefix):
+                raise TamperDetected(
+                    f"entry {idx}, which the database's index gives for {prefix}, is not a valid "
+                    f"entry as stored ({e}): the database was altered (run `ledger audit`)"
+                ) from e
         if not any(n.startswith(prefix) for n in names if n):
             raise TamperDetected(
                 f"the database's index leads {prefix} to entry {idx}, whose leaf hash and bundle "

@@ -8,7 +8,8 @@ taken from the evidence.
 
 Steps:
 1. ``integrity.checkpoint``: the note verifies under the trusted log key and names its origin;
-2. ``integrity.inclusion``: the entry's leaf hash and proof lead to the checkpoint's root;
+2. ``integrity.inclusion``: the entry's leaf hash and proof lead to the checkpoint's root (and
+   an offline receipt agrees with itself: ``Evidence.receipt_problem``);
 3. ``integrity.manifest``: the files hash to the entry's manifest, the manifest to its digest;
 4. ``integrity.signer``: the signer's registration is a log-signed entry included in the same
    tree before this entry, and the key has not been revoked;
@@ -43,6 +44,9 @@ class Evidence:
     # set when the stored log could not be replayed up to the checkpoint (online), so the
     # absence of a revocation cannot be relied on: integrity.signer fails with this text
     history_problem: str | None = None
+    # set when an offline receipt disagrees with itself or names another log
+    # (``Receipt.problem``): integrity.inclusion fails with this text
+    receipt_problem: str | None = None
 
 
 def check_checkpoint(note: bytes, vkey: NoteVerifier) -> tuple[Check, Checkpoint | None]:
@@ -78,7 +82,9 @@ def check_evidence(
         checks.append(failed("integrity.manifest", f"entry {ev.item.index} is malformed: {e}"))
         return checks, None
 
-    if cp is None:
+    if ev.receipt_problem is not None:
+        checks.append(failed("integrity.inclusion", ev.receipt_problem))
+    elif cp is None:
         checks.append(failed("integrity.inclusion", "no trusted checkpoint to prove against"))
     else:
         try:

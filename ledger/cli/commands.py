@@ -598,10 +598,10 @@ def verify(
 
 def _entry_json(store: Store, index: int) -> dict[str, Any]:
     from ledger.encoding import hex_encode
-    from ledger.entries import decode_entry
+    from ledger.entries import decode_stored
 
     data = store.entry(index)
-    entry = decode_entry(data).fields
+    entry = decode_stored(index, data).fields
     return {"index": index, "leaf_hash": hex_encode(store.leaf_hash(index)), "entry": entry}
 
 
@@ -659,7 +659,7 @@ def log_cmd(
 ) -> None:
     """List entries."""
     from ledger.encoding import hex_encode
-    from ledger.entries import decode_entry
+    from ledger.entries import decode_stored
 
     log = open_log(home)
     size = log.store.size()
@@ -669,7 +669,7 @@ def log_cmd(
     for i, lh, data in log.store.rows(first):
         if i >= first + limit:
             break
-        e = decode_entry(data)
+        e = decode_stored(i, data)
         items.append(
             {
                 "index": i,
@@ -718,14 +718,17 @@ def audit(
 ) -> None:
     """Recompute every hash, the tree, every chain link and every signature."""
     from ledger.audit import audit as run_audit
+    from ledger.audit import check_memory
     from ledger.encoding import b64_encode
     from ledger.note import parse_vkey
+    from ledger.trust import CheckpointMemory
 
     log = open_log(home)
     vk = parse_vkey(vkey_opt.strip()) if vkey_opt else log.verifier
     size = log.store.size()
     with output.progress("auditing", size, enabled=not json_out) as bar:
         res = run_audit(log.store, vk, progress=lambda n: bar.update(n))
+    check_memory(log.store, vk, res, CheckpointMemory.default())  # a rollback since last time
     if json_out:
         output.emit_json(
             {

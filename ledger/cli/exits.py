@@ -2,7 +2,8 @@
 
 ``exit_code(run)`` runs a command and maps what it raises: the project's error tree exits with
 its documented code (``LedgerError.exit_code``); a database or system error exits 3 with one
-line; Ctrl-C exits 130. Anything else is a bug: it still reaches the user as one line (set
+line, but a damaged database file (``ledger.store.damaged``) exits 1, as any altered byte does;
+Ctrl-C exits 130. Anything else is a bug: it still reaches the user as one line (set
 ``LEDGER_DEBUG=1`` for the traceback), never as a traceback. ``ledger.cli.commands.main`` runs
 the typer app through it (typer's own exits and usage errors mapped first, there), and
 ``ledger.cli.quickverify`` runs ``ledger verify`` through it without the app.
@@ -15,7 +16,7 @@ import sqlite3
 from collections.abc import Callable
 
 from ledger.cli import output
-from ledger.errors import CannotCheck, LedgerError
+from ledger.errors import CannotCheck, LedgerError, TamperDetected
 
 
 def os_error(e: OSError) -> str:
@@ -30,7 +31,13 @@ def exit_code(run: Callable[[], int]) -> int:
     except LedgerError as e:
         output.error_line(str(e))
         return e.exit_code
-    except sqlite3.Error as e:  # the database could not be used (locked, I/O, corrupt)
+    except sqlite3.Error as e:  # the database could not be used (locked, I/O), or is damaged
+        from ledger.store import damaged
+
+        if damaged(e):  # its pages changed outside SQLite: a failed check, as a changed byte is
+            output.error_line(f"the ledger database is damaged ({e}): its file was altered or "
+                              "corrupted")
+            return TamperDetected.exit_code
         output.error_line(f"the ledger database could not be used: {e}")
         return CannotCheck.exit_code
     except KeyboardInterrupt:

@@ -109,7 +109,8 @@ def verify(
                "(a newer checkpoint and a consistency proof), then verify again")
         if files is None and wiring.entry_type(rec.item.entry) == "bundle":
             files = wiring.read_bundle_dir(receipt.parent)
-        ev = Evidence(rec.item, rec.checkpoint, rec.signer, rec.revocation, False)
+        ev = Evidence(rec.item, rec.checkpoint, rec.signer, rec.revocation, False,
+                      receipt_problem=rec.problem(vk.name))
     else:
         log = open_log(home)
         index = log.store.resolve(hash)

@@ -188,7 +188,7 @@ def _key_events(
     needle = f'"key_id":"{signer}"'.encode()
     expect = 0
     for idx, data in store.scan(
-        "SELECT idx, data FROM entries WHERE idx < ? ORDER BY idx", (size,)
+        "SELECT idx, data FROM entries WHERE idx >= 0 AND idx < ? ORDER BY idx", (size,)
     ):
         data = bytes(data)
         if idx != expect:
@@ -285,7 +285,7 @@ def verify_evidence(
     if entry is None or entry.type != "bundle":
         return Report(digest, tuple(integrity))
     bundle = None
-    if files is not None:
+    if files is not None and not any(c.status == "failed" for c in integrity):
         try:
             bundle = Bundle.from_files(files)
         except LedgerError as e:
@@ -314,17 +314,21 @@ def files_from_store(
     log: Log, entry_bytes: bytes, index: int | None = None
 ) -> dict[str, bytes] | None:
     """The files of a bundle entry from the store (``index``: the entry's, where its files are
-    kept), or None when it is no bundle entry or a file is missing."""
-    obj = decode_entry(entry_bytes)
-    if obj.manifest is None:
+    kept), or None when it is no bundle entry, or its stored bytes or manifest no longer parse
+    (``integrity.manifest`` then fails on the entry itself). A file missing from the store is
+    left out, so ``integrity.manifest`` names it."""
+    try:
+        obj = decode_entry(entry_bytes)
+        if obj.manifest is None:
+            return None
+        rows = parse_manifest(obj.manifest.encode("utf-8"))
+    except LedgerError:  # altered in the database: the integrity checks say how
         return None
-    rows = parse_manifest(obj.manifest.encode("utf-8"))
     out: dict[str, bytes] = {}
     for rel, digest in rows:
         data = log.store.blob(digest, index)
-        if data is None:
-            return None
-        out[rel] = data
+        if data is not None:
+            out[rel] = data
     return out
 
 

@@ -1,0 +1,247 @@
+"""Red-team of the stored log (issue: tamper evidence of the SQLite file and of receipts): an
+attacker who can write ``ledger.db`` (its WAL, its meta table, its pages) or a receipt file. Each
+test alters a real ledger with ``sqlite3`` (triggers dropped, and re-created where that hides the
+change), runs the real CLI and requires exit 1 with one clear line or a failed integrity check:
+never exit 0, 2 or 3, never a traceback. What stays undetectable is in docs/threat-model.md
+("Write access to the ledger directory")."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.canonical import canonical_json
+from ledger.log import Log
+from ledger.store import APPEND_ONLY_TABLES
+from tests.helpers.ledgers import add_node, cli_json, new_ledger, run_cli, seal_fake
+
+N = 3  # bundle entries after the registration at index 0
+
+
+@pytest.fixture()
+def home(tmp_path: Path) -> Path:
+    h = tmp_path / "home"
+    log = new_ledger(h)
+    sk = add_node(log)
+    for i in range(N):
+        seal_fake(log, sk, tmp_path / "b", str(i))
+    log.close()
+    return h
+
+
+@pytest.fixture()
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A checkpoint memory of this test's own (the CLI subprocesses inherit it)."""
+    c = tmp_path / "cache"
+    monkeypatch.setenv("LEDGER_CACHE_DIR", str(c))
+    return c
+
+
+def _alter(home: Path, *sql: tuple[str, tuple[object, ...]], retrigger: bool = False) -> None:
+    """Run ``sql`` with the append-only triggers dropped; ``retrigger``: put them back after, as
+    an attacker who wants ``audit`` not to see the drop would."""
+    conn = sqlite3.connect(home / "ledger.db", isolation_level=None)
+    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'").fetchall():
+        conn.execute(f"DROP TRIGGER {name}")
+    for stmt, args in sql:
+        conn.execute(stmt, args)
+    if retrigger:
+        for t in APPEND_ONLY_TABLES:
+            for kind, op in (("no_update", "UPDATE"), ("no_delete", "DELETE")):
+                conn.execute(f"CREATE TRIGGER {t}_{kind} BEFORE {op} ON {t} "
+                             f"BEGIN SELECT RAISE(ABORT, 'ledger table {t} is append-only'); END")
+    conn.close()
+
+
+def _entry(home: Path, idx: int) -> bytes:
+    conn = sqlite3.connect(home / "ledger.db")
+    data = conn.execute("SELECT data FROM entries WHERE idx=?", (idx,)).fetchone()[0]
+    conn.close()
+    return bytes(data)
+
+
+def _one_line(res: subprocess.CompletedProcess[str], code: int, *words: str) -> str:
+    assert res.returncode == code, (res.returncode, res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, res.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+    return lines[0]
+
+
+def _problems(home: Path) -> list[str]:
+    out = cli_json("audit", home=home, ok=(1,))
+    assert out["ok"] is False
+    return [p["message"] for p in out["problems"]]
+
+
+def _checks(rep: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {c["id"]: (c["status"], c["detail"]) for c in rep["checks"]}
+
+
+def test_a_stored_entry_that_no_longer_decodes_is_tampering_not_bad_input(home: Path) -> None:
+    """``show``, ``log`` and ``verify`` read stored bytes the log wrote valid: bytes that no
+    longer decode were altered (exit 1), where they used to be reported as bad input (exit 2)."""
+    _alter(home, ("UPDATE entries SET data=? WHERE idx=2", (b"\xff\x00not json",)))
+    for args in (("show", "2"), ("log",)):
+        _one_line(run_cli(*args, home=home), 1, "entry 2 as stored is not a valid entry",
+                  "ledger audit")
+    status, detail = _checks(cli_json("verify", "2", home=home, ok=(1,)))["integrity.manifest"]
+    assert status == "failed" and "entry 2 is malformed" in detail
+    assert any("entry 2" in p for p in _problems(home))
+
+
+def test_a_stored_manifest_that_no_longer_parses_fails_integrity_manifest(home: Path) -> None:
+    obj = json.loads(_entry(home, 1))
+    obj["manifest"] = "not a manifest"
+    _alter(home, ("UPDATE entries SET data=? WHERE idx=1", (canonical_json(obj),)))
+    rep = cli_json("verify", "1", home=home, ok=(1,))
+    checks = _checks(rep)
+    assert checks["integrity.manifest"][0] == "failed"
+    assert "recorded manifest is invalid" in checks["integrity.manifest"][1]
+    assert checks["integrity.signature"][0] == "failed"
+
+
+def test_a_file_missing_from_the_store_is_named(home: Path) -> None:
+    _alter(home, ("UPDATE blobs SET part=9 WHERE data=?", (b"// ptx 1\n",)))
+    status, detail = _checks(cli_json("verify", "2", home=home, ok=(1,)))["integrity.manifest"]
+    assert status == "failed" and detail == "k.ptx: listed in the manifest but missing"
+    assert any("bundle file" in p and "is missing" in p for p in _problems(home))
+
+
+@pytest.mark.parametrize(
+    ("sql", "words"),
+    [
+        ("DELETE FROM meta WHERE key='vkey'", ("records no verifier key", "log.vkey")),
+        ("UPDATE meta SET value='garbage' WHERE key='vkey'", ("no valid verifier key",)),
+        ("DELETE FROM meta WHERE key='origin'", ("holds checkpoints but no origin",)),
+    ],
+)
+def test_an_altered_meta_table_is_tampering(home: Path, sql: str, words: tuple[str, ...]) -> None:
+    _alter(home, (sql, ()))
+    for args in (("audit",), ("log",), ("show", "1"), ("verify", "1")):
+        _one_line(run_cli(*args, home=home), 1, *words)
+
+
+def test_deleted_checkpoints_are_caught(home: Path) -> None:
+    """Every write ends with a checkpoint of the whole log: a log whose newest checkpoint rows
+    were deleted (triggers put back) fails the audit, and with none left verify says why."""
+    _alter(home, ("DELETE FROM checkpoints WHERE size=?", (N + 1,)), retrigger=True)
+    assert any(f"no checkpoint covers the log's {N + 1} entries (newest: size {N})" in p
+               for p in _problems(home))
+    _alter(home, ("DELETE FROM checkpoints", ()), retrigger=True)
+    _one_line(run_cli("verify", "1", home=home), 1, "no checkpoint", "ledger audit")
+    assert any("(newest: none)" in p for p in _problems(home))
+
+
+def test_a_row_below_index_0_is_outside_the_log(home: Path) -> None:
+    """A forged entry hidden at index -1 (its digest column a digest of the attacker's) is no
+    entry of the log: the audit names it, and no lookup reaches it."""
+    forged = _entry(home, 1).replace(b'"k0"', b'"kX"')
+    _alter(home, ("INSERT INTO entries VALUES(-1, ?, ?, 'bundle', ?)",
+                  (b"\x01" * 32, forged, b"\xee" * 32)), retrigger=True)
+    assert "1 entry rows have a negative index: rows outside the log" in _problems(home)
+    _one_line(run_cli("show", "ee" * 32, home=home), 2, "no bundle digest or leaf hash")
+    rep = cli_json("verify", "1", home=home, ok=(0, 1))
+    assert _checks(rep)["integrity.signer"][0] == "passed"  # the replay ignores the row
+
+
+def test_truncation_is_caught_by_the_checkpoint_memory_of_an_earlier_audit(
+    home: Path, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last entry deleted with its hashes and checkpoint, triggers put back: the file alone
+    is a consistent shorter log (another machine's audit passes), but an audit on a machine
+    that audited the longer log fails and keeps both signed checkpoints."""
+    assert cli_json("audit", home=home)["ok"] is True
+    _alter(home, ("DELETE FROM entries WHERE idx=?", (N,)),
+           ("DELETE FROM hashes WHERE NOT (level=0 AND n<?) AND NOT (level=1 AND n<?)",
+            (N, N // 2)),
+           ("DELETE FROM checkpoints WHERE size=?", (N + 1,)), retrigger=True)
+    problems = _problems(home)
+    assert any(f"older than the size {N + 1}" in p and "lost entries" in p for p in problems)
+    assert len(list((cache / "evidence").glob("*-presented.checkpoint"))) == 1
+    res = run_cli("audit", home=home)
+    assert res.returncode == 1 and "lost entries" in res.stderr
+    monkeypatch.setenv("LEDGER_CACHE_DIR", str(tmp_path / "other-machine"))
+    out = cli_json("audit", home=home)
+    assert out["ok"] is True and out["size"] == N  # by design: docs/threat-model.md
+
+
+def test_a_damaged_wal_frame_is_a_rollback_the_memory_catches(
+    home: Path, cache: Path, tmp_path: Path
+) -> None:
+    """SQLite ignores WAL frames from the first one whose checksum fails: flipping a byte of the
+    last frame silently drops the last commit. The checkpoint memory catches it as a rollback."""
+    hold = sqlite3.connect(home / "ledger.db")  # keeps the WAL from being folded in and removed
+    hold.execute("SELECT count(*) FROM entries").fetchone()
+    log = Log.open(home)
+    seal_fake(log, add_node(log, "second"), tmp_path / "b", "late")  # two commits into the WAL
+    log.close()
+    copy = tmp_path / "copy"
+    shutil.copytree(home, copy)
+    assert cli_json("audit", home=home)["size"] == N + 3  # remembered here
+    hold.close()
+    wal = copy / "ledger.db-wal"
+    data = bytearray(wal.read_bytes())
+    data[-100] ^= 0xFF
+    wal.write_bytes(bytes(data))
+    problems = _problems(copy)
+    assert any(f"older than the size {N + 3}" in p for p in problems), problems
+
+
+def test_a_damaged_database_page_is_tampering(home: Path) -> None:
+    conn = sqlite3.connect(home / "ledger.db")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    db = home / "ledger.db"
+    data = bytearray(db.read_bytes())
+    page = int.from_bytes(data[16:18], "big") or 65536
+    data[3 * page] ^= 0xFF  # the type byte of a b-tree page
+    db.write_bytes(bytes(data))
+    for args in (("audit",), ("log",), ("verify", "1")):
+        _one_line(run_cli(*args, home=home), 1, "damaged")
+    db.write_bytes(bytes(data[: len(data) // 2]))
+    _one_line(run_cli("show", "1", home=home), 1, "damaged")
+
+
+@pytest.fixture()
+def receipt(home: Path, tmp_path: Path) -> Path:
+    bundle = tmp_path / "b" / "b1"
+    cli_json("receipt", "write", "2", "--out", str(bundle), home=home)
+    return bundle / "ledger-receipt.json"
+
+
+def _offline(home: Path, receipt: Path, tmp_path: Path) -> dict[str, tuple[str, str]]:
+    vkey = (home / "log.vkey").read_text().strip()
+    res = run_cli("verify", "2", "--receipt", str(receipt), "--vkey", vkey, "--json",
+                  home=tmp_path / "no-ledger")
+    assert res.returncode in (0, 1), res.stderr
+    return _checks(json.loads(res.stdout))
+
+
+@pytest.mark.parametrize(
+    ("field", "edit", "words"),
+    [
+        ("tlog_proof", lambda t: t.replace("index 2", "index 7"), "tlog_proof does not repeat"),
+        ("tlog_proof", lambda t: "garbage", "tlog_proof does not repeat"),
+        ("origin", lambda t: "evil.example/log", "names origin 'evil.example/log'"),
+    ],
+)
+def test_a_receipt_must_agree_with_itself(
+    home: Path, receipt: Path, tmp_path: Path, field: str, edit: Any, words: str
+) -> None:
+    """The receipt's members are what ``verify`` checks; its ``tlog_proof`` text (what other C2SP
+    clients read) and its ``origin`` must say the same, else ``integrity.inclusion`` fails."""
+    assert _offline(home, receipt, tmp_path)["integrity.inclusion"][0] == "passed"
+    obj = json.loads(receipt.read_text())
+    obj[field] = edit(obj[field])
+    receipt.write_text(json.dumps(obj))
+    status, detail = _offline(home, receipt, tmp_path)["integrity.inclusion"]
+    assert status == "failed" and words in detail, detail
