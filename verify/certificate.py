@@ -7,7 +7,10 @@ check) or ``failed``:
 
 1. the theorem passed the static scan: ``lean.scan`` passed AND, recomputed with
    ``verify.lean.scan_sources`` over the bundle's ``.lean`` files, the theorem is among the scan's
-   theorems and not in its rejected set (lean.scan failed or absent: failed; skipped: missing);
+   theorems and not in its rejected set (lean.scan failed or absent: failed; skipped: missing),
+   and its statement says something: a theorem whose conclusion is only ``True`` (or ``x = x``)
+   backs no obligation (failed). Beyond that, whether the statement is the obligation is not
+   checked: the detail names the theorem so a reader can compare;
 2. the theorem passed the Lean kernel: ``lean.kernel`` passed (failed: failed; skipped or not
    run, e.g. no Lean toolchain: missing);
 3. the property is backed: ``resources`` by ``ptx.assemble`` passed; every other property by the
@@ -31,7 +34,7 @@ starting "partial:" and naming what is missing; else passed. The detail lists ea
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +66,8 @@ class LeanFacts:
 
     theorems: frozenset[str]
     rejected: Mapping[str, str]
+    vacuous: frozenset[str] = frozenset()  # statement ``True`` or ``x = x``: proves nothing
+    key: Callable[[str], str] | None = None  # a contract's name as the scan records names
 
 
 def _short(detail: str, limit: int = 100) -> str:
@@ -74,6 +79,7 @@ def lean_facts(ctx: Context) -> LeanFacts | str:
     """Recompute the static Lean scan over the bundle's ``.lean`` files (or say why not)."""
     try:
         from verify.lean import scan_sources
+        from verify.lean.scan import theorem_key
     except ImportError as e:
         return f"verify.lean is unavailable ({e})"
     files = {f.path: f.data for f in ctx.bundle.with_suffix(".lean")}
@@ -85,7 +91,12 @@ def lean_facts(ctx: Context) -> LeanFacts | str:
     problems = [str(p) for p in getattr(scan, "problems", ())]
     why = f"rejected by the scan ({problems[0]})" if problems else "rejected by the scan"
     rejected = {str(name): why for name in scan.rejected}
-    return LeanFacts(theorems, rejected)
+    vacuous = frozenset(str(t) for t in getattr(scan, "vacuous", ()))
+    return LeanFacts(theorems, rejected, vacuous, theorem_key)
+
+
+def _key(facts: LeanFacts, name: str) -> str:
+    return facts.key(name) if facts.key is not None else name
 
 
 def _theorem_legs(ctx: Context, claim: Claim, facts: LeanFacts | str, legs: Legs) -> None:
@@ -98,10 +109,14 @@ def _theorem_legs(ctx: Context, claim: Claim, facts: LeanFacts | str, legs: Legs
         legs.missing.append(("lean.scan", f"lean.scan skipped ({_short(scan.detail)})"))
     elif isinstance(facts, str):
         legs.missing.append(("lean.scan", facts))
-    elif claim.theorem in facts.rejected:
-        legs.failures.append(f"{claim.theorem} {facts.rejected[claim.theorem]}")
-    elif claim.theorem not in facts.theorems:
+    elif (key := _key(facts, claim.theorem)) in facts.rejected:
+        legs.failures.append(f"{claim.theorem} {facts.rejected[key]}")
+    elif key not in facts.theorems:
         legs.failures.append(f"{claim.theorem} not found in the bundle's Lean files")
+    elif key in facts.vacuous:
+        legs.failures.append(
+            f"{claim.theorem} states only True (or x = x): it proves nothing about the kernel"
+        )
     else:
         legs.evidence.insert(0, claim.theorem)
     kernel = ctx.result("lean.kernel")

@@ -572,22 +572,27 @@ def _lean_exists(c: Contract, files: Files) -> list[str]:
     except LedgerError as e:
         return [f"lean.scan could not read the bundle's Lean files: {e}"]
     declared: frozenset[str] = scan.declarations
+    key = getattr(importlib.import_module("verify.lean.scan"), "theorem_key", lambda n: n)
+    vacuous: frozenset[str] = getattr(scan, "vacuous", frozenset())
     where: dict[str, list[str]] = {}
     for r in c.lean_refs:
         where.setdefault(r.theorem, []).append(r.where)
     out = []
     for thm, places in where.items():
         named = f"{thm} ({', '.join(places)})"
-        if thm in scan.rejected:
+        k = key(thm)
+        if k in scan.rejected:
             out.append(f"{named} is rejected by lean.scan")
-        elif thm not in scan.theorems:
+        elif k not in scan.theorems:
             out.append(
                 f"{named} is not a theorem"
-                if thm in declared
+                if k in declared
                 else f"{named} is not in the bundle's Lean files"
             )
+        elif k in vacuous:
+            out.append(f"{named} states only True (or x = x): it proves nothing")
     problems = scan.problems
-    if problems and any(t in scan.rejected for t in where):
+    if problems and any(key(t) in scan.rejected for t in where):
         out.append(f"first lean.scan problem: {problems[0]}")
     return out
 

@@ -32,14 +32,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from verify.context import Context
-from verify.lean.lexer import IDENT_RE
+from verify.lean.bundle import bundle_problems
+from verify.lean.lexer import IDENT_RE, name_parts
 from verify.lean.scan import (
     COMMANDS,
     REJECT_WORDS,
     FileScan,
     LeanScan,
+    Problem,
     module_name,
+    plain_name,
     scan_details,
+    theorem_key,
 )
 from verify.model import Contract
 from verify.report import Check, failed, passed, skipped
@@ -58,31 +62,45 @@ _SORRY_RE = re.compile(r"declaration uses 'sorry'")
 
 
 def named_theorems(contract: Contract | None) -> list[str]:
-    """Every theorem the contract names, once each, in order (``_root_.`` dropped)."""
+    """Every theorem the contract names, once each, in order (``_root_.`` dropped, components
+    canonical: ``verify.lean.scan.theorem_key``)."""
     if contract is None:
         return []
     out: list[str] = []
     for name in [r.theorem for r in contract.lean_refs] + [c.theorem for c in contract.claims]:
-        name = name.strip().removeprefix("_root_.")
+        name = theorem_key(name)
         if name and name not in out:
             out.append(name)
     return out
 
 
 def scan_check(
-    scan: LeanScan, scans: Sequence[FileScan], names: Sequence[str], has_contract: bool
+    scan: LeanScan,
+    scans: Sequence[FileScan],
+    names: Sequence[str],
+    has_contract: bool,
+    extra: Sequence[Problem] = (),
 ) -> Check:
+    """``lean.scan`` from the scan, the names the contract gives and the problems with the
+    bundle's other files (``verify.lean.bundle``)."""
     files = len(scans)
     if files == 0:
         return failed("lean.scan", "the bundle has no .lean file")
-    if scan.problems:
-        shown = "; ".join(str(p) for p in scan.problems[:SHOW])
-        more = f" (and {len(scan.problems) - SHOW} more)" if len(scan.problems) > SHOW else ""
-        return failed("lean.scan", f"{len(scan.problems)} problem(s): {shown}{more}")
+    problems = sorted([*scan.problems, *extra], key=lambda p: (p.path, p.line, p.col))
+    if problems:
+        shown = "; ".join(str(p) for p in problems[:SHOW])
+        more = f" (and {len(problems) - SHOW} more)" if len(problems) > SHOW else ""
+        return failed("lean.scan", f"{len(problems)} problem(s): {shown}{more}")
     private = set().union(*(s.private for s in scans))
     bad: list[str] = []
     for n in names:
-        if n not in scan.declarations:
+        where = [s.path for s in scans for d in s.declarations if d == n]
+        if not plain_name(n):  # «a.b», «x: y»: not what the contract seems to say; and the
+            # name would be quoted in the '#print axioms' answer that lean.kernel parses
+            bad.append(f"theorem {n}: name components must be plain identifiers")
+        elif len(where) > 1:
+            bad.append(f"theorem {n} is declared {len(where)} times ({', '.join(where)})")
+        elif n not in scan.declarations:
             bad.append(f"theorem {n} is not declared in any .lean file")
         elif n not in scan.theorems:
             bad.append(f"{n} is declared, but not as a theorem or lemma")
@@ -105,8 +123,12 @@ def scan_check(
 
 def lean_name(name: str) -> str:
     """``name`` as Lean source: components that are not plain identifiers are «escaped»."""
+    try:
+        components = name_parts(name)
+    except ValueError:
+        components = name.split(".")
     parts = []
-    for p in name.split("."):
+    for p in components:
         plain = IDENT_RE.fullmatch(p) and p not in REJECT_WORDS and p not in COMMANDS
         parts.append(p if plain else f"«{p}»")
     return ".".join(parts)
@@ -130,7 +152,8 @@ def parse_axioms(output: str, count: int) -> list[list[str] | None]:
         if not 0 <= i < count:
             continue
         seg = output[m.end() : marks[k + 1].start() if k + 1 < len(marks) else len(output)]
-        dep = _DEPENDS_RE.search(seg)
+        deps = list(_DEPENDS_RE.finditer(seg))  # the last: a name cannot spoof the list
+        dep = deps[-1] if deps else None
         if dep is not None:
             found[i] = [a.strip() for a in dep.group(1).split(",") if a.strip()]
         elif _NO_AXIOMS in seg:
@@ -238,6 +261,8 @@ def kernel_check(ctx: Context, scans: Sequence[FileScan], names: Sequence[str]) 
     if isinstance(order, str):
         return failed("lean.kernel", order, name, version)
     work = ctx.scratch()
+    # the verifier's Lean decides the version, never the bundle's own pin (elan reads this file)
+    (work / "lean-toolchain").unlink(missing_ok=True)
     timeout = ctx.options.timeout
     has_lakefile = (work / "lakefile.toml").is_file()
     if has_lakefile and lake is not None:
@@ -312,7 +337,8 @@ def run(ctx: Context) -> list[Check]:
     files = {f.path: f.data for f in ctx.bundle.with_suffix(".lean")}
     scan, scans = scan_details(files)
     names = named_theorems(ctx.contract)
-    first = scan_check(scan, scans, names, ctx.contract is not None)
+    extra = bundle_problems({f.path: f.data for f in ctx.bundle.files})
+    first = scan_check(scan, scans, names, ctx.contract is not None, extra)
     first = Check(first.id, first.status, first.detail, "verify.lean.scan", "1")
     if first.status != "passed":
         if find_tool("lean") is None and find_tool("lake") is None:

@@ -9,11 +9,13 @@ when Lean would see it as code:
 2. strings ``"..."`` with escapes (``\\"`` ``\\\\`` ``\\n`` ``\\t`` ``\\r`` ``\\'`` ``\\xHH``
    ``\\uHHHH`` ``\\u{H..}``) and gaps (``\\`` newline whitespace); raw strings ``r"..."`` and
    ``r#"..."#`` with any number of ``#``;
-3. interpolated strings (after ``s!``, ``f!``, ``m!``, ``throwError`` and the other heads in
-   ``INTERP_HEADS``, after any identifier ending in ``!`` or a closing ``]`` (``trace[c]``), and
-   the first string on the line of a ``throwErrorAt``-like head): their literal
-   parts are ``istring`` tokens and every ``{...}`` part is CODE, lexed as tokens (nested braces,
-   strings and further interpolations inside);
+3. interpolated strings (after ``s!`` and ``f!``): their literal parts are ``istring`` tokens and
+   every ``{...}`` part is CODE, lexed as tokens (nested braces, strings and further
+   interpolations inside). After the heads whose reading depends on the imports (``m!``,
+   ``throwError`` and the others in ``INTERP_HEADS``, any identifier ending in ``!``, a closing
+   ``]`` (``trace[c]``), the line of a ``throwErrorAt``-like head) the string is read both ways:
+   if both end at the same quote its ``{...}`` parts are code, else it is an error (one reading
+   would hide code from the other); a comment between head and string changes nothing;
 4. character literals ``'a'`` ``'\\''`` ``'"'``; a ``'`` inside an identifier (``x'``, ``h'``) is
    part of the identifier, as in Lean;
 5. identifiers, dotted (``Foo.bar``) and escaped (``«any text»``); Lean's keywords are lexed as
@@ -48,6 +50,12 @@ INTERP_HEADS = frozenset(
 )  # fmt: skip
 # Heads that take a term first (``throwErrorAt ref "..."``): the next string on the same line.
 INTERP_AT_HEADS = frozenset(h for h in INTERP_HEADS if h.endswith("At"))
+# Heads that are keywords of ``Init`` (``Init/Data/ToString/Macro.lean``,
+# ``Init/Data/Format/Macro.lean``; ``Init`` is always imported, since ``prelude`` is refused): the
+# string after them IS interpolated. After every other head (``m!``, ``throwError``, ``x!``, ``]``
+# ...) Lean's reading depends on the imports (without ``import Lean``, ``throwError`` is a plain
+# identifier and the string is plain), so the lexer reads the string both ways (``_maybe_interp``).
+INTERP_DEFINITE = frozenset({"s!", "f!"})
 
 
 class Token(NamedTuple):
@@ -164,7 +172,12 @@ def lex(text: str) -> list[Token]:
 
 def lex_raw(text: str) -> list[RawToken]:
     """``lex`` with code-point offsets instead of lines and columns (the scan's fast path)."""
-    pos = _Pos(text)
+    return _lex(text, _Pos(text), False)
+
+
+def _lex(text: str, pos: _Pos, sub: bool) -> list[RawToken]:
+    """The lexer. ``sub``: ``text`` is one string literal, to be read as an interpolated string
+    that must close exactly at its end (``_maybe_interp``)."""
     out: list[RawToken] = []
     append = out.append
     n = len(text)
@@ -172,7 +185,11 @@ def lex_raw(text: str) -> list[RawToken]:
     frames: list[int] = []  # brace depth of each open interpolation code part
     in_interp = False  # inside the literal part of an interpolated string
     interp_start = 0  # where the current literal part began
-    interp_next = False  # the previous token makes the next string interpolated
+    head = ""  # the previous token, when it may make the next string interpolated
+    if sub:
+        append(("istring", '"', 0))
+        in_interp = True
+        i = 1
     finditer = _MASTER.finditer
     limit = MAX_TOKENS
     heads = INTERP_HEADS
@@ -195,6 +212,10 @@ def lex_raw(text: str) -> list[RawToken]:
                 if len(frames) >= MAX_INTERP_DEPTH:
                     raise LeanLexError("limit: interpolated strings nest too deep", *pos.at(j))
                 frames.append(0)
+            elif sub and not frames:  # the string read as interpolated closes here
+                if j + 1 != n:
+                    raise LeanLexError("interpolated reading closes early", *pos.at(j))
+                return out
             in_interp = False
             i = j + 1
             continue
@@ -204,7 +225,7 @@ def lex_raw(text: str) -> list[RawToken]:
             if g == _IDENT:
                 tok = m.group(g)
                 append(("ident", tok, m.start(g)))
-                interp_next = tok in heads or tok[-1] == "!"
+                head = tok if tok in heads or tok[-1] == "!" else ""
                 if tok in at_heads:  # ``throwErrorAt ref "..."``: a string later on this line
                     if m.end() > line_end:  # find each line's end once (no quadratic rescans)
                         line_end = text.find("\n", m.end())
@@ -218,9 +239,18 @@ def lex_raw(text: str) -> list[RawToken]:
                 break
             tok = m.group(g)
             t0 = m.start(g)
-            if tok[0] == '"' and (interp_next or t0 < at_until):  # interpolated (plain or open)
-                interp_next = False
+            if tok[0] == '"' and (head or t0 < at_until):  # interpolated, or maybe
+                maybe = head not in INTERP_DEFINITE
+                head = ""
                 at_until = -1
+                if maybe and g == _STRING:
+                    if "\\" in tok:
+                        _check_escapes(tok[1:-1], t0 + 1, pos)
+                    if "{" not in tok:  # both readings agree
+                        append(("string", tok, t0))
+                        continue
+                    out.extend(_maybe_interp(text, t0, m.end(g), pos, sub))
+                    continue
                 in_interp = True
                 interp_start = t0
                 append(("istring", '"', t0))
@@ -247,19 +277,19 @@ def lex_raw(text: str) -> list[RawToken]:
                             break
                         frames[-1] -= 1
                 append(("symbol", tok, t0))
-                interp_next = tok == "]"
+                head = tok if tok == "]" else ""
                 if big and len(out) > limit:
                     jump = m.end()
                     break
                 continue
-            interp_next = False
+            if g == _BCOMMENT:  # a comment is whitespace: the head still applies after it
+                jump = _skip_comment(text, t0, pos)
+                break
+            head = ""
             if g == _STRING:
                 if "\\" in tok:
                     _check_escapes(tok[1:-1], t0 + 1, pos)
                 append(("string", tok, t0))
-            elif g == _BCOMMENT:
-                jump = _skip_comment(text, t0, pos)
-                break
             elif g == _RAW:
                 jump = _raw_end(text, t0, len(tok) - 2, pos)
                 append(("string", text[t0:jump], t0))
@@ -275,6 +305,26 @@ def lex_raw(text: str) -> list[RawToken]:
     if in_interp or frames:
         raise LeanLexError("unterminated interpolated string", *pos.at(interp_start))
     return out
+
+
+def _maybe_interp(text: str, start: int, end: int, pos: _Pos, sub: bool) -> list[RawToken]:
+    """Tokens of the string literal ``text[start:end]`` that Lean may read as plain or as
+    interpolated, depending on syntax the scan cannot see (the imports). When both readings end
+    at the same quote, the interpolated one is kept: its ``{...}`` parts are scanned as code, the
+    plain reading has no code. When they end at different quotes, the rest of the file would be
+    code in one reading and string in the other, and no single reading is safe: a problem."""
+    try:
+        if sub:  # no second-level readings: linear time whatever the input
+            raise LeanLexError("nested", 1, 1)
+        body = text[start:end]
+        toks = _lex(body, _Pos(body), True)
+    except LeanLexError:
+        raise LeanLexError(
+            "string literal reads differently as plain and as interpolated (it has `{` and "
+            "follows a word that may make it interpolated); write it so both readings agree",
+            *pos.at(start),
+        ) from None
+    return [(k, t, o + start) for k, t, o in toks]
 
 
 _SYMBOL_SPECIAL = frozenset({'"', "'", "«", "{", "}"})

@@ -34,10 +34,19 @@ contract that names one).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
 
-from verify.lean.lexer import LeanLexError, RawToken, _Pos, decode, lex_raw, name_parts
+from verify.lean.lexer import (
+    IDENT_RE,
+    LeanLexError,
+    RawToken,
+    _Pos,
+    decode,
+    lex_raw,
+    name_parts,
+)
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,7 @@ class LeanScan:
     problems: tuple[Problem, ...]
     rejected: frozenset[str]  # names declared in a file with a problem, or importing one
     bytes_scanned: int
+    vacuous: frozenset[str] = frozenset()  # theorems whose statement is ``True`` or ``x = x``
 
 
 @dataclass(frozen=True)
@@ -72,10 +82,13 @@ class FileScan:
     private: frozenset[str]
     problems: tuple[Problem, ...]
     tokens: int
+    vacuous: frozenset[str] = frozenset()
 
 
 _RUNS = "(runs code)"
 _SYNTAX = "(defines syntax, macros or elaborators)"
+_SEARCH = "(proof search placeholder)"
+_NATIVE = "(trusts native evaluation)"
 REJECT_WORDS: dict[str, str] = {
     "sorry": "sorry",
     "admit": "admit",
@@ -92,6 +105,17 @@ REJECT_WORDS: dict[str, str] = {
     "export": "export",
     "apply?": "apply? (proof search placeholder)",
     "exact?": "exact? (proof search placeholder)",
+    "rw?": f"rw? {_SEARCH}",
+    "rw??": f"rw?? {_SEARCH}",
+    "try?": f"try? {_SEARCH}",
+    "library_search": f"library_search {_SEARCH}",
+    "plausible": "plausible (admits the goal when it finds no counterexample)",
+    "slim_check": "slim_check (admits the goal when it finds no counterexample)",
+    "bv_decide?": f"bv_decide? {_NATIVE}",
+    "bv_check": f"bv_check {_NATIVE}",
+    "run_tac": f"run_tac {_RUNS}",
+    "by_elab": f"by_elab {_RUNS}",
+    "init_quot": "init_quot (adds the quotient axioms)",
     "run_cmd": f"run_cmd {_RUNS}",
     "run_elab": f"run_elab {_RUNS}",
     "run_meta": f"run_meta {_RUNS}",
@@ -114,12 +138,20 @@ REJECT_WORDS: dict[str, str] = {
     "binder_predicate": f"binder_predicate {_SYNTAX}",
     "simproc": f"simproc {_SYNTAX}",
     "dsimproc": f"dsimproc {_SYNTAX}",
+    "simproc_decl": f"simproc_decl {_SYNTAX}",
+    "dsimproc_decl": f"dsimproc_decl {_SYNTAX}",
+    "builtin_simproc": f"builtin_simproc {_SYNTAX}",
+    "builtin_dsimproc": f"builtin_dsimproc {_SYNTAX}",
+    "builtin_simproc_decl": f"builtin_simproc_decl {_SYNTAX}",
+    "builtin_dsimproc_decl": f"builtin_dsimproc_decl {_SYNTAX}",
+    "declare_config_elab": f"declare_config_elab {_SYNTAX}",
     "unif_hint": f"unif_hint {_SYNTAX}",
 }
 # Constants whose use is an escape, by last name component (``Lean.ofReduceBool``, «sorryAx»).
 REJECT_CONSTANTS = frozenset(
-    {"sorryAx", "ofReduceBool", "ofReduceNat", "reduceBool", "reduceNat", "trustCompiler"}
-)
+    {"sorryAx", "ofReduceBool", "ofReduceNat", "reduceBool", "reduceNat", "trustCompiler",
+     "admitGoal", "mkSorry", "mkLabeledSorry", "mkSyntheticSorry"}
+)  # fmt: skip
 ALLOWED_HASH = frozenset({"#check", "#print"})
 ALLOWED_ATTRS = frozenset(
     {
@@ -164,6 +196,28 @@ def _parts(text: str) -> list[str]:
     return name_parts(text) if "«" in text else text.split(".")
 
 
+def canonical(parts: Sequence[str]) -> str:
+    """A name as one string, components joined by dots; a component that holds a dot (or is
+    empty) stays «escaped», so ``«A.b»`` (one component) and ``A.b`` (two) differ."""
+    return ".".join(f"«{p}»" if "." in p or not p else p for p in parts)
+
+
+def plain_name(key: str) -> bool:
+    """Every component of ``key`` (as ``canonical`` writes it) is a plain identifier."""
+    return "«" not in key and all(IDENT_RE.fullmatch(c) for c in key.split("."))
+
+
+def theorem_key(name: str) -> str:
+    """A theorem named by a contract, as the scan records names: blanks and a leading
+    ``_root_.`` dropped, components canonical (``canonical``); unreadable names unchanged."""
+    name = name.strip().removeprefix("_root_.")
+    try:
+        parts = name_parts(name)
+    except ValueError:  # an unclosed «
+        return name
+    return canonical(parts) if parts and all(parts) else name
+
+
 class _Walker:
     """One pass over the (raw, offset-based) tokens of one file."""
 
@@ -177,6 +231,7 @@ class _Walker:
         self.theorems: list[str] = []
         self.decls: list[str] = []
         self.private: set[str] = set()
+        self.vacuous: set[str] = set()
         self.scopes: list[tuple[str, str | None]] = []  # (namespace|section|mutual, component)
 
     def problem(self, t: RawToken, what: str) -> None:
@@ -242,6 +297,8 @@ class _Walker:
                         self.problem(t, REJECT_WORDS[text])
                     elif text == "native":
                         self.native(k)
+                    elif text == "decide":
+                        self.decide_config(k)
                     elif text == "import":
                         self.problem(t, "import after the start of the file")
                     elif text == "set_option":
@@ -259,10 +316,12 @@ class _Walker:
                             private = False
                         elif text in _SCOPE_WORDS:
                             self.scope(k)
-                elif ("«" in text or text.endswith(suffixes)) and _parts(text)[
-                    -1
-                ] in REJECT_CONSTANTS:
-                    self.problem(t, f"use of {text}")
+                elif "«" in text or text.endswith(suffixes):
+                    parts = _parts(text)
+                    if parts[-1] in REJECT_CONSTANTS:
+                        self.problem(t, f"use of {text}")
+                    elif parts == ["native"]:  # «native» is the field name native
+                        self.native(k)
                 if depth == 0 and (off == 0 or src[off - 1] == "\n") and text not in col0_ok:
                     self.problem(t, f"unknown command `{text}` (not in the allow-list)")
             elif kind == "symbol":
@@ -284,6 +343,21 @@ class _Walker:
         if (prev is not None and prev[1] == "+") or (nxt is not None and nxt[1] == ":="):
             self.problem(self.toks[k], "native evaluation (decide +native)")
 
+    def decide_config(self, k: int) -> None:
+        """``decide (config := V)``: Lean evaluates V, so ``⟨false, true, ..⟩`` or a constant
+        can switch native evaluation on unseen; only ``{ field := value, ... }`` is accepted."""
+        if [t[1] for t in self.toks[k + 1 : k + 4]] != ["(", "config", ":="]:
+            return
+        v = self.tok(k + 4)
+        if v is None or v[1] != "{":
+            self.problem(self.toks[k], "decide (config := ...) not written as { field := value }")
+            return
+        end = self._skip_group(k + 4)
+        for t in self.toks[k + 5 : end]:
+            if t[1] in ("with", "..", "...") or t[1] in _OPEN:
+                self.problem(t, "decide (config := ...) not written as { field := value }")
+                return
+
     def option(self, k: int) -> None:
         nxt = self.tok(k + 1)
         if nxt is None or nxt[0] != "ident":
@@ -296,9 +370,9 @@ class _Walker:
     def qualify(self, text: str) -> str:
         parts = _parts(text)
         if parts[0] == "_root_":
-            return ".".join(parts[1:])
+            return canonical(parts[1:])
         ns = [c for kind, c in self.scopes if kind == "namespace" and c]
-        return ".".join(ns + parts)
+        return canonical(ns + parts)
 
     def declaration(self, k: int, private: bool) -> None:
         head = self.toks[k][1]
@@ -322,8 +396,27 @@ class _Walker:
         self.decls.append(name)
         if head in ("theorem", "lemma"):
             self.theorems.append(name)
+            if _vacuous(self.statement(j + 1)):
+                self.vacuous.add(name)
         if private:
             self.private.add(name)
+
+    def statement(self, j: int) -> list[str]:
+        """The texts of the tokens of a declaration's signature, from ``j`` to ``:=``, ``|``
+        or ``where`` outside brackets (at most ``MAX_GROUP_TOKENS``)."""
+        out: list[str] = []
+        d = 0
+        for kind, text, _ in islice(self.toks, j, j + MAX_GROUP_TOKENS):
+            if kind == "ident" and text in _RESYNC:
+                break
+            if kind == "symbol" and text in _OPEN:
+                d += 1
+            elif kind == "symbol" and text in _CLOSE:
+                d -= 1
+            elif d == 0 and text in (":=", "|", "where"):
+                break
+            out.append(text)
+        return out
 
     def _skip_group(self, j: int) -> int:
         d = 0
@@ -389,9 +482,60 @@ _SPECIAL_IDENTS = (
     frozenset(REJECT_WORDS)
     | DECL_HEADS
     | _SCOPE_WORDS
-    | {"native", "import", "set_option", "private", "example", "universe", "variable"}
+    | {"native", "decide", "import", "set_option", "private", "example", "universe", "variable"}
 )
 _CONST_SUFFIXES = tuple(REJECT_CONSTANTS)
+_ARROWS = frozenset({"→", "->", ","})
+
+
+def _top_split(toks: list[str], seps: frozenset[str]) -> list[list[str]]:
+    """``toks`` split at the separators that stand outside brackets."""
+    parts: list[list[str]] = [[]]
+    d = 0
+    for t in toks:
+        if t in _OPEN:
+            d += 1
+        elif t in _CLOSE:
+            d -= 1
+        elif d == 0 and t in seps:
+            parts.append([])
+            continue
+        parts[-1].append(t)
+    return parts
+
+
+def _unparen(toks: list[str]) -> list[str]:
+    """``toks`` without the brackets that enclose all of it (a few levels at most)."""
+    for _ in range(8):
+        if len(toks) < 2 or toks[0] != "(" or toks[-1] != ")":
+            break
+        d = 0
+        for i, t in enumerate(toks):
+            if t in _OPEN:
+                d += 1
+            elif t in _CLOSE:
+                d -= 1
+                if d == 0 and i != len(toks) - 1:
+                    return toks  # ``(a) = (b)``: the first bracket closes early
+        toks = toks[1:-1]
+    return toks
+
+
+def _vacuous(signature: list[str]) -> bool:
+    """The conclusion of a theorem's signature (after its last top-level ``:``, ``→`` and ``,``)
+    is ``True`` (or a conjunction of ``True``), or ``x = x`` / ``x ↔ x`` with the same tokens."""
+    parts = _top_split(signature, frozenset({":"}))
+    if len(parts) < 2:
+        return False
+    concl = _unparen(_top_split(parts[-1], _ARROWS)[-1])
+    conj = [_unparen(c) for c in _top_split(concl, frozenset({"∧", "/\\"}))]
+    if all(c == ["True"] for c in conj):
+        return True
+    for rel in ("=", "↔", "<->", "==", "≤"):
+        sides = _top_split(concl, frozenset({rel}))
+        if len(sides) == 2 and sides[0] and _unparen(sides[0]) == _unparen(sides[1]):
+            return True
+    return False
 
 
 def scan_file(path: str, data: bytes) -> FileScan:
@@ -414,6 +558,7 @@ def scan_file(path: str, data: bytes) -> FileScan:
         frozenset(w.private),
         tuple(w.problems),
         len(toks),
+        frozenset(w.vacuous),
     )
 
 
@@ -450,7 +595,8 @@ def scan_details(files: Mapping[str, bytes]) -> tuple[LeanScan, list[FileScan]]:
     decls = frozenset(n for s in scans for n in s.declarations)
     rejected = frozenset(n for s in scans if s.path in bad for n in s.declarations)
     total = sum(len(files[s.path]) for s in scans)
-    return LeanScan(theorems, decls, tuple(problems), rejected, total), scans
+    vacuous = frozenset(n for s in scans for n in s.vacuous)
+    return LeanScan(theorems, decls, tuple(problems), rejected, total, vacuous), scans
 
 
 def scan_sources(files: Mapping[str, bytes]) -> LeanScan:
