@@ -245,3 +245,20 @@ def test_a_receipt_must_agree_with_itself(
     receipt.write_text(json.dumps(obj))
     status, detail = _offline(home, receipt, tmp_path)["integrity.inclusion"]
     assert status == "failed" and words in detail, detail
+
+
+def test_a_receipt_away_from_its_bundle_says_to_give_the_bundle(
+    home: Path, receipt: Path, tmp_path: Path
+) -> None:
+    """Without ``--bundle`` the receipt's directory is taken as the bundle: a receipt copied
+    elsewhere gets that directory's structural error and the way out, in one line (exit 2)."""
+    away = tmp_path / "downloads"
+    away.mkdir()
+    for i in range(70):  # more files than a bundle may hold
+        (away / f"f{i}.txt").write_text("x")
+    moved = away / "ledger-receipt.json"
+    moved.write_bytes(receipt.read_bytes())
+    vkey = (home / "log.vkey").read_text().strip()
+    res = run_cli("verify", "2", "--receipt", str(moved), "--vkey", vkey,
+                  home=tmp_path / "no-ledger")
+    _one_line(res, 2, "more than 64 files", "--bundle DIR")

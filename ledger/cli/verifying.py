@@ -108,7 +108,13 @@ def verify(
         fix = (f"bring the receipt forward with `ledger receipt refresh {receipt} --server URL` "
                "(a newer checkpoint and a consistency proof), then verify again")
         if files is None and wiring.entry_type(rec.item.entry) == "bundle":
-            files = wiring.read_bundle_dir(receipt.parent)
+            try:
+                files = wiring.read_bundle_dir(receipt.parent)
+            except BadInput as e:  # a receipt copied out of its bundle, say
+                raise BadInput(
+                    f"{e} (the receipt's directory {receipt.parent} is taken as the bundle; "
+                    "give the bundle's directory with --bundle DIR)"
+                ) from e
         ev = Evidence(rec.item, rec.checkpoint, rec.signer, rec.revocation, False,
                       receipt_problem=rec.problem(vk.name))
     else:
