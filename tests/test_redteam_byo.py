@@ -24,9 +24,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-import yaml
 
-from tests.helpers.ledgers import cli_json
+from tests.helpers import byo
 from verify.falsify import edge_values, plant_edges
 from verify.ptxsim import Buffer, Scalar, launch, load_module
 from verify.rebuild import same_up_to_module_id
@@ -62,42 +61,17 @@ def _bundle(
     ref: str,
     entry: str | None = None,
 ) -> Path:
-    """`ledger new` on ``source``, then filled in as the guide says: the contract's kernel and
-    test fields from ``kernel`` / ``test``, the numpy reference ``ref``, no marker left."""
-    cu = tmp / f"{name}.cu"
-    cu.write_text(source)
-    d = tmp / name
-    out = cli_json("new", str(d), "--cu", str(cu), *(["--entry", entry] if entry else []))
-    fn = out["function"]
-    text = (d / "contract.yaml").read_text()
-    c = yaml.safe_load("\n".join(text.splitlines()[2:]))
-    c["metadata"]["description"] = f"red-team {name}"
-    c["equations"][fn]["formula"] = "see reference.py"
-    for po in c["proof_obligations"]:
-        po["lean"]["status"] = "proved"
-    for claim in c["certificate"]:
-        claim["statement"] = "as reference.py says"
-    c["kernel"].update(kernel)
-    c["falsification_tests"][0].update(test)
-    (d / "contract.yaml").write_text(yaml.safe_dump(c, sort_keys=False))
-    (d / "reference.py").write_text("import numpy as np\n\n\n" + ref.replace("FN", fn))
-    for p in d.glob("*.lean"):
-        lines = [ln for ln in p.read_text().splitlines() if "LEDGER-NEW" not in ln]
-        p.write_text("\n".join(ln for ln in lines if "Replace every" not in ln).replace(
-            "sorry", "omega") + "\n")
+    """`ledger new` on ``source``, filled in as the guide says (``tests.helpers.byo.fill``), its
+    Futhark stub's marker lines dropped."""
+    d, out = byo.new(tmp, name, source, entry)
+    byo.fill(d, out["function"], name, kernel, test, ref)
     for p in d.glob("*.fut"):
         p.write_text("\n".join(p.read_text().splitlines()[2:]).replace("???", "x") + "\n")
     return d
 
 
-def _checks(d: Path) -> dict[str, dict[str, Any]]:
-    rep = cli_json("check", str(d), "--no-gpu", "--seed", "1", "--trust-bundle-code", ok=(0, 1))
-    return {c["id"]: c for c in rep["checks"]}
-
-
-def _falsify(checks: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    (f,) = [c for cid, c in checks.items() if cid.startswith("falsify.")]
-    return f
+_checks = byo.checks
+_falsify = byo.falsify
 
 
 ONE_D = {

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from ledger.errors import ContractError
+from tests.helpers import byo
 from tests.helpers.ledgers import assert_one_error_line, cli_json, run_cli
 from verify.contract import load_contract
 from verify.tools import find_tool
@@ -43,14 +43,6 @@ GEMM_ENTRY = "_Z10gemm_tiledPKfS0_Pfiii"
 # ---------------------------------------------------------------- helpers
 
 
-def _new(tmp: Path, name: str, source: str, entry: str | None = None) -> tuple[Path, Any]:
-    cu = tmp / f"{name}.cu"
-    cu.write_text(source)
-    d = tmp / name
-    out = cli_json("new", str(d), "--cu", str(cu), *(["--entry", entry] if entry else []))
-    return d, out
-
-
 def _bundle(
     tmp: Path,
     name: str,
@@ -60,28 +52,11 @@ def _bundle(
     ref: str,
     entry: str | None = None,
 ) -> Path:
-    """`ledger new`, then filled in as docs/seal-your-own-kernel.md says: the contract's kernel
-    and test fields, the numpy reference ``ref``, a Futhark test case, no marker left."""
-    d, out = _new(tmp, name, source, entry)
+    """`ledger new`, filled in as docs/seal-your-own-kernel.md says (``tests.helpers.byo.fill``),
+    with a Futhark test case."""
+    d, out = byo.new(tmp, name, source, entry)
     fn = out["function"]
-    text = (d / "contract.yaml").read_text()
-    c = yaml.safe_load("\n".join(text.splitlines()[2:]))
-    c["metadata"]["description"] = f"red-team {name}"
-    c["equations"][fn]["formula"] = "see reference.py"
-    for po in c["proof_obligations"]:
-        po["lean"]["status"] = "proved"
-    for claim in c["certificate"]:
-        claim["statement"] = "as reference.py says"
-    c["kernel"].update(kernel)
-    c["falsification_tests"][0].update(test)
-    (d / "contract.yaml").write_text(yaml.safe_dump(c, sort_keys=False))
-    (d / "reference.py").write_text("import numpy as np\n\n\n" + ref.replace("FN", fn))
-    for p in d.glob("*.lean"):
-        lines = [ln for ln in p.read_text().splitlines() if "LEDGER-NEW" not in ln]
-        p.write_text(
-            "\n".join(ln for ln in lines if "Replace every" not in ln).replace("sorry", "omega")
-            + "\n"
-        )
+    byo.fill(d, fn, name, kernel, test, ref)
     for p in d.glob("*.fut"):
         p.write_text(
             f"-- ==\n-- entry: {fn}\n-- input {{ [1f32] }}\n-- output {{ [1f32] }}\n\n"
@@ -90,14 +65,9 @@ def _bundle(
     return d
 
 
-def _checks(d: Path, home: Path | None = None) -> dict[str, dict[str, Any]]:
-    rep = cli_json("check", str(d), "--no-gpu", "--seed", "1", "--trust-bundle-code", ok=(0, 1))
-    return {c["id"]: c for c in rep["checks"]}
-
-
-def _falsify(checks: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    (f,) = [c for cid, c in checks.items() if cid.startswith("falsify.")]
-    return f
+_new = byo.new
+_checks = byo.checks
+_falsify = byo.falsify
 
 
 def _params(d: Path) -> dict[str, Any]:

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import logging
 import socket
-import socketserver
-import threading
 import tracemalloc
 import xml.etree.ElementTree as ET
 import zlib
@@ -37,6 +35,7 @@ from ledger.mirror import MAX_CHECKPOINT_BYTES, Mirror, Remote
 from ledger.note import Checkpoint, format_checkpoint, note_text, parse_checkpoint, sign_note
 from ledger.server import make_app
 from ledger.store import Store
+from tests.helpers.hostile import LoopbackServer
 from tests.helpers.ledgers import add_node, assert_one_error_line, new_ledger, run_cli
 from tests.helpers.server import BackgroundServer
 from tests.test_server import bundle_files
@@ -49,41 +48,17 @@ def gzip_bytes(data: bytes) -> bytes:
     return c.compress(data) + c.flush()
 
 
-class Origin:
+class Origin(LoopbackServer):
     """A hostile origin: a raw HTTP/1.1 server on 127.0.0.1 that answers a request whose path
     starts with a key of ``canned`` with those exact bytes (status line, headers, body), and
     relays every other GET to ``upstream`` (plain bytes, no Content-Encoding)."""
 
+    timeout = 10.0
+
     def __init__(self, upstream: str, canned: dict[str, bytes]) -> None:
+        super().__init__()
         self.upstream = upstream
         self.canned = canned
-        self.url = ""
-        self._server: socketserver.ThreadingTCPServer | None = None
-
-    def __enter__(self) -> Origin:
-        outer = self
-
-        class Handler(socketserver.BaseRequestHandler):
-            def handle(self) -> None:
-                self.request.settimeout(10)
-                try:
-                    outer._serve(self.request)
-                except OSError:
-                    pass
-
-        socketserver.ThreadingTCPServer.allow_reuse_address = True
-        srv = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
-        srv.daemon_threads = True
-        self._server = srv
-        threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05},
-                         daemon=True).start()
-        self.url = f"http://127.0.0.1:{srv.server_address[1]}"
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
 
     def _serve(self, sock: socket.socket) -> None:
         buf = b""

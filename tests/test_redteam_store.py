@@ -19,20 +19,14 @@ import pytest
 from ledger.canonical import canonical_json
 from ledger.log import Log
 from ledger.store import APPEND_ONLY_TABLES
-from tests.helpers.ledgers import add_node, cli_json, new_ledger, run_cli, seal_fake
+from tests.helpers.ledgers import add_node, cli_json, fake_home, run_cli, seal_fake
 
 N = 3  # bundle entries after the registration at index 0
 
 
 @pytest.fixture()
 def home(tmp_path: Path) -> Path:
-    h = tmp_path / "home"
-    log = new_ledger(h)
-    sk = add_node(log)
-    for i in range(N):
-        seal_fake(log, sk, tmp_path / "b", str(i))
-    log.close()
-    return h
+    return fake_home(tmp_path, N)
 
 
 @pytest.fixture()

@@ -12,20 +12,14 @@ import pytest
 
 from ledger.bundle import blake3_digest
 from ledger.log import Log
-from tests.helpers.ledgers import add_node, cli_json, new_ledger, run_cli, seal_fake
+from tests.helpers.ledgers import add_node, cli_json, fake_home, new_ledger, run_cli
 
 N = 6  # bundle entries after the registration at index 0
 
 
 @pytest.fixture()
 def home(tmp_path: Path) -> Path:
-    h = tmp_path / "home"
-    log = new_ledger(h)
-    sk = add_node(log)
-    for i in range(N):
-        seal_fake(log, sk, tmp_path / "b", str(i))
-    log.close()
-    return h
+    return fake_home(tmp_path, N)
 
 
 def _tamper(home: Path, *sql: tuple[str, tuple[object, ...]]) -> None:

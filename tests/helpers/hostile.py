@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 
@@ -61,25 +62,23 @@ def _wrong_type(path: str) -> str:
     return "text/html" if _expected_type(path) == "application/json" else "application/json"
 
 
-class HostileServer:
-    def __init__(
-        self, mode: str, target: Sequence[str] = ("/",), upstream: str | None = None
-    ) -> None:
-        if mode not in MODES:
-            raise ValueError(mode)
-        self.mode = mode
-        self.target = tuple(target)
-        self.upstream = upstream
-        self.hits = 0
+class LoopbackServer:
+    """A raw TCP server on 127.0.0.1 for the life of a ``with`` block, a thread per connection,
+    each handed to ``_serve`` with ``timeout`` seconds per socket operation (subclasses write
+    ``_serve``); ``url`` is its address once entered."""
+
+    timeout = MAX_SECONDS
+
+    def __init__(self) -> None:
         self.url = ""
         self._server: socketserver.ThreadingTCPServer | None = None
 
-    def __enter__(self) -> HostileServer:
+    def __enter__(self: _S) -> _S:
         outer = self
 
         class Handler(socketserver.BaseRequestHandler):
             def handle(self) -> None:
-                self.request.settimeout(MAX_SECONDS)
+                self.request.settimeout(outer.timeout)
                 try:
                     outer._serve(self.request)
                 except OSError:
@@ -98,6 +97,25 @@ class HostileServer:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
+
+    def _serve(self, sock: socket.socket) -> None:
+        raise NotImplementedError
+
+
+_S = TypeVar("_S", bound=LoopbackServer)
+
+
+class HostileServer(LoopbackServer):
+    def __init__(
+        self, mode: str, target: Sequence[str] = ("/",), upstream: str | None = None
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(mode)
+        super().__init__()
+        self.mode = mode
+        self.target = tuple(target)
+        self.upstream = upstream
+        self.hits = 0
 
     # -- one connection ----------------------------------------------------------------------
 

@@ -71,6 +71,18 @@ def seal_fake(log: Log, sk: nacl.signing.SigningKey, root: Path, salt: str) -> i
     return log.seal(Bundle.from_dir(d), fake_fields(salt), sk).index
 
 
+def fake_home(tmp: Path, n: int) -> Path:
+    """``tmp/home``: a ledger of a node key's registration (index 0) and ``n`` ``seal_fake``
+    bundle entries after it, closed."""
+    h = tmp / "home"
+    log = new_ledger(h)
+    sk = add_node(log)
+    for i in range(n):
+        seal_fake(log, sk, tmp / "b", str(i))
+    log.close()
+    return h
+
+
 def revoked_ledger(home: Path, bundles_root: Path, reason: str) -> Path:
     """A ledger at ``home`` whose entry 0 registers a node, 1 and 2 are its bundles, 3 revokes
     it (for tests of what a revocation must change)."""

@@ -1,0 +1,57 @@
+"""Bring-your-own-kernel bundles for the red-team tests (tests/test_redteam_byo*.py): `ledger new`
+on a CUDA source, then filled in as docs/seal-your-own-kernel.md says, and checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.helpers.ledgers import cli_json
+
+
+def new(tmp: Path, name: str, source: str, entry: str | None = None) -> tuple[Path, Any]:
+    """`ledger new TMP/NAME --cu TMP/NAME.cu [--entry ENTRY]`: the directory and the JSON."""
+    cu = tmp / f"{name}.cu"
+    cu.write_text(source)
+    d = tmp / name
+    out = cli_json("new", str(d), "--cu", str(cu), *(["--entry", entry] if entry else []))
+    return d, out
+
+
+def fill(d: Path, fn: str, name: str, kernel: dict[str, Any], test: dict[str, Any],
+         ref: str) -> None:
+    """The scaffold in ``d`` filled in: the contract's kernel and first test fields from
+    ``kernel`` / ``test``, the numpy reference ``ref`` (``FN`` for the function's name), the
+    obligations proved, no ``LEDGER-NEW`` marker left in the Lean stubs."""
+    text = (d / "contract.yaml").read_text()
+    c = yaml.safe_load("\n".join(text.splitlines()[2:]))
+    c["metadata"]["description"] = f"red-team {name}"
+    c["equations"][fn]["formula"] = "see reference.py"
+    for po in c["proof_obligations"]:
+        po["lean"]["status"] = "proved"
+    for claim in c["certificate"]:
+        claim["statement"] = "as reference.py says"
+    c["kernel"].update(kernel)
+    c["falsification_tests"][0].update(test)
+    (d / "contract.yaml").write_text(yaml.safe_dump(c, sort_keys=False))
+    (d / "reference.py").write_text("import numpy as np\n\n\n" + ref.replace("FN", fn))
+    for p in d.glob("*.lean"):
+        lines = [ln for ln in p.read_text().splitlines() if "LEDGER-NEW" not in ln]
+        p.write_text(
+            "\n".join(ln for ln in lines if "Replace every" not in ln).replace("sorry", "omega")
+            + "\n"
+        )
+
+
+def checks(d: Path) -> dict[str, dict[str, Any]]:
+    """`ledger check D --no-gpu --seed 1 --trust-bundle-code`: each check by its id."""
+    rep = cli_json("check", str(d), "--no-gpu", "--seed", "1", "--trust-bundle-code", ok=(0, 1))
+    return {c["id"]: c for c in rep["checks"]}
+
+
+def falsify(found: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The one falsify.* check of a report with one test."""
+    (f,) = [c for cid, c in found.items() if cid.startswith("falsify.")]
+    return f
