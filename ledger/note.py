@@ -53,9 +53,11 @@ def _valid_name(name: str) -> bool:
 
 
 def note_text(note: bytes) -> bytes:
-    """The signed text of a C2SP note: everything up to and including the line before the blank
-    line that ends it. BadInput when there is no such blank line. The one helper for this."""
-    cut = note.find(b"\n\n")
+    """The signed text of a C2SP note: everything up to and including the line before the last
+    blank line (as ``open_note`` and Go's note package split it, so the text parsed is the text
+    a signature covers; a checkpoint text holding a blank line then fails to parse). BadInput
+    when there is no blank line. The one helper for this."""
+    cut = note.rfind(b"\n\n")
     if cut < 0:
         raise BadInput("signed note has no blank line before its signatures")
     return note[: cut + 1]

@@ -34,7 +34,7 @@ from ledger.fsutil import read_small, write_atomic
 from ledger.httpclient import JSON, TEXT, BadAnswer, HttpClient, oneline
 from ledger.note import MAX_NOTE_SIZE, Checkpoint, NoteVerifier, open_note, parse_checkpoint
 from ledger.receipt import MAX_RECEIPT_BYTES, Included, Receipt
-from ledger.trust import CheckpointMemory, guard
+from ledger.trust import CheckpointMemory, cosigned_by, guard, witness_groups
 
 MAX_PROOF_ANSWER = 64 * 1024
 
@@ -43,7 +43,7 @@ MAX_PROOF_ANSWER = 64 * 1024
 class Refreshed:
     old_size: int
     new_size: int
-    cosignatures: int
+    cosignatures: int  # given witnesses (distinct keys) with a valid cosignature on it
     memory: str
 
 
@@ -144,5 +144,6 @@ def refresh_receipt(
         "hashes": [b64_encode(h) for h in proof],
     }
     write_atomic(path, (json.dumps(obj, indent=1) + "\n").encode(), 0o644, exclusive=False)
-    cosigs = len(open_note(note, [vkey]).signatures) - 1
+    # verified cosignatures by distinct given witnesses, never a count of lines the server sent
+    cosigs = sum(cosigned_by(note, g) for g in witness_groups(witnesses))
     return Refreshed(old.size, new.size, cosigs, account)

@@ -816,7 +816,7 @@ def _answer(
     merkle.verify_inclusion(leaf, index, cp.size, hashes, cp.root)
     signer = None
     if isinstance(signer_index, int) and not isinstance(signer_index, bool):
-        signer = _registration(http, signer_index, kid, cp, inline_signer)
+        signer = _registration(http, signer_index, kid, cp, vkey, index, inline_signer)
     account = _remember(http, note, vkey, memory, known)
     return Submitted(index, leaf, entry, note, attempts, cp.origin, tuple(hashes), signer,
                      signed_over.size, account)
@@ -835,10 +835,11 @@ def _hashes_or_none(value: Any) -> list[bytes] | None:
 
 
 def _registration(
-    http: HttpClient, index: int, kid: bytes, cp: Checkpoint,
-    inline: tuple[bytes, list[bytes]] | None = None,
+    http: HttpClient, index: int, kid: bytes, cp: Checkpoint, vkey: NoteVerifier,
+    entry_index: int, inline: tuple[bytes, list[bytes]] | None = None,
 ) -> Included:
-    """The signer's key-registration entry at ``index``, checked, with its inclusion proof (sent
+    """The signer's key-registration entry at ``index`` (before the entry at ``entry_index``,
+    signed by the log key ``vkey``, of the node's key), checked, with its inclusion proof (sent
     with the answer, or fetched)."""
     if not 0 <= index < cp.size:
         raise VerificationFailed(f"the server names a registration at {index}, past its tree")
@@ -859,6 +860,20 @@ def _registration(
                         f"({oneline(str(e))})") from e
     if reg.type != "key-registration" or reg.key_id != hex_encode(kid):
         raise VerificationFailed(f"entry {index} is not the registration of key {hex_encode(kid)}")
+    # what an offline verifier of the receipt checks (verify.integrity), so a lying server
+    # cannot make `ledger submit` write a receipt that then fails: the log's signature, the
+    # node's own public key, and a registration before the entry
+    try:
+        verify_signature(reg.fields, vkey.public, data)
+        public = b64_decode(str(reg.public_key), 32, "registered public key")
+    except BadInput as e:
+        raise VerificationFailed(f"entry {index}: {e}") from e
+    if node_key_id(public) != kid:
+        raise VerificationFailed(f"entry {index} registers another public key than the node's")
+    if index >= entry_index:
+        raise VerificationFailed(
+            f"the server names a registration at {index}, not before the entry at {entry_index}"
+        )
     merkle.verify_inclusion(merkle.leaf_hash(data), index, cp.size, hashes, cp.root)
     return Included(index, data, tuple(hashes))
 

@@ -3,8 +3,10 @@ named once in the user's configuration, and a memory of the largest checkpoint v
 
 Witness quorum (``check_quorum``)
     The checkpoint a verdict rests on must carry at least K valid cosignature/v1 lines (C2SP
-    tlog-cosignature) by distinct witnesses among those given. Lines by other keys are ignored;
-    an invalid line by a given witness counts as missing.
+    tlog-cosignature) by distinct witnesses among those given: distinct Ed25519 keys, since a
+    cosignature signs no name (one key given under two names is one witness). Lines by other
+    keys are ignored; an invalid line by a given witness counts as missing; the log's own key is
+    no witness (``BadInput``).
 
 Trust policy (``load_policy``)
     A JSON file ``{"log": VKEY, "witnesses": [WVKEY | {"vkey": WVKEY, "url": URL}, ...],
@@ -107,28 +109,47 @@ def who(v: NoteVerifier) -> str:
     return v.label
 
 
-def check_quorum(
-    note: bytes, witnesses: Sequence[NoteVerifier], quorum: int
-) -> tuple[list[str], list[str]]:
-    """(witnesses with a valid cosignature, witnesses without one); ``QuorumMissing`` when fewer
-    than ``quorum`` cosigned, ``BadInput`` for a quorum that cannot be met or a non-witness key."""
-    if not 0 <= quorum <= len(witnesses):
-        raise BadInput(f"--quorum {quorum}: must be between 0 and the {len(witnesses)} witnesses")
-    distinct: dict[tuple[str, bytes], NoteVerifier] = {}
+def witness_groups(witnesses: Sequence[NoteVerifier]) -> list[tuple[NoteVerifier, ...]]:
+    """The given witness keys, one group per distinct Ed25519 public key with every name it was
+    given under, in order. A cosignature/v1 signs no name (only the time and the checkpoint), so
+    one witness's line can be relabelled under any name its key is given under: one key is one
+    witness, however many names it has. ``BadInput`` for a key that is not a cosignature/v1 key."""
+    groups: dict[bytes, list[NoteVerifier]] = {}
     for w in witnesses:
         if w.alg != ALG_COSIGNATURE_V1:
             raise BadInput(f"witness key {w.name}: not a cosignature/v1 key (alg 0x04)")
-        distinct[(w.name, w.key_id)] = w
-    if len(distinct) < quorum:
-        raise BadInput(f"--quorum {quorum}: only {len(distinct)} distinct witness keys given")
+        names = groups.setdefault(w.public, [])
+        if all((v.name, v.key_id) != (w.name, w.key_id) for v in names):
+            names.append(w)
+    return [tuple(g) for g in groups.values()]
+
+
+def cosigned_by(note: bytes, group: Sequence[NoteVerifier]) -> bool:
+    """Whether ``note`` carries a valid cosignature by the witness key of ``group`` (under any
+    of its names)."""
+    try:
+        open_note(note, list(group))
+    except LedgerError:
+        return False
+    return True
+
+
+def check_quorum(
+    note: bytes, witnesses: Sequence[NoteVerifier], quorum: int
+) -> tuple[list[str], list[str]]:
+    """(witnesses with a valid cosignature, witnesses without one), counting distinct witness
+    keys (``witness_groups``); ``QuorumMissing`` when fewer than ``quorum`` cosigned,
+    ``BadInput`` for a quorum that cannot be met or a non-witness key."""
+    if not 0 <= quorum <= len(witnesses):
+        raise BadInput(f"--quorum {quorum}: must be between 0 and the {len(witnesses)} witnesses")
+    groups = witness_groups(witnesses)
+    if len(groups) < quorum:
+        raise BadInput(f"--quorum {quorum}: only {len(groups)} distinct witness keys given "
+                       "(a key given twice, or under two names, is one witness)")
     good: list[str] = []
     bad: list[str] = []
-    for w in distinct.values():
-        try:
-            open_note(note, [w])
-            good.append(who(w))
-        except LedgerError:
-            bad.append(who(w))
+    for g in groups:
+        (good if cosigned_by(note, g) else bad).append(who(g[0]))
     if len(good) < quorum:
         raise QuorumMissing(
             f"the checkpoint carries {len(good)} of the {quorum} required witness cosignatures; "
@@ -457,6 +478,10 @@ def guard(
     Returns a one-line account; raises ``QuorumMissing`` (the presented note is kept as
     evidence), ``Equivocation`` or ``Unproven``."""
     parts: list[str] = []
+    for w in witnesses:
+        if w.public == vkey.public:
+            raise BadInput(f"witness key {w.label} is the log's own key: a log cannot witness "
+                           "itself")
     if witnesses:
         try:
             good, _bad = check_quorum(note, witnesses, quorum)

@@ -13,9 +13,12 @@ line), an empty line and the log's signed checkpoint note, and:
    ``.state.lock`` (check and persist are one step, across processes too), compares ``old`` with
    the size it last cosigned (409, ``Content-Type`` exactly ``text/x.tlog.size``, body its size and
    a newline, when they differ; 409 too for another root at the same size);
-4. verifies the consistency proof from its last root to the new one (422);
-5. stores the checkpoint (atomically: fsynced before the answer, so a kill -9 never loses a size
-   it cosigned) and answers its cosignature line.
+4. verifies the consistency proof from its last root (the empty tree's before the first) to the
+   new one, in every case: no proof where none is due, a size-0 checkpoint only with the empty
+   tree's root (422);
+5. makes the cosignature over the text the log's signature covers, then stores the checkpoint
+   (atomically: fsynced before the answer, so a kill -9 never loses a size it cosigned) and
+   answers the line.
 
 Log side (``request_cosignature``): send the log's latest checkpoint and a consistency proof from
 the size the witness last saw (learning it from a 409), check the returned cosignature against the
@@ -74,6 +77,7 @@ from ledger.note import (
     parse_vkey,
 )
 from ledger.store import Store, checkpoint_of
+from ledger.trust import witness_groups
 
 KEY_FILE = "witness.key"
 VKEY_FILE = "witness.vkey"
@@ -185,6 +189,7 @@ class Witness:
             raise WitnessReject(404, f"unknown log origin {cp.origin!r}")
         try:
             opened = open_note(note, [parse_vkey(vkey)])
+            cp = parse_checkpoint(opened.text)  # the text the log's signature covers
         except SignatureError as e:
             raise WitnessReject(403, f"checkpoint signature: {e}") from e
         except BadInput as e:
@@ -203,19 +208,25 @@ class Witness:
         have_size = have.size if have is not None else 0
         if old != have_size:
             raise WitnessReject(409, f"witness holds size {have_size}", f"{have_size}\n".encode())
-        if have is not None:
-            if cp.size == have.size:
-                if cp.root != have.root:
-                    raise WitnessReject(409, f"another root for size {cp.size}: not cosigned")
-            else:
-                try:
-                    merkle.verify_consistency(have.size, cp.size, have.root, cp.root, proof)
-                except ProofError as e:
-                    raise WitnessReject(422, f"consistency proof: {e}") from e
+        if have is not None and cp.size == have.size and cp.root != have.root:
+            raise WitnessReject(409, f"another root for size {cp.size}: not cosigned")
+        if cp.size == 0 and cp.root != merkle.EMPTY_ROOT:
+            raise WitnessReject(422, "a checkpoint of size 0 whose root is not the empty tree's")
+        try:  # every case, so a proof for other sizes (or any proof where none is due) is refused
+            merkle.verify_consistency(
+                have_size, cp.size, have.root if have is not None else merkle.EMPTY_ROOT, cp.root,
+                proof,
+            )
+        except ProofError as e:
+            raise WitnessReject(422, f"consistency proof: {e}") from e
+        try:  # made before the state moves: a checkpoint it cannot cosign leaves the state alone
+            line = cosign(text, self.signer, int(time.time()) if now is None else now)
+        except BadInput as e:
+            raise WitnessReject(400, f"malformed checkpoint: {e}") from e
         path = self._state_path(cp.origin)
         private_dir(path.parent, "witness state directory")
         write_atomic(path, note, 0o644, exclusive=False)
-        return cosign(text, self.signer, int(time.time()) if now is None else now)
+        return line
 
 
 @contextlib.contextmanager
@@ -296,15 +307,14 @@ def _size_meta(url: str) -> str:
 
 
 def require_cosignatures(note: bytes, text: bytes, witnesses: Sequence[NoteVerifier]) -> None:
-    """SignatureError unless each witness key has a valid cosignature line on ``note``."""
-    for w in witnesses:
-        if w.alg != ALG_COSIGNATURE_V1:
-            raise BadInput(f"--witness {w.name}: not a cosignature/v1 key")
+    """SignatureError unless each witness key has a valid cosignature line on ``note`` (a key
+    given under several names is one witness: a line under any of them, ``witness_groups``)."""
+    for group in witness_groups(witnesses):
         try:
-            open_note(note, [w])
-        except SignatureError as e:
+            open_note(note, list(group))
+        except (SignatureError, BadInput) as e:  # the note opened already: a bad line of theirs
             raise SignatureError(
-                f"witness {w.name}: no valid cosignature on the checkpoint ({e})"
+                f"witness {group[0].name}: no valid cosignature on the checkpoint ({e})"
             ) from e
 
 
