@@ -40,6 +40,7 @@ for all tests of the bundle together) was spent, never ``passed``.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import hashlib
 import math
 import re
@@ -73,6 +74,9 @@ MAX_BLOCK_THREADS = 1024
 MAX_GRID_BLOCKS = 1 << 20  # more blocks than any contract test needs
 MAX_THREADS = 1 << 22  # threads of one launch: the interpreter holds every thread's registers
 MAX_DYNAMIC_SHARED = 227 << 10  # the largest opt-in shared memory per block of any current GPU
+# Buffers of one test's bindings held at once: they are built, launched and judged in batches of
+# about this many bytes (a contract may list thousands of bindings of up to MAX_LAUNCH_BYTES each)
+MAX_HELD_BYTES = MAX_LAUNCH_BYTES
 # Every falsify.* check of one bundle shares one wall-clock budget: ``options.timeout`` seconds
 # (a contract can list many tests and sizes; the step limit bounds each launch only).
 BUDGET_SPENT = "not run: the falsification time budget (--timeout) was spent on earlier launches"
@@ -161,6 +165,13 @@ class InterpreterEngine:
                 sim_args.append(sim.Buffer(data=a.data, intent=a.intent, name=a.name))
             else:
                 sim_args.append(sim.Scalar(value=a.value, ptx_type=PTX_TYPES[a.dtype]))
+        need = interpreter_bytes(module.program(entry), grid, block, dynamic_shared)
+        if need > MAX_INTERP_BYTES:
+            raise TooLarge(
+                f"the interpreter's state for this launch would take about {need >> 20} MiB "
+                f"(registers, .local and .shared per thread and block; at most "
+                f"{MAX_INTERP_BYTES >> 20} MiB)"
+            )
         small = math.prod(grid) * math.prod(block) <= SECOND_SCHEDULE_MAX_THREADS
         t0 = time.perf_counter()
         try:
@@ -179,12 +190,19 @@ class InterpreterEngine:
                 schedule_values=True,
             )
         except CannotCheck as e:
+            if need > COLLECT_AFTER_BYTES:
+                gc.collect()
             # Findings made before the run met something it cannot model are still bugs.
             early = tuple(Observed(f.kind, f.message) for f in getattr(e, "findings", ()))
             if not early:
                 raise
             seconds = time.perf_counter() - t0
             return LaunchOutcome(f"{sim.ENGINE} (stopped: {e})", early, 0, seconds)
+        if need > COLLECT_AFTER_BYTES:
+            # the machine's state is held in reference cycles (closures over it), which only the
+            # cyclic collector frees, and a few numpy arrays never trigger it: without this, each
+            # large launch's state stays until much later, and several add up to gigabytes
+            gc.collect()
         seconds = time.perf_counter() - t0
         found = tuple(Observed(f.kind, f.message) for f in res.findings)
         return LaunchOutcome(
@@ -194,6 +212,29 @@ class InterpreterEngine:
             seconds,
             tuple(res.second_schedule.items()),
         )
+
+
+# What the interpreter's state of one launch may take (``interpreter_bytes``): the bundled
+# kernels need at most about 10 MiB at their sizes, vector_add at MAX_THREADS about 1 GiB
+MAX_INTERP_BYTES = 2 << 30
+COLLECT_AFTER_BYTES = 64 << 20  # a launch whose state may be larger is collected right after it
+THREAD_BYTES = 64  # the machine's own arrays per thread (ids, masks, a schedule, counters)
+SHARED_TRACKING = 48  # bytes the machine holds per byte of shared memory (value, race tracking)
+
+
+def interpreter_bytes(prog: Any, grid: Dim3, block: Dim3, dynamic_shared: int) -> int:
+    """An upper estimate of the memory ``verify.ptxsim`` allocates for a launch of ``prog``
+    (a ``verify.ptxsim.program.Program``), before it runs: per thread (warps padded to 32) its
+    own arrays, one value and one definedness flag per register the code names, and each
+    ``.local`` byte with its flag; per block ``SHARED_TRACKING`` bytes per shared byte."""
+    blocks = math.prod(grid)
+    threads = blocks * -(-math.prod(block) // 32) * 32
+    regs = {r for ci in prog.code for r in (*ci.reads, *ci.writes)}
+    reg_bytes = sum(int(np.dtype(prog.store_types.get(r, np.uint32)).itemsize) + 1 for r in regs)
+    shared = int(prog.static_shared) + dynamic_shared
+    stride = max(16, -(-shared // 16) * 16) if shared else 0
+    local = int(prog.local_size)
+    return threads * (THREAD_BYTES + reg_bytes + 2 * local) + blocks * stride * SHARED_TRACKING
 
 
 def choose_engine(options: Options) -> Engine:
@@ -263,7 +304,12 @@ def random_values(
             hi = lo
         return rng.integers(lo, hi, size=count, endpoint=True).astype(dt)
     with np.errstate(over="ignore"):  # a range beyond f16's gives infinities, as the cast says
-        return rng.uniform(low, high, size=count).astype(dt)
+        if math.isfinite(high - low):
+            return rng.uniform(low, high, size=count).astype(dt)
+        # a range wider than the largest double (-1e308 .. 1e308): numpy's uniform refuses it;
+        # the same draws (``uniform`` is ``low + (high - low) * random()``) without the overflow
+        u = rng.random(count)
+        return (low * (1.0 - u) + high * u).astype(dt)
 
 
 def edge_values(dtype: str, low: float, high: float) -> np.ndarray[Any, Any]:
@@ -309,12 +355,14 @@ def make_case(
     rng: np.random.Generator,
     *,
     edges: bool = False,
+    dry: bool = False,
 ) -> Case:
     """Build the arguments of one launch; raise ``BadInput`` for a bad expression, ``TooLarge``.
 
     ``edges``: plant the input range's edges (``plant_edges``) in every in/inout buffer after
     its random draw (the verifier's chosen bindings; the author's stay purely random, so their
-    results do not change)."""
+    results do not change). ``dry``: every check and the launch shape, but empty buffers and no
+    draw from ``rng`` for them (what a test's bindings will need, before any is allocated)."""
     if kernel.launch is None:
         raise BadInput("the kernel has no launch section")
     args: list[Arg] = []
@@ -351,7 +399,9 @@ def make_case(
         total += count * dt.itemsize
         if total > MAX_LAUNCH_BYTES:
             raise TooLarge(f"buffers of this launch exceed {MAX_LAUNCH_BYTES >> 20} MiB")
-        if p.intent == "out":
+        if dry:
+            data = np.empty(0, dt)
+        elif p.intent == "out":
             data = np.full(count * dt.itemsize, 0xFF, dtype=np.uint8).view(dt)
         else:
             data = random_values(rng, p.dtype, count, test.input_low, test.input_high)
@@ -805,49 +855,33 @@ def _schedule_text(cases: Sequence[tuple[Binding, Case]], twice: Sequence[bool])
     return ", ".join(parts)
 
 
-def _judge_test(
+def _held_bytes(case: Case) -> int:
+    """Bytes of the buffers a built case holds (its arguments and the inputs' copies)."""
+    held = sum(a.data.nbytes for a in case.args if isinstance(a, BufferArg))
+    return held + sum(v.nbytes for v in case.inputs.values())
+
+
+def _run_batch(
     kernel: Kernel,
     test: FalsificationTest,
     ptx: bytes,
-    seeds: tuple[int, int, list[Binding], str],
     engine: Engine,
-    cross_check: Engine | None,
+    batch: Sequence[tuple[Binding, Case, bool]],
     deadline: float | None,
     oracles: Oracles,
-) -> Check:
+    worst: _Worst,
+    seed: int,
+) -> Check | list[Mapping[str, int]]:
+    """Launch each case of ``batch`` (binding, case, second schedule), then judge them against
+    the oracles' outputs for all of them; the test's ``Check`` when one failed or could not run,
+    else the sizes whose outputs differed under the second schedule (within the tolerance)."""
     cid = f"falsify.{test.id}"
     tool = engine.name
     version = engine.version
     assert oracles.primary is not None
-    seed, run_seed, plan, phrase = seeds
-    rngs: dict[int, np.random.Generator] = {
-        seed: np.random.default_rng(seed),
-        run_seed: _stream(run_seed, test.id, 0)
-        if run_seed != seed
-        else np.random.default_rng(seed),
-    }
-    worst = _Worst()
-    cases: list[tuple[Binding, Case]] = []
-    too_large: list[str] = []
-    for b in plan:
-        where = _where(engine, b)
-        try:
-            case = make_case(kernel, test, b.sizes, rngs[b.seed], edges=bool(b.chosen))
-            cases.append((b, case))
-        except CannotCheck as e:
-            if b.chosen:  # a chosen size past the launch caps: noted, the others still run
-                too_large.append(f"{_fmt_sizes([b.sizes])} not run ({e})")
-                continue
-            return skipped(cid, f"{where}: {e}", tool, version)
-        except BadInput as e:
-            return failed(cid, f"{where}: {e}", tool, version)
-    # Launch every binding first, then ask the oracles for all of them at once: a sandboxed
-    # reference starts (numpy, the bundle's module) while the kernel runs. The first failure in
-    # binding order is reported, as if each binding were judged right after its launch.
     launched: list[tuple[Binding, Case, LaunchOutcome]] = []
     stop: tuple[Binding, str, str] | None = None  # binding, status, reason
-    twice = second_schedule_plan(cases)
-    for (b, case), again2 in zip(cases, twice, strict=True):
+    for b, case, again2 in batch:
         if deadline is not None and time.monotonic() > deadline:
             stop = (b, "skipped", BUDGET_SPENT)
             break
@@ -877,6 +911,72 @@ def _judge_test(
     if stop is not None:
         b, status, reason = stop
         return Check(cid, status, f"{_where(engine, b)}: {reason}", tool, version)  # type: ignore[arg-type]
+    return [b.sizes for b, _, o in launched if o.second_schedule]
+
+
+def _judge_test(
+    kernel: Kernel,
+    test: FalsificationTest,
+    ptx: bytes,
+    seeds: tuple[int, int, list[Binding], str],
+    engine: Engine,
+    cross_check: Engine | None,
+    deadline: float | None,
+    oracles: Oracles,
+) -> Check:
+    cid = f"falsify.{test.id}"
+    tool = engine.name
+    version = engine.version
+    assert oracles.primary is not None
+    seed, run_seed, plan, phrase = seeds
+    rngs: dict[int, np.random.Generator] = {
+        seed: np.random.default_rng(seed),
+        run_seed: _stream(run_seed, test.id, 0)
+        if run_seed != seed
+        else np.random.default_rng(seed),
+    }
+    worst = _Worst()
+    # Every binding's checks and launch shape first, without a buffer (``make_case(dry=True)``):
+    # a contract may list thousands of bindings, each up to MAX_LAUNCH_BYTES of buffers.
+    cases: list[tuple[Binding, Case]] = []
+    too_large: list[str] = []
+    for b in plan:
+        try:
+            cases.append((b, make_case(kernel, test, b.sizes, np.random.default_rng(0), dry=True)))
+        except CannotCheck as e:
+            if b.chosen:  # a chosen size past the launch caps: noted, the others still run
+                too_large.append(f"{_fmt_sizes([b.sizes])} not run ({e})")
+                continue
+            return skipped(cid, f"{_where(engine, b)}: {e}", tool, version)
+        except BadInput as e:
+            return failed(cid, f"{_where(engine, b)}: {e}", tool, version)
+    twice = second_schedule_plan(cases)
+    varied: list[Mapping[str, int]] = []
+    # Then in batches of at most MAX_HELD_BYTES of buffers (one binding at least): build, launch
+    # every binding of the batch, ask the oracles for all of them at once (a sandboxed reference
+    # starts while the kernel runs), judge, and let the buffers go before the next batch. The
+    # first failure in binding order is reported, as if each binding were judged right after its
+    # launch; the inputs are drawn in binding order, as when every binding is built first.
+    pos = 0
+    while pos < len(cases):
+        batch: list[tuple[Binding, Case, bool]] = []
+        held = 0
+        while pos < len(cases) and (not batch or held < MAX_HELD_BYTES):
+            b, _ = cases[pos]
+            try:
+                case = make_case(kernel, test, b.sizes, rngs[b.seed], edges=bool(b.chosen))
+            except CannotCheck as e:  # checked by the dry run above; not expected
+                return skipped(cid, f"{_where(engine, b)}: {e}", tool, version)
+            except BadInput as e:
+                return failed(cid, f"{_where(engine, b)}: {e}", tool, version)
+            held += _held_bytes(case)
+            batch.append((b, case, twice[pos]))
+            pos += 1
+        ran = _run_batch(kernel, test, ptx, engine, batch, deadline, oracles, worst, seed)
+        if isinstance(ran, Check):
+            return ran
+        varied += ran
+        del batch, case  # the buffers go before the next batch is built
     again = ""
     if run_seed != seed and any(b.seed == run_seed and not b.chosen for b in plan):
         again = f" and at seed {run_seed}"
@@ -885,7 +985,6 @@ def _judge_test(
         extra += f"; {EDGES_NOTE}"
     if engine.observes_findings:
         extra += f"; {_schedule_text(cases, twice)}"
-        varied = [b.sizes for b, _, o in launched if o.second_schedule]
         if varied:
             extra += (
                 f" (outputs differ there within {describe_tolerance(test.tolerance)} at "

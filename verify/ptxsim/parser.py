@@ -9,6 +9,15 @@ Steps:
    instructions, each instruction with its 1-based PTX line.
 
 Only the syntax; semantics live in the ``ops_*`` modules.
+
+Limits (``check_limits``, after parsing: the PTX comes from an untrusted bundle, and the machine
+holds every register, ``.local`` byte and ``.shared`` byte once per thread or block): per entry,
+with every ``.func`` it calls expanded as ``verify.ptxsim.inline`` will (the callee's registers
+and variables copied at each call site), at most ``MAX_REGS`` declared registers, ``MAX_CALL_SITES``
+call sites, ``MAX_LOCAL_BYTES`` of ``.local`` (and call ``.param``) variables per thread and
+``MAX_SHARED_BYTES`` of static ``.shared``; module ``.global``/``.const`` variables at most
+``MAX_GLOBAL_BYTES`` together; ``.align`` a power of two up to ``MAX_ALIGN``. Past a limit,
+``UnsupportedPtx`` says which (the launch is not run; no GPU would run such PTX either).
 """
 
 from __future__ import annotations
@@ -16,7 +25,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from verify.ptxsim.errors import PtxSyntaxError
+from verify.ptxsim.errors import PtxSyntaxError, UnsupportedPtx
+
+MAX_REGS = 1 << 20  # declared registers of one entry, calls expanded (nvcc: thousands)
+MAX_CALL_SITES = 1 << 16  # calls of one entry, nested calls expanded
+MAX_LOCAL_BYTES = 512 << 10  # .local per thread: the most any GPU gives a thread
+MAX_SHARED_BYTES = 227 << 10  # static .shared per block: the most any current GPU has
+MAX_GLOBAL_BYTES = 256 << 20  # module .global and .const variables together
+MAX_ALIGN = 1 << 12
 
 
 @dataclass(frozen=True)
@@ -507,4 +523,87 @@ def parse(text: str) -> Module:
         cur.instrs.append(_renamed(ins, scopes) if any(scopes) else ins)
     if depth != 0:
         raise PtxSyntaxError("unbalanced braces at end of PTX")
-    return Module(entries, mod_vars, text, funcs)
+    module = Module(entries, mod_vars, text, funcs)
+    check_limits(module)
+    return module
+
+
+def _callee(ins: Instr) -> str | None:
+    """The function a ``call`` names (its first symbol operand), as ``inline`` reads it."""
+    return next((o.name for o in ins.operands if isinstance(o, Sym)), None)
+
+
+def _own(e: Entry) -> list[int]:
+    """[registers, call sites, .local bytes, .shared bytes] that ``e`` declares itself."""
+    regs = len(e.regs) + sum(count for _, _, count in e.reg_ranges)
+    local = sum(v.size for v in e.vars if v.space in ("local", "param"))
+    shared = sum(v.size for v in e.vars if v.space == "shared")
+    return [regs, 0, local, shared]
+
+
+def _expanded(module: Module, e: Entry, memo: dict[str, list[int]]) -> list[int]:
+    """``_own`` of ``e`` with every call expanded (recursion counted once: ``inline`` refuses
+    it); each total saturates just past its limit, so the walk stays linear in the module."""
+    caps = (MAX_REGS, MAX_CALL_SITES, MAX_LOCAL_BYTES, MAX_SHARED_BYTES)
+    # an explicit stack: a chain of ten thousand .func calls must not exhaust Python's recursion
+    stack: list[tuple[str, Entry, int]] = [("", e, 0)]
+    totals: dict[str, list[int]] = {"": _own(e)}
+    on_path: set[str] = set()
+    calls_of: dict[str, list[Instr]] = {}
+    while stack:
+        key, fn, i = stack.pop()
+        if key not in calls_of:
+            calls_of[key] = [ins for ins in fn.instrs if ins.parts[0] == "call"]
+        calls = calls_of[key]
+        if i < len(calls):
+            stack.append((key, fn, i + 1))
+            name = _callee(calls[i])
+            totals[key][1] = min(totals[key][1] + 1, caps[1] + 1)
+            callee = module.funcs.get(name or "")
+            if callee is None or name in on_path:
+                continue
+            if name in memo:
+                add = memo[name]
+                totals[key] = [min(a + b, c + 1) for a, b, c in zip(totals[key], add, caps,
+                                                                      strict=True)]
+                continue
+            assert name is not None
+            on_path.add(name)
+            totals[name] = _own(callee)
+            stack.append((name, callee, 0))
+            continue
+        if key == "":
+            return totals[key]
+        memo[key] = totals[key]
+        on_path.discard(key)
+        parent = stack[-1][0]
+        totals[parent] = [min(a + b, c + 1) for a, b, c in zip(totals[parent], totals[key],
+                                                                caps, strict=True)]
+    return totals[""]
+
+
+def check_limits(module: Module) -> None:
+    """Refuse PTX past the interpreter's limits (module docstring) with ``UnsupportedPtx``."""
+    every = [*module.vars]
+    for f in [*module.entries.values(), *module.funcs.values()]:
+        every += f.vars
+    for v in every:
+        if not 1 <= v.align <= MAX_ALIGN or v.align & (v.align - 1):
+            raise UnsupportedPtx(f".align {v.align} of {v.name} (a power of two up to "
+                                 f"{MAX_ALIGN} is modelled)")
+    glob = sum(v.size for v in module.vars if v.space in ("global", "const"))
+    if glob > MAX_GLOBAL_BYTES:
+        raise UnsupportedPtx(f"module .global/.const variables of {glob} bytes (the "
+                             f"interpreter holds at most {MAX_GLOBAL_BYTES})")
+    mod_shared = sum(v.size for v in module.vars if v.space == "shared")
+    memo: dict[str, list[int]] = {}
+    names = ("declared registers", "call sites", "bytes of .local per thread",
+             "bytes of static .shared")
+    caps = (MAX_REGS, MAX_CALL_SITES, MAX_LOCAL_BYTES, MAX_SHARED_BYTES)
+    for name, e in module.entries.items():
+        got = _expanded(module, e, memo)
+        got[3] += mod_shared
+        for what, n, cap in zip(names, got, caps, strict=True):
+            if n > cap:
+                raise UnsupportedPtx(f"entry {name}: more than {cap} {what}, calls expanded "
+                                     "(past the interpreter's limit, and any GPU's)")
