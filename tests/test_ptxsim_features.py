@@ -212,6 +212,32 @@ RECURSIVE = """.version 8.0
 """
 
 
+def _chain(depth: int) -> str:
+    """PTX whose entry calls f0, which calls f1, ... f{depth-1}: no recursion, only depth."""
+    head = RECURSIVE[:RECURSIVE.index(".func")]
+    call = ("    {{ .param .b32 param0;\n    st.param.b32 [param0+0], %r1;\n"
+            "    .param .b32 retval0;\n    call.uni (retval0), {0}, (param0);\n"
+            "    ld.param.b32 %r2, [retval0+0];\n    }}\n")
+    funcs = []
+    for i in reversed(range(depth)):
+        body = call.format(f"f{i + 1}") if i + 1 < depth else "    add.u32 %r2, %r1, 1;\n"
+        funcs.append(f".func (.param .b32 func_retval0) f{i}(.param .b32 f{i}_param_0)\n{{\n"
+                     f"    .reg .b32 %r<3>;\n    ld.param.u32 %r1, [f{i}_param_0];\n{body}"
+                     "    st.param.b32 [func_retval0+0], %r2;\n    ret;\n}\n")
+    entry = (".visible .entry k(.param .u64 out)\n{\n    .reg .b32 %r<3>;\n"
+             "    mov.u32 %r1, 1;\n" + call.format("f0") + "    ret;\n}\n")
+    return head + "".join(funcs) + entry
+
+
+def test_a_call_chain_past_the_inliner_depth_says_so_not_recursion() -> None:
+    launch(load_module(_chain(8)), "k", (1, 1, 1), (32, 1, 1),
+           [Buffer(np.zeros(1, np.uint32), "out", "out")])
+    with pytest.raises(UnsupportedPtx, match="nested more than 16 calls deep") as e:
+        launch(load_module(_chain(40)), "k", (1, 1, 1), (32, 1, 1),
+               [Buffer(np.zeros(1, np.uint32), "out", "out")])
+    assert "recursive" not in str(e.value)
+
+
 def test_what_is_not_modelled_fails_closed() -> None:
     with pytest.raises(UnsupportedPtx, match="recursive call to f"):
         launch(load_module(RECURSIVE), "k", (1, 1, 1), (32, 1, 1),

@@ -157,9 +157,12 @@ class _Inliner:
         if f is None:
             raise UnsupportedPtx(f"unsupported PTX instruction {where} (call to {callee}, which "
                                  "has no body in this module)")
-        if callee in stack or len(stack) > MAX_DEPTH:
+        if callee in stack:
             raise UnsupportedPtx(f"unsupported PTX instruction {where} (recursive call to "
                                  f"{callee})")
+        if len(stack) > MAX_DEPTH:
+            raise UnsupportedPtx(f"unsupported PTX instruction {where} (call to {callee} nested "
+                                 f"more than {MAX_DEPTH} calls deep: the inliner's limit)")
         if len(args) != len(f.params) or len(rets) != len(f.returns):
             raise UnsupportedPtx(f"unsupported PTX instruction {where} ({callee} takes "
                                  f"{len(f.params)} parameters and returns {len(f.returns)})")

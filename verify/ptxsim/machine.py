@@ -438,7 +438,8 @@ class Machine:
                 t0 = 0 if idx is None else int(idx[0])
                 self.report("step_limit", f"stopped after {self.step_limit} warp-instructions at "
                             f"PTX line {ci.line} with {n} thread(s) there, e.g. {{T{t0}}} "
-                            f"(a loop that never ends?)", t0, None)
+                            "(a loop that never ends, or more work than the limit allows)",
+                            t0, None)
                 raise StopRun
             sub = idx
             rest: np.ndarray | None = None
