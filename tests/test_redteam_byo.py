@@ -52,22 +52,14 @@ def _ptx(tmp: Path, name: str, defines: tuple[str, ...] = ()) -> bytes:
     return out.read_bytes()
 
 
-def _bundle(
-    tmp: Path,
-    name: str,
-    source: str,
-    kernel: dict[str, Any],
-    test: dict[str, Any],
-    ref: str,
-    entry: str | None = None,
-) -> Path:
-    """`ledger new` on ``source``, filled in as the guide says (``tests.helpers.byo.fill``), its
-    Futhark stub's marker lines dropped."""
-    d, out = byo.new(tmp, name, source, entry)
-    byo.fill(d, out["function"], name, kernel, test, ref)
-    for p in d.glob("*.fut"):
-        p.write_text("\n".join(p.read_text().splitlines()[2:]).replace("???", "x") + "\n")
-    return d
+def _fut(p: Path, fn: str) -> None:
+    """The Futhark stub with its marker lines dropped."""
+    p.write_text("\n".join(p.read_text().splitlines()[2:]).replace("???", "x") + "\n")
+
+
+def _bundle(tmp: Path, name: str, source: str, kernel: dict[str, Any], test: dict[str, Any],
+            ref: str, entry: str | None = None) -> Path:
+    return byo.bundle(tmp, name, source, kernel, test, ref, entry, _fut)
 
 
 _checks = byo.checks

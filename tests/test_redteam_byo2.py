@@ -43,26 +43,17 @@ GEMM_ENTRY = "_Z10gemm_tiledPKfS0_Pfiii"
 # ---------------------------------------------------------------- helpers
 
 
-def _bundle(
-    tmp: Path,
-    name: str,
-    source: str,
-    kernel: dict[str, Any],
-    test: dict[str, Any],
-    ref: str,
-    entry: str | None = None,
-) -> Path:
-    """`ledger new`, filled in as docs/seal-your-own-kernel.md says (``tests.helpers.byo.fill``),
-    with a Futhark test case."""
-    d, out = byo.new(tmp, name, source, entry)
-    fn = out["function"]
-    byo.fill(d, fn, name, kernel, test, ref)
-    for p in d.glob("*.fut"):
-        p.write_text(
-            f"-- ==\n-- entry: {fn}\n-- input {{ [1f32] }}\n-- output {{ [1f32] }}\n\n"
-            f"entry {fn} [n] (x: [n]f32) : [n]f32 = x\n"
-        )
-    return d
+def _fut(p: Path, fn: str) -> None:
+    """A Futhark entry with one test case."""
+    p.write_text(
+        f"-- ==\n-- entry: {fn}\n-- input {{ [1f32] }}\n-- output {{ [1f32] }}\n\n"
+        f"entry {fn} [n] (x: [n]f32) : [n]f32 = x\n"
+    )
+
+
+def _bundle(tmp: Path, name: str, source: str, kernel: dict[str, Any], test: dict[str, Any],
+            ref: str, entry: str | None = None) -> Path:
+    return byo.bundle(tmp, name, source, kernel, test, ref, entry, _fut)
 
 
 _new = byo.new

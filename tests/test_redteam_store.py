@@ -19,7 +19,7 @@ import pytest
 from ledger.canonical import canonical_json
 from ledger.log import Log
 from ledger.store import APPEND_ONLY_TABLES
-from tests.helpers.ledgers import add_node, cli_json, fake_home, run_cli, seal_fake
+from tests.helpers.ledgers import add_node, cli_json, fake_home, run_cli, seal_fake, stored_entry
 
 N = 3  # bundle entries after the registration at index 0
 
@@ -53,11 +53,7 @@ def _alter(home: Path, *sql: tuple[str, tuple[object, ...]], retrigger: bool = F
     conn.close()
 
 
-def _entry(home: Path, idx: int) -> bytes:
-    conn = sqlite3.connect(home / "ledger.db")
-    data = conn.execute("SELECT data FROM entries WHERE idx=?", (idx,)).fetchone()[0]
-    conn.close()
-    return bytes(data)
+_entry = stored_entry
 
 
 def _one_line(res: subprocess.CompletedProcess[str], code: int, *words: str) -> str:

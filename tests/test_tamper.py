@@ -12,7 +12,7 @@ import pytest
 
 from ledger.bundle import blake3_digest
 from ledger.log import Log
-from tests.helpers.ledgers import add_node, cli_json, fake_home, new_ledger, run_cli
+from tests.helpers.ledgers import add_node, cli_json, fake_home, new_ledger, run_cli, stored_entry
 
 N = 6  # bundle entries after the registration at index 0
 
@@ -34,11 +34,7 @@ def _tamper(home: Path, *sql: tuple[str, tuple[object, ...]]) -> None:
     conn.close()
 
 
-def _entry(home: Path, idx: int) -> bytes:
-    conn = sqlite3.connect(home / "ledger.db")
-    data = conn.execute("SELECT data FROM entries WHERE idx=?", (idx,)).fetchone()[0]
-    conn.close()
-    return bytes(data)
+_entry = stored_entry
 
 
 def _audit_fails_at(home: Path, index: int | None) -> dict[str, object]:

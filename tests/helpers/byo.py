@@ -3,6 +3,7 @@ on a CUDA source, then filled in as docs/seal-your-own-kernel.md says, and check
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,25 @@ def fill(d: Path, fn: str, name: str, kernel: dict[str, Any], test: dict[str, An
             "\n".join(ln for ln in lines if "Replace every" not in ln).replace("sorry", "omega")
             + "\n"
         )
+
+
+def bundle(
+    tmp: Path,
+    name: str,
+    source: str,
+    kernel: dict[str, Any],
+    test: dict[str, Any],
+    ref: str,
+    entry: str | None,
+    futhark: Callable[[Path, str], None],
+) -> Path:
+    """``new`` then ``fill``; ``futhark(path, function)`` writes each ``.fut`` stub's spec."""
+    d, out = new(tmp, name, source, entry)
+    fn = out["function"]
+    fill(d, fn, name, kernel, test, ref)
+    for p in d.glob("*.fut"):
+        futhark(p, fn)
+    return d
 
 
 def checks(d: Path) -> dict[str, dict[str, Any]]:

@@ -71,6 +71,16 @@ def seal_fake(log: Log, sk: nacl.signing.SigningKey, root: Path, salt: str) -> i
     return log.seal(Bundle.from_dir(d), fake_fields(salt), sk).index
 
 
+def stored_entry(home: Path, idx: int) -> bytes:
+    """The bytes of entry ``idx`` as the ledger at ``home`` stores them (read past the store)."""
+    import sqlite3
+
+    conn = sqlite3.connect(home / "ledger.db")
+    data = conn.execute("SELECT data FROM entries WHERE idx=?", (idx,)).fetchone()[0]
+    conn.close()
+    return bytes(data)
+
+
 def fake_home(tmp: Path, n: int) -> Path:
     """``tmp/home``: a ledger of a node key's registration (index 0) and ``n`` ``seal_fake``
     bundle entries after it, closed."""
