@@ -123,6 +123,32 @@ MIGRATIONS: tuple[str, ...] = (
 )
 
 
+# tgtype bits (PostgreSQL's pg_trigger.h): ROW 1, BEFORE 2, INSERT 4, DELETE 8, UPDATE 16,
+# TRUNCATE 32
+_NO_UPDATE, _NO_DELETE, _NO_TRUNCATE = 1 | 2 | 16, 1 | 2 | 8, 2 | 32
+
+
+def expected_triggers() -> dict[str, tuple[str, int, str]]:
+    """The triggers the schema creates: name to (table, tgtype, function)."""
+    out = {
+        "head_grows": ("head", _NO_UPDATE, "ledger_head_grows"),
+        "head_no_delete": ("head", _NO_DELETE, "ledger_append_only"),
+        "head_no_truncate": ("head", _NO_TRUNCATE, "ledger_append_only"),
+    }
+    for t in APPEND_ONLY_TABLES:
+        for kind, tgtype in (("no_update", _NO_UPDATE), ("no_delete", _NO_DELETE),
+                             ("no_truncate", _NO_TRUNCATE)):
+            out[f"{t}_{kind}"] = (t, tgtype, "ledger_append_only")
+    return out
+
+
+def function_bodies() -> dict[str, str]:
+    """The trigger functions' sources as the schema writes them, whitespace folded."""
+    return {m.group(1): " ".join(m.group(2).split()) for m in re.finditer(
+        r"CREATE FUNCTION (\w+)\(\) RETURNS trigger LANGUAGE plpgsql AS \$\$(.*?)\$\$",
+        SCHEMA, re.DOTALL)}
+
+
 def check_url(url: str) -> str:
     """A ``postgresql://`` (or ``postgres://``) URL, as libpq reads it; bad input otherwise."""
     if (
@@ -136,8 +162,20 @@ def check_url(url: str) -> str:
 
 
 def shown_url(url: str) -> str:
-    """The URL without its password, for messages."""
-    return re.sub(r"^([a-z]+://[^:/@]*):[^@/]*@", r"\1:***@", url[:200])
+    """The URL without its password, for messages: the one in the user part, and a
+    ``password=`` parameter (which libpq reads from the query too; any case, percent-encoded
+    or not). Cut to 200 characters after masking, so that no cut hides a password's start."""
+    url = re.sub(r"^([a-zA-Z]+://[^:/@]*):[^@/]*@", r"\1:***@", url)
+    url = re.sub(r"([?&](?:p|%70|%50)(?:[a-z]|%[0-9a-f]{2})*=)[^&]*", _mask_password, url,
+                 flags=re.IGNORECASE)
+    return url[:200]
+
+
+def _mask_password(m: re.Match[str]) -> str:
+    from urllib.parse import unquote
+
+    key = unquote(m.group(1)[1:-1]).lower()
+    return m.group(1) + "***" if key == "password" else m.group(0)
 
 
 def read_url(path: Path) -> str:
@@ -269,9 +307,56 @@ def connect(url: str) -> PgConn:
     return PgConn(raw, url)
 
 
+LEDGER_TABLES = ("migrations", "meta", *APPEND_ONLY_TABLES, "head")
+
+
+def schema_relations(conn: PgConn) -> dict[str, str]:
+    """The tables, views and other relations of the connection's schema (``current_schema()``,
+    where ``init`` creates the ledger's tables): name to ``relkind``."""
+    rows = conn.execute(
+        "SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"
+    ).fetchall()
+    return {str(r[0]): str(r[1]) for r in rows}
+
+
 def has_ledger(conn: PgConn) -> bool:
-    row = conn.execute("SELECT to_regclass('migrations') IS NOT NULL").fetchone()
-    return bool(row[0])
+    """Whether the schema holds a ledger's tables: a ``migrations`` table with its ``version``
+    column and a ``meta`` table, as ``init`` writes them first (another program's ``migrations``
+    table is no ledger)."""
+    rels = schema_relations(conn)
+    if rels.get("migrations") != "r" or "meta" not in rels:
+        return False
+    row = conn.execute(
+        "SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('migrations') "
+        "AND attname = 'version' AND NOT attisdropped"
+    ).fetchone()
+    return row is not None
+
+
+def _refuse_foreign(conn: PgConn, url: str, doing: str) -> None:
+    """Refuse a database whose schema holds relations that are not a ledger's (another
+    program's database, a wrong URL): ``init`` and ``db copy`` would mix the ledger's tables
+    into it, opening it would read or migrate someone else's tables."""
+    rels = schema_relations(conn)
+    if rels and not has_ledger(conn):
+        names = ", ".join(sorted(rels)[:5]) + (", ..." if len(rels) > 5 else "")
+        raise LedgerStateError(
+            f"the database {shown_url(url)} is not a ledger database (its schema holds {names}): "
+            f"{doing}"
+        )
+
+
+def _check_complete(conn: PgConn, url: str) -> None:
+    """A ledger's schema with one of its tables dropped, renamed or replaced by a view was
+    altered (the log's history went with it): tampering, before any command reads it."""
+    rels = schema_relations(conn)
+    bad = [t for t in LEDGER_TABLES if rels.get(t) != "r"]
+    if bad:
+        raise TamperDetected(
+            f"the ledger database {shown_url(url)} lacks its table(s) {', '.join(bad)} (dropped, "
+            "renamed or replaced): the database was altered (restore it from a backup or mirror)"
+        )
 
 
 def migrate(conn: PgConn) -> None:
@@ -307,13 +392,16 @@ def create_tables(conn: PgConn, url: str) -> None:
     """Begin a transaction and create the ledger's schema in it, under the writers' lock
     (PostgreSQL's DDL is transactional); the caller adds its rows and commits. Refused where the
     database holds a ledger already."""
+    doing = "give an empty database or schema (nothing was written)"
     if has_ledger(conn):
         raise LedgerStateError(f"the database {shown_url(url)} holds a ledger already")
+    _refuse_foreign(conn, url, doing)
     conn.execute("BEGIN")
     try:
         conn.execute(f"SELECT pg_advisory_xact_lock({LOCK_KEY})")
         if has_ledger(conn):  # another init won the race
             raise LedgerStateError(f"the database {shown_url(url)} holds a ledger already")
+        _refuse_foreign(conn, url, doing)
         conn.execute(
             "CREATE TABLE migrations(version INTEGER PRIMARY KEY, "
             "applied TIMESTAMPTZ NOT NULL DEFAULT now())"
@@ -357,11 +445,13 @@ class PgBackend:
         url = read_url(url_file)
         conn = connect(url)
         try:
+            _refuse_foreign(conn, url, "check LEDGER_HOME's db.url (nothing was changed)")
             if not has_ledger(conn):
                 raise LedgerStateError(
                     f"{url_file.parent}: the database {shown_url(url)} holds no ledger (run "
                     "`ledger init --origin ORIGIN --db URL`, or `ledger db copy --to URL`)"
                 )
+            _check_complete(conn, url)
             migrate(conn)
             return cls(conn)
         except BaseException:
@@ -373,21 +463,66 @@ class PgBackend:
     def scan(self, sql: str, parameters: Sequence[Any] = ()) -> Iterator[Any]:
         return self.conn.scan(sql, parameters)
 
-    def trigger_names(self) -> set[str]:
-        tables = ",".join(f"to_regclass('{n}')" for n in (*APPEND_ONLY_TABLES, "head"))
+    def _triggers(self) -> list[tuple[str, str, int, bool, str, str, str]]:
+        """Every user trigger on the ledger's tables: (name, table, tgtype, whether it fires in
+        this session's ordinary (origin) mode unconditionally on every column, function name,
+        its language, its source)."""
+        tables = ",".join(f"to_regclass('{n}')" for n in LEDGER_TABLES)
         rows = self.conn.execute(
-            "SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
-            f"WHERE NOT t.tgisinternal AND t.tgenabled <> 'D' AND c.oid = ANY(ARRAY[{tables}])"
-        )
-        return {str(r[0]) for r in rows}
+            "SELECT t.tgname, c.relname, t.tgtype, "
+            "t.tgenabled IN ('O', 'A') AND t.tgqual IS NULL AND cardinality(t.tgattr::int2[]) = 0,"
+            " p.proname, l.lanname, p.prosrc "
+            "FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+            "JOIN pg_proc p ON p.oid = t.tgfoid JOIN pg_language l ON l.oid = p.prolang "
+            f"WHERE NOT t.tgisinternal AND c.oid = ANY(ARRAY[{tables}])"
+        ).fetchall()
+        return [(str(a), str(b), int(c), bool(d), str(e), str(f), str(g))
+                for a, b, c, d, e, f, g in rows]
+
+    def trigger_names(self) -> set[str]:
+        """The ledger's triggers that are in place as ``init`` made them: enabled for ordinary
+        sessions (not disabled, not ``ENABLE REPLICA``), with no WHEN condition or column list,
+        of the right timing and events, calling the right function. Whether that function still
+        refuses is ``audit_problems``' check."""
+        want = expected_triggers()
+        return {name for name, table, tgtype, fires, fn, *_ in self._triggers()
+                if fires and want.get(name) == (table, tgtype, fn)}
 
     def audit_problems(self, size: int) -> list[str]:
-        """What ``ledger audit`` checks beyond the SQLite store's: the TRUNCATE and head triggers
-        are in place and enabled, and the tree head names the audited size."""
-        have = self.trigger_names()
-        want = [f"{t}_no_truncate" for t in APPEND_ONLY_TABLES]
-        want += ["head_grows", "head_no_delete", "head_no_truncate"]
-        out = [f"append-only trigger {n} has been dropped" for n in want if n not in have]
+        """What ``ledger audit`` checks of the database itself on PostgreSQL: every append-only
+        trigger (UPDATE, DELETE, TRUNCATE, the head's) in place as made; the trigger functions
+        refuse as written; no other trigger or rule rewrites the statements on the ledger's
+        tables (one can make a write vanish); the triggers fire in the ledger's own sessions;
+        the tree head names the audited size."""
+        out: list[str] = []
+        found = self._triggers()
+        want = expected_triggers()
+        sound = self.trigger_names()
+        have = {name for name, *_ in found}
+        for name in want:  # all of them: ledger.audit leaves its own trigger check to this one
+            if name not in have:
+                out.append(f"append-only trigger {name} has been dropped")
+            elif name not in sound:
+                out.append(f"append-only trigger {name} has been dropped or altered (disabled, "
+                           "replica-only, conditional or calling another function)")
+        bodies = function_bodies()
+        for fn, lang, src in sorted({(f, lang, src) for *_, f, lang, src in found}):
+            if fn in bodies and (lang != "plpgsql" or " ".join(src.split()) != bodies[fn]):
+                out.append(f"trigger function {fn}() was altered: the ledger's triggers may no "
+                           "longer refuse changes")
+        out += [f"trigger {name} on table {table} is not the ledger's: it can change or drop "
+                "the ledger's writes" for name, table, *_ in found if name not in want]
+        rules = ",".join(f"'{t}'" for t in LEDGER_TABLES)
+        for rule, table in self.conn.execute(
+            "SELECT rulename, tablename FROM pg_rules WHERE schemaname = current_schema() "
+            f"AND tablename IN ({rules})"
+        ):
+            out.append(f"rule {rule} on table {table} rewrites the ledger's statements: it can "
+                       "change or drop the ledger's writes")
+        role = self.conn.execute("SELECT current_setting('session_replication_role')").fetchone()
+        if str(role[0]) != "origin":
+            out.append(f"the ledger's sessions run with session_replication_role={role[0]}: "
+                       "its append-only triggers do not fire")
         head = self.head_size()
         if head != size:
             out.append(f"the tree head says {head} entries, the audited log has {size}")
@@ -434,9 +569,16 @@ class PgBackend:
                 yield w
                 w.flush()
                 if w.size != head:
-                    cur = conn.execute("UPDATE head SET size=? WHERE size=?", (w.size, head))
+                    # the head moves only if the table holds exactly the rows written: a rule or
+                    # trigger that made an INSERT vanish must not turn into an acknowledged seal
+                    cur = conn.execute(
+                        "UPDATE head SET size=? WHERE size=? AND (SELECT count(*) FROM entries "
+                        "WHERE idx>=?) = ? AND (SELECT max(idx) FROM entries) = ?",
+                        (w.size, head, head, w.size - head, w.size - 1),
+                    )
                     pipe.sync()
                     if getattr(cur, "rowcount", -1) != 1:
+                        self._refuse_lost_rows(head, w.size)
                         raise LedgerStateError(
                             f"the log's head moved from {head} while this writer held it: "
                             "nothing was written"
@@ -449,6 +591,19 @@ class PgBackend:
             if not done:
                 rollback_quietly(conn)
             conn.txn = False
+
+    def _refuse_lost_rows(self, head: int, size: int) -> None:
+        """After the head's update matched no row: TamperDetected where this transaction's own
+        entry rows are not in the table as written (a rule or trigger dropped or moved them)."""
+        count, top = self.conn.execute(
+            "SELECT count(*), coalesce(max(idx) + 1, 0) FROM entries WHERE idx>=?", (head,)
+        ).fetchone()
+        if (int(count), int(top)) != (size - head, size):
+            raise TamperDetected(
+                f"the entries written ({head}..{size - 1}) are not in the database's entries "
+                "table as written: a rule or trigger on it changes the ledger's writes; nothing "
+                "was written (run `ledger audit`)"
+            )
 
     def _hash(self, level: int, n: int) -> bytes:
         row = self.conn.execute(
