@@ -27,7 +27,8 @@ connection), by this process for a small one (``audit_chunk``):
    judging its paths is ``integrity.manifest``'s job, and the node that signed it answered for
    it);
 6. the ``keys`` / ``revocations`` index equals the registry the log's history defines;
-7. the append-only triggers are all still in place (read through ``sqlite_utils``' schema view;
+7. the append-only triggers are all still in place as the schema wrote them, and no other
+   trigger is on the ledger's tables (``Store.trigger_problems``;
    on PostgreSQL ``PgBackend.audit_problems``: enabled, unaltered, their functions as written, no
    other trigger or rule on the ledger's tables, and the tree head names the audited size);
 8. no entry row lies outside the log (a negative index), and in a log (not a mirror) the newest
@@ -831,17 +832,12 @@ def _check_checkpoint_order(store: Store, res: AuditResult) -> None:
 
 
 def _check_triggers(store: Store, res: AuditResult) -> None:
-    from ledger.store import APPEND_ONLY_TABLES
-
     if store.backend is not None:  # PostgreSQL: all its triggers, rules and the tree head
         for message in store.backend.audit_problems(res.size):
             res.add(None, message)
         return
-    have = store.trigger_names()
-    for table in APPEND_ONLY_TABLES:
-        for kind in ("no_update", "no_delete"):
-            if f"{table}_{kind}" not in have:
-                res.add(None, f"append-only trigger {table}_{kind} has been dropped")
+    for message in store.trigger_problems():
+        res.add(None, message)
 
 
 def _check_checkpoint(

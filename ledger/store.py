@@ -143,6 +143,17 @@ MIGRATIONS: tuple[str, ...] = (
 )
 
 
+def expected_triggers() -> dict[str, tuple[str, str]]:
+    """The append-only triggers the schema creates: name to (table, its text as ``sqlite_master``
+    keeps it, whitespace folded)."""
+    return {
+        f"{t}_{kind}": (t, f"CREATE TRIGGER {t}_{kind} BEFORE {event} ON {t} BEGIN SELECT "
+                           f"RAISE(ABORT, 'ledger table {t} is append-only'); END")
+        for t in APPEND_ONLY_TABLES
+        for kind, event in (("no_update", "UPDATE"), ("no_delete", "DELETE"))
+    }
+
+
 MIRROR_URL_META = "mirror.url"  # set by ``ledger mirror`` (``ledger.mirror.URL_META``)
 SQLITE_CORRUPT = 11  # sqlite3 error codes (``sqlite3.Error.sqlite_errorcode``, primary code)
 
@@ -354,12 +365,25 @@ class Store:
             return self.backend.scan(sql, parameters)
         return iter(self.conn.execute(sql, parameters))
 
-    def trigger_names(self) -> set[str]:
-        """Names of the database's enabled triggers (``ledger audit`` checks none was dropped)."""
-        if self.backend is not None:
-            return self.backend.trigger_names()
-        return {str(r[0]) for r in self.conn.execute("SELECT name FROM sqlite_master "
-                                                     "WHERE type='trigger'")}
+    def trigger_problems(self) -> list[str]:
+        """What ``ledger audit`` reports of a SQLite ledger's append-only triggers: one dropped,
+        one whose text is not the schema's (re-created with a body that no longer refuses), and
+        any other trigger on the ledger's tables (a ``BEFORE INSERT ... RAISE(IGNORE)`` one makes
+        writes vanish). PostgreSQL's own check is ``PgBackend.audit_problems``."""
+        found = {str(name): (str(table), " ".join(str(sql or "").split()))
+                 for name, table, sql in self.conn.execute(
+                     "SELECT name, tbl_name, sql FROM sqlite_master WHERE type='trigger'")}
+        out: list[str] = []
+        for name, (table, sql) in expected_triggers().items():
+            if name not in found:
+                out.append(f"append-only trigger {name} has been dropped")
+            elif found[name] != (table, sql):
+                out.append(f"append-only trigger {name} has been altered: it may no longer "
+                           "refuse changes")
+        out += [f"trigger {name} on table {table} is not the ledger's: it can change or drop the "
+                "ledger's writes" for name, (table, _) in sorted(found.items())
+                if name not in expected_triggers()]
+        return out
 
     def rows(self, start: int = 0) -> Iterator[tuple[int, bytes, bytes]]:
         """(index, leaf hash, entry bytes) in index order, streamed."""
@@ -724,12 +748,15 @@ class Store:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 w = Writer(self)
+                start = w.size
                 yield w
+                w.flush()
+                if w.size != start:
+                    self._refuse_lost_rows(start, w.size)
             except BaseException:
                 self.conn.execute("ROLLBACK")
                 raise
             else:
-                w.flush()
                 if not checkpoint_later:
                     self.conn.execute("COMMIT")
                     return
@@ -743,6 +770,20 @@ class Store:
 
                     self._checkpointer = Checkpointer(self.home / DB_NAME)
                 self._checkpointer.request()
+
+    def _refuse_lost_rows(self, start: int, size: int) -> None:
+        """Before a commit: TamperDetected where the ``entries`` table does not hold exactly the
+        rows this transaction wrote (a trigger someone added made them vanish), so that such a
+        write is refused, never acknowledged. One range count on the primary key."""
+        count, top = self.conn.execute(
+            "SELECT count(*), coalesce(max(idx) + 1, 0) FROM entries WHERE idx>=?", (start,)
+        ).fetchone()
+        if (int(count), int(top)) != (size - start, size):
+            raise TamperDetected(
+                f"the entries written ({start}..{size - 1}) are not in the ledger's entries table "
+                "as written: a trigger on it changes the ledger's writes; nothing was written "
+                "(run `ledger audit`)"
+            )
 
     def _wal_over_limit(self) -> bool:
         """Whether the WAL file has grown past ``WAL_LIMIT_BYTES`` (the module's constants)."""

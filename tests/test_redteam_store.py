@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 
 from ledger.canonical import canonical_json
+from ledger.errors import TamperDetected
+from ledger.keys import load_node_secret
 from ledger.log import Log
 from ledger.store import APPEND_ONLY_TABLES
 from tests.helpers.ledgers import add_node, cli_json, fake_home, run_cli, seal_fake, stored_entry
@@ -252,3 +254,36 @@ def test_a_receipt_away_from_its_bundle_says_to_give_the_bundle(
     res = run_cli("verify", "2", "--receipt", str(moved), "--vkey", vkey,
                   home=tmp_path / "no-ledger")
     _one_line(res, 2, "more than 64 files", "--bundle DIR")
+
+
+def test_a_trigger_re_created_without_its_refusal_is_reported(home: Path) -> None:
+    """Same name, a body that refuses nothing: the names alone looked whole."""
+    conn = sqlite3.connect(home / "ledger.db", isolation_level=None)
+    conn.execute("DROP TRIGGER entries_no_update")
+    conn.execute("CREATE TRIGGER entries_no_update BEFORE UPDATE ON entries BEGIN SELECT 1; END")
+    conn.close()
+    problems = _problems(home)
+    assert "append-only trigger entries_no_update has been altered: it may no longer refuse " \
+        "changes" in problems
+    assert not any("has been dropped" in p for p in problems)
+
+
+def test_a_trigger_that_swallows_inserts_makes_a_seal_refused_not_acknowledged(
+    home: Path, tmp_path: Path
+) -> None:
+    """``RAISE(IGNORE)`` before each insert: the seal used to return an index and sign a
+    checkpoint over an entry that was never stored."""
+    conn = sqlite3.connect(home / "ledger.db", isolation_level=None)
+    conn.execute("CREATE TRIGGER swallow BEFORE INSERT ON entries BEGIN SELECT RAISE(IGNORE); END")
+    conn.close()
+    log = Log.open(home)
+    sk = load_node_secret(log.keydir, "node")[0]
+    with pytest.raises(TamperDetected, match="not in the ledger's entries table as written"):
+        seal_fake(log, sk, tmp_path / "late", "late")
+    log.close()
+    conn = sqlite3.connect(home / "ledger.db")
+    assert conn.execute("SELECT count(*) FROM entries").fetchone() == (N + 1,)
+    assert conn.execute("SELECT max(size) FROM checkpoints").fetchone() == (N + 1,)
+    conn.close()
+    assert "trigger swallow on table entries is not the ledger's: it can change or drop the " \
+        "ledger's writes" in _problems(home)
