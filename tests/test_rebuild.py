@@ -15,7 +15,8 @@ import pytest
 import verify.rebuild as rebuild
 from ledger.bundle import Bundle
 from ledger.errors import BadInput
-from verify.context import Context
+from verify.confine import sandbox_status
+from verify.context import Context, Options
 from verify.model import Contract, Kernel, Param
 from verify.rebuild import check_build, first_difference
 from verify.report import Check
@@ -24,6 +25,8 @@ from verify.tools import find_tool
 FIX = Path(__file__).parent / "fixtures" / "ptx"
 NVCC = find_tool("nvcc", cuda=True)
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="no nvcc on this machine")
+BWRAP, WHY = sandbox_status()
+needs_sandbox = pytest.mark.skipif(BWRAP is None, reason=WHY)
 BUILD = ("nvcc", "-arch=sm_86", "-ptx", "-o", "vector_add.ptx", "vector_add.cu")
 KERNEL = Kernel(
     name="vector_add",
@@ -63,7 +66,11 @@ def sealed(tmp_path_factory: pytest.TempPathFactory) -> bytes:
 
 
 def check(
-    ptx: bytes, kernel: Kernel | None, source: bytes | None = None, loaded: bool = True
+    ptx: bytes,
+    kernel: Kernel | None,
+    source: bytes | None = None,
+    loaded: bool = True,
+    options: Options | None = None,
 ) -> Check:
     files = {
         "contract.yaml": CONTRACT_YAML,
@@ -72,7 +79,7 @@ def check(
         "vector_add.ptx": ptx,
         "vector_add.cu": (FIX / "vector_add.cu").read_bytes() if source is None else source,
     }
-    ctx = Context(Bundle.from_files(files))
+    ctx = Context(Bundle.from_files(files), options or Options())
     if loaded:
         ctx.contract = Contract("vector_add", "1.0.0", "f32 vector add", kernel)
     try:
@@ -277,3 +284,52 @@ def test_shipped_bundles_rebuild(contract: Path) -> None:
         assert c.status == "passed", c.detail
     else:
         assert c.status == "failed" and "different nvcc" in c.detail
+
+
+# A log key's shape (ledger/keys.py): what an #include of it puts in front of nvcc's front end,
+# whose diagnostics name each identifier it cannot resolve.
+SECRET = "PRIVATE+KEY+example.com/log+1a2b3c4d+zQuotedSecretPart/xAnotherSecretPart=\n"
+
+
+def _stealing_source(secret: Path) -> bytes:
+    src = (FIX / "vector_add.cu").read_bytes()
+    return src + f'__global__ void steal(int *x) {{ auto v =\n#include "{secret}"\n; }}\n'.encode()
+
+
+@needs_nvcc
+@needs_sandbox
+def test_an_include_of_a_file_of_this_machine_finds_nothing_in_the_sandbox(
+    sealed: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The source includes a key-shaped file of the verifying machine by its absolute path.
+    Without the sandbox nvcc's diagnostics quote the file's identifiers into the detail (which
+    a seal signs into the public log); in it the file does not exist."""
+    secret = tmp_path / "log.key"
+    secret.write_text(SECRET)
+    c = check(sealed, KERNEL, source=_stealing_source(secret))
+    assert c.status == "failed", c.detail
+    assert "no PTX written" in c.detail and "log.key" in c.detail
+    for part in ("PRIVATE", "zQuotedSecretPart", "xAnotherSecretPart"):
+        assert part not in c.detail, c.detail
+    assert "without a sandbox" not in c.detail
+    # the channel the sandbox closes: the same bundle, trusted and run without one
+    monkeypatch.setenv("LEDGER_SANDBOX", "off")
+    c = check(sealed, KERNEL, source=_stealing_source(secret),
+              options=Options(trust_bundle_code=True))
+    assert c.status == "failed" and 'identifier "PRIVATE" is undefined' in c.detail, c.detail
+    assert c.detail.endswith("(nvcc ran without a sandbox: --trust-bundle-code)")
+
+
+@needs_nvcc
+def test_without_a_sandbox_rebuild_is_skipped_unless_trusted(
+    sealed: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LEDGER_SANDBOX", "off")
+    c = check(sealed, KERNEL)
+    assert c.status == "skipped"
+    assert "an #include in it can read any file of this machine" in c.detail
+    assert "here there is sandbox: turned off (LEDGER_SANDBOX=off)" in c.detail
+    assert "--trust-bundle-code runs it without one" in c.detail
+    c = check(sealed, KERNEL, options=Options(trust_bundle_code=True))
+    assert c.status == "passed", c.detail
+    assert c.detail.endswith("(nvcc ran without a sandbox: --trust-bundle-code)")

@@ -112,7 +112,10 @@ popen_init = subprocess.Popen.__init__
 
 
 def spy(self, args, *rest, **kw):
-    seen.append([str(args[0]).rsplit("/", 1)[-1], list(args[1:2])]
+    names = [str(a).rsplit("/", 1)[-1] for a in args]
+    # a tool run inside bubblewrap (verify.confine) is recorded as the tool it runs
+    at = next((i for i, n in enumerate(names) if n in ("nvcc", "ptxas")), 0)
+    seen.append([names[at], list(args[at + 1:at + 2])]
                 + [m in sys.modules for m in ("numpy", "verify.ptxsim", "verify.lean.scan",
                                               "verify.ptx")])
     popen_init(self, args, *rest, **kw)

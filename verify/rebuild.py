@@ -9,7 +9,11 @@ With ``kernel.source`` and ``kernel.build`` in the contract and nvcc available:
    load other programs (``-ccbin``, ``-Xcompiler``, ``--options-file``, ``--run`` ...) are refused
    because they are not on the list; flags that embed absolute paths (``-lineinfo``, ``-G``)
    are refused because the output could never match byte for byte;
-2. in a scratch copy of the bundle, delete the sealed PTX and run nvcc with a timeout;
+2. in a scratch copy of the bundle, delete the sealed PTX and run nvcc with a timeout, inside
+   bubblewrap (``verify.confine``: only ``/usr``, the CUDA installation and the scratch copy
+   exist there, so an ``#include "/home/…/.ledger/log.key"`` finds nothing to quote in a
+   diagnostic). Where no sandbox can run, the check is ``skipped`` and says why, unless the
+   trusted option ``--trust-bundle-code`` runs nvcc without one (every detail then says so);
 3. compare the output with the sealed PTX byte for byte; on a mismatch the detail shows the
    first differing line (and says when it is the compiler-version comment nvcc writes). The one
    difference forgiven is nvcc's module id: internal-linkage symbols (an anonymous namespace,
@@ -29,6 +33,7 @@ from collections.abc import Sequence
 
 from ledger.bundle import check_path
 from ledger.errors import BadInput, BundleError
+from verify.confine import confined_argv, sandbox_status
 from verify.context import Context, Started, done
 from verify.report import Check, failed, passed, skipped
 from verify.tools import RunningTool, find_tool, start_release, tool_release
@@ -183,11 +188,28 @@ def start(ctx: Context) -> Started:
         return done(
             [failed("rebuild.ptx", f"refused build command: {e}", "nvcc", tool_release(nvcc))]
         )
+    bwrap, why = sandbox_status()
+    if bwrap is None and not ctx.options.trust_bundle_code:
+        return done([skipped(
+            "rebuild.ptx",
+            "nvcc preprocesses the bundle's source, and an #include in it can read any file of "
+            f"this machine: it runs only in a sandbox, and here there is {why.removeprefix('no ')}"
+            " (--trust-bundle-code runs it without one)",
+            "nvcc",
+            tool_release(nvcc),
+        )])
     scratch = ctx.scratch()
     target = scratch / k.ptx
     target.unlink()
     timeout = ctx.options.timeout
-    tool = RunningTool([nvcc, *args], cwd=scratch, timeout=timeout)
+    argv = [nvcc, *args]
+    tool = RunningTool(
+        argv if bwrap is None else confined_argv(bwrap, nvcc, scratch, argv),
+        cwd=scratch,
+        timeout=timeout,
+    )
+    # every detail of a run outside the sandbox says so
+    where = "" if bwrap is not None else " (nvcc ran without a sandbox: --trust-bundle-code)"
     release = start_release(nvcc)  # beside nvcc
     cmd = " ".join(k.build)
     ptx_path = k.ptx
@@ -203,7 +225,7 @@ def start(ctx: Context) -> Started:
             err = " / ".join(msgs)[:400] or "no diagnostics"
             return [failed(
                 "rebuild.ptx",
-                f"{cmd}: exit {res.returncode}, no PTX written: {err}",
+                f"{cmd}: exit {res.returncode}, no PTX written: {err}{where}",
                 "nvcc",
                 version,
             )]
@@ -223,13 +245,13 @@ def start(ctx: Context) -> Started:
             return [failed(
                 "rebuild.ptx",
                 f"{cmd}: rebuilt {ptx_path} differs from the sealed one; "
-                f"{first_difference(sealed, rebuilt)}",
+                f"{first_difference(sealed, rebuilt)}{where}",
                 "nvcc",
                 version,
             )]
         return [passed(
             "rebuild.ptx",
-            f"{cmd}: rebuilt {ptx_path} equals the sealed PTX ({len(sealed)} bytes)",
+            f"{cmd}: rebuilt {ptx_path} equals the sealed PTX ({len(sealed)} bytes){where}",
             "nvcc",
             version,
         )]

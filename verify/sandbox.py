@@ -42,7 +42,6 @@ when there is one, is still used).
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
 import json
 import math
@@ -66,6 +65,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ledger.errors import CannotCheck
+from verify.confine import base_argv, private_dirs
+from verify.confine import sandbox_status as sandbox_status  # callers found it here first
 from verify.tools import lower_limit
 
 if TYPE_CHECKING:  # what a case expects back (``verify.oracle``, which loads this module lazily)
@@ -116,36 +117,6 @@ class RunResult:
 
 
 # --- availability -----------------------------------------------------------------------------
-
-
-def sandbox_status() -> tuple[str | None, str]:
-    """(bwrap path, "bubblewrap X.Y.Z") when a trial sandbox runs here, else (None, why not)."""
-    if os.environ.get("LEDGER_SANDBOX", "").lower() == "off":
-        return None, "no sandbox: turned off (LEDGER_SANDBOX=off)"
-    return _probe()
-
-
-@functools.lru_cache(maxsize=1)
-def _probe() -> tuple[str | None, str]:
-    if not sys.platform.startswith("linux"):
-        return None, f"no sandbox on {sys.platform} (bubblewrap needs Linux)"
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        return None, "no sandbox: bubblewrap (bwrap) is not installed"
-    try:
-        ver = subprocess.run(
-            [bwrap, "--version"], capture_output=True, text=True, timeout=20, check=False
-        ).stdout.strip()
-        argv = _bwrap_argv(bwrap, Path("/nonexistent"), None, ["/bin/true"], probe=True)
-        trial = subprocess.run(
-            argv, capture_output=True, text=True, timeout=20, check=False, stdin=subprocess.DEVNULL
-        )
-    except (OSError, subprocess.SubprocessError) as e:
-        return None, f"no sandbox: bwrap could not run ({e})"
-    if trial.returncode != 0:
-        why = (trial.stderr.strip().splitlines() or ["no message"])[-1][:200]
-        return None, f"no sandbox: bwrap cannot set up its namespaces here ({why})"
-    return bwrap, ver or "bubblewrap"
 
 
 # --- seccomp: no new processes ------------------------------------------------------------------
@@ -284,42 +255,15 @@ def _bwrap_argv(
     job: Path,
     seccomp_fd: int | None,
     command: Sequence[str],
-    probe: bool = False,
     tmp_bytes: int = DEFAULT_LIMITS.tmp_bytes,
 ) -> list[str]:
-    argv = [
-        bwrap,
-        "--unshare-all",
-        "--die-with-parent",
-        "--new-session",
-        "--cap-drop",
-        "ALL",
-        "--clearenv",
-        "--setenv", "PATH", "/usr/bin:/bin",
-        "--setenv", "HOME", "/tmp",
-        "--setenv", "LANG", "C.UTF-8",
-        "--setenv", "OPENBLAS_NUM_THREADS", "1",
-        "--setenv", "OMP_NUM_THREADS", "1",
-        "--setenv", "MKL_NUM_THREADS", "1",
-        "--ro-bind", "/usr", "/usr",
-    ]  # fmt: skip
-    for d in ("/bin", "/lib", "/lib64", "/sbin"):
-        p = Path(d)
-        if p.is_symlink():
-            argv += ["--symlink", os.readlink(p), d]
-        elif p.is_dir():
-            argv += ["--ro-bind", d, d]
-    prefix = Path(sys.base_prefix).resolve()
-    if not prefix.is_relative_to("/usr"):
-        argv += ["--ro-bind", str(prefix), str(prefix)]
-    exe = Path(sys.executable).resolve()
-    if not (exe.is_relative_to("/usr") or exe.is_relative_to(prefix)):
-        argv += ["--ro-bind", str(exe), str(exe)]
-    if not probe:
-        for src, name in _numpy_dirs():
-            argv += ["--ro-bind", str(src), f"/site/{name}"]
-        argv += ["--ro-bind", str(job), "/job", "--chdir", "/job/bundle"]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+    argv = base_argv(bwrap, {
+        "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+    })
+    for src, name in _numpy_dirs():
+        argv += ["--ro-bind", str(src), f"/site/{name}"]
+    argv += ["--ro-bind", str(job), "/job", "--chdir", "/job/bundle"]
+    argv += private_dirs(tmp_bytes)
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
     return argv + list(command)

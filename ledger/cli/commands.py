@@ -286,8 +286,9 @@ TrustOpt = Annotated[
     bool,
     typer.Option(
         "--trust-bundle-code",
-        help="Where no sandbox (bubblewrap) can be set up, run a bundle's own reference anyway, "
-        "with resource limits only (default: such tests are skipped).",
+        help="Where no sandbox (bubblewrap) can be set up, run a bundle's own reference, and "
+        "nvcc on its source (rebuild.ptx), anyway, with resource limits only (default: such "
+        "checks are skipped).",
     ),
 ]
 

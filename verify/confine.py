@@ -1,0 +1,116 @@
+"""Bubblewrap for the verifier's children: whether it runs here, the part of its command line every
+sandbox shares, and the sandbox a compiler runs a bundle's files in (docs/external-tools.md,
+"Compilers in a sandbox").
+
+A compiler reads more than its input: nvcc's preprocessor opens whatever file an ``#include``
+names, ``/home/…/.ledger/log.key`` included, and its diagnostics quote what they read (``error:
+identifier "KEY" is undefined``), which the check's detail, and so the signed entry, would carry.
+``confined_argv`` runs such a tool where the only files are ``/usr`` (read-only), the tool's own
+installation (read-only), a private ``/tmp`` and the scratch copy of the bundle (read-write, the
+one place it writes): no home directory, no ``LEDGER_HOME``, no ``/etc``, no network, a cleared
+environment. Its limits (timeout, memory, output) are ``verify.tools.RunningTool``'s as before.
+
+This module imports nothing heavy: ``verify.sandbox`` (a bundle's Python reference, numpy and
+seccomp) builds on it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def sandbox_status() -> tuple[str | None, str]:
+    """(bwrap path, "bubblewrap X.Y.Z") when a trial sandbox runs here, else (None, why not)."""
+    if os.environ.get("LEDGER_SANDBOX", "").lower() == "off":
+        return None, "no sandbox: turned off (LEDGER_SANDBOX=off)"
+    return _probe()
+
+
+@functools.lru_cache(maxsize=1)
+def _probe() -> tuple[str | None, str]:
+    if not sys.platform.startswith("linux"):
+        return None, f"no sandbox on {sys.platform} (bubblewrap needs Linux)"
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return None, "no sandbox: bubblewrap (bwrap) is not installed"
+    try:
+        ver = subprocess.run(
+            [bwrap, "--version"], capture_output=True, text=True, timeout=20, check=False
+        ).stdout.strip()
+        argv = [*base_argv(bwrap, {}), *private_dirs(64 << 20), "/bin/true"]
+        trial = subprocess.run(
+            argv, capture_output=True, text=True, timeout=20, check=False, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, f"no sandbox: bwrap could not run ({e})"
+    if trial.returncode != 0:
+        why = (trial.stderr.strip().splitlines() or ["no message"])[-1][:200]
+        return None, f"no sandbox: bwrap cannot set up its namespaces here ({why})"
+    return bwrap, ver or "bubblewrap"
+
+
+def base_argv(bwrap: str, env: dict[str, str]) -> list[str]:
+    """New namespaces of every kind (the network one holds only its own loopback), no
+    capabilities, its own session, dies with its parent; the environment cleared to ``HOME=/tmp``,
+    ``LANG`` and ``env``; ``/usr`` read-only with the top-level links into it (``/bin``,
+    ``/lib`` ...), and the Python interpreter's prefix where it lies outside ``/usr``."""
+    argv = [
+        bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+        "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
+        "--setenv", "LANG", "C.UTF-8",
+    ]  # fmt: skip
+    for k, v in env.items():
+        argv += ["--setenv", k, v]
+    argv += ["--ro-bind", "/usr", "/usr"]
+    for d in ("/bin", "/lib", "/lib64", "/sbin"):
+        p = Path(d)
+        if p.is_symlink():
+            argv += ["--symlink", os.readlink(p), d]
+        elif p.is_dir():
+            argv += ["--ro-bind", d, d]
+    prefix = Path(sys.base_prefix).resolve()
+    if not prefix.is_relative_to("/usr"):
+        argv += ["--ro-bind", str(prefix), str(prefix)]
+    exe = Path(sys.executable).resolve()
+    if not (exe.is_relative_to("/usr") or exe.is_relative_to(prefix)):
+        argv += ["--ro-bind", str(exe), str(exe)]
+    return argv
+
+
+def private_dirs(tmp_bytes: int) -> list[str]:
+    """A fresh ``/proc`` and ``/dev``, and a private ``/tmp`` of at most ``tmp_bytes``."""
+    return ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+
+
+def tool_root(tool: str) -> Path:
+    """The installation a compiler binary belongs to, bound read-only into its sandbox: the
+    directory above its ``bin`` (``/usr/local/cuda-13.0``), or for the PyPI wheels
+    (``site-packages/nvidia/cu13/bin/nvcc``) the whole ``nvidia`` directory, whose packages
+    share headers."""
+    root = Path(tool).resolve().parent.parent
+    return root.parent if root.parent.name == "nvidia" else root
+
+
+TOOL_TMP_BYTES = 1 << 30  # nvcc's intermediate files in /tmp (cicc's output, the preprocessed text)
+
+
+def confined_argv(bwrap: str, tool: str, work: Path, command: Sequence[str]) -> list[str]:
+    """``command`` (whose first item is ``tool``) run by bubblewrap in ``work``: the files it
+    sees are ``/usr``, the tool's installation and the interpreter's prefix, read-only; ``work``
+    read-write at its own path (so paths in the tool's output are what they would be without the
+    sandbox); a private ``/tmp``. PATH is the tool's ``bin`` and ``/usr/bin``."""
+    root, work = tool_root(tool), work.resolve()
+    path = f"{Path(tool).resolve().parent}:/usr/bin:/bin"
+    argv = base_argv(bwrap, {"PATH": path, "TMPDIR": "/tmp"})
+    if not root.is_relative_to("/usr"):
+        argv += ["--ro-bind", str(root), str(root)]
+    argv += private_dirs(TOOL_TMP_BYTES)
+    # after the private /tmp, which would hide a work directory beneath it
+    argv += ["--bind", str(work), str(work), "--chdir", str(work)]
+    return argv + list(command)
