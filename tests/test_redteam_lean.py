@@ -320,3 +320,23 @@ def test_a_lean_toolchain_file_is_no_problem_of_the_bundle() -> None:
     """Real Lean projects carry ``lean-toolchain``: the kernel check deletes it from its scratch
     copy (the verifier's Lean decides the version), so the scan does not refuse the bundle."""
     assert bundle_problems({"lean-toolchain": b"leanprover/lean4:v4.0.0\n"}) == []
+
+
+# 6. reading the verifying machine's files ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        'theorem leak : include_str "../../../root/.ledger/log.key" = "" := rfl',
+        'def k : String := include_str "/home/u/.ledger/keys/node.key"',
+        'example : (include_bytes "log.key").size = 0 := by decide',
+    ],
+    ids=["theorem", "absolute", "bytes"],
+)
+def test_a_file_of_the_verifying_machine_cannot_be_read_into_a_term(extra: str) -> None:
+    """``include_str`` reads a file when the proof compiles, and the error that compares it
+    with anything quotes its content into ``lean.kernel``'s detail, which a seal signs into the
+    log (a keyword: it has no qualified form)."""
+    got = problems(appended(extra))
+    assert any("reads a file of the verifying machine" in w for _, w in got), got

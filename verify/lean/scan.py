@@ -146,6 +146,10 @@ REJECT_WORDS: dict[str, str] = {
     "builtin_dsimproc_decl": f"builtin_dsimproc_decl {_SYNTAX}",
     "declare_config_elab": f"declare_config_elab {_SYNTAX}",
     "unif_hint": f"unif_hint {_SYNTAX}",
+    # elaborators that read a file of the verifying machine (``include_str "../.ledger/log.key"``)
+    # into the term, where an error message quotes it (core Lean and Mathlib.Util.IncludeStr)
+    "include_str": "include_str (reads a file of the verifying machine at compile time)",
+    "include_bytes": "include_bytes (reads a file of the verifying machine at compile time)",
 }
 # Constants whose use is an escape, by last name component (``Lean.ofReduceBool``, «sorryAx»).
 REJECT_CONSTANTS = frozenset(
