@@ -398,6 +398,40 @@ def test_assemble_spills_forbidden_and_allowed() -> None:
 
 
 @needs_ptxas
+def test_a_spill_in_another_entry_is_not_the_contract_entrys() -> None:
+    """One PTX file with the contract's ``vector_add`` and a ``spill`` kernel that spills: with
+    spills forbidden the file used to fail (``--warning-as-error``); the budget, spills
+    included, is the contract entry's. Any other warning still fails the check."""
+    body = fixture("vector_add.ptx").split(b".address_size 64", 1)[1]
+    both = fixture("spill.ptx") + body
+    c = run_checks(make_ctx({"vector_add.ptx": both}, VADD))["ptx.assemble"]
+    assert c.status == "passed", c.detail
+    assert re.search(r"vector_add\.ptx:spill on sm_86: \d+ registers, 0 bytes smem, [1-9]\d* "
+                     r"bytes spill stores", c.detail), c.detail
+    assert "budget not applied to the other entries (spill)" in c.detail
+    k = dataclasses.replace(VADD, entry="spill", params=(
+        Param("a", "ptr", "f32"), Param("o", "ptr", "f32"), Param("n", "scalar", "s32")))
+    c = run_checks(make_ctx({"vector_add.ptx": both}, k))["ptx.assemble"]
+    assert c.status == "failed" and "spill: spills registers" in c.detail, c.detail
+
+
+def test_every_other_ptxas_warning_fails_when_spills_are_forbidden() -> None:
+    out = (
+        "ptxas warning : Registers are spilled to local memory in function 'other', 8 bytes "
+        "spill stores, 8 bytes spill loads\n"
+        "ptxas warning : Registers are spilled to local memory in function 'helper_func', 4 "
+        "bytes spill stores, 4 bytes spill loads\n"
+        "ptxas warning : Unresolved extern function 'f'\nptxas info    : 0 bytes gmem\n"
+    )
+    assert ptx.judge_warnings(out, "k", {"other"}) == [
+        "ptxas warning (every warning fails when spills are forbidden): Registers are spilled "
+        "to local memory in function 'helper_func', 4 bytes spill stores, 4 bytes spill loads",
+        "ptxas warning (every warning fails when spills are forbidden): Unresolved extern "
+        "function 'f'",
+    ]
+
+
+@needs_ptxas
 def test_assemble_garbage_fails_with_ptxas_error() -> None:
     src = (
         b".version 9.0\n.target sm_86\n.address_size 64\n.visible .entry vector_add()\n"
