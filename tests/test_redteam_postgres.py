@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -27,7 +26,15 @@ from ledger import merkle, pgstore
 from ledger.errors import TamperDetected
 from ledger.keys import load_node_secret
 from ledger.log import Log
-from tests.helpers.ledgers import add_node, cli_json, run_cli, seal_fake
+from tests.helpers.ledgers import (
+    add_node,
+    audit_problems,
+    check_table,
+    cli_json,
+    one_line,
+    run_cli,
+    seal_fake,
+)
 from tests.helpers.postgres import PgServer, pg_server
 
 __all__ = ["pg_server"]  # the session fixture, used by name below
@@ -77,50 +84,34 @@ def pg(pg_server: PgServer, tmp_path: Path, cache: Path) -> Pg:
     return Pg(pg_server, tmp_path)
 
 
-def _one_line(res: subprocess.CompletedProcess[str], code: int, *words: str) -> str:
-    assert res.returncode == code, (res.returncode, res.stdout, res.stderr)
-    assert "Traceback" not in res.stderr
-    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, res.stderr
-    for w in words:
-        assert w in lines[0], lines[0]
-    return lines[0]
 
-
-def _problems(home: Path) -> list[str]:
-    out = cli_json("audit", home=home, ok=(1,))
-    assert out["ok"] is False
-    return [p["message"] for p in out["problems"]]
-
-
-def _checks(rep: dict[str, Any]) -> dict[str, tuple[str, str]]:
-    return {c["id"]: (c["status"], c["detail"]) for c in rep["checks"]}
 
 
 def _failed(home: Path, idx: int) -> set[str]:
     rep = cli_json("verify", str(idx), home=home, ok=(1,))
-    return {k for k, (status, _) in _checks(rep).items() if status == "failed"}
+    return {k for k, (status, _) in check_table(rep).items() if status == "failed"}
 
 
 def test_row_changes_with_the_triggers_bypassed_are_caught(pg: Pg) -> None:
     """A byte of a blob, of an entry, of a stored hash, an entry that no longer decodes: audit
     and verify as on SQLite, with every trigger still in place (so no "dropped" line helps)."""
     pg.alter("UPDATE blobs SET data=? WHERE data=?", b"// ptx 9\n", b"// ptx 1\n")
-    assert any("does not hash to its address" in p for p in _problems(pg.home))
+    assert any("does not hash to its address" in p for p in audit_problems(pg.home))
     assert "integrity.manifest" in _failed(pg.home, 2)
     pg.alter("UPDATE blobs SET data=? WHERE data=?", b"// ptx 1\n", b"// ptx 9\n")
     pg.alter("UPDATE hashes SET hash=? WHERE level=0 AND n=3", bytes(32))
-    assert any("stored hash (0, 3)" in p for p in _problems(pg.home))
+    assert any("stored hash (0, 3)" in p for p in audit_problems(pg.home))
     e = bytearray(pg.entry(2))
     e[20] ^= 1
     pg.alter("UPDATE entries SET data=? WHERE idx=2", bytes(e))
     assert any("entry 2: bytes do not hash to the stored leaf hash" in p
-               for p in _problems(pg.home))
+               for p in audit_problems(pg.home))
     assert {"integrity.inclusion", "integrity.signature"} <= _failed(pg.home, 2)
     pg.alter("UPDATE entries SET data=? WHERE idx=2", b"\xff\x00not json")
     for args in (("show", "2"), ("log",)):
-        _one_line(run_cli(*args, home=pg.home), 1, "entry 2 as stored is not a valid entry")
-    status, detail = _checks(cli_json("verify", "2", home=pg.home, ok=(1,)))["integrity.manifest"]
+        one_line(run_cli(*args, home=pg.home), 1, "entry 2 as stored is not a valid entry")
+    rep = cli_json("verify", "2", home=pg.home, ok=(1,))
+    status, detail = check_table(rep)["integrity.manifest"]
     assert status == "failed" and "entry 2 is malformed" in detail
 
 
@@ -132,7 +123,7 @@ def test_an_entry_rewritten_with_its_hashes_recomputed_is_caught(pg: Pg) -> None
     pg.alter("DELETE FROM hashes")
     for level, n, h in (row for leaf in leaves for row in tree.append(leaf)):
         pg.alter("INSERT INTO hashes VALUES(?, ?, ?)", level, n, h)
-    problems = _problems(pg.home)
+    problems = audit_problems(pg.home)
     assert any("entry 1: entry signature does not verify" in p for p in problems)
     assert any("does not match the recomputed root" in p for p in problems)
     assert {"integrity.inclusion", "integrity.signature"} <= _failed(pg.home, 1)
@@ -149,7 +140,7 @@ def test_an_entry_rewritten_with_its_hashes_recomputed_is_caught(pg: Pg) -> None
 def test_an_altered_meta_table_is_tampering(pg: Pg, sql: str, words: tuple[str, ...]) -> None:
     pg.alter(sql)
     for args in (("audit",), ("log",), ("show", "1"), ("verify", "1")):
-        _one_line(run_cli(*args, home=pg.home), 1, *words)
+        one_line(run_cli(*args, home=pg.home), 1, *words)
 
 
 def test_index_checkpoint_and_key_rows(pg: Pg) -> None:
@@ -161,15 +152,15 @@ def test_index_checkpoint_and_key_rows(pg: Pg) -> None:
              b"\xee" * 32)
     pg.alter("DELETE FROM checkpoints WHERE size=?", N + 1)
     pg.alter("INSERT INTO revocations SELECT key_id, 1, 'forged' FROM keys")
-    problems = _problems(pg.home)
+    problems = audit_problems(pg.home)
     assert "1 entry rows have a negative index: rows outside the log" in problems
     assert any(f"no checkpoint covers the log's {N + 1} entries (newest: size {N})" in p
                for p in problems)
     assert any("key index row" in p and "does not match the log's key entries" in p
                for p in problems)
-    _one_line(run_cli("show", "ee" * 32, home=pg.home), 2, "no bundle digest or leaf hash")
+    one_line(run_cli("show", "ee" * 32, home=pg.home), 2, "no bundle digest or leaf hash")
     pg.alter("DELETE FROM checkpoints")
-    _one_line(run_cli("verify", "1", home=pg.home), 1, "no checkpoint", "ledger audit")
+    one_line(run_cli("verify", "1", home=pg.home), 1, "no checkpoint", "ledger audit")
 
 
 def test_truncation_is_caught_by_the_head_or_the_checkpoint_memory(
@@ -183,11 +174,11 @@ def test_truncation_is_caught_by_the_head_or_the_checkpoint_memory(
              N, N // 2)
     pg.alter("DELETE FROM checkpoints WHERE size=?", N + 1)
     monkeypatch.setenv("LEDGER_CACHE_DIR", str(tmp_path / "other-machine"))
-    assert f"the tree head says {N + 1} entries, the audited log has {N}" in _problems(pg.home)
+    assert f"the tree head says {N + 1} entries, the audited log has {N}" in audit_problems(pg.home)
     monkeypatch.setenv("LEDGER_CACHE_DIR", str(tmp_path / "cache"))
     pg.alter("UPDATE head SET size=?", N)
     assert any(f"older than the size {N + 1}" in p and "lost entries" in p
-               for p in _problems(pg.home))
+               for p in audit_problems(pg.home))
 
 
 @pytest.mark.parametrize(
@@ -245,7 +236,7 @@ def test_a_seal_whose_rows_a_rule_swallows_is_refused_not_acknowledged(
 def test_a_dropped_table_is_tampering_for_every_command(pg: Pg, table: str) -> None:
     pg.admin(f"DROP TABLE {table}")
     for args in (("audit",), ("log",), ("verify", "1")):
-        _one_line(run_cli(*args, home=pg.home), 1, f"lacks its table(s) {table}",
+        one_line(run_cli(*args, home=pg.home), 1, f"lacks its table(s) {table}",
                   "was altered")
 
 
@@ -318,7 +309,7 @@ def test_a_server_that_goes_away_mid_command_is_exit_3(
         assert run_cli(*args, home=pg.home).returncode in (0, 1)  # verify: the fake bundle
         for budget in (200, whole.seen // 2):
             through(budget)
-            _one_line(run_cli(*args, home=pg.home), 3, "ledger database")
+            one_line(run_cli(*args, home=pg.home), 3, "ledger database")
 
 
 def test_a_wrong_password_is_exit_3_and_never_printed(pg_server: PgServer, tmp_path: Path) -> None:
@@ -339,7 +330,7 @@ def test_a_wrong_password_is_exit_3_and_never_printed(pg_server: PgServer, tmp_p
                              f"postgresql://pwuser@{base}?sslmode=disable&pass%77ord=Wr0ngSecret")):
         home = tmp_path / f"h{i}"
         res = run_cli("init", "--origin", "o.example/x", "--db", url, home=home)
-        line = _one_line(res, 3, "password authentication failed")
+        line = one_line(res, 3, "password authentication failed")
         assert "Wr0ngSecret" not in res.stderr + res.stdout and "***" in line
         assert not (home / "db.url").exists()
     assert "Wr0ngSecret" not in pgstore.shown_url("postgresql://u@h/d?PASSWORD=Wr0ngSecret")
@@ -368,10 +359,10 @@ def test_a_database_that_is_not_a_ledger_is_refused_and_unchanged(
                "WHERE table_schema='public' ORDER BY 1")
     before = pg_server.admin_execute(listing, db)
     res = run_cli("init", "--origin", "o.example/x", "--db", url, home=tmp_path / "a")
-    _one_line(res, 2, "is not a ledger database", "nothing was written")
+    one_line(res, 2, "is not a ledger database", "nothing was written")
     assert not (tmp_path / "a" / "log.key").exists()
     Log.init(tmp_path / "sq", "o.example/y").close()
-    _one_line(run_cli("db", "copy", "--to", url, home=tmp_path / "sq"), 2,
+    one_line(run_cli("db", "copy", "--to", url, home=tmp_path / "sq"), 2,
               "is not a ledger database")
     assert (tmp_path / "sq" / "ledger.db").exists()
     home = tmp_path / "h"
@@ -379,5 +370,5 @@ def test_a_database_that_is_not_a_ledger_is_refused_and_unchanged(
     (home / "db.url").write_text(url + "\n")
     os.chmod(home / "db.url", 0o600)
     for args in (("log",), ("audit",)):
-        _one_line(run_cli(*args, home=home), 2, "is not a ledger database")
+        one_line(run_cli(*args, home=home), 2, "is not a ledger database")
     assert pg_server.admin_execute(listing, db) == before

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,17 @@ from ledger.errors import TamperDetected
 from ledger.keys import load_node_secret
 from ledger.log import Log
 from ledger.store import APPEND_ONLY_TABLES
-from tests.helpers.ledgers import add_node, cli_json, fake_home, run_cli, seal_fake, stored_entry
+from tests.helpers.ledgers import (
+    add_node,
+    audit_problems,
+    check_table,
+    cli_json,
+    fake_home,
+    one_line,
+    run_cli,
+    seal_fake,
+    stored_entry,
+)
 
 N = 3  # bundle entries after the registration at index 0
 
@@ -58,24 +67,7 @@ def _alter(home: Path, *sql: tuple[str, tuple[object, ...]], retrigger: bool = F
 _entry = stored_entry
 
 
-def _one_line(res: subprocess.CompletedProcess[str], code: int, *words: str) -> str:
-    assert res.returncode == code, (res.returncode, res.stdout, res.stderr)
-    assert "Traceback" not in res.stderr
-    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, res.stderr
-    for w in words:
-        assert w in lines[0], lines[0]
-    return lines[0]
 
-
-def _problems(home: Path) -> list[str]:
-    out = cli_json("audit", home=home, ok=(1,))
-    assert out["ok"] is False
-    return [p["message"] for p in out["problems"]]
-
-
-def _checks(rep: dict[str, Any]) -> dict[str, tuple[str, str]]:
-    return {c["id"]: (c["status"], c["detail"]) for c in rep["checks"]}
 
 
 def test_a_stored_entry_that_no_longer_decodes_is_tampering_not_bad_input(home: Path) -> None:
@@ -83,11 +75,11 @@ def test_a_stored_entry_that_no_longer_decodes_is_tampering_not_bad_input(home: 
     longer decode were altered (exit 1), where they used to be reported as bad input (exit 2)."""
     _alter(home, ("UPDATE entries SET data=? WHERE idx=2", (b"\xff\x00not json",)))
     for args in (("show", "2"), ("log",)):
-        _one_line(run_cli(*args, home=home), 1, "entry 2 as stored is not a valid entry",
+        one_line(run_cli(*args, home=home), 1, "entry 2 as stored is not a valid entry",
                   "ledger audit")
-    status, detail = _checks(cli_json("verify", "2", home=home, ok=(1,)))["integrity.manifest"]
+    status, detail = check_table(cli_json("verify", "2", home=home, ok=(1,)))["integrity.manifest"]
     assert status == "failed" and "entry 2 is malformed" in detail
-    assert any("entry 2" in p for p in _problems(home))
+    assert any("entry 2" in p for p in audit_problems(home))
 
 
 def test_a_stored_manifest_that_no_longer_parses_fails_integrity_manifest(home: Path) -> None:
@@ -95,7 +87,7 @@ def test_a_stored_manifest_that_no_longer_parses_fails_integrity_manifest(home: 
     obj["manifest"] = "not a manifest"
     _alter(home, ("UPDATE entries SET data=? WHERE idx=1", (canonical_json(obj),)))
     rep = cli_json("verify", "1", home=home, ok=(1,))
-    checks = _checks(rep)
+    checks = check_table(rep)
     assert checks["integrity.manifest"][0] == "failed"
     assert "recorded manifest is invalid" in checks["integrity.manifest"][1]
     assert checks["integrity.signature"][0] == "failed"
@@ -103,9 +95,9 @@ def test_a_stored_manifest_that_no_longer_parses_fails_integrity_manifest(home: 
 
 def test_a_file_missing_from_the_store_is_named(home: Path) -> None:
     _alter(home, ("UPDATE blobs SET part=9 WHERE data=?", (b"// ptx 1\n",)))
-    status, detail = _checks(cli_json("verify", "2", home=home, ok=(1,)))["integrity.manifest"]
+    status, detail = check_table(cli_json("verify", "2", home=home, ok=(1,)))["integrity.manifest"]
     assert status == "failed" and detail == "k.ptx: listed in the manifest but missing"
-    assert any("bundle file" in p and "is missing" in p for p in _problems(home))
+    assert any("bundle file" in p and "is missing" in p for p in audit_problems(home))
 
 
 @pytest.mark.parametrize(
@@ -119,7 +111,7 @@ def test_a_file_missing_from_the_store_is_named(home: Path) -> None:
 def test_an_altered_meta_table_is_tampering(home: Path, sql: str, words: tuple[str, ...]) -> None:
     _alter(home, (sql, ()))
     for args in (("audit",), ("log",), ("show", "1"), ("verify", "1")):
-        _one_line(run_cli(*args, home=home), 1, *words)
+        one_line(run_cli(*args, home=home), 1, *words)
 
 
 def test_deleted_checkpoints_are_caught(home: Path) -> None:
@@ -127,10 +119,10 @@ def test_deleted_checkpoints_are_caught(home: Path) -> None:
     were deleted (triggers put back) fails the audit, and with none left verify says why."""
     _alter(home, ("DELETE FROM checkpoints WHERE size=?", (N + 1,)), retrigger=True)
     assert any(f"no checkpoint covers the log's {N + 1} entries (newest: size {N})" in p
-               for p in _problems(home))
+               for p in audit_problems(home))
     _alter(home, ("DELETE FROM checkpoints", ()), retrigger=True)
-    _one_line(run_cli("verify", "1", home=home), 1, "no checkpoint", "ledger audit")
-    assert any("(newest: none)" in p for p in _problems(home))
+    one_line(run_cli("verify", "1", home=home), 1, "no checkpoint", "ledger audit")
+    assert any("(newest: none)" in p for p in audit_problems(home))
 
 
 def test_a_row_below_index_0_is_outside_the_log(home: Path) -> None:
@@ -139,10 +131,10 @@ def test_a_row_below_index_0_is_outside_the_log(home: Path) -> None:
     forged = _entry(home, 1).replace(b'"k0"', b'"kX"')
     _alter(home, ("INSERT INTO entries VALUES(-1, ?, ?, 'bundle', ?)",
                   (b"\x01" * 32, forged, b"\xee" * 32)), retrigger=True)
-    assert "1 entry rows have a negative index: rows outside the log" in _problems(home)
-    _one_line(run_cli("show", "ee" * 32, home=home), 2, "no bundle digest or leaf hash")
+    assert "1 entry rows have a negative index: rows outside the log" in audit_problems(home)
+    one_line(run_cli("show", "ee" * 32, home=home), 2, "no bundle digest or leaf hash")
     rep = cli_json("verify", "1", home=home, ok=(0, 1))
-    assert _checks(rep)["integrity.signer"][0] == "passed"  # the replay ignores the row
+    assert check_table(rep)["integrity.signer"][0] == "passed"  # the replay ignores the row
 
 
 def test_truncation_is_caught_by_the_checkpoint_memory_of_an_earlier_audit(
@@ -156,7 +148,7 @@ def test_truncation_is_caught_by_the_checkpoint_memory_of_an_earlier_audit(
            ("DELETE FROM hashes WHERE NOT (level=0 AND n<?) AND NOT (level=1 AND n<?)",
             (N, N // 2)),
            ("DELETE FROM checkpoints WHERE size=?", (N + 1,)), retrigger=True)
-    problems = _problems(home)
+    problems = audit_problems(home)
     assert any(f"older than the size {N + 1}" in p and "lost entries" in p for p in problems)
     assert len(list((cache / "evidence").glob("*-presented.checkpoint"))) == 1
     res = run_cli("audit", home=home)
@@ -184,7 +176,7 @@ def test_a_damaged_wal_frame_is_a_rollback_the_memory_catches(
     data = bytearray(wal.read_bytes())
     data[-100] ^= 0xFF
     wal.write_bytes(bytes(data))
-    problems = _problems(copy)
+    problems = audit_problems(copy)
     assert any(f"older than the size {N + 3}" in p for p in problems), problems
 
 
@@ -198,9 +190,9 @@ def test_a_damaged_database_page_is_tampering(home: Path) -> None:
     data[3 * page] ^= 0xFF  # the type byte of a b-tree page
     db.write_bytes(bytes(data))
     for args in (("audit",), ("log",), ("verify", "1")):
-        _one_line(run_cli(*args, home=home), 1, "damaged")
+        one_line(run_cli(*args, home=home), 1, "damaged")
     db.write_bytes(bytes(data[: len(data) // 2]))
-    _one_line(run_cli("show", "1", home=home), 1, "damaged")
+    one_line(run_cli("show", "1", home=home), 1, "damaged")
 
 
 @pytest.fixture()
@@ -215,7 +207,7 @@ def _offline(home: Path, receipt: Path, tmp_path: Path) -> dict[str, tuple[str, 
     res = run_cli("verify", "2", "--receipt", str(receipt), "--vkey", vkey, "--json",
                   home=tmp_path / "no-ledger")
     assert res.returncode in (0, 1), res.stderr
-    return _checks(json.loads(res.stdout))
+    return check_table(json.loads(res.stdout))
 
 
 @pytest.mark.parametrize(
@@ -253,7 +245,7 @@ def test_a_receipt_away_from_its_bundle_says_to_give_the_bundle(
     vkey = (home / "log.vkey").read_text().strip()
     res = run_cli("verify", "2", "--receipt", str(moved), "--vkey", vkey,
                   home=tmp_path / "no-ledger")
-    _one_line(res, 2, "more than 64 files", "--bundle DIR")
+    one_line(res, 2, "more than 64 files", "--bundle DIR")
 
 
 def test_a_trigger_re_created_without_its_refusal_is_reported(home: Path) -> None:
@@ -262,7 +254,7 @@ def test_a_trigger_re_created_without_its_refusal_is_reported(home: Path) -> Non
     conn.execute("DROP TRIGGER entries_no_update")
     conn.execute("CREATE TRIGGER entries_no_update BEFORE UPDATE ON entries BEGIN SELECT 1; END")
     conn.close()
-    problems = _problems(home)
+    problems = audit_problems(home)
     assert "append-only trigger entries_no_update has been altered: it may no longer refuse " \
         "changes" in problems
     assert not any("has been dropped" in p for p in problems)
@@ -286,4 +278,4 @@ def test_a_trigger_that_swallows_inserts_makes_a_seal_refused_not_acknowledged(
     assert conn.execute("SELECT max(size) FROM checkpoints").fetchone() == (N + 1,)
     conn.close()
     assert "trigger swallow on table entries is not the ledger's: it can change or drop the " \
-        "ledger's writes" in _problems(home)
+        "ledger's writes" in audit_problems(home)

@@ -138,3 +138,26 @@ def assert_one_error_line(res: subprocess.CompletedProcess[str], code: int) -> s
     assert "Traceback" not in res.stderr
     assert lines[0].startswith("ledger: error: ")
     return lines[0]
+
+
+def one_line(res: subprocess.CompletedProcess[str], code: int, *words: str) -> str:
+    """The exit ``code``, one line on stderr holding each of ``words``, no traceback."""
+    assert res.returncode == code, (res.returncode, res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, res.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+    return lines[0]
+
+
+def audit_problems(home: Path) -> list[str]:
+    """``ledger audit --json`` of a ledger that must fail it: the problems' messages."""
+    out = cli_json("audit", home=home, ok=(1,))
+    assert out["ok"] is False
+    return [p["message"] for p in out["problems"]]
+
+
+def check_table(rep: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """A ``verify --json`` report's checks: id to (status, detail)."""
+    return {c["id"]: (c["status"], c["detail"]) for c in rep["checks"]}
