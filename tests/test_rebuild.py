@@ -15,7 +15,7 @@ import pytest
 import verify.rebuild as rebuild
 from ledger.bundle import Bundle
 from ledger.errors import BadInput
-from verify.confine import sandbox_status
+from verify.confine import confined_argv, sandbox_status, tool_dirs
 from verify.context import Context, Options
 from verify.model import Contract, Kernel, Param
 from verify.rebuild import check_build, first_difference
@@ -333,3 +333,24 @@ def test_without_a_sandbox_rebuild_is_skipped_unless_trusted(
     c = check(sealed, KERNEL, options=Options(trust_bundle_code=True))
     assert c.status == "passed", c.detail
     assert c.detail.endswith("(nvcc ran without a sandbox: --trust-bundle-code)")
+
+
+def test_the_sandbox_binds_a_cuda_installation_by_its_parts(tmp_path: Path) -> None:
+    """An nvcc outside /usr (``~/cuda/bin/nvcc``, ``~/bin/nvcc``) brings only the parts of a
+    CUDA layout into its sandbox, never the directory above them, where a ledger may live."""
+    home = tmp_path / "home"
+    for d in ("bin", "include", "nvvm", ".ledger"):
+        (home / d).mkdir(parents=True)
+    (home / "bin" / "nvcc").write_bytes(b"")
+    (home / ".ledger" / "log.key").write_text(SECRET)
+    assert tool_dirs(str(home / "bin" / "nvcc")) == [home / "bin", home / "nvvm", home / "include"]
+    wheel = tmp_path / "site-packages" / "nvidia" / "cu13" / "bin"
+    wheel.mkdir(parents=True)
+    (wheel / "nvcc").write_bytes(b"")
+    assert tool_dirs(str(wheel / "nvcc")) == [tmp_path / "site-packages" / "nvidia"]
+    assert tool_dirs("/usr/local/cuda-13.0/bin/nvcc") == []  # /usr is bound whole
+    argv = confined_argv("bwrap", str(home / "bin" / "nvcc"), tmp_path, ["nvcc", "-ptx"])
+    bound = {argv[i + 1] for i, a in enumerate(argv) if a in ("--ro-bind", "--bind")}
+    assert str(home) not in bound and str(home / ".ledger") not in bound
+    assert argv.index("--tmpfs") < argv.index(str(home / "bin"))  # not hidden by /tmp
+    assert argv[-2:] == ["nvcc", "-ptx"] and "--clearenv" in argv

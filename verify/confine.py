@@ -1,6 +1,6 @@
 """Bubblewrap for the verifier's children: whether it runs here, the part of its command line every
 sandbox shares, and the sandbox a compiler runs a bundle's files in (docs/external-tools.md,
-"Compilers in a sandbox").
+"nvcc runs in a sandbox").
 
 A compiler reads more than its input: nvcc's preprocessor opens whatever file an ``#include``
 names, ``/home/…/.ledger/log.key`` included, and its diagnostics quote what they read (``error:
@@ -55,11 +55,12 @@ def _probe() -> tuple[str | None, str]:
     return bwrap, ver or "bubblewrap"
 
 
-def base_argv(bwrap: str, env: dict[str, str]) -> list[str]:
+def base_argv(bwrap: str, env: dict[str, str], python: bool = True) -> list[str]:
     """New namespaces of every kind (the network one holds only its own loopback), no
     capabilities, its own session, dies with its parent; the environment cleared to ``HOME=/tmp``,
     ``LANG`` and ``env``; ``/usr`` read-only with the top-level links into it (``/bin``,
-    ``/lib`` ...), and the Python interpreter's prefix where it lies outside ``/usr``."""
+    ``/lib`` ...), and (``python``) the Python interpreter's prefix where it lies outside
+    ``/usr``."""
     argv = [
         bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
         "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
@@ -74,6 +75,8 @@ def base_argv(bwrap: str, env: dict[str, str]) -> list[str]:
             argv += ["--symlink", os.readlink(p), d]
         elif p.is_dir():
             argv += ["--ro-bind", d, d]
+    if not python:
+        return argv
     prefix = Path(sys.base_prefix).resolve()
     if not prefix.is_relative_to("/usr"):
         argv += ["--ro-bind", str(prefix), str(prefix)]
@@ -88,13 +91,23 @@ def private_dirs(tmp_bytes: int) -> list[str]:
     return ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
 
 
-def tool_root(tool: str) -> Path:
-    """The installation a compiler binary belongs to, bound read-only into its sandbox: the
-    directory above its ``bin`` (``/usr/local/cuda-13.0``), or for the PyPI wheels
-    (``site-packages/nvidia/cu13/bin/nvcc``) the whole ``nvidia`` directory, whose packages
-    share headers."""
+# What a CUDA installation holds, by the directory above nvcc's ``bin``: only these are bound, so
+# an nvcc found in ``~/bin`` brings ``~/bin``, ``~/lib`` ... into the sandbox, never the home
+# directory itself (and ``~/.ledger`` with it).
+TOOL_LAYOUT = ("bin", "nvvm", "include", "lib", "lib64", "targets")
+
+
+def tool_dirs(tool: str) -> list[Path]:
+    """The parts of the installation a compiler binary belongs to, bound read-only into its
+    sandbox: for the PyPI wheels (``site-packages/nvidia/cu13/bin/nvcc``) the whole ``nvidia``
+    directory, whose packages share headers; else the ``TOOL_LAYOUT`` entries of the directory
+    above its ``bin`` (``/usr/local/cuda-13.0``), nothing where that lies in ``/usr``."""
     root = Path(tool).resolve().parent.parent
-    return root.parent if root.parent.name == "nvidia" else root
+    if root.parent.name == "nvidia":
+        return [root.parent]
+    if root.is_relative_to("/usr"):
+        return []
+    return [root / name for name in TOOL_LAYOUT if (root / name).exists()]
 
 
 TOOL_TMP_BYTES = 1 << 30  # nvcc's intermediate files in /tmp (cicc's output, the preprocessed text)
@@ -102,15 +115,15 @@ TOOL_TMP_BYTES = 1 << 30  # nvcc's intermediate files in /tmp (cicc's output, th
 
 def confined_argv(bwrap: str, tool: str, work: Path, command: Sequence[str]) -> list[str]:
     """``command`` (whose first item is ``tool``) run by bubblewrap in ``work``: the files it
-    sees are ``/usr``, the tool's installation and the interpreter's prefix, read-only; ``work``
+    sees are ``/usr`` and the tool's installation (``tool_dirs``), read-only; ``work``
     read-write at its own path (so paths in the tool's output are what they would be without the
     sandbox); a private ``/tmp``. PATH is the tool's ``bin`` and ``/usr/bin``."""
-    root, work = tool_root(tool), work.resolve()
+    work = work.resolve()
     path = f"{Path(tool).resolve().parent}:/usr/bin:/bin"
-    argv = base_argv(bwrap, {"PATH": path, "TMPDIR": "/tmp"})
-    if not root.is_relative_to("/usr"):
-        argv += ["--ro-bind", str(root), str(root)]
+    argv = base_argv(bwrap, {"PATH": path, "TMPDIR": "/tmp"}, python=False)
     argv += private_dirs(TOOL_TMP_BYTES)
-    # after the private /tmp, which would hide a work directory beneath it
+    # after the private /tmp, which would hide what lies beneath it
+    for d in tool_dirs(tool):
+        argv += ["--ro-bind", str(d), str(d)]
     argv += ["--bind", str(work), str(work), "--chdir", str(work)]
     return argv + list(command)
