@@ -8,12 +8,20 @@
   moderate limits); ``<NAME>.pub`` holds the name, public key and proof-of-possession
   signature that ``ledger keys register`` appends to the log.
 
-Files are written by ``ledger.fsutil.write_atomic`` (``mkstemp`` in the target directory, fsync,
-rename, never following a planted symlink) and never overwritten; ``keys/`` is made 0700.
+Files are written by ``ledger.fsutil.write_atomic`` (never following a planted symlink; the stray
+temporary a ``keys new`` killed mid-write leaves, 0600 in the 0700 ``keys/``, is removed by the
+next ``keys new`` of that name) and never overwritten; ``keys/`` and the ledger directory above
+it are made 0700 whatever the umask.
+Reading, ``keys/`` must be private (``check_private_dir``: not a symlink to a directory others
+can write, this user's, not writable by group or others), a ``.key`` file a regular file of this
+user that group and others can neither read nor write (``check_secret_file``, as ssh refuses an
+unprotected key), and no key file is read through a symlink. No message quotes a key file's
+content.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -30,7 +38,14 @@ import nacl.utils
 from ledger.encoding import b64_decode, b64_encode
 from ledger.entries import node_key_id, pop_message
 from ledger.errors import BadInput, KeyFileError
-from ledger.fsutil import private_dir, read_small, write_atomic
+from ledger.fsutil import (
+    check_private_dir,
+    check_secret_file,
+    private_dir,
+    read_small,
+    stale_temporaries,
+    write_atomic,
+)
 
 __all__ = ["write_atomic"]  # re-exported: older callers import it from here
 
@@ -42,8 +57,9 @@ KIND_PUBLIC = "kernel-ledger/node-public-key/v1"
 
 def check_name(name: str) -> str:
     if NAME_RE.fullmatch(name) is None:
+        shown = repr(name) if len(name) <= 80 else f"{name[:64]!r}... ({len(name)} characters)"
         raise KeyFileError(
-            f"bad key name {name!r}: use 1-64 letters, digits, '.', '_' or '-', "
+            f"bad key name {shown}: use 1-64 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
         )
     return name
@@ -124,6 +140,7 @@ def read_passphrase(path: Path) -> bytes:
 def new_node_key(keydir: Path, name: str, passphrase: bytes | None = None) -> NodePublic:
     """Create ``<name>.key`` (0600) and ``<name>.pub`` in ``keydir``."""
     check_name(name)
+    private_dir(keydir.parent, "ledger directory")  # LEDGER_HOME too: 0700 whatever the umask
     private_dir(keydir, "key directory")
     sk = nacl.signing.SigningKey.generate()
     seed = bytes(sk)
@@ -148,6 +165,10 @@ def new_node_key(keydir: Path, name: str, passphrase: bytes | None = None) -> No
         # a .pub without its .key is what a crash between the two writes leaves: the secret
         # was never stored, so the public half is void and is replaced
         os.unlink(pub_path)
+    for stray in stale_temporaries(key_path) + stale_temporaries(pub_path):
+        # what a `keys new` killed mid-write left: a secret of a key that never came to exist
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(stray)
     # the public half first, the secret last: the secret file is what makes the key exist
     write_atomic(pub_path, public.to_bytes(), 0o644)
     write_atomic(key_path, (json.dumps(secret, indent=1) + "\n").encode(), 0o600)
@@ -161,6 +182,8 @@ def load_node_secret(
     path = keydir / f"{name}.key"
     if not os.path.lexists(path):
         raise KeyFileError(f"no node key named {name!r} (looked for {path})")
+    check_private_dir(keydir, "key directory")
+    check_secret_file(path, "node key file")
     obj = _load_json(_read_key_file(path), str(path))
     if obj.get("kind") != KIND_SECRET:
         raise KeyFileError(f"{path} is not a kernel-ledger node secret key")
@@ -196,8 +219,9 @@ def load_node_secret(
 
 
 def _read_key_file(path: Path) -> bytes:
-    """A key file: a regular file of at most ``MAX_KEY_FILE`` bytes, read once."""
+    """A key file: a regular file of at most ``MAX_KEY_FILE`` bytes, read once, never through a
+    symlink."""
     try:
-        return read_small(path, MAX_KEY_FILE, "key file")
+        return read_small(path, MAX_KEY_FILE, "key file", follow_symlinks=False)
     except BadInput as e:
         raise KeyFileError(str(e)) from e

@@ -253,11 +253,19 @@ class Log:
         signer = None
         keyfile = home / LOG_KEY
         if os.path.lexists(keyfile):
+            # the messages never quote the file: it is the log's secret
             try:
-                text = read_small(keyfile, 4096, "log key").decode("utf-8").strip()
-            except (BadInput, UnicodeDecodeError) as e:
+                data = read_small(keyfile, 4096, "log key", follow_symlinks=False)
+            except BadInput as e:
                 raise KeyFileError(f"cannot read log key {keyfile}: {e}") from e
-            signer = parse_skey(text)
+            try:
+                signer = parse_skey(data.decode("utf-8").strip())
+            except UnicodeDecodeError as e:
+                raise KeyFileError(f"{keyfile} is not a log key file (not UTF-8 text)") from e
+            except BadInput as e:
+                raise KeyFileError(
+                    f"{keyfile} is not a log key file (expected PRIVATE+KEY+...)"
+                ) from e
         if signer is not None and signer.public != verifier.public:
             raise KeyFileError(f"{keyfile} does not match the ledger's verifier key")
         return cls(store, signer, verifier)
