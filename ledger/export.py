@@ -4,7 +4,9 @@ tlog-tiles layout, for any static web host (not HTTP: it writes files).
 It is ``ledger publish`` to a directory without the bundle files and with the entry bundles
 uncompressed (served as they are by a host that cannot set ``Content-Encoding``); the order and
 the increments are publish's (``ledger.publish``): full tiles already there are not rewritten,
-the checkpoint is written last, a directory holding another log or a fork is refused.
+the checkpoint is written last, a directory holding another log or a fork is refused, only what
+the log signed is written, never through a symlink planted in ``dest``, and a ``dest`` that is,
+holds or lies in the ledger directory is refused.
 """
 
 from __future__ import annotations

@@ -31,18 +31,32 @@ written (a blob already at DEST is skipped: a ``stat`` in a directory, a ``HEAD`
 then the checkpoint, **last**. A run that stops half-way leaves the old checkpoint, with its tree
 whole; the next run writes the rest again.
 
-Directories: files are written to a temporary name and renamed (a reader never sees half a
-file), synced to disk once (``syncfs``) before the checkpoint is written and fsynced. Buckets:
+**Only what the log signed** (docs/threat-model.md, section 7): the checkpoint must verify under
+the log's key and equal the root of the tiles' hashes (``tiled_root``), each tile hash is checked
+against its entry or the full tile below it and each bundle file against its BLAKE3 digest as it
+is made, else ``TamperDetected`` (exit 1) and DEST's checkpoint is not written. DEST's checkpoint
+is read again just before it is replaced (``published_size``): it never goes back.
+
+Directories: DEST may not be, hold or lie in the ledger directory (``check_outside_home``: a web
+server would serve ``log.key``); DEST is locked (``flock``) for the run; everything beneath it is
+reached through directory descriptors with ``O_NOFOLLOW`` (a planted symlink is refused or
+replaced, never followed); files are written to a temporary name and renamed (a reader never
+sees half a file), synced to disk once (``syncfs``) before the checkpoint is written and fsynced.
+Buckets:
 ``s3://bucket/prefix`` through boto3 (credentials from its usual chain; ``--endpoint-url`` for a
-non-AWS store), uploads in parallel (``PUT_THREADS``).
+non-AWS store), uploads in parallel (``PUT_THREADS``); the URL and the endpoint carry no
+credentials, and no message shows a secret (``parse_s3_url``, ``check_endpoint_url``, ``scrub``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import json
 import os
+import re
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -51,12 +65,14 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from ledger.bundle import manifest_digests
+from ledger import merkle
+from ledger.bundle import blake3_digest, manifest_digests
 from ledger.encoding import hex_encode
-from ledger.errors import BadInput, CannotCheck, LedgerError, LedgerStateError
-from ledger.note import Checkpoint, note_text, parse_checkpoint
+from ledger.errors import BadInput, CannotCheck, LedgerError, LedgerStateError, TamperDetected
+from ledger.note import Checkpoint, NoteVerifier, note_text, open_note, parse_checkpoint
 from ledger.store import Store
 from ledger.tiles import (
+    TILE_HEIGHT,
     TILE_WIDTH,
     entries_tile_path,
     entry_bundle,
@@ -90,6 +106,7 @@ class Target(Protocol):
     """Where files go: a directory or a bucket prefix."""
 
     def describe(self) -> str: ...
+    def lock(self) -> None: ...
     def read(self, key: str, limit: int) -> bytes | None: ...
     def exists(self, key: str) -> bool: ...
     def put(self, obj: Obj) -> None: ...
@@ -98,7 +115,14 @@ class Target(Protocol):
 
 
 class DirTarget:
-    """A directory tree; headers are the web server's job (docs/scale-out.md)."""
+    """A directory tree; headers are the web server's job (docs/scale-out.md).
+
+    DEST itself is opened once (a symlink given as DEST is followed: it is the user's choice);
+    everything beneath it is reached through directory descriptors (``openat`` with
+    ``O_NOFOLLOW``), so a symlink planted at any level (a tile directory, a tile, the checkpoint)
+    is never written or read through: a directory that is a symlink is refused, a file that is
+    one is replaced (``ledger.fsutil.write_atomic_at``). A run holds an exclusive ``flock`` on
+    DEST for its whole length (``lock``); a second publish into DEST meanwhile is refused."""
 
     threads = 1  # local writes: one thread (the page cache does the rest)
 
@@ -106,46 +130,141 @@ class DirTarget:
         if root.exists() and not root.is_dir():
             raise BadInput(f"{root} exists and is not a directory")
         self.root = root
+        self._fds: dict[str, int] = {}
 
     def describe(self) -> str:
         return str(self.root)
 
-    def read(self, key: str, limit: int) -> bytes | None:
-        from ledger.fsutil import read_small
+    def _root_fd(self) -> int:
+        fd = self._fds.get("")
+        if fd is None:
+            from ledger.fsutil import make_parents
 
-        path = self.root / key
-        if not path.exists():
+            try:
+                if not os.path.isdir(self.root):
+                    make_parents(self.root)
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(self.root, 0o755)
+                fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            except OSError as e:
+                raise BadInput(f"cannot use {self.root} as DEST: {e.strerror or e}") from e
+            self._fds[""] = fd
+        return fd
+
+    def _dir_fd(self, rel: str, create: bool) -> int | None:
+        """The descriptor of directory ``rel`` beneath DEST (made when ``create``), reached one
+        component at a time without following a symlink; None when it is absent and not made."""
+        if rel in self._fds:
+            return self._fds[rel]
+        fd = self._root_fd()
+        done = ""
+        for part in rel.split("/") if rel else []:
+            done = f"{done}/{part}" if done else part
+            if done in self._fds:
+                fd = self._fds[done]
+                continue
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    try:
+                        os.mkdir(part, 0o755, dir_fd=fd)
+                    except OSError as e:
+                        if e.errno != errno.EEXIST:
+                            raise BadInput(f"cannot create {self.root / done}: "
+                                           f"{e.strerror or e}") from e
+            try:
+                fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                             dir_fd=fd)
+            except FileNotFoundError:
+                if create:
+                    raise BadInput(f"cannot create {self.root / done}") from None
+                return None
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise BadInput(f"{self.root / done} is a symlink or not a directory: "
+                                   "refusing to publish through it") from e
+                raise BadInput(f"cannot use {self.root / done}: {e.strerror or e}") from e
+            self._fds[done] = fd
+        return fd
+
+    def lock(self) -> None:
+        """Take DEST's exclusive lock (on the directory itself: nothing is added to DEST) and
+        refuse a symlink at any of the fixed directories before anything is written."""
+        import fcntl
+
+        try:
+            fcntl.flock(self._root_fd(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as e:
+            raise CannotCheck(f"{self.root}: another publish into it is under way; run this "
+                              "one again when it has finished") from e
+        except OSError as e:
+            raise CannotCheck(f"{self.root}: cannot lock it ({e.strerror or e})") from e
+        for rel in ("tile", "tile/entries", "api", "api/v1", BLOB_PREFIX.rstrip("/")):
+            self._dir_fd(rel, create=False)  # a planted symlink is refused before any write
+
+    def read(self, key: str, limit: int) -> bytes | None:
+        from ledger.fsutil import read_fd_bounded
+
+        parent, _, name = key.rpartition("/")
+        dfd = self._dir_fd(parent, create=False)
+        if dfd is None:
             return None
-        return read_small(path, limit, f"published {key}")
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                         dir_fd=dfd)
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise BadInput(f"{self.root / key} is a symlink: refusing to read through it "
+                               "(remove it; publish writes a regular file there)") from e
+            raise BadInput(f"cannot read {self.root / key}: {e.strerror or e}") from e
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise BadInput(f"{self.root / key} is not a regular file")
+            if st.st_size > limit:
+                raise BadInput(f"{self.root / key} is larger than {limit} bytes")
+            data = read_fd_bounded(fd, limit)
+        except OSError as e:
+            raise BadInput(f"cannot read {self.root / key}: {e.strerror or e}") from e
+        finally:
+            os.close(fd)
+        if len(data) > limit:
+            raise BadInput(f"{self.root / key} is larger than {limit} bytes")
+        return data
 
     def exists(self, key: str) -> bool:
-        return os.path.exists(self.root / key)
+        """A regular file (not a symlink) at ``key``: what a skipped blob must be."""
+        parent, _, name = key.rpartition("/")
+        dfd = self._dir_fd(parent, create=False)
+        if dfd is None:
+            return False
+        try:
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        except OSError:
+            return False
+        return stat.S_ISREG(st.st_mode)
 
     def put(self, obj: Obj) -> None:
-        from ledger.fsutil import write_atomic
+        from ledger.fsutil import write_atomic_at
 
-        path = self.root / obj.key
+        parent, _, name = obj.key.rpartition("/")
+        dfd = self._dir_fd(parent, create=True)
+        assert dfd is not None
         durable = obj.key == "checkpoint"
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise BadInput(f"cannot create {path.parent}: {e.strerror or e}") from e
-        write_atomic(path, obj.data, 0o644, exclusive=False, fsync=durable)
+        write_atomic_at(dfd, name, obj.data, 0o644, fsync=durable, shown=str(self.root / obj.key))
 
     def flush(self) -> None:
         """Everything written so far reaches the disk before the checkpoint is written."""
-        try:
-            fd = os.open(self.root, os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            os.fsync(fd)
-            _syncfs(fd)
-        finally:
-            os.close(fd)
+        fd = self._root_fd()
+        os.fsync(fd)
+        _syncfs(fd)
 
     def close(self) -> None:
-        pass
+        for fd in self._fds.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)  # the lock goes with the root's descriptor
+        self._fds.clear()
 
 
 class S3Target:
@@ -154,34 +273,41 @@ class S3Target:
     threads = PUT_THREADS
 
     def __init__(self, url: str, endpoint_url: str | None = None, client: Any = None) -> None:
-        parts = urlsplit(url)
-        if parts.scheme != "s3" or not parts.netloc or parts.query or parts.fragment:
-            raise BadInput(f"{url!r}: expected s3://bucket[/prefix]")
-        self.bucket = parts.netloc
-        self.prefix = parts.path.strip("/")
-        self.url = url
+        self.bucket, self.prefix = parse_s3_url(url)
+        self.url = f"s3://{self.bucket}/{self.prefix}" if self.prefix else f"s3://{self.bucket}"
+        if endpoint_url is not None:
+            check_endpoint_url(endpoint_url)
         if client is None:
             try:
                 import boto3
                 from botocore.config import Config
+                from botocore.exceptions import BotoCoreError
             except ImportError as e:
                 raise BadInput(
                     "publishing to s3:// needs boto3 (pip install 'kernel-ledger[s3]')"
                 ) from e
-            client = boto3.client(
-                "s3",
-                endpoint_url=endpoint_url,
-                config=Config(
-                    max_pool_connections=PUT_THREADS * 2,
-                    retries={"max_attempts": 5, "mode": "standard"},
-                    connect_timeout=10,
-                    read_timeout=60,
-                ),
-            )
+            try:
+                client = boto3.client(
+                    "s3",
+                    endpoint_url=endpoint_url,
+                    config=Config(
+                        max_pool_connections=PUT_THREADS * 2,
+                        retries={"max_attempts": 5, "mode": "standard"},
+                        connect_timeout=10,
+                        read_timeout=60,
+                    ),
+                )
+            except (BotoCoreError, ValueError) as e:  # a bad region, an endpoint boto refuses
+                raise BadInput(f"{self.url}: cannot set up the S3 client: "
+                               f"{scrub(str(e), endpoint_url)}") from e
         self.s3 = client
+        self.endpoint_url = endpoint_url
 
     def describe(self) -> str:
         return self.url
+
+    def lock(self) -> None:
+        pass  # a bucket has no lock: the checkpoint is read again before it is written
 
     def _key(self, key: str) -> str:
         return f"{self.prefix}/{key}" if self.prefix else key
@@ -190,14 +316,16 @@ class S3Target:
         from botocore.exceptions import ClientError, NoCredentialsError
 
         if isinstance(e, NoCredentialsError):
-            return BadInput(f"{self.url}: no S3 credentials ({e})")
+            return BadInput(f"{self.url}: no S3 credentials (none found in the environment or "
+                            "the AWS configuration files)")
         if isinstance(e, ClientError):
-            code = e.response.get("Error", {}).get("Code", "?")
+            code = str(e.response.get("Error", {}).get("Code", "?"))[:64]
             if code in ("NoSuchBucket", "AccessDenied", "InvalidAccessKeyId",
-                        "SignatureDoesNotMatch"):
+                        "SignatureDoesNotMatch", "InvalidBucketName"):
                 return BadInput(f"{self.url}: {what}: {code}")
             return CannotCheck(f"{self.url}: {what}: {code}")
-        return CannotCheck(f"{self.url}: {what}: {' '.join(str(e).split())[:200]}")
+        text = scrub(" ".join(str(e).split()), self.endpoint_url)[:200]
+        return CannotCheck(f"{self.url}: {what}: {text}")
 
     def read(self, key: str, limit: int) -> bytes | None:
         from botocore.exceptions import BotoCoreError, ClientError
@@ -254,6 +382,86 @@ class S3Target:
             self.s3.close()
 
 
+_BUCKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,253}[A-Za-z0-9]")
+_SECRET_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN")
+
+
+def shown_url(url: str) -> str:
+    """``url`` as a message may show it: no user name or password, no query, no fragment (where a
+    presigned signature or a token would be), at most 200 characters."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+    except ValueError:
+        return "the URL given"
+    if "@" in netloc:
+        netloc = "***@" + netloc.rpartition("@")[2]
+    shown = f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else parts.path
+    if parts.query or parts.fragment:
+        shown += "?***"
+    return repr(shown[:200]) if not shown.isprintable() else shown[:200]
+
+
+def scrub(text: str, *urls: str | None) -> str:
+    """``text`` without the secrets a boto message could carry: the values of the AWS secret
+    environment variables and any URL's user information (``user:password@``)."""
+    for name in _SECRET_ENV:
+        value = os.environ.get(name)
+        if value and len(value) >= 4:
+            text = text.replace(value, "***")
+    for url in urls:
+        if url:
+            with contextlib.suppress(ValueError):
+                netloc = urlsplit(url).netloc
+                if "@" in netloc:
+                    text = text.replace(netloc.rpartition("@")[0], "***")
+    return re.sub(r"(?<=://)[^/\s\"'@]+@", "***@", text)
+
+
+def parse_s3_url(url: str) -> tuple[str, str]:
+    """``(bucket, prefix)`` of ``s3://bucket[/prefix]``; BadInput, never quoting a credential or
+    query the URL carries, for anything else: user information, a query or fragment, a bucket
+    name S3 does not allow, control characters or ``.``/``..`` segments in the prefix."""
+    bad = f"{shown_url(url)}: expected s3://bucket[/prefix]"
+    try:
+        parts = urlsplit(url)
+    except ValueError as e:
+        raise BadInput(bad) from e
+    if parts.scheme != "s3" or not parts.netloc or parts.query or parts.fragment:
+        raise BadInput(bad)
+    if "@" in parts.netloc or ":" in parts.netloc:
+        raise BadInput(f"{shown_url(url)}: an s3:// URL carries no credentials or port (give "
+                       "credentials as AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, an endpoint "
+                       "as --endpoint-url)")
+    bucket = parts.netloc
+    if _BUCKET.fullmatch(bucket) is None:
+        raise BadInput(f"{shown_url(url)}: not a valid bucket name (3-255 letters, digits, '.', "
+                       "'-', '_')")
+    prefix = parts.path.strip("/")
+    segments = prefix.split("/") if prefix else []
+    if not prefix.isprintable() or "\\" in prefix or any(s in (".", "..") for s in segments):
+        raise BadInput(f"{shown_url(url)}: the prefix holds a control character, a backslash "
+                       "or a '.'/'..' segment")
+    return bucket, prefix
+
+
+def check_endpoint_url(endpoint_url: str) -> None:
+    """An S3 endpoint is ``http(s)://host[:port][/path]``: no credentials (they would be printed
+    in messages and sent in the clear), no query; BadInput naming it without them otherwise."""
+    try:
+        parts = urlsplit(endpoint_url)
+        parts.port  # noqa: B018  (a port that is not a number raises here)
+    except ValueError as e:
+        raise BadInput(f"--endpoint-url {shown_url(endpoint_url)}: not an http(s) URL") from e
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadInput(f"--endpoint-url {shown_url(endpoint_url)}: not an http(s) URL")
+    if "@" in parts.netloc:
+        raise BadInput(f"--endpoint-url {shown_url(endpoint_url)}: credentials do not belong in "
+                       "the URL; give them as AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY")
+    if parts.query or parts.fragment or not endpoint_url.isprintable():
+        raise BadInput(f"--endpoint-url {shown_url(endpoint_url)}: not an http(s) URL")
+
+
 def _syncfs(fd: int) -> None:
     """syncfs(2) on the file system holding ``fd`` (Linux), else sync(2)."""
     import ctypes
@@ -271,7 +479,7 @@ def open_target(dest: str, endpoint_url: str | None = None) -> DirTarget | S3Tar
     if dest.startswith("s3://"):
         return S3Target(dest, endpoint_url)
     if "://" in dest:
-        raise BadInput(f"{dest!r}: DEST is a directory or s3://bucket/prefix")
+        raise BadInput(f"{shown_url(dest)}: DEST is a directory or s3://bucket/prefix")
     if endpoint_url is not None:
         raise BadInput("--endpoint-url is only for an s3:// destination")
     return DirTarget(Path(dest))
@@ -306,9 +514,11 @@ def gzip_bytes(data: bytes) -> bytes:
     return gzip.compress(data, compresslevel=6, mtime=0)
 
 
-def published_size(target: Target, store: Store, cp: Checkpoint) -> int:
-    """The tree size DEST's checkpoint publishes, after checking it is this log's own tree;
-    0 when DEST holds none."""
+def published_size(
+    target: Target, store: Store, cp: Checkpoint, vk: NoteVerifier | None = None
+) -> int:
+    """The tree size DEST's checkpoint publishes, after checking it is this log's own tree
+    (signed by its key ``vk`` when given); 0 when DEST holds none."""
     old = target.read("checkpoint", MAX_CHECKPOINT_BYTES)
     if old is None:
         return 0
@@ -326,7 +536,63 @@ def published_size(target: Target, store: Store, cp: Checkpoint) -> int:
     if prev.size > 0 and store.root(prev.size) != prev.root:
         raise BadInput(f"{where} publishes a tree of size {prev.size} with another root than "
                        "this ledger's: refusing to publish over another history")
+    if vk is not None:
+        try:
+            open_note(old, [vk])
+        except LedgerError as e:
+            raise BadInput(f"{where}/checkpoint is not signed by this log's key {vk.label}: "
+                           "refusing to publish over it") from e
     return prev.size
+
+
+def check_outside_home(home: Path, dest: Path) -> None:
+    """Refuse a DEST that is the ledger directory, lies inside it, or holds it (symlinks
+    resolved): a web server serving DEST would serve ``log.key`` and ``keys/``."""
+    real_home, real_dest = os.path.realpath(home), os.path.realpath(dest)
+    if os.path.commonpath([real_home, real_dest]) in (real_home, real_dest):
+        raise BadInput(
+            f"{dest}: DEST is the ledger directory {home}, inside it or above it: a web server "
+            "serving DEST would serve the log's private key; publish to a directory outside it"
+        )
+
+
+def log_verifier(home: Path, store: Store) -> NoteVerifier:
+    """The log's key: the one ``init`` wrote to ``log.vkey`` (or a mirror pinned), which the
+    database's record must equal."""
+    from ledger.log import pinned_vkey
+    from ledger.note import parse_vkey
+
+    pinned = pinned_vkey(home)
+    try:
+        recorded = parse_vkey(store.meta("vkey") or "")
+    except BadInput as e:
+        raise TamperDetected("the database records no valid verifier key: refusing to "
+                             "publish (run `ledger audit`)") from e
+    if pinned is not None and (pinned.name, pinned.public) != (recorded.name, recorded.public):
+        raise TamperDetected(f"the database's verifier key is not the one in {home}/log.vkey: "
+                             "refusing to publish (run `ledger audit`)")
+    return pinned or recorded
+
+
+def tiled_root(size: int, get: merkle.GetStored) -> bytes:
+    """The root of the tree of ``size`` leaves from the hashes the tiles publish (heights 0, 8,
+    16, ...) alone, as a tile client computes it; the other heights are hashed here."""
+    made: dict[tuple[int, int], bytes] = {}
+
+    def tiled(level: int, n: int) -> bytes:
+        if level % TILE_HEIGHT == 0:
+            return get(level, n)
+        got = made.get((level, n))
+        if got is None:
+            got = made[(level, n)] = merkle.node_hash(
+                tiled(level - 1, 2 * n), tiled(level - 1, 2 * n + 1))
+        return got
+
+    return merkle.tree_root(size, tiled)
+
+
+def _hashes(tile: bytes) -> list[bytes]:
+    return [tile[i : i + merkle.HASH_SIZE] for i in range(0, len(tile), merkle.HASH_SIZE)]
 
 
 def new_tiles(old: int, new: int) -> list[tuple[int, int, int]]:
@@ -338,11 +604,37 @@ def new_tiles(old: int, new: int) -> list[tuple[int, int, int]]:
 def tile_objects(
     store: Store, tiles: list[tuple[int, int, int]], compress: bool = True
 ) -> Iterator[Obj]:
+    """The tiles' files, each checked before it is handed out: a level-0 hash must be the leaf
+    hash of its entry, a higher hash the root of the full tile below it (``TamperDetected``
+    otherwise), so every file is bound to the root the checkpoint signs (``tiled_root``)."""
+    get = store.stored_hash
+    below: dict[tuple[int, int], bytes] = {}  # roots of the full tiles made in this run
     for level, n, width in tiles:
-        yield Obj(tile_path(level, n, width), hash_tile(level, n, width, store.stored_hash))
+        tile = hash_tile(level, n, width, get)
+        hashes = _hashes(tile)
+        start = n * TILE_WIDTH
+        entries: list[bytes] = []
         if level == 0:
-            start = n * TILE_WIDTH
-            bundle = entry_bundle(list(store.entries(start, start + width)))
+            entries = list(store.entries(start, start + width))
+            for i, h in enumerate(hashes):
+                if i >= len(entries) or merkle.leaf_hash(entries[i]) != h:
+                    raise TamperDetected(f"entry {start + i} does not match its stored leaf "
+                                         "hash: refusing to publish (run `ledger audit`)")
+        else:
+            for i, h in enumerate(hashes):
+                sub = below.pop((level - 1, start + i), None)
+                if sub is None:
+                    sub = merkle.root_from_leaf_hashes(
+                        _hashes(hash_tile(level - 1, start + i, TILE_WIDTH, get)))
+                if sub != h:
+                    raise TamperDetected(
+                        f"stored hash ({TILE_HEIGHT * level}, {start + i}) is not the root of "
+                        "the hashes below it: refusing to publish (run `ledger audit`)")
+        if width == TILE_WIDTH:
+            below[(level, n)] = merkle.root_from_leaf_hashes(hashes)
+        yield Obj(tile_path(level, n, width), tile)
+        if level == 0:
+            bundle = entry_bundle(entries)
             if compress:
                 yield Obj(entries_tile_path(n, width), gzip_bytes(bundle), encoding="gzip")
             else:
@@ -384,14 +676,28 @@ def publish(
     from ledger.httpstate import published_note
 
     t0 = time.perf_counter()
+    if isinstance(target, DirTarget):
+        check_outside_home(home, target.root)
     store = Store.open(home)
     try:
+        vk = log_verifier(home, store)
         try:
             note = published_note(store, store.checkpoint())
         except LedgerStateError as e:
             raise BadInput(f"nothing to publish: {e}") from e
-        cp = parse_checkpoint(note_text(note))
-        old = published_size(target, store, cp)
+        # publish only what the log signed: the note under the log's key, its root that of the
+        # stored tree as the tiles show it (each tile is checked as it is made: tile_objects)
+        try:
+            cp = parse_checkpoint(open_note(note, [vk]).text)
+        except LedgerError as e:
+            raise TamperDetected(f"the ledger's latest checkpoint does not verify under the "
+                                 f"log's key {vk.label} ({e}): refusing to publish it (run "
+                                 "`ledger audit`)") from e
+        if cp.origin != store.origin or tiled_root(cp.size, store.stored_hash) != cp.root:
+            raise TamperDetected("the ledger's latest checkpoint does not match its stored "
+                                 "tree: refusing to publish it (run `ledger audit`)")
+        target.lock()
+        old = published_size(target, store, cp, vk)
         tiles = new_tiles(old, cp.size)
         digests = list(named_blobs(store, old, cp.size)) if blobs else []
         # every file but the checkpoint: hash tiles, entry bundles (one per level-0 tile), blobs
@@ -412,6 +718,10 @@ def publish(
                 if data is None:  # a ledger that lacks a file it names (a partial mirror)
                     raise BadInput(f"bundle file {hex_encode(digest)} is named by an entry but not "
                                    "stored here: cannot publish it")
+                if blake3_digest(data) != digest:
+                    raise TamperDetected(f"bundle file {hex_encode(digest)} as stored does not "
+                                         "hash to its digest: refusing to publish it (run "
+                                         "`ledger audit`)")
                 yield Obj(BLOB_PREFIX + hex_encode(digest), data)
 
         def send(obj: Obj) -> int:
@@ -429,6 +739,9 @@ def publish(
             nbytes += sent
             step()
         target.flush()
+        # DEST's checkpoint read again: one written meanwhile (by a publisher that holds no lock:
+        # a bucket) must still be a prefix of this tree, never rolled back
+        published_size(target, store, cp, vk)
         target.put(Obj("checkpoint", note, NOTE_TYPE, NO_CACHE))
         target.flush()
         return PublishResult(
@@ -437,6 +750,8 @@ def publish(
         )
     finally:
         store.close()
+        if isinstance(target, DirTarget):
+            target.close()  # its descriptors and DEST's lock (it opens them again if used again)
 
 
 def _run(
