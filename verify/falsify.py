@@ -101,6 +101,7 @@ FINDING_PROPERTY = {
     "divergent_barrier": "convergence/PO3",
     "partial_barrier": "convergence/PO3",
     "uninitialised_read": "initialised/PO6",
+    "stale_module_state": "initialised/PO6",  # state an earlier launch left, not this one's
     "undefined_register": "initialised/PO6",
     "shuffle_undefined_lane": "initialised/PO6",
     "race": "race_free/PO7",
@@ -188,6 +189,7 @@ class InterpreterEngine:
                 # differs there is judged like the first run's outputs (``judge_case``)
                 schedule_seed=SECOND_SCHEDULE_SEED if second_schedule and small else None,
                 schedule_values=True,
+                out_undefined=True,  # out buffers are poisoned: their contents are unspecified
             )
         except CannotCheck as e:
             if need > COLLECT_AFTER_BYTES:

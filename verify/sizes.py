@@ -12,6 +12,8 @@ size domain, the way property-based testing picks its own inputs:
   ``block - 1``, ``block``, ``block + 1`` for the block's thread count and each of its dimensions
   above 1; the first prime above two blocks (or two tiles); the domain's maximum, or, when that
   launch is over the engine's cost cap, the largest value under the cap (the detail says so);
+  for a grid of several blocks that is a constant, ``stride - 1``, ``stride``, ``stride + 1``
+  of its thread count (the grid-stride loop's second trip; ``grid_stride``);
 - every variable at once: each at ``tile + 1``, each at ``tile - 1``, each at its prime;
 - ``RANDOM_DRAWS`` bindings drawn log-uniformly inside the domain (seeded: ``--seed``
   reproduces them), under the cost cap.
@@ -140,6 +142,22 @@ TRIP_COST = 4096  # cost units of one trip of a loop over a size variable (measu
 LOOP_STEP = 32  # the largest step assumed for such a loop
 
 
+def grid_stride(kernel: Kernel) -> int | None:
+    """The thread count of a grid of more than one block whose grid and block are constants
+    (no size variable): the stride of the grid-stride loop such a kernel covers its sizes with.
+    None otherwise (a grid that grows with a size spreads that size over its blocks)."""
+    if kernel.launch is None:
+        return None
+    try:
+        grid = [eval_expr(g, {}) for g in kernel.launch.grid]
+        block = [eval_expr(b, {}) for b in kernel.launch.block]
+    except ContractError:
+        return None
+    if math.prod(grid) < 2 or not 1 < math.prod(grid) * math.prod(block) <= MAX_UNIT:
+        return None
+    return math.prod(grid) * math.prod(block)
+
+
 def grid_vars(kernel: Kernel) -> set[str]:
     """Size variables the grid expressions use (the launch spreads them over blocks)."""
     out: set[str] = set()
@@ -156,7 +174,8 @@ def cost(kernel: Kernel, sizes: Mapping[str, int]) -> int:
     """Work units of one launch (about 5 microseconds each in the interpreter on one core;
     docs/benchmarks.md): its threads and buffer elements, ``LAUNCH_OVERHEAD``, and
     ``TRIP_COST`` per trip of the loops over the size variables the grid does not spread (each
-    taken in steps of the block's x dimension, at most ``LOOP_STEP``). The
+    taken in steps of the block's x dimension, at most ``LOOP_STEP``; in steps of the whole
+    grid when the grid is a constant of several blocks: ``grid_stride``). The
     interpreter steps every thread of a launch together, so a long loop costs about as much in a
     single block as in many: the trips, not the threads, dominate there."""
     threads = elements = 0
@@ -167,6 +186,7 @@ def cost(kernel: Kernel, sizes: Mapping[str, int]) -> int:
             block = [eval_expr(b, sizes) for b in kernel.launch.block]
             threads = math.prod(grid) * math.prod(block)
             step = min(block[0] if block[0] > 1 else max(math.prod(block), 1), LOOP_STEP)
+            step = max(step, grid_stride(kernel) or 1)
             spread = grid_vars(kernel)
             for name, v in sizes.items():
                 if name not in spread:
@@ -229,6 +249,7 @@ def choose_sizes(
     base = {n: snap(r, r.min)[0] for n, r in domain.items()}
     tile_map = tiles(kernel)
     blocks = block_sizes(kernel)
+    stride = grid_stride(kernel)
     if not tile_map and not blocks:
         notes.append("no tile or block size readable from the launch expressions")
     tiers: list[list[tuple[dict[str, int], str]]] = [[] for _ in range(7)]
@@ -250,6 +271,13 @@ def choose_sizes(
             propose(tier, name, u - 1, f"{label}-1 ({u})")
             propose(tier, name, u + 1, f"{label}+1 ({u})")
             propose(6, name, u, f"{label} ({u})")
+        if stride is not None and stride not in blocks:
+            # a constant grid covers the sizes with a grid-stride loop: its second trip starts
+            # at the grid's thread count, where a loop's tail and unrolled bodies first show
+            propose(0, name, stride - 1, f"grid-stride-1 ({stride})")
+            propose(0, name, stride + 1, f"grid-stride+1 ({stride})")
+            propose(6, name, stride, f"grid-stride ({stride})")
+            units.append((stride, "grid-stride"))
         if var_tiles:  # the block's own sizes matter less where the grid tiles the variable
             for b in blocks:
                 if b not in var_tiles:
@@ -258,7 +286,8 @@ def choose_sizes(
         unit = max([u for u, _ in units], default=1)
         prime = next_prime(2 * unit) if 2 * unit < min(r.max, MAX_UNIT) else snap(r, r.max)[-1]
         if 2 * unit < min(r.max, MAX_UNIT):
-            propose(2, name, prime, f"prime above two {units[0][1] + 's' if units else 'units'}")
+            kind = next((lb for u, lb in units if u == unit), "unit")
+            propose(2, name, prime, f"prime above two {kind}s")
         edge = units[0][0] if units else 1
         joint["tile+1"][name] = snap(r, edge + 1)[-1]
         joint["tile-1"][name] = snap(r, max(edge - 1, r.min))[0]

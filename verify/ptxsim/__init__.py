@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ledger.encoding import hex_encode
 from ledger.errors import CannotCheck
 from verify.ptxsim.compiler import build
 from verify.ptxsim.errors import Finding, PtxSyntaxError, SimResult, UnsupportedPtx
@@ -119,7 +120,8 @@ def _param_bytes(prog: Program, args: Sequence[Buffer | Scalar], gs: GlobalSpace
 def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[int, int, int],
            args: Sequence[Buffer | Scalar], dynamic_shared: int = 0, step_limit: int = 50_000_000,
            max_findings: int = 20, tracking: bool = True,
-           schedule_seed: int | None = None, schedule_values: bool = False) -> SimResult:
+           schedule_seed: int | None = None, schedule_values: bool = False,
+           out_undefined: bool = False) -> SimResult:
     """Run one kernel launch; buffers are modified in place; returns the findings.
 
     ``tracking=False`` turns off register definedness and global race tracking (only to
@@ -130,7 +132,10 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
     landing when issued) and report ``schedule_dependent`` for an output that differs; with
     ``schedule_values`` an output that differs is returned in ``SimResult.second_schedule``
     instead, for the caller to judge (a float sum whose rounding follows the order of its
-    atomics may be within the caller's tolerance)."""
+    atomics may be within the caller's tolerance). ``out_undefined``: the contents of ``out``
+    buffers are unspecified (the falsification runner's poison stands for whatever a device's
+    memory holds), so a read of an element nothing in the launch wrote yet, plain or by an atomic
+    other than ``exch``, is ``uninitialised_read``; off, the caller's array is the start."""
     prog = module.program(entry)
     if any(x < 1 for x in (*grid, *block)) or block[0] * block[1] * block[2] > 1024 or \
             dynamic_shared < 0:
@@ -148,11 +153,13 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
             if a.data.ndim != 1 or not a.data.flags.c_contiguous:
                 raise PtxSyntaxError(f"buffer {a.name!r} must be a 1-D contiguous array")
             bufs.append((a.name, a.intent, a.data))
-    original = [d.copy() for _, _, d in bufs] if schedule_seed is not None else None
+    stateful = any(intent == "var" for _, intent, _, _ in prog.module_vars)
+    original = [d.copy() for _, _, d in bufs] if schedule_seed is not None or stateful else None
     gs = GlobalSpace(bufs, prog.module_vars)
     params = _param_bytes(prog, args, gs)
     m = Machine(prog, grid, block, gs, params, dynamic_shared, step_limit, max_findings,
                 tracking)
+    m.out_undefined = out_undefined
     try:
         m.run()
     except UnsupportedPtx as e:
@@ -160,11 +167,73 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
         raise
     if not m.stopped:
         _unwritten(m, gs)
+    if original is not None and stateful and not m.findings:
+        _launch_again(prog, grid, block, bufs, original, dynamic_shared, step_limit, m)
     second: dict[str, np.ndarray] = {}
     if original is not None and schedule_seed is not None and not m.findings:
         second = _second_schedule(prog, grid, block, bufs, original, dynamic_shared, step_limit,
                                   schedule_seed, m, schedule_values)
     return SimResult(tuple(m.findings), m.thread_instr, m.warp_instr, ENGINE, second)
+
+
+def _launch_again(prog: Program, grid: tuple[int, int, int], block: tuple[int, int, int],
+                  bufs: list[tuple[str, str, np.ndarray]], original: list[np.ndarray],
+                  dynamic_shared: int, step_limit: int, first: Machine) -> None:
+    """A module is loaded once and launched many times: its ``.global`` variables keep what the
+    last launch left. When the first run changed one, launch again on copies of the original
+    buffers from that state; an output that differs (or a finding) is ``stale_module_state``:
+    the result depends on the launches before it (a ticket counter the last block never resets)."""
+    from verify.ptxsim.machine import StopRun
+
+    changed = [(name, init, b.u8.tobytes()) for (name, intent, _, init), b in
+               zip(prog.module_vars, first.g.bufs, strict=False)
+               if intent == "var" and b.u8.tobytes() != init]
+    if not changed:
+        return
+    left = [(name, intent, base, b.u8.tobytes()) for (name, intent, base, _), b in
+            zip(prog.module_vars, first.g.bufs, strict=False)]
+    gs2 = GlobalSpace([(n, i, d) for (n, i, _), d in zip(bufs, original, strict=True)], left)
+    m2 = Machine(prog, grid, block, gs2, first.params, dynamic_shared, step_limit, 1,
+                 tracking=False)
+    m2.out_undefined = first.out_undefined
+    try:
+        m2.run()
+    except UnsupportedPtx:
+        return
+    name, init, now = changed[0]
+    state = (f"module variable '{name}' left as {_bytes_text(now)} by the first launch "
+             f"({_bytes_text(init)} when the module loaded)"
+             + (f", and {len(changed) - 1} more" if len(changed) > 1 else ""))
+    first.line = 0
+    why = ""
+    if m2.findings:
+        why = f"reports {m2.findings[0].message}"
+    else:
+        for (bname, intent, d1), d2 in zip(bufs, original, strict=True):
+            diff = np.flatnonzero(d1.view(np.uint8) != d2.view(np.uint8)) if intent != "in" \
+                else np.zeros(0, np.int64)
+            if diff.size:
+                e = int(diff[0]) // d1.itemsize
+                why = (f"gives element {e} of output buffer '{bname}' = {d2[e].item()!r}, "
+                       f"{d1[e].item()!r} in the first launch")
+                break
+    if why:
+        try:
+            first.report("stale_module_state", f"a second launch of the loaded module {why}: "
+                         f"{state}; the result depends on the launches before it", None, None,
+                         key=("stale_module_state",))
+        except StopRun:
+            pass
+
+
+def _bytes_text(b: bytes) -> str:
+    """A module variable's bytes: its first 32-bit words as integers (at most 4)."""
+    if len(b) % 4 == 0 and b:
+        words = np.frombuffer(b, np.uint32)
+        return ("[" + ", ".join(str(int(x)) for x in words[:4])
+                + (", ..." if words.size > 4 else "") + "]") if words.size > 1 else str(
+                    int(words[0]))
+    return hex_encode(b[:16]) + ("..." if len(b) > 16 else "")
 
 
 def _second_schedule(prog: Program, grid: tuple[int, int, int], block: tuple[int, int, int],
@@ -182,6 +251,7 @@ def _second_schedule(prog: Program, grid: tuple[int, int, int], block: tuple[int
     hb = first.g.hb
     m2 = Machine(prog, grid, block, gs2, first.params, dynamic_shared, step_limit, 1,
                  tracking=hb is not None and hb.n_events > 0, schedule_seed=seed)
+    m2.out_undefined = first.out_undefined
     try:
         m2.run()
     except UnsupportedPtx:

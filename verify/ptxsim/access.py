@@ -30,8 +30,30 @@ def _check_align(m: Machine, addr: np.ndarray, align: int, t: np.ndarray, what: 
     return np.asarray(ok)
 
 
+def _unwritten_read(m: Machine, b: Any, o: np.ndarray, w: int, t: np.ndarray,
+                    atomic: bool) -> None:
+    """A read of an element of an ``out`` buffer that nothing in this launch wrote yet: the
+    buffer holds whatever the memory held before (the verifier's poison here, anything on a
+    device), so the kernel depends on a value its contract does not give it."""
+    if not m.out_undefined or b.intent != "out" or b.writer is None or b.atomic is None:
+        return
+    isz = b.itemsize
+    per = max(1, (w + isz - 1) // isz)
+    e = (o[:, None] // isz + np.arange(per)[None, :]).ravel()
+    never = (b.writer[e] < 0) & ~b.atomic[e]
+    if never.any():
+        i = int(np.flatnonzero(never)[0])
+        th = int(np.repeat(t, per)[i])
+        how = "atomic read-modify-write" if atomic else f"global load of {w} bytes"
+        m.report("uninitialised_read", f"{how} of element {int(e[i])} of output buffer "
+                 f"'{b.name}' by thread {{T{th}}} at PTX line {m.line}, before anything in "
+                 "the launch wrote it: an out buffer holds whatever memory held (declare it "
+                 "inout if the kernel reads the caller's values)", th,
+                 b.base + int(e[i]) * isz, key=("unwritten_read", b.name))
+
+
 def _global(m: Machine, addr: np.ndarray, w: int, t: np.ndarray, align: int,
-            store: Any = None, atomic: bool = False) -> np.ndarray | None:
+            store: Any = None, atomic: bool = False, reads: bool = True) -> np.ndarray | None:
     what = "store" if store is not None else "load"
     ok = _check_align(m, addr, align, t, f"global {what}")
     k, off = m.g.split(addr, w)
@@ -60,6 +82,8 @@ def _global(m: Machine, addr: np.ndarray, w: int, t: np.ndarray, align: int,
                      f"{{T{int(t[i])}}} at PTX line {m.line}: constant memory is read-only",
                      int(t[i]), int(addr[i]))
             continue
+        if store is None and reads:
+            _unwritten_read(m, b, o, w, t[sel], atomic)
         if not (o & (w - 1)).any():
             view = b.u8[: b.size - b.size % w].view(UINT[w])
             if store is None:
@@ -178,11 +202,14 @@ def _local(m: Machine, laddr: np.ndarray, w: int, t: np.ndarray, align: int,
 
 
 def access(m: Machine, space: str, addr: Any, w: int, t: np.ndarray, align: int,
-           store: Any = None, atomic: bool = False, track: bool = True) -> np.ndarray | None:
-    """Load (store is None) or store ``w`` bytes per thread in ``space``."""
+           store: Any = None, atomic: bool = False, track: bool = True,
+           reads: bool = True) -> np.ndarray | None:
+    """Load (store is None) or store ``w`` bytes per thread in ``space``. ``reads=False``: the
+    load of an ``atom.exch``, whose new value does not depend on the old one, so reading an
+    unwritten output element there is no finding."""
     addr = np.broadcast_to(np.asarray(addr, np.uint64), t.shape)
     if space == "global":
-        return _global(m, addr, w, t, align, store, atomic)
+        return _global(m, addr, w, t, align, store, atomic, reads)
     if space == "shared":
         return _shared(m, addr, w, t, align, store, atomic, track)
     if space == "local":
@@ -192,7 +219,7 @@ def access(m: Machine, space: str, addr: Any, w: int, t: np.ndarray, align: int,
     lo = (addr >= np.uint64(LOCAL_GENERIC)) & (addr < np.uint64(LOCAL_GENERIC + WINDOW))
     gl = ~(sh | lo)
     if gl.all():
-        return _global(m, addr, w, t, align, store, atomic)
+        return _global(m, addr, w, t, align, store, atomic, reads)
     out = np.zeros(addr.shape, UINT[w]) if store is None else None
     sv = None if store is None else np.broadcast_to(np.asarray(store), addr.shape)
     for sel, sp, base in ((gl, "global", 0), (sh, "shared", SHARED_GENERIC),
@@ -200,7 +227,8 @@ def access(m: Machine, space: str, addr: Any, w: int, t: np.ndarray, align: int,
         if not sel.any():
             continue
         a = addr[sel] - np.uint64(base)
-        r = access(m, sp, a, w, t[sel], align, None if sv is None else sv[sel], atomic, track)
+        r = access(m, sp, a, w, t[sel], align, None if sv is None else sv[sel], atomic, track,
+                   reads)
         if out is not None and r is not None:
             out[sel] = r
     return out

@@ -30,6 +30,7 @@ FINDING_KINDS = (
     "schedule_dependent",
     "assert_failed",
     "division_by_zero",
+    "stale_module_state",
 )
 
 

@@ -98,6 +98,9 @@ class Machine:
                  schedule_seed: int | None = None) -> None:
         self.prog = prog
         self.tracking = tracking  # definedness and global race tracking (bench: off vs on)
+        # launch(out_undefined=True): an out buffer's elements hold no value until written, so
+        # reading one first is uninitialised_read (verify.ptxsim.access._unwritten_read)
+        self.out_undefined = False
         self.grid, self.block = grid, block
         self.nthreads_block = block[0] * block[1] * block[2]
         self.pb = (self.nthreads_block + 31) // 32 * 32

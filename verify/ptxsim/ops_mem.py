@@ -213,6 +213,9 @@ def atom(ctx: Ctx) -> Fn:
     cget = ctx.get(ops[3], t) if op == "cas" else None
     hands_off = handoff.scope_counts(parts)  # gpu/sys scope: an event between blocks
     releases = hands_off and ("release" in parts or "acq_rel" in parts)
+    # an exchange's new value does not depend on the old one: reading an output element nothing
+    # wrote yet is no finding there (every other operation combines the old value)
+    uses_old = op != "exch"
 
     def fn(m: Machine, idx: Idx) -> None:
         if releases:  # .release / .acq_rel: the atomic fences first
@@ -235,7 +238,8 @@ def atom(ctx: Ctx) -> Fn:
         if op == "add" and t not in (".f32", ".f64") and rank.size and rank.max() > 0:
             # integer add: one load, exclusive prefix sums per address, one store
             sel = order[rank == 0]
-            base = access(m, space, a[sel], w, tids[sel], w, track=False, atomic=True)
+            base = access(m, space, a[sel], w, tids[sel], w, track=False, atomic=True,
+                          reads=uses_old)
             assert base is not None
             vs = v[order].astype(np.uint64)
             incl = np.cumsum(vs)
@@ -250,7 +254,8 @@ def atom(ctx: Ctx) -> Fn:
         else:
             for r in range(int(rank.max()) + 1 if rank.size else 0):
                 sel = order[rank == r]
-                cur = access(m, space, a[sel], w, tids[sel], w, track=False, atomic=True)
+                cur = access(m, space, a[sel], w, tids[sel], w, track=False, atomic=True,
+                             reads=uses_old)
                 assert cur is not None
                 old[sel] = cur
                 new = f(cur, v[sel], None if c is None else c[sel])
