@@ -724,3 +724,42 @@ def test_integer_division_by_zero_is_a_finding(op: str) -> None:
     (f,) = go(b)
     assert f.kind == "division_by_zero" and f.thread == (7, 0, 0)
     assert "unspecified" in f.message
+
+
+FAULTING_LOOP = """.version 8.0
+.target sm_86
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+ .reg .u64 %rd<4>; .reg .u32 %r<3>; .reg .pred %p<2>; .reg .f32 %f<2>;
+ ld.param.u64 %rd1, [p];
+ cvta.to.global.u64 %rd1, %rd1;
+ mov.u32 %r1, 0;
+L:
+ mul.wide.u32 %rd2, %r1, 4;
+ add.u64 %rd3, %rd1, %rd2;
+ ld.global.f32 %f1, [%rd3];
+ add.u32 %r1, %r1, 1;
+ setp.lt.u32 %p1, %r1, 2000000000;
+ @%p1 bra L;
+ ret;
+}
+"""
+
+
+def test_a_launch_with_a_finding_stops_soon_after_it_without_a_never_ends_claim(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``i <= n - 1`` at ``n = 0`` faults on every trip of a loop of 2^32 trips: the launch
+    used to run to its step limit (~35 s at the verifier's) and add a "never ends" finding. It
+    now stops ``AFTER_FINDING_STEPS`` (a million; 20,000 here) after its first finding, with
+    that finding alone."""
+    from verify.ptxsim import machine
+
+    budget = 20_000
+    monkeypatch.setattr(machine, "AFTER_FINDING_STEPS", budget)
+    a = np.zeros(4, np.float32)
+    r = launch(load_module(FAULTING_LOOP), "k", (1, 1, 1), (1, 1, 1), [Buffer(a, "in", "p")],
+               step_limit=50_000_000)
+    assert [f.kind for f in r.findings] == ["out_of_bounds"]
+    assert budget <= r.warp_instructions <= budget + 64

@@ -42,6 +42,10 @@ def _as_slice(idx: np.ndarray | None) -> Any:
     return slice(lo, hi + 1) if hi - lo + 1 == idx.size else idx
 
 
+# warp-instructions a launch runs on after its first finding (about 3 s of interpretation)
+AFTER_FINDING_STEPS = 1_000_000
+
+
 class StopRun(Exception):
     """Internal: the launch stops (step limit or enough findings)."""
 
@@ -110,6 +114,7 @@ class Machine:
         self.g = gspace
         self.params = params
         self.step_limit = step_limit
+        self.cut_short = False  # the step limit was lowered after the first finding
         self.max_findings = max_findings
         self.R = RegFile(prog.store_types, self.T)
         t = np.arange(self.T, dtype=np.int64)
@@ -186,6 +191,11 @@ class Machine:
         if len(self.findings) >= self.max_findings:
             self.stopped = True
             raise StopRun
+        if len(self.findings) == 1 and kind != "step_limit":
+            # the launch has failed: it runs on only to show findings of other kinds nearby, not
+            # to the step limit (a loop that faults on every trip, such as i <= n - 1 at n = 0)
+            self.step_limit = min(self.step_limit, self.warp_instr + AFTER_FINDING_STEPS)
+            self.cut_short = True
 
     # ---- register definedness -------------------------------------------------------------
 
@@ -438,6 +448,8 @@ class Machine:
             self.warp_instr += nw
             if self.warp_instr > self.step_limit:
                 self.stopped = True
+                if self.cut_short:  # the findings so far are the result; no "never ends" claim
+                    raise StopRun
                 t0 = 0 if idx is None else int(idx[0])
                 self.report("step_limit", f"stopped after {self.step_limit} warp-instructions at "
                             f"PTX line {ci.line} with {n} thread(s) there, e.g. {{T{t0}}} "
