@@ -121,7 +121,7 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
            args: Sequence[Buffer | Scalar], dynamic_shared: int = 0, step_limit: int = 50_000_000,
            max_findings: int = 20, tracking: bool = True,
            schedule_seed: int | None = None, schedule_values: bool = False,
-           out_undefined: bool = False) -> SimResult:
+           out_undefined: bool = False, run_on: bool = False) -> SimResult:
     """Run one kernel launch; buffers are modified in place; returns the findings.
 
     ``tracking=False`` turns off register definedness and global race tracking (only to
@@ -135,7 +135,10 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
     atomics may be within the caller's tolerance). ``out_undefined``: the contents of ``out``
     buffers are unspecified (the falsification runner's poison stands for whatever a device's
     memory holds), so a read of an element nothing in the launch wrote yet, plain or by an atomic
-    other than ``exch``, is ``uninitialised_read``; off, the caller's array is the start."""
+    other than ``exch``, is ``uninitialised_read``; off, the caller's array is the start.
+    ``run_on``: run on to the end (or ``step_limit``) after a finding, as a device would, so the
+    buffers hold the whole launch's result; by default a launch stops ``AFTER_FINDING_STEPS``
+    warp-instructions after its first finding (``verify.ptxsim.machine``)."""
     prog = module.program(entry)
     if any(x < 1 for x in (*grid, *block)) or block[0] * block[1] * block[2] > 1024 or \
             dynamic_shared < 0:
@@ -160,6 +163,8 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
     m = Machine(prog, grid, block, gs, params, dynamic_shared, step_limit, max_findings,
                 tracking)
     m.out_undefined = out_undefined
+    if run_on:
+        m.after_finding = None
     try:
         m.run()
     except UnsupportedPtx as e:

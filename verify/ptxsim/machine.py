@@ -115,6 +115,8 @@ class Machine:
         self.params = params
         self.step_limit = step_limit
         self.cut_short = False  # the step limit was lowered after the first finding
+        # warp-instructions run on after the first finding; None: on to the step limit
+        self.after_finding: int | None = AFTER_FINDING_STEPS
         self.max_findings = max_findings
         self.R = RegFile(prog.store_types, self.T)
         t = np.arange(self.T, dtype=np.int64)
@@ -191,10 +193,10 @@ class Machine:
         if len(self.findings) >= self.max_findings:
             self.stopped = True
             raise StopRun
-        if len(self.findings) == 1 and kind != "step_limit":
+        if len(self.findings) == 1 and kind != "step_limit" and self.after_finding is not None:
             # the launch has failed: it runs on only to show findings of other kinds nearby, not
             # to the step limit (a loop that faults on every trip, such as i <= n - 1 at n = 0)
-            self.step_limit = min(self.step_limit, self.warp_instr + AFTER_FINDING_STEPS)
+            self.step_limit = min(self.step_limit, self.warp_instr + self.after_finding)
             self.cut_short = True
 
     # ---- register definedness -------------------------------------------------------------
