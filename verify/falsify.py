@@ -339,6 +339,32 @@ def edge_values(dtype: str, low: float, high: float) -> np.ndarray[Any, Any]:
     return vals[keep]
 
 
+PATTERNS = ("repeated",)
+PATTERN_TEXT = {"repeated": "one repeated value per input"}
+
+
+def apply_pattern(data: np.ndarray[Any, Any], pattern: str, low: float, high: float) -> None:
+    """Lay out a random draw as ``pattern`` says: ``repeated`` fills it with its first value
+    (a float cut to 3 significant bits towards zero, when that stays in [low, high]).
+
+    Uniform random inputs are (almost) never equal, yet the contract claims every input of the
+    range: a histogram whose packed per-block counters overflow when a whole block hits one bin,
+    an argmax that breaks ties the wrong way, a ``<`` where ``<=`` is meant pass every random
+    draw and fail here. The short float keeps sums of up to 2^20 copies exact, so the pattern
+    tests equality, not a rounding claim (random draws test that)."""
+    if data.size == 0:
+        return
+    if pattern != "repeated":
+        raise ValueError(f"unknown input pattern {pattern!r}")
+    v = data.reshape(-1)[0]
+    if np.issubdtype(data.dtype, np.floating) and np.isfinite(v):
+        m, e = np.frexp(np.float64(v))
+        short = np.ldexp(np.trunc(m * 8) / 8, e)
+        if low <= short <= high:
+            v = data.dtype.type(short)
+    data[...] = v
+
+
 def plant_edges(data: np.ndarray[Any, Any], dtype: str, low: float, high: float) -> None:
     """Overwrite a few elements of ``data``, spread from its first to its last, with
     ``edge_values`` (the first ones when ``data`` has fewer elements than there are edges)."""
@@ -358,13 +384,15 @@ def make_case(
     *,
     edges: bool = False,
     dry: bool = False,
+    pattern: str = "",
 ) -> Case:
     """Build the arguments of one launch; raise ``BadInput`` for a bad expression, ``TooLarge``.
 
     ``edges``: plant the input range's edges (``plant_edges``) in every in/inout buffer after
     its random draw (the verifier's chosen bindings; the author's stay purely random, so their
     results do not change). ``dry``: every check and the launch shape, but empty buffers and no
-    draw from ``rng`` for them (what a test's bindings will need, before any is allocated)."""
+    draw from ``rng`` for them (what a test's bindings will need, before any is allocated).
+    ``pattern``: lay out every in/inout buffer's draw as ``apply_pattern`` says (no edges)."""
     if kernel.launch is None:
         raise BadInput("the kernel has no launch section")
     args: list[Arg] = []
@@ -407,7 +435,9 @@ def make_case(
             data = np.full(count * dt.itemsize, 0xFF, dtype=np.uint8).view(dt)
         else:
             data = random_values(rng, p.dtype, count, test.input_low, test.input_high)
-            if edges:
+            if pattern:
+                apply_pattern(data, pattern, test.input_low, test.input_high)
+            elif edges:
                 plant_edges(data, p.dtype, test.input_low, test.input_high)
             inputs[p.name] = data.copy()
         args.append(BufferArg(p.name, p.intent, data))
@@ -688,6 +718,7 @@ class Binding:
     sizes: Mapping[str, int]
     seed: int
     chosen: str = ""  # why the verifier chose it ("n block+1 (256)"); "" for the author's
+    pattern: str = ""  # "" (random inputs), or one of PATTERNS: how the input values are laid out
 
 
 def fresh_seed() -> int:
@@ -715,6 +746,8 @@ def plan_bindings(
     plan = choose_sizes(kernel, test.sizes, _stream(run_seed, test.id, 1), cost_cap)
     out = [Binding(s, test.seed) for s in test.sizes]
     out += [Binding(c.sizes, run_seed, c.why) for c in plan.chosen]
+    again = pattern_bindings(kernel, plan.chosen, run_seed, cost_cap)
+    out += again
     if (
         run_seed != test.seed and not plan.chosen
     ):  # the run's seed is used, never the contract's alone
@@ -728,7 +761,28 @@ def plan_bindings(
             + "".join(f"; {n}" for n in plan.notes)
             + ")"
         )
+        if again:
+            phrase += (
+                f"; {_fmt_sizes([again[0].sizes])} again with "
+                + " and with ".join(PATTERN_TEXT[b.pattern] for b in again)
+            )
     return out, phrase
+
+
+def pattern_bindings(
+    kernel: Kernel, chosen: Sequence[Any], run_seed: int, cost_cap: int
+) -> list[Binding]:
+    """The chosen size that costs most within ``cost_cap / BIG_SHARE`` (the most blocks and
+    elements the plan can afford again) once more for each of ``PATTERNS`` (``apply_pattern``)."""
+    from verify.sizes import BIG_SHARE, cost
+
+    fits = [c for c in chosen if cost(kernel, c.sizes) <= cost_cap // BIG_SHARE]
+    if not fits:
+        return []
+    best = max(fits, key=lambda c: cost(kernel, c.sizes))
+    return [
+        Binding(best.sizes, run_seed, f"{best.why}; {PATTERN_TEXT[p]}", p) for p in PATTERNS
+    ]
 
 
 def _fmt_chosen(bindings: Sequence[Mapping[str, int]]) -> str:
@@ -966,7 +1020,9 @@ def _judge_test(
         while pos < len(cases) and (not batch or held < MAX_HELD_BYTES):
             b, _ = cases[pos]
             try:
-                case = make_case(kernel, test, b.sizes, rngs[b.seed], edges=bool(b.chosen))
+                case = make_case(
+                    kernel, test, b.sizes, rngs[b.seed], edges=bool(b.chosen), pattern=b.pattern
+                )
             except CannotCheck as e:  # checked by the dry run above; not expected
                 return skipped(cid, f"{_where(engine, b)}: {e}", tool, version)
             except BadInput as e:

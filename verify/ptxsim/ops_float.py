@@ -123,6 +123,18 @@ def _approx(f: Callable[[Any], Any], t: str) -> Callable[[Any], Any]:
     return lambda x: np.asarray(f(np.asarray(x, np.float64))).astype(out)
 
 
+def _div_approx(a: Any, b: Any) -> Any:
+    """``div.approx.f32``: "computed as d = a * (1/b)"; for |b| in [2^126, 2^128] it "returns
+    zero" (PTX ISA; CUDA's ``__fdividef``: "for 2^126 < |y| < 2^128, __fdividef(x,y) delivers a
+    result of zero"), as the reciprocal is below the smallest normal float and flushed. Else the
+    correctly rounded quotient (the instruction's 2 ulp error is not modelled)."""
+    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = a64 / b64
+        flushed = a64 * np.copysign(0.0, b64)  # NaN for an infinite or NaN a
+    return np.where(np.abs(b64) > 2.0 ** 126, flushed, q).astype(np.float32)
+
+
 def _h(f: Callable[..., Any]) -> Callable[..., Any]:
     """A float16 operation computed in float64 and rounded once."""
     return lambda *xs: np.asarray(f(*(np.asarray(x).astype(np.float64) for x in xs))).astype(
@@ -259,7 +271,8 @@ def _f32_64(ctx: Ctx, op: str, t: str, parts: list[str]) -> Callable[..., Any]:
             f = fma32
     elif op == "div":
         if approx and t == ".f32":
-            f = _approx(lambda a: a, t)
+            if "approx" in parts:  # a * (1 / b): the reciprocal of |b| > 2^126 flushes to 0
+                return _wrap(parts, t, _div_approx)
             return _wrap(parts, t, lambda a, b: (np.asarray(a, np.float64) /
                                                   np.asarray(b, np.float64)).astype(np.float32))
         f = np.divide
