@@ -52,6 +52,22 @@ def _maybe_fault(fd: int, data: bytes) -> None:
         raise OSError(28, "No space left on device (injected)")
 
 
+def _fill(fd: int, data: bytes, mode: int, fsync: bool) -> None:
+    """Write all of ``data`` to the new file ``fd``, give it ``mode``, fsync it when ``fsync``,
+    close it (also on failure)."""
+    try:
+        _maybe_fault(fd, data)
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        os.fchmod(fd, mode)
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def write_atomic(
     path: Path, data: bytes, mode: int = 0o644, exclusive: bool = True, fsync: bool = True
 ) -> None:
@@ -66,17 +82,7 @@ def write_atomic(
     except OSError as e:
         raise BadInput(f"cannot write {path}: {e.strerror}") from e
     try:
-        try:
-            _maybe_fault(fd, data)
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-            os.fchmod(fd, mode)
-            if fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fill(fd, data, mode, fsync)
         if exclusive:
             # link() fails with EEXIST instead of replacing a file that appeared meanwhile
             try:
@@ -126,17 +132,7 @@ def write_atomic_at(
     except OSError as e:
         raise BadInput(f"cannot write {where}: {e.strerror or e}") from e
     try:
-        try:
-            _maybe_fault(fd, data)
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-            os.fchmod(fd, mode)
-            if fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fill(fd, data, mode, fsync)
         os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException as e:
         with contextlib.suppress(OSError):
