@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.helpers import byo
 from verify.tools import find_tool
@@ -33,34 +32,8 @@ needs_nvcc = pytest.mark.skipif(
 )
 
 
-def _fut(p: Path, fn: str) -> None:
-    """A Futhark entry with one test case (the spec is not what these tests are about)."""
-    p.write_text(
-        f"-- ==\n-- entry: {fn}\n-- input {{ [1f32] }}\n-- output {{ [1f32] }}\n\n"
-        f"entry {fn} [n] (x: [n]f32) : [n]f32 = x\n"
-    )
-
-
-def _run(tmp: Path, name: str, case: dict[str, Any], bug: bool) -> dict[str, Any]:
-    """The case's bundle (``#define BUG`` first when ``bug``) checked: its one falsify check."""
-    src = ("#define BUG\n" if bug else "") + case["src"]
-    d = byo.bundle(tmp, name, src, case["kernel"], case["test"], case["ref"], None, _fut)
-    f = byo.falsify(byo.checks(d))
-    (test,) = yaml.safe_load((d / "contract.yaml").read_text())["falsification_tests"]
-    assert f["id"] == f"falsify.{test['id']}", f["id"]  # the check of the contract's one test
-    return f
-
-
-def _p(name: str, dtype: str, intent: str, shape: list[Any]) -> dict[str, Any]:
-    return {"name": name, "ptr": dtype, "intent": intent, "shape": shape}
-
-
-def _s(name: str, dtype: str = "s32") -> dict[str, Any]:
-    return {"name": name, "scalar": dtype, "value": name}
-
-
-def _launch(grid: list[Any], block: list[Any], shared: int = 0) -> dict[str, Any]:
-    return {"grid": grid, "block": block, "shared_bytes": shared}
+_fut, _run = byo.fut_identity, byo.run_case
+_p, _s, _launch = byo.ptr, byo.scalar, byo.launch
 
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
@@ -493,10 +466,7 @@ EXPECT: dict[str, tuple[str, str, bool]] = {
 @needs_nvcc
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bug_is_caught(tmp_path: Path, name: str) -> None:
-    f = _run(tmp_path, name, CASES[name], bug=True)
-    kind, phrase, _ = EXPECT[name]
-    assert f["status"] == "failed", f["detail"]
-    assert kind in f["detail"] and phrase in f["detail"], f["detail"]
+    byo.assert_caught(tmp_path, name, CASES[name], *EXPECT[name][:2])
 
 
 @needs_nvcc
@@ -504,10 +474,8 @@ def test_bug_is_caught(tmp_path: Path, name: str) -> None:
 def test_correct_twin_passes(tmp_path: Path, name: str) -> None:
     """No false positive: the kernel without its bug passes every size and input layout the
     verifier chose."""
-    f = _run(tmp_path, name, CASES[name], bug=False)
-    assert f["status"] == "passed", f["detail"]
-    assert "no race/bounds/barrier/coverage/initialisation/step-limit findings" in f["detail"]
-    assert "again with one repeated value per input;" in f["detail"]
+    detail = byo.assert_twin_passes(tmp_path, name, CASES[name])
+    assert "again with one repeated value per input;" in detail
 
 
 # An is-sorted check through __syncthreads_and (bar.red.and.pred), which the interpreter does not

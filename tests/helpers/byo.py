@@ -75,3 +75,51 @@ def falsify(found: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The one falsify.* check of a report with one test."""
     (f,) = [c for cid, c in found.items() if cid.startswith("falsify.")]
     return f
+
+
+def fut_identity(p: Path, fn: str) -> None:
+    """A Futhark entry with one test case (the spec is not what the red-team rounds test)."""
+    p.write_text(
+        f"-- ==\n-- entry: {fn}\n-- input {{ [1f32] }}\n-- output {{ [1f32] }}\n\n"
+        f"entry {fn} [n] (x: [n]f32) : [n]f32 = x\n"
+    )
+
+
+def run_case(tmp: Path, name: str, case: dict[str, Any], bug: bool) -> dict[str, Any]:
+    """A red-team case (``src``, ``kernel``, ``test``, ``ref``) built as a bundle, with
+    ``#define BUG`` first when ``bug``, and checked: its one falsify check."""
+    src = ("#define BUG\n" if bug else "") + case["src"]
+    d = bundle(tmp, name, src, case["kernel"], case["test"], case["ref"], None, fut_identity)
+    f = falsify(checks(d))
+    (test,) = yaml.safe_load((d / "contract.yaml").read_text())["falsification_tests"]
+    assert f["id"] == f"falsify.{test['id']}", f["id"]  # the check of the contract's one test
+    return f
+
+
+def ptr(name: str, dtype: str, intent: str, shape: list[Any]) -> dict[str, Any]:
+    """A pointer parameter of a contract's kernel."""
+    return {"name": name, "ptr": dtype, "intent": intent, "shape": shape}
+
+
+def scalar(name: str, dtype: str = "s32") -> dict[str, Any]:
+    """A scalar parameter that is the size variable of the same name."""
+    return {"name": name, "scalar": dtype, "value": name}
+
+
+def launch(grid: list[Any], block: list[Any], shared: int = 0) -> dict[str, Any]:
+    return {"grid": grid, "block": block, "shared_bytes": shared}
+
+
+def assert_caught(tmp: Path, name: str, case: dict[str, Any], kind: str, phrase: str) -> None:
+    """The case with its bug fails its falsify check, naming ``kind`` and ``phrase``."""
+    f = run_case(tmp, name, case, bug=True)
+    assert f["status"] == "failed", f["detail"]
+    assert kind in f["detail"] and phrase in f["detail"], f["detail"]
+
+
+def assert_twin_passes(tmp: Path, name: str, case: dict[str, Any]) -> str:
+    """The case without its bug passes with no finding (no false positive); its detail."""
+    f = run_case(tmp, name, case, bug=False)
+    assert f["status"] == "passed", f["detail"]
+    assert "no race/bounds/barrier/coverage/initialisation/step-limit findings" in f["detail"]
+    return str(f["detail"])
