@@ -267,21 +267,30 @@ def read_small(
         raise BadInput(f"cannot read {what} {path}: {e.strerror}") from e
     except ValueError as e:  # a NUL in the path
         raise BadInput(f"cannot read {what} {path!r}: {e}") from e
+    return read_open(fd, f"{what} {path}", limit)
+
+
+def read_open(fd: int, shown: str, limit: int, regular_only: bool = False) -> bytes:
+    """``read_small`` of a file already open (non-blocking) as ``fd``, which it closes:
+    ``shown`` names it in messages; ``regular_only`` refuses anything but a regular file (a
+    pipe, a device)."""
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
-            raise BadInput(f"{what} {path} is a directory")
+            raise BadInput(f"{shown} is a directory")
+        if regular_only and not stat.S_ISREG(st.st_mode):
+            raise BadInput(f"{shown} is not a regular file")
         if stat.S_ISREG(st.st_mode) and st.st_size > limit:
-            raise BadInput(f"{what} {path} is larger than {limit} bytes")
+            raise BadInput(f"{shown} is larger than {limit} bytes")
         if not stat.S_ISREG(st.st_mode):
             os.set_blocking(fd, True)  # a pipe: wait for its writer, still bounded below
         data = read_fd_bounded(fd, limit)
     except OSError as e:
-        raise BadInput(f"cannot read {what} {path}: {e.strerror}") from e
+        raise BadInput(f"cannot read {shown}: {e.strerror or e}") from e
     finally:
         os.close(fd)
     if len(data) > limit:
-        raise BadInput(f"{what} {path} is larger than {limit} bytes")
+        raise BadInput(f"{shown} is larger than {limit} bytes")
     return data
 
 

@@ -202,7 +202,7 @@ class DirTarget:
             self._dir_fd(rel, create=False)  # a planted symlink is refused before any write
 
     def read(self, key: str, limit: int) -> bytes | None:
-        from ledger.fsutil import read_fd_bounded
+        from ledger.fsutil import read_open
 
         parent, _, name = key.rpartition("/")
         dfd = self._dir_fd(parent, create=False)
@@ -218,20 +218,7 @@ class DirTarget:
                 raise BadInput(f"{self.root / key} is a symlink: refusing to read through it "
                                "(remove it; publish writes a regular file there)") from e
             raise BadInput(f"cannot read {self.root / key}: {e.strerror or e}") from e
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise BadInput(f"{self.root / key} is not a regular file")
-            if st.st_size > limit:
-                raise BadInput(f"{self.root / key} is larger than {limit} bytes")
-            data = read_fd_bounded(fd, limit)
-        except OSError as e:
-            raise BadInput(f"cannot read {self.root / key}: {e.strerror or e}") from e
-        finally:
-            os.close(fd)
-        if len(data) > limit:
-            raise BadInput(f"{self.root / key} is larger than {limit} bytes")
-        return data
+        return read_open(fd, str(self.root / key), limit, regular_only=True)
 
     def exists(self, key: str) -> bool:
         """A regular file (not a symlink) at ``key``: what a skipped blob must be."""
