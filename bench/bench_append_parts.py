@@ -5,7 +5,8 @@
    beside ``seal_many``'s own Python work would get: each call must take the GIL back, which a
    busy Python thread hands over only every switch interval (5 ms).
 2. **The bound without signatures.** ``seal_many`` of ``--batch`` entries with its one signing
-   call (``ledger.native.sign_many``, as ``ledger.entries`` holds it) replaced by constant 64-byte
+   call (``ledger.core.native.sign_many``, as ``ledger.core.entries`` holds it) replaced by
+   constant 64-byte
    signatures, against real signing
    of the same entry bytes timed just before: the ratio ``seal_many`` could reach if signing
    cost nothing.
@@ -18,7 +19,7 @@
 4. **What a batch writes.** The WAL frames one batch commits (automatic checkpoints held off for
    that batch, then a checkpoint of it timed), in KiB per entry, at both sizes: the entries
    append at the end of their table, and the leaf-hash index, the digest index and the blobs
-   are keyed by part first (``ledger/store.py``, "Parts"), so a batch dirties only the newest
+   are keyed by part first (``ledger/store/sqlite.py``, "Parts"), so a batch dirties only the newest
    part's pages of them; keyed by digest alone (before migration 2) every insert dirtied a
    random page of each once they outgrew a batch.
 
@@ -47,11 +48,11 @@ import nacl.bindings  # noqa: E402
 import nacl.signing  # noqa: E402
 
 from bench.bench_ledger import _bundles  # noqa: E402
-from ledger import entries as entries_mod  # noqa: E402
 from ledger import sealers  # noqa: E402
-from ledger import store as store_mod  # noqa: E402
+from ledger.core import entries as entries_mod  # noqa: E402
 from ledger.keys import load_node_secret  # noqa: E402
 from ledger.log import Log  # noqa: E402
+from ledger.store.sqlite import sqlite as store_mod  # noqa: E402
 from tests.helpers.ledgers import add_node  # noqa: E402
 
 
@@ -159,7 +160,7 @@ def main() -> None:
         """(entries/s of one seal_many, µs per entry in Writer.flush)"""
         spent[0] = 0.0
         items = _bundles(args.batch, salt)
-        if free:  # the one signing call of the entries (ledger.native.sign_many)
+        if free:  # the one signing call of the entries (ledger.core.native.sign_many)
             entries_mod.sign_many = lambda k, ms: [b"\1" * 64] * len(ms)
         try:
             t = time.perf_counter()

@@ -37,11 +37,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.bench_ledger import _bundles  # noqa: E402
-from ledger import entries as entries_mod  # noqa: E402
-from ledger import native, sealers  # noqa: E402
-from ledger import store as store_mod  # noqa: E402
-from ledger.entries import BatchEncoder, chain_link  # noqa: E402
+from ledger import sealers  # noqa: E402
+from ledger.core import entries as entries_mod  # noqa: E402
+from ledger.core import native  # noqa: E402
+from ledger.core.entries import BatchEncoder, chain_link  # noqa: E402
 from ledger.log import Log  # noqa: E402
+from ledger.store.sqlite import sqlite as store_mod  # noqa: E402
 from tests.helpers.ledgers import add_node  # noqa: E402
 
 
@@ -168,7 +169,8 @@ def main() -> None:
     ap.add_argument("--ahead", default="2,3,4", help="sealers.AHEAD settings to alternate")
     args = ap.parse_args()
     if not native.AVAILABLE:
-        sys.exit("bench_append_steps: ledger._native is not built (scripts/setup.sh builds it)")
+        sys.exit("bench_append_steps: ledger.core._native is not built "
+                 "(scripts/setup.sh builds it)")
     print(f"Command: `{' '.join(sys.argv)}`  ")
     c, py = encoding(args.reps)
     new, old = putting(args.reps)

@@ -127,7 +127,7 @@ def bench_check(repeat: int) -> None:
     print("|---|---:|---:|---:|")
     for d in sorted((ROOT / "bundles").iterdir()):
         name = d.name
-        argv = [sys.executable, "-m", "ledger.cli", "check", str(d), "--json", "--no-gpu"]
+        argv = [sys.executable, "-m", "ledger_cli", "check", str(d), "--json", "--no-gpu"]
 
         def check(argv: list[str] = argv) -> None:
             res = subprocess.run(argv, cwd=ROOT, capture_output=True, check=False)

@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ledger.bundle import Bundle  # noqa: E402
+from ledger.core.bundle import Bundle  # noqa: E402
 from ledger.log import Log  # noqa: E402
 from tests.helpers.ledgers import add_node, fake_fields  # noqa: E402
 
@@ -169,7 +169,7 @@ def main() -> None:
         timer = ["/usr/bin/time", "-f", "%M"] if Path("/usr/bin/time").exists() else []
         t = time.perf_counter()
         proc = subprocess.run(
-            [*timer, sys.executable, "-m", "ledger.cli", "audit", "--json"],
+            [*timer, sys.executable, "-m", "ledger_cli", "audit", "--json"],
             env=env,
             cwd=REPO,
             capture_output=True,
@@ -199,8 +199,8 @@ def main() -> None:
         lines.append(f"\nratio audit/raw stream: {raw_s / audit_s:.2f}\n")
 
         print("one seal", file=sys.stderr)
-        from ledger.cli import wiring
         from ledger.keys import load_node_secret
+        from ledger_cli import wiring
         from verify.report import Report, passed
 
         home2 = tmp / "seal"

@@ -7,7 +7,8 @@
   (the harmonic mean of the two: a shared VM's speed drifted by up to 30% within a run; the
   table gives the drift, after / before). A measurement is ``--sustain`` batches back to back
   (their bundles made before the timing), timed until the
-  last one's WAL checkpoint, which ``seal_many`` leaves to a thread (``ledger.walcheckpoint``), is
+  last one's WAL checkpoint, which ``seal_many`` leaves to a thread
+  (``ledger.store.walcheckpoint``), is
   done: the rate of a steady stream of batches, every batch's checkpoint paid for. Every fill
   batch on the way prints its own rate and a signing peer (stderr), the curve for sizes beyond
   ``--sizes``;
@@ -16,7 +17,7 @@
   loop over its share of the ledger's own signatures, all running at once), timed right before
   and right after each audit as for append;
 * proofs: inclusion and consistency proofs from the store of the final ledger against the same
-  proofs computed by ``ledger.merkle`` from every stored hash held in Python lists in memory.
+  proofs computed by ``ledger.core.merkle`` from every stored hash held in Python lists in memory.
 
 Each measurement is repeated ``--reps`` times, interleaved with its peer, each after ``sync``
 (no dirty pages of the fill left to write back during it); the report gives min / median / max
@@ -49,8 +50,8 @@ sys.path.insert(0, str(REPO))
 import nacl.bindings  # noqa: E402
 
 from bench.bench_ledger import _bundles  # noqa: E402
-from ledger import merkle  # noqa: E402
-from ledger.entries import decode_entry, signed_part  # noqa: E402
+from ledger.core import merkle  # noqa: E402
+from ledger.core.entries import decode_entry, signed_part  # noqa: E402
 from ledger.log import Log  # noqa: E402
 from tests.helpers.ledgers import add_node  # noqa: E402
 
@@ -298,7 +299,7 @@ def main() -> None:
                 v_before = sum(pool.map(_verify_share, shares))
                 t = time.perf_counter()
                 proc = subprocess.run(
-                    [*timer, sys.executable, "-m", "ledger.cli", "audit", "--json"],
+                    [*timer, sys.executable, "-m", "ledger_cli", "audit", "--json"],
                     env=env,
                     cwd=REPO,
                     capture_output=True,

@@ -1,7 +1,7 @@
-"""Benchmark: Merkle proof generation at 1,000,000 leaves, ledger.merkle vs pymerkle 7.0.
+"""Benchmark: Merkle proof generation at 1,000,000 leaves, ledger.core.merkle vs pymerkle 7.0.
 
 Both trees hold the same entries ``entry-<i>`` (RFC 6962 hashing, the roots are checked equal).
-ledger.merkle reads stored hashes from an in-memory dict filled by ``Frontier.append`` (the
+ledger.core.merkle reads stored hashes from an in-memory dict filled by ``Frontier.append`` (the
 shape the SQLite store keeps); pymerkle uses its ``InmemoryTree``. For the same random indices
 and size pairs, each proof is timed alone; the report gives the median and 90th percentile per
 proof and the ratio pymerkle / ledger (above 1: ledger is faster). Verification and the build
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pymerkle  # type: ignore[import-untyped]
 
-from ledger import merkle
+from ledger.core import merkle
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rounds import cpu
@@ -108,7 +108,7 @@ def main() -> None:
     rows.append(("inclusion verification", ours, theirs))
 
     lines = [
-        "# Merkle proofs: ledger.merkle vs pymerkle 7.0",
+        "# Merkle proofs: ledger.core.merkle vs pymerkle 7.0",
         "",
         f"Command: `.venv/bin/python bench/bench_merkle.py --leaves {n} --samples {k}`",
         "",
@@ -116,7 +116,7 @@ def main() -> None:
         f"{platform.python_version()}, pymerkle {pymerkle.__version__}, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
         f"{os.getloadavg()[0]:.2f}. One tree of {n:,} "
-        "leaves each (same entries, same RFC 6962 root, checked); ledger.merkle reads stored "
+        "leaves each (same entries, same RFC 6962 root, checked); ledger.core.merkle reads stored "
         "hashes from an in-memory dict, pymerkle uses `InmemoryTree`. "
         f"{k:,} random indices / old sizes, each proof timed alone (microseconds).",
         "",
@@ -132,7 +132,7 @@ def main() -> None:
         f"| build: append {n:,} leaves (seconds, total) | {ours_build:.1f} s | | "
         f"{theirs_build:.1f} s | | {theirs_build / ours_build:.2f} |",
         "",
-        "Ratios above 1 mean ledger.merkle is faster. Proofs through the SQLite store are "
+        "Ratios above 1 mean ledger.core.merkle is faster. Proofs through the SQLite store are "
         "benchmarked separately (docs/bench/ledger.md, docs/bench/proofs.md).",
         "",
     ]

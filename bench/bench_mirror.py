@@ -41,13 +41,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 
-from ledger.bundle import Bundle, manifest_digests
+from ledger.core.bundle import Bundle, manifest_digests
+from ledger.core.tiles import TILE_WIDTH, entries_tile_path
 from ledger.keys import load_node_secret, new_node_key
 from ledger.log import Log
 from ledger.mirror import BLOBS_PER_REQUEST, Mirror, Remote
 from ledger.publish import DirTarget, publish
-from ledger.store import Store
-from ledger.tiles import TILE_WIDTH, entries_tile_path
+from ledger.store.sqlite import Store
 from tests.helpers.nginx import free_port, nginx_serving
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -90,7 +90,7 @@ def build_origin(home: Path, count: int) -> None:
 def start_server(home: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     env = {**os.environ, "LEDGER_HOME": str(home)}
-    proc = subprocess.Popen([sys.executable, "-m", "ledger.cli", "serve", "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "ledger_cli", "serve", "--port", str(port)],
                             cwd=REPO, env=env, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):

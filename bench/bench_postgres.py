@@ -37,7 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ledger.bundle import Bundle  # noqa: E402
+from ledger.core.bundle import Bundle  # noqa: E402
 from ledger.keys import load_node_secret  # noqa: E402
 from ledger.log import Log  # noqa: E402
 from tests.helpers.ledgers import add_node, fake_fields  # noqa: E402

@@ -1,4 +1,5 @@
-"""Benchmark: inclusion and consistency proofs at 10^6 entries, `ledger.store.Store` against Go's
+"""Benchmark: inclusion and consistency proofs at 10^6 entries, `ledger.store.sqlite.Store` against
+Go's
 golang.org/x/mod/sumdb/tlog over hashes in memory (issue 12: "within 3x of Go's tlog").
 
 A Store of --entries entries ``entry <i>`` (synthetic bundle rows written by
@@ -40,8 +41,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ledger.encoding import b64_encode
-from ledger.store import PRELOAD_AFTER_PROOFS, Store
+from ledger.core.encoding import b64_encode
+from ledger.store.sqlite import PRELOAD_AFTER_PROOFS, Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rounds import cpu

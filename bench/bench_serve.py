@@ -41,9 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import httpx
 from bench_mirror import build_origin, cpu, free_port
 
+from ledger.core.tiles import entries_tile_path, tile_path, tiles_for_size
 from ledger.export import export_tiles
-from ledger.store import Store
-from ledger.tiles import entries_tile_path, tile_path, tiles_for_size
+from ledger.store.sqlite import Store
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -138,7 +138,7 @@ def start_ledger(home: Path) -> tuple[subprocess.Popen[bytes], str, str]:
     env = {**os.environ, "LEDGER_HOME": str(home)}
     err = home.parent / "serve.err"
     with err.open("wb") as f:
-        proc = subprocess.Popen([sys.executable, "-m", "ledger.cli", "serve", "--port", str(port)],
+        proc = subprocess.Popen([sys.executable, "-m", "ledger_cli", "serve", "--port", str(port)],
                                 cwd=REPO, env=env, stderr=f)
     url = f"http://127.0.0.1:{port}"
     wait_up(url, proc)

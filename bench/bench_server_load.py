@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import httpx
 from bench_mirror import build_origin, cpu, free_port  # type: ignore[import-not-found]
 
+from ledger.core.tiles import entries_tile_path, tile_path, tiles_for_size
 from ledger.export import export_tiles
-from ledger.store import Store
-from ledger.tiles import entries_tile_path, tile_path, tiles_for_size
+from ledger.store.sqlite import Store
 
 REPO = Path(__file__).resolve().parent.parent
 STATIC_APP = """
@@ -136,7 +136,7 @@ def main() -> None:
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         if name == "ledger serve":
-            argv = [sys.executable, "-m", "ledger.cli", "serve", "--port", str(port)]
+            argv = [sys.executable, "-m", "ledger_cli", "serve", "--port", str(port)]
         else:
             argv = [sys.executable, "-c", STATIC_APP, str(static), str(port)]
         proc = start(argv, {**os.environ, "LEDGER_HOME": str(origin)}, url)

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ledger.bundle import Bundle  # noqa: E402
+from ledger.core.bundle import Bundle  # noqa: E402
 from verify import falsify  # noqa: E402
 from verify.context import Context, Options  # noqa: E402
 from verify.contract import load_contract  # noqa: E402

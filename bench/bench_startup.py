@@ -59,7 +59,7 @@ def wall(argv: list[str], env: dict[str, str]) -> float:
 def import_share(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(seconds importing, wall seconds) of one run under ``-X importtime``."""
     t0 = time.perf_counter()
-    p = subprocess.run(  # from the checkout's root: ``-m ledger.cli`` imports this checkout
+    p = subprocess.run(  # from the checkout's root: ``-m ledger_cli`` imports this checkout
         [PY, "-X", "importtime", *argv], capture_output=True, env=env, timeout=600, check=False,
         cwd=ROOT,
     )
@@ -80,7 +80,7 @@ def import_share(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 
 LOADED = """
 import json, sys
-from ledger.cli import main
+from ledger_cli import main
 try:
     main(sys.argv[2:])
 except SystemExit:
@@ -96,7 +96,7 @@ for name in json.loads(open(sys.argv[1]).read()):
         importlib.import_module(name)
     except Exception:  # a module that only imports as part of another (never in the timing)
         pass
-from ledger.cli import main
+from ledger_cli import main
 t0 = time.perf_counter()
 try:
     main(sys.argv[3:])
@@ -168,7 +168,7 @@ def main() -> None:
             runs["version"].append(wall([LEDGER, "--version"], env))
             verify = ["verify", "1", "--no-gpu", "--seed", "1"]
             runs["verify"].append(wall([LEDGER, *verify], env))
-            imp, dt = import_share(["-m", "ledger.cli", *verify], env)
+            imp, dt = import_share(["-m", "ledger_cli", *verify], env)
             imports.append(imp)
             shares.append(imp / dt)
             works.append(work_alone(verify, env, Path(d)))

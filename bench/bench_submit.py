@@ -69,8 +69,8 @@ sys.path.insert(0, str(REPO))
 
 import httpx  # noqa: E402
 
-from ledger.bundle import Bundle  # noqa: E402
-from ledger.encoding import b64_decode, b64_encode  # noqa: E402
+from ledger.core.bundle import Bundle  # noqa: E402
+from ledger.core.encoding import b64_decode, b64_encode  # noqa: E402
 from ledger.keys import load_node_secret  # noqa: E402
 from ledger.log import Log  # noqa: E402
 from tests.helpers.ledgers import add_node, fake_fields  # noqa: E402
@@ -101,7 +101,7 @@ def free_port() -> int:
 def submitter(spec: dict[str, Any]) -> None:
     """One node: prepare its bundles, print ``ready``, wait for a line on stdin, submit them from
     ``threads`` threads, printing one JSON line per answer (or failure), then ``done``."""
-    from ledger.note import parse_vkey
+    from ledger.core.note import parse_vkey
     from ledger.submit import submit_bundle
     from ledger.trust import CheckpointMemory
 
@@ -193,7 +193,7 @@ class Server:
         t = time.perf_counter()
         with self.log_path.open("ab") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "ledger.cli", "serve", "--accept-submissions", "--port",
+                [sys.executable, "-m", "ledger_cli", "serve", "--accept-submissions", "--port",
                  str(self.port)], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=err,
             )
         deadline = time.monotonic() + 60
@@ -331,8 +331,8 @@ def check_campaign(home: Path, args: argparse.Namespace, tag: str, out: Campaign
                    checkpoints_before: int) -> None:
     """The issue's checks, after the timing; what fails goes to ``out.problems``."""
     from ledger.audit import audit
-    from ledger.entries import decode_entry
-    from ledger.receipt import Receipt
+    from ledger.core.entries import decode_entry
+    from ledger.core.receipt import Receipt
     from verify.integrity import Evidence, check_evidence
 
     p = out.problems
@@ -378,7 +378,7 @@ def check_campaign(home: Path, args: argparse.Namespace, tag: str, out: Campaign
 
 
 def b64_receipt_entry(r: dict[str, Any]) -> bytes:
-    from ledger.receipt import Receipt
+    from ledger.core.receipt import Receipt
 
     return Receipt.from_bytes(b64_decode(r["receipt"], what="receipt")).item.entry
 

@@ -2,8 +2,8 @@
 
 The product spec is ``../shared/SPEC.md``; docs/design.md and docs/formats-crypto.md describe
 the formats and decisions. The pure security core (``merkle``, ``note``, ``canonical``,
-``tiles``, ``entries``, ``encoding``) does no I/O; ``store`` owns SQLite; the shell ``ledger.cli``
-(the command line, and ``ledger.cli.wiring``) is the one layer that joins the log to the verifier
+``tiles``, ``entries``, ``encoding``) does no I/O; ``store`` owns SQLite; the shell ``ledger_cli``
+(the command line, and ``ledger_cli.wiring``) is the one layer that joins the log to the verifier
 package ``verify``: no other module of ``ledger`` imports ``verify`` or the shell.
 """
 

@@ -2,13 +2,14 @@
 
 It streams the log, never holding it in memory. First the key entries (registrations and
 revocations, few) are replayed in index order: the log key's signatures, the proofs of
-possession, the key rules (``ledger.entries.Registry``). Then the log is checked in chunks of
+possession, the key rules (``ledger.core.entries.Registry``). Then the log is checked in chunks of
 ``CHUNK`` entries, by one worker process per core for a large log (each with its own database
 connection), by this process for a small one (``audit_chunk``):
 
 1. each entry's leaf hash is recomputed and compared with the stored one; the entry must be
    canonical JSON of a known shape, name this log's origin, and carry a chain link that holds
-   (``ledger.entries.chain_problem``): a v1 entry ``prev_size`` = its index and ``prev_root`` = the
+   (``ledger.core.entries.chain_problem``): a v1 entry ``prev_size`` = its index and ``prev_root``
+   = the
    root of the tree before it (recomputed here, not read); a v2 entry a ``prev_size`` of at most
    its index and the log's root at that size (a prefix; recent roots are the recomputed ones,
    older ones come from the ``hashes`` table, which step 3 compares with the recomputed tree in
@@ -22,7 +23,7 @@ connection), by this process for a small one (``audit_chunk``):
 4. every stored checkpoint verifies under the log key and its root equals the recomputed root at
    its size;
 5. every blob hashes to its BLAKE3 address (part by part, beside the chunks), and every file a
-   bundle manifest names is present in the entry's part (``ledger.store``, "Parts"; or in the
+   bundle manifest names is present in the entry's part (``ledger.store.sqlite``, "Parts"; or in the
    part of the files stored before parts existed; only the digests are read from the manifest:
    judging its paths is ``integrity.manifest``'s job, and the node that signed it answered for
    it);
@@ -56,10 +57,10 @@ from typing import TYPE_CHECKING, Any
 
 import blake3
 
-from ledger import merkle
-from ledger.bundle import blake3_digest, manifest_digests
-from ledger.encoding import hex_decode, hex_encode
-from ledger.entries import (
+from ledger.core import merkle
+from ledger.core.bundle import blake3_digest, manifest_digests
+from ledger.core.encoding import hex_decode, hex_encode
+from ledger.core.entries import (
     ENTRY_V1,
     ENTRY_V2,
     KEY_TYPES,
@@ -71,11 +72,11 @@ from ledger.entries import (
     signed_part,
     signer_rule,
 )
-from ledger.errors import LedgerError, TamperDetected, VerificationFailed
-from ledger.gcpause import collector_paused
-from ledger.native import verify_many
-from ledger.note import NoteVerifier, open_note, parse_checkpoint
-from ledger.store import LEGACY_PART, MIRROR_URL_META, Store, part_of, part_start
+from ledger.core.errors import LedgerError, TamperDetected, VerificationFailed
+from ledger.core.gcpause import collector_paused
+from ledger.core.native import verify_many
+from ledger.core.note import NoteVerifier, open_note, parse_checkpoint
+from ledger.store.sqlite import LEGACY_PART, MIRROR_URL_META, Store, part_of, part_start
 
 if TYPE_CHECKING:
     from ledger.trust import CheckpointMemory
@@ -143,7 +144,7 @@ def audit(
     """Audit the whole log (module docstring). A log of ``PARALLEL_MIN_ENTRIES`` or more is
     checked in chunks by one worker process per core (at most ``WORKERS``); a smaller one in this
     process, by the same chunk function."""
-    from ledger.entries import Registry
+    from ledger.core.entries import Registry
 
     res = AuditResult()
     size = store.size()
@@ -733,7 +734,7 @@ def check_memory(
 
 def _blob_ranges(size: int) -> list[tuple[int, int | None]]:
     """Ranges of parts that split the blobs table for step 5's hashing: each part of the log
-    (``ledger.store``, "Parts"), the legacy part with the first, the last open-ended."""
+    (``ledger.store.sqlite``, "Parts"), the legacy part with the first, the last open-ended."""
     last = part_of(max(size - 1, 0))
     cuts = [LEGACY_PART, *range(1, last + 1)]
     return [(cuts[i], cuts[i + 1] if i + 1 < len(cuts) else None) for i in range(len(cuts))]
@@ -765,7 +766,7 @@ def _init_worker(home: Path) -> None:
 
 
 def _chunk_job(ctx: AuditContext, start: int, end: int) -> ChunkResult:
-    """One chunk in a worker, with the cyclic collector paused (``ledger.gcpause``): a chunk's
+    """One chunk in a worker, with the cyclic collector paused (``ledger.core.gcpause``): a chunk's
     rows, leaves and jobs form no cycles, and the young collections their allocations set off
     were 1.7% of the workers' chunk samples (py-spy, docs/benchmarks.md)."""
     assert _WORKER is not None
@@ -799,7 +800,7 @@ def _pool(size: int, home: Path) -> ProcessPoolExecutor | None:
 
 def _check_recorded_vkey(store: Store, vkey: NoteVerifier, res: AuditResult) -> None:
     """The ``meta`` table is editable: the key it records must be the trusted one."""
-    from ledger.note import parse_vkey
+    from ledger.core.note import parse_vkey
 
     text = store.meta("vkey")
     try:
@@ -858,7 +859,7 @@ def _check_checkpoint(
 
 
 def _check_key_index(store: Store, registry: object, res: AuditResult) -> None:
-    from ledger.entries import Registry
+    from ledger.core.entries import Registry
 
     assert isinstance(registry, Registry)
     want = dict(registry.keys)

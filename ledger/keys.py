@@ -8,7 +8,8 @@
   moderate limits); ``<NAME>.pub`` holds the name, public key and proof-of-possession
   signature that ``ledger keys register`` appends to the log.
 
-Files are written by ``ledger.fsutil.write_atomic`` (never following a planted symlink; the stray
+Files are written by ``ledger.core.fsutil.write_atomic`` (never following a planted symlink; the
+stray
 temporary a ``keys new`` killed mid-write leaves, 0600 in the 0700 ``keys/``, is removed by the
 next ``keys new`` of that name) and never overwritten; ``keys/`` and the ledger directory above
 it are made 0700 whatever the umask.
@@ -35,10 +36,10 @@ import nacl.secret
 import nacl.signing
 import nacl.utils
 
-from ledger.encoding import b64_decode, b64_encode
-from ledger.entries import node_key_id, pop_message
-from ledger.errors import BadInput, KeyFileError
-from ledger.fsutil import (
+from ledger.core.encoding import b64_decode, b64_encode
+from ledger.core.entries import node_key_id, pop_message
+from ledger.core.errors import BadInput, KeyFileError
+from ledger.core.fsutil import (
     check_private_dir,
     check_secret_file,
     private_dir,

@@ -24,17 +24,18 @@ from typing import TYPE_CHECKING, Any
 import nacl.bindings
 import nacl.signing
 
-from ledger import merkle, sealers
-from ledger.bundle import Bundle
-from ledger.encoding import b64_encode, hex_encode
-from ledger.entries import (
+from ledger import sealers
+from ledger.core import merkle
+from ledger.core.bundle import Bundle
+from ledger.core.encoding import b64_encode, hex_encode
+from ledger.core.entries import (
     bundle_fields,
     chain_link,
     check_entry_shape,
     node_key_id,
     sign_entry,
 )
-from ledger.errors import (
+from ledger.core.errors import (
     BadInput,
     CannotCheck,
     KeyFileError,
@@ -42,9 +43,9 @@ from ledger.errors import (
     LedgerStateError,
     TamperDetected,
 )
-from ledger.fsutil import check_private_dir, fsync_dir, read_small, write_atomic
-from ledger.gcpause import collector_paused
-from ledger.note import (
+from ledger.core.fsutil import check_private_dir, fsync_dir, read_small, write_atomic
+from ledger.core.gcpause import collector_paused
+from ledger.core.note import (
     Checkpoint,
     NoteSigner,
     NoteVerifier,
@@ -55,7 +56,7 @@ from ledger.note import (
     parse_vkey,
     sign_note,
 )
-from ledger.store import DB_NAME, LOCK_NAME, URL_NAME, Store, Writer
+from ledger.store.sqlite import DB_NAME, LOCK_NAME, URL_NAME, Store, Writer
 
 if TYPE_CHECKING:  # key files (and their passphrase crypto) load only where a key is read
     from ledger.keys import NodePublic
@@ -143,7 +144,7 @@ class Log:
         ``postgresql://`` URL) the log lives in that database and ``home`` names it."""
         check_origin(origin)
         if db is not None:
-            from ledger.pgstore import check_url
+            from ledger.store.postgres import check_url
 
             check_url(db)
         if any(os.path.lexists(home / n) for n in (DB_NAME, URL_NAME, LOG_KEY)):
@@ -398,7 +399,7 @@ class Log:
         bench/bench_append_parts.py); the workers stay for the next batch of the same key
         until ``close``. The result is the same either way: the same entries in the same order,
         the batch refused at the same first bad entry, nothing stored then. Such a batch leaves
-        the copy of its WAL into the database file to a thread (``ledger.walcheckpoint``)."""
+        the copy of its WAL into the database file to a thread (``ledger.store.walcheckpoint``)."""
         batch = list(items)
         kid = node_key_id(bytes(node.verify_key))
         sk64 = node._signing_key
@@ -421,8 +422,8 @@ class Log:
     ) -> list[Sealed]:
         out: list[Sealed] = []
         # a large batch leaves the copy of its WAL pages into the database file to a thread of
-        # the store (ledger.walcheckpoint): the commit is as durable, and the caller goes on;
-        # the batch makes no reference cycles, so the collector waits (ledger.gcpause)
+        # the store (ledger.store.walcheckpoint): the commit is as durable, and the caller goes on;
+        # the batch makes no reference cycles, so the collector waits (ledger.core.gcpause)
         with collector_paused(), self.store.writer(
             checkpoint_later=len(batch) >= sealers.MIN_BATCH
         ) as w:
@@ -453,6 +454,6 @@ class Log:
         return out
 
     def _signer_of(self, idx: int) -> str:
-        from ledger.entries import decode_entry
+        from ledger.core.entries import decode_entry
 
         return decode_entry(self.store.entry(idx)).signer or ""

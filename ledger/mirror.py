@@ -36,11 +36,11 @@ from typing import Any, NamedTuple
 
 import httpx
 
-from ledger import merkle
-from ledger.bundle import blake3_digest
-from ledger.bundle import manifest_digests as bundle_manifest_digests
-from ledger.encoding import b64_encode, hex_decode, hex_encode
-from ledger.entries import (
+from ledger.core import merkle
+from ledger.core.bundle import blake3_digest
+from ledger.core.bundle import manifest_digests as bundle_manifest_digests
+from ledger.core.encoding import b64_encode, hex_decode, hex_encode
+from ledger.core.entries import (
     ENTRY_V1,
     ENTRY_V2,
     KEY_TYPES,
@@ -52,7 +52,7 @@ from ledger.entries import (
     link_problem,
     signed_part,
 )
-from ledger.errors import (
+from ledger.core.errors import (
     BadInput,
     CannotCheck,
     LedgerError,
@@ -63,9 +63,12 @@ from ledger.errors import (
     TamperDetected,
     VerificationFailed,
 )
-from ledger.fsutil import write_atomic
-from ledger.gcpause import collector_paused
-from ledger.httpclient import (
+from ledger.core.fsutil import write_atomic
+from ledger.core.gcpause import collector_paused
+from ledger.core.native import BundleView, Verifying, VerifyJob, verify_many
+from ledger.core.note import Checkpoint, NoteVerifier, note_text, open_note, parse_checkpoint
+from ledger.core.tiles import TILE_WIDTH, entries_tile_path, parse_entry_bundle, tile_path
+from ledger.net.client import (
     BYTES,
     CONNECT_TIMEOUT,
     DEFAULT_TIMEOUT,
@@ -75,11 +78,8 @@ from ledger.httpclient import (
     LeanGet,
     oneline,
 )
-from ledger.native import BundleView, Verifying, VerifyJob, verify_many
-from ledger.note import Checkpoint, NoteVerifier, note_text, open_note, parse_checkpoint
-from ledger.pipeline import Check, HandBack, PipelinedGet
-from ledger.store import Store, part_of, part_start
-from ledger.tiles import TILE_WIDTH, entries_tile_path, parse_entry_bundle, tile_path
+from ledger.net.pipeline import Check, HandBack, PipelinedGet
+from ledger.store.sqlite import Store, part_of, part_start
 
 MAX_CHECKPOINT_BYTES = 1 << 20
 MAX_ENTRY_TILE_BYTES = TILE_WIDTH * (2 + 65535)
@@ -118,7 +118,7 @@ class Remote:
         # the one-file-per-blob GETs of a static location through the lean client; not when a
         # client was handed in (tests inject faults through it)
         self.lean = LeanGet(self.http) if client is None else None
-        # ... and before it, the same GETs pipelined (ledger.pipeline); what that hands back
+        # ... and before it, the same GETs pipelined (ledger.net.pipeline); what that hands back
         # goes through the lean client, then HttpClient
         self.pipe = PipelinedGet(self.http.base, self.http.what, request_timeout,
                                  CONNECT_TIMEOUT) if client is None else None
@@ -200,7 +200,7 @@ class Remote:
     def _chunks_pipelined(
         self, chunks: list[Sequence[bytes]], out: dict[bytes, bytes]
     ) -> list[Sequence[bytes]]:
-        """The batch requests of ``chunks`` pipelined (``ledger.pipeline``), each answer read
+        """The batch requests of ``chunks`` pipelined (``ledger.net.pipeline``), each answer read
         into ``out`` as it arrives (``_blob_answer``); the digests it did not deliver (a
         request handed back, an answer holding fewer than asked), as chunks for ``_blob_chunk``."""
         if self.pipe is None or len(chunks) <= 1:
@@ -417,7 +417,7 @@ class Mirror:
     _ahead_seen: set[bytes] = field(default_factory=set, init=False)
 
     def __post_init__(self) -> None:
-        from ledger.note import parse_vkey
+        from ledger.core.note import parse_vkey
 
         self.vkey = parse_vkey(self.vkey_text)
 
@@ -602,7 +602,7 @@ class Mirror:
                     nxt = self._batch_end(end, cp.size)
                     if end < cp.size:
                         ahead = pool.submit(self._fetch, end, nxt, cp.size)
-                    with collector_paused():  # the batch makes no cycles (ledger.gcpause)
+                    with collector_paused():  # the batch makes no cycles (ledger.core.gcpause)
                         try:
                             blobs_fetched += self._batch(
                                 store, registry, frontier, rows, end, cp, hashes, known, blobs
@@ -704,7 +704,7 @@ class Mirror:
         return out
 
     def _tiles_pipelined(self, tiles: list[int], size: int) -> dict[int, list[bytes]]:
-        """The entry tiles ``tiles`` pipelined (``ledger.pipeline``; gzip taken as it comes,
+        """The entry tiles ``tiles`` pipelined (``ledger.net.pipeline``; gzip taken as it comes,
         opened by ``gunzip_bundle``), each read as it arrives; those it hands back are not in
         the answer."""
         out: dict[int, list[bytes]] = {}
@@ -844,7 +844,7 @@ class Mirror:
         """Steps 4 and 5 of ``_batch``, committed once ``verifying`` has found every signature
         good."""
         # the files each part of the batch lacks: an entry's files are stored in its part
-        # (ledger.store, "Parts"), so a file this mirror holds in an older part is copied
+        # (ledger.store.sqlite, "Parts"), so a file this mirror holds in an older part is copied
         wanted: dict[int, dict[bytes, None]] = {}
         for f in fetched:
             part = part_of(f.at)
@@ -866,7 +866,7 @@ class Mirror:
                     blobs[d] = held
         blobs.update(self.remote.blobs([d for d in need if d not in blobs]))
         # a batch of a thousand entries or more leaves its WAL checkpoint to a thread of the
-        # store (ledger.walcheckpoint) while the next batch is fetched and verified
+        # store (ledger.store.walcheckpoint) while the next batch is fetched and verified
         with store.writer(checkpoint_later=end - start >= 1024) as w:
             if w.size != start:
                 raise TamperDetected("the local store changed while the mirror was appending")
@@ -1140,7 +1140,7 @@ class _BatchLinks:
 
 
 def manifest_digests(manifest: str) -> list[bytes]:
-    """The BLAKE3 digests a bundle manifest names (``ledger.bundle.manifest_digests``).
+    """The BLAKE3 digests a bundle manifest names (``ledger.core.bundle.manifest_digests``).
 
     The mirror replicates the log as signed: judging the manifest's paths and members is the
     verifier's ``integrity.manifest`` check, not a reason to stop following the log. The digest

@@ -65,13 +65,12 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from ledger import merkle
-from ledger.bundle import blake3_digest, manifest_digests
-from ledger.encoding import hex_encode
-from ledger.errors import BadInput, CannotCheck, LedgerError, LedgerStateError, TamperDetected
-from ledger.note import Checkpoint, NoteVerifier, note_text, open_note, parse_checkpoint
-from ledger.store import Store
-from ledger.tiles import (
+from ledger.core import merkle
+from ledger.core.bundle import blake3_digest, manifest_digests
+from ledger.core.encoding import hex_encode
+from ledger.core.errors import BadInput, CannotCheck, LedgerError, LedgerStateError, TamperDetected
+from ledger.core.note import Checkpoint, NoteVerifier, note_text, open_note, parse_checkpoint
+from ledger.core.tiles import (
     TILE_HEIGHT,
     TILE_WIDTH,
     entries_tile_path,
@@ -80,6 +79,7 @@ from ledger.tiles import (
     tile_path,
     tiles_for_size,
 )
+from ledger.store.sqlite import Store
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 NO_CACHE = "no-cache"
@@ -121,7 +121,7 @@ class DirTarget:
     everything beneath it is reached through directory descriptors (``openat`` with
     ``O_NOFOLLOW``), so a symlink planted at any level (a tile directory, a tile, the checkpoint)
     is never written or read through: a directory that is a symlink is refused, a file that is
-    one is replaced (``ledger.fsutil.write_atomic_at``). A run holds an exclusive ``flock`` on
+    one is replaced (``ledger.core.fsutil.write_atomic_at``). A run holds an exclusive ``flock`` on
     DEST for its whole length (``lock``); a second publish into DEST meanwhile is refused."""
 
     threads = 1  # local writes: one thread (the page cache does the rest)
@@ -138,7 +138,7 @@ class DirTarget:
     def _root_fd(self) -> int:
         fd = self._fds.get("")
         if fd is None:
-            from ledger.fsutil import make_parents
+            from ledger.core.fsutil import make_parents
 
             try:
                 if not os.path.isdir(self.root):
@@ -202,7 +202,7 @@ class DirTarget:
             self._dir_fd(rel, create=False)  # a planted symlink is refused before any write
 
     def read(self, key: str, limit: int) -> bytes | None:
-        from ledger.fsutil import read_open
+        from ledger.core.fsutil import read_open
 
         parent, _, name = key.rpartition("/")
         dfd = self._dir_fd(parent, create=False)
@@ -233,7 +233,7 @@ class DirTarget:
         return stat.S_ISREG(st.st_mode)
 
     def put(self, obj: Obj) -> None:
-        from ledger.fsutil import write_atomic_at
+        from ledger.core.fsutil import write_atomic_at
 
         parent, _, name = obj.key.rpartition("/")
         dfd = self._dir_fd(parent, create=True)
@@ -546,8 +546,8 @@ def check_outside_home(home: Path, dest: Path) -> None:
 def log_verifier(home: Path, store: Store) -> NoteVerifier:
     """The log's key: the one ``init`` wrote to ``log.vkey`` (or a mirror pinned), which the
     database's record must equal."""
+    from ledger.core.note import parse_vkey
     from ledger.log import pinned_vkey
-    from ledger.note import parse_vkey
 
     pinned = pinned_vkey(home)
     try:
@@ -660,7 +660,7 @@ def publish(
     total)`` counts every file but the checkpoint: tiles, entry bundles, then blobs.
     ``blobs=False, compress=False`` is ``ledger export-tiles`` (tiles only, entry bundles
     uncompressed, for any host)."""
-    from ledger.httpstate import published_note
+    from ledger.http.state import published_note
 
     t0 = time.perf_counter()
     if isinstance(target, DirTarget):

@@ -27,13 +27,13 @@ from typing import Any
 
 import httpx
 
-from ledger import merkle
-from ledger.encoding import b64_decode, b64_encode
-from ledger.errors import BadInput, LedgerError, VerificationFailed
-from ledger.fsutil import read_small, write_atomic
-from ledger.httpclient import JSON, TEXT, BadAnswer, HttpClient, oneline
-from ledger.note import MAX_NOTE_SIZE, Checkpoint, NoteVerifier, open_note, parse_checkpoint
-from ledger.receipt import MAX_RECEIPT_BYTES, Included, Receipt
+from ledger.core import merkle
+from ledger.core.encoding import b64_decode, b64_encode
+from ledger.core.errors import BadInput, LedgerError, VerificationFailed
+from ledger.core.fsutil import read_small, write_atomic
+from ledger.core.note import MAX_NOTE_SIZE, Checkpoint, NoteVerifier, open_note, parse_checkpoint
+from ledger.core.receipt import MAX_RECEIPT_BYTES, Included, Receipt
+from ledger.net.client import JSON, TEXT, BadAnswer, HttpClient, oneline
 from ledger.trust import CheckpointMemory, cosigned_by, guard, witness_groups
 
 MAX_PROOF_ANSWER = 64 * 1024

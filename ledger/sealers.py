@@ -35,9 +35,9 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ledger import merkle
-from ledger.entries import BatchEncoder, BundleHead, sign_encoded
-from ledger.errors import BadInput, CannotCheck
+from ledger.core import merkle
+from ledger.core.entries import BatchEncoder, BundleHead, sign_encoded
+from ledger.core.errors import BadInput, CannotCheck
 
 MIN_BATCH = 4096  # below this a batch is sealed on the calling thread (forking costs ~10 ms)
 WORKER_NICE = 10  # the workers yield a CPU to the process that stores: the batch's critical path

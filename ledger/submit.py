@@ -21,7 +21,7 @@ log key. The server, in order:
 6. rebuilds the bundle from the files and checks it against the entry's manifest and digest (422);
 7. hands the entry to the log's one ``Sequencer``, which integrates pending submissions in
    batches: every ``BATCH_INTERVAL`` seconds or ``BATCH_MAX`` entries, one write transaction
-   assigns the indices, checks each entry's chain link (``ledger.entries.chain_problem``: a v2
+   assigns the indices, checks each entry's chain link (``ledger.core.entries.chain_problem``: a v2
    entry names a tree the log has, as a prefix, of size at most its index; a v1 entry the very
    tree before it), its signer once more, and duplicates within the batch, appends blobs and
    entries, and signs **one** checkpoint for the batch. The request is answered only after that
@@ -45,7 +45,7 @@ over a fresh checkpoint (after asking whether an earlier entry got in); all unti
 deadline. The answer is checked: a checkpoint signed by
 the log key, consistent with the one signed over, and an inclusion proof of the entry in it; with
 the signer's registration and its inclusion proof, that is an offline receipt
-(``Submitted.receipt``). All requests go through the bounded ``ledger.httpclient.HttpClient``.
+(``Submitted.receipt``). All requests go through the bounded ``ledger.net.client.HttpClient``.
 """
 
 from __future__ import annotations
@@ -69,11 +69,11 @@ import nacl.signing
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ledger import merkle
-from ledger.bundle import Bundle
-from ledger.canonical import canonical_json, loads_canonical
-from ledger.encoding import b64_decode, b64_encode, hex_decode, hex_encode
-from ledger.entries import (
+from ledger.core import merkle
+from ledger.core.bundle import Bundle
+from ledger.core.canonical import canonical_json, loads_canonical
+from ledger.core.encoding import b64_decode, b64_encode, hex_decode, hex_encode
+from ledger.core.entries import (
     Entry,
     bundle_fields,
     chain_link,
@@ -84,7 +84,7 @@ from ledger.entries import (
     sign_entry,
     verify_signature,
 )
-from ledger.errors import (
+from ledger.core.errors import (
     BadInput,
     CannotCheck,
     LedgerError,
@@ -92,11 +92,7 @@ from ledger.errors import (
     SignatureError,
     VerificationFailed,
 )
-from ledger.httpbody import ClientGone, read_limited_body
-from ledger.httpclient import BYTES, JSON, BadAnswer, HttpClient, oneline
-from ledger.httpstate import json_response, served
-from ledger.log import Log
-from ledger.note import (
+from ledger.core.note import (
     Checkpoint,
     NoteVerifier,
     format_checkpoint,
@@ -104,8 +100,12 @@ from ledger.note import (
     parse_checkpoint,
     sign_note,
 )
-from ledger.receipt import Included, Receipt
-from ledger.store import Store, checkpoint_of
+from ledger.core.receipt import Included, Receipt
+from ledger.http.body import ClientGone, read_limited_body
+from ledger.http.state import json_response, served
+from ledger.log import Log
+from ledger.net.client import BYTES, JSON, BadAnswer, HttpClient, oneline
+from ledger.store.sqlite import Store, checkpoint_of
 
 if TYPE_CHECKING:
     from ledger.trust import CheckpointMemory
@@ -929,7 +929,7 @@ def _client_error(r: Any) -> LedgerError:
 
 
 def read_vkey(text_or_file: str) -> NoteVerifier:
-    from ledger.note import parse_vkey
+    from ledger.core.note import parse_vkey
 
     p = Path(text_or_file)
     try:

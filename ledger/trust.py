@@ -50,9 +50,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ledger import merkle
-from ledger.encoding import b64_decode, b64_encode, hex_encode
-from ledger.errors import (
+from ledger.core import merkle
+from ledger.core.encoding import b64_decode, b64_encode, hex_encode
+from ledger.core.errors import (
     BadInput,
     LedgerError,
     ProofError,
@@ -60,8 +60,8 @@ from ledger.errors import (
     SignatureError,
     VerificationFailed,
 )
-from ledger.fsutil import private_dir, read_small, write_atomic
-from ledger.note import (
+from ledger.core.fsutil import private_dir, read_small, write_atomic
+from ledger.core.note import (
     ALG_COSIGNATURE_V1,
     Checkpoint,
     NoteVerifier,
@@ -72,7 +72,7 @@ from ledger.note import (
 )
 
 if TYPE_CHECKING:
-    from ledger.store import Store
+    from ledger.store.sqlite import Store
 
 POLICY_ENV = "LEDGER_POLICY"
 CACHE_ENV = "LEDGER_CACHE_DIR"
@@ -209,7 +209,7 @@ def _policy_witness(item: object, path: Path) -> tuple[NoteVerifier, str | None]
     ):
         url = item.get("url")
         if url is not None:
-            from ledger.httpclient import check_base_url  # only for a policy naming URLs
+            from ledger.net.client import check_base_url  # only for a policy naming URLs
 
             url = check_base_url(url, f"trust policy {path}: witness")
         return parse_witness(item["vkey"]), url
@@ -549,7 +549,7 @@ def remember_store(
 ) -> str:
     """Compare the checkpoint a ledger directory holds (a mirror after a sync) with the memory,
     proving consistency from the entries it holds (and require the witness quorum on it)."""
-    from ledger.store import Store
+    from ledger.store.sqlite import Store
 
     store = Store.open(home)
     try:
@@ -577,8 +577,8 @@ def first_proof(*provers: Prover) -> Prover:
 def local_store(home: Path, vkey: NoteVerifier) -> Store | None:
     """The ledger at ``home`` when it is the log ``vkey`` names (its recorded verifier key), for
     proofs an offline verification may use; None when there is none or it is another log."""
-    from ledger.note import parse_vkey
-    from ledger.store import Store
+    from ledger.core.note import parse_vkey
+    from ledger.store.sqlite import Store
 
     try:
         store = Store.open(home)

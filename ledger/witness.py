@@ -1,5 +1,5 @@
 """A checkpoint witness and the log side that asks it to cosign (SPEC 9; C2SP tlog-witness and
-tlog-cosignature/v1 through ``ledger.note.cosign`` / ``verify_cosignature``).
+tlog-cosignature/v1 through ``ledger.core.note.cosign`` / ``verify_cosignature``).
 
 Witness side (``Witness``, ``make_witness_app``): a directory holding ``witness.key`` (mode 0600),
 ``witness.vkey`` (the cosignature/v1 verifier key, alg 0x04), ``logs.json`` (origin -> the log's
@@ -23,7 +23,7 @@ line), an empty line and the log's signed checkpoint note, and:
 Log side (``request_cosignature``): send the log's latest checkpoint and a consistency proof from
 the size the witness last saw (learning it from a 409), check the returned cosignature against the
 witness's verifier key, and store the note with the cosignatures collected so far in the store's
-meta (``ledger.httpstate.COSIGNED_META``), which ``GET /checkpoint`` then serves.
+meta (``ledger.http.state.COSIGNED_META``), which ``GET /checkpoint`` then serves.
 ``ask_witnesses`` does that for each witness a trust policy names with a URL (``ledger seal``) and
 says, per witness, why it did not cosign.
 """
@@ -48,9 +48,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ledger import merkle
-from ledger.encoding import b64_decode, b64_encode, hex_encode
-from ledger.errors import (
+from ledger.core import merkle
+from ledger.core.encoding import b64_decode, b64_encode, hex_encode
+from ledger.core.errors import (
     BadInput,
     CannotCheck,
     KeyFileError,
@@ -59,11 +59,8 @@ from ledger.errors import (
     ProofError,
     SignatureError,
 )
-from ledger.fsutil import check_private_dir, private_dir, read_small, write_atomic
-from ledger.httpbody import ClientGone, read_limited_body
-from ledger.httpclient import TEXT, BadAnswer, HttpClient, oneline
-from ledger.httpstate import COSIGNED_META
-from ledger.note import (
+from ledger.core.fsutil import check_private_dir, private_dir, read_small, write_atomic
+from ledger.core.note import (
     ALG_COSIGNATURE_V1,
     Checkpoint,
     NoteVerifier,
@@ -76,7 +73,10 @@ from ledger.note import (
     parse_skey,
     parse_vkey,
 )
-from ledger.store import Store, checkpoint_of
+from ledger.http.body import ClientGone, read_limited_body
+from ledger.http.state import COSIGNED_META
+from ledger.net.client import TEXT, BadAnswer, HttpClient, oneline
+from ledger.store.sqlite import Store, checkpoint_of
 from ledger.trust import witness_groups
 
 KEY_FILE = "witness.key"

@@ -12,7 +12,7 @@ $L keys new demo-node
 $L keys register demo-node
 $L seal bundles/*/
 for b in bundles/*/; do
-  digest=$(.venv/bin/python -c "import sys; from ledger.bundle import Bundle; print(Bundle.from_dir(sys.argv[1]).digest.hex())" "$b")
+  digest=$(.venv/bin/python -c "import sys; from ledger.core.bundle import Bundle; print(Bundle.from_dir(sys.argv[1]).digest.hex())" "$b")
   echo "== ledger verify $digest  ($b)"
   $L verify "$digest"
   echo "== offline: ledger verify $digest --receipt ${b}ledger-receipt.json"

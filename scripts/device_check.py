@@ -36,8 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from ledger.bundle import Bundle  # noqa: E402
-from ledger.errors import LedgerError  # noqa: E402
+from ledger.core.bundle import Bundle  # noqa: E402
+from ledger.core.errors import LedgerError  # noqa: E402
 from verify import falsify  # noqa: E402
 from verify.context import Context, Options  # noqa: E402
 from verify.contract import load_contract  # noqa: E402

@@ -63,11 +63,11 @@ ORIGIN = "campaign.example/log"
 # The seal driver: the real CLI, with the checks replaced by a stand-in report.
 DRIVER = """
 import sys
-from ledger.cli import wiring
+from ledger_cli import wiring
 from verify.report import Report, passed
 wiring.check_bundle = lambda b, options, **kw: Report(
     b.digest.hex(), (passed("integrity.manifest", "campaign stand-in for the checks"),))
-from ledger.cli.commands import main
+from ledger_cli.commands import main
 main(sys.argv[1:])
 """
 
@@ -100,7 +100,7 @@ def env_for(home: Path) -> dict[str, str]:
 def ledger_argv(args: list[str], driver: bool = False) -> list[str]:
     if driver:
         return [sys.executable, "-c", DRIVER, *args]
-    return [sys.executable, "-m", "ledger.cli", *args]
+    return [sys.executable, "-m", "ledger_cli", *args]
 
 
 def run(
@@ -148,7 +148,7 @@ def one_error_line(res: subprocess.CompletedProcess[str]) -> bool:
 
 def audit_ok(home: Path) -> str | None:
     from ledger.audit import audit
-    from ledger.errors import LedgerError
+    from ledger.core.errors import LedgerError
     from ledger.log import Log
 
     try:
@@ -174,10 +174,10 @@ def entries_for(home: Path, digest: bytes) -> int:
 
 def receipt_state(home: Path, bundle_dir: Path) -> str:
     """'none', 'valid', or what is wrong with the receipt in ``bundle_dir``."""
-    from ledger.bundle import read_dir
-    from ledger.errors import LedgerError
+    from ledger.core.bundle import read_dir
+    from ledger.core.errors import LedgerError
+    from ledger.core.receipt import FILE_NAME, Receipt
     from ledger.log import pinned_vkey
-    from ledger.receipt import FILE_NAME, Receipt
     from verify.integrity import Evidence, check_evidence
 
     path = bundle_dir / FILE_NAME
@@ -219,7 +219,7 @@ def make_ledger(root: Path) -> Path:
 
 
 def make_bundle(root: Path, salt: str) -> tuple[Path, bytes]:
-    from ledger.bundle import Bundle
+    from ledger.core.bundle import Bundle
 
     d = root / f"b-{salt}"
     d.mkdir(parents=True)
@@ -366,8 +366,8 @@ def keys_points(quick: bool, root: Path, section: Section, mode: str) -> None:
 
 def reader_race(quick: bool, root: Path, section: Section, seconds: float | None = None) -> None:
     """Swap a subdirectory and a file for symlinks to secrets while the bundle is read."""
-    from ledger.bundle import read_dir
-    from ledger.errors import BundleError
+    from ledger.core.bundle import read_dir
+    from ledger.core.errors import BundleError
 
     secret = root / "secret"
     secret.mkdir()

@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from ledger.http.server import make_app
 from ledger.mirror import Mirror, Remote
-from ledger.server import make_app
 from ledger.witness import Witness
 from tests.helpers.hostile import (
     MODES,

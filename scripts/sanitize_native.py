@@ -1,6 +1,8 @@
-"""Sanitizer campaign: the compiled module (``ledger/_native.c``) under AddressSanitizer and UBSan.
+"""Sanitizer campaign: the compiled module (``ledger/core/_native.c``) under AddressSanitizer and
+UBSan.
 
-``ledger._native`` parses untrusted bytes (entries a mirror or an audit reads, ``parse_plain`` and
+``ledger.core._native`` parses untrusted bytes (entries a mirror or an audit reads, ``parse_plain``
+and
 ``bundle_view``), writes canonical JSON of a bundle's fields (``join_plain``) and signs and
 verifies on threads of its own. The suite holds each of those to its pure-Python twin, but a
 read past a buffer or an undefined shift can give the right answer and still be a bug. This
@@ -103,13 +105,13 @@ def copy_tree(dest: Path) -> None:
 
 
 def build(tree: Path, flags: list[str]) -> Path:
-    """``ledger/_native.c`` built with the sanitizers into ``tree``'s ledger/ (where the copy's
+    """``ledger/core/_native.c`` built with the sanitizers into ``tree``'s ledger/ (where the copy's
     ``import ledger`` finds it first)."""
     include = sysconfig.get_paths()["include"]
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
-    out = tree / "ledger" / f"_native{suffix}"
+    out = tree / "ledger" / "core" / f"_native{suffix}"
     cmd = ["gcc", "-shared", "-fPIC", *FLAGS, *flags, f"-I{include}",
-           str(tree / "ledger" / "_native.c"), "-o", str(out)]
+           str(tree / "ledger" / "core" / "_native.c"), "-o", str(out)]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     if res.returncode != 0:
         raise CannotRun(f"the sanitized build failed: {res.stderr.strip()[-300:]}")

@@ -59,7 +59,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ledger.bundle import Bundle  # noqa: E402
+from ledger.core.bundle import Bundle  # noqa: E402
 from verify import falsify  # noqa: E402
 from verify.context import Context, Options  # noqa: E402
 from verify.contract import load_contract  # noqa: E402
@@ -179,7 +179,7 @@ def judge(t: Target, seed: int, checks: list[Check]) -> list[dict[str, Any]]:
                 "status": c.status,
                 "sizes": where(c.detail),
                 "detail": c.detail,
-                "reproduce": f".venv/bin/python -m ledger.cli check bundles/{t.name} --no-gpu "
+                "reproduce": f".venv/bin/python -m ledger_cli check bundles/{t.name} --no-gpu "
                 f"--seed {seed}",
             }
             for c in checks

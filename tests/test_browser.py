@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from ledger.server import make_app
+from ledger.http.server import make_app
 from tests.helpers.ledgers import REPO, cli_json, run_cli
 from tests.helpers.server import BackgroundServer
 
@@ -242,7 +242,7 @@ def test_auditor_finds_a_kernel_downloads_its_receipt_and_verifies_it(
     assert argv[0] == "ledger" and "--receipt" in argv and shown_vkey in argv
     env = dict(os.environ, LEDGER_HOME=str(site["root"] / "no-ledger-here"))
     env.pop("LEDGER_DEBUG", None)
-    res = subprocess.run([sys.executable, "-m", "ledger.cli", *argv[1:]],
+    res = subprocess.run([sys.executable, "-m", "ledger_cli", *argv[1:]],
                          cwd=site["bundle"], env=env, capture_output=True, text=True,
                          timeout=600, check=False)
     assert res.returncode == 0, (command, res.stdout[-3000:], res.stderr[-2000:])

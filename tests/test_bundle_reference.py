@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger.bundle import Bundle
-from ledger.errors import ContractError
+from ledger.core.bundle import Bundle
+from ledger.core.errors import ContractError
 from verify import falsify, sandbox
 from verify.context import Context, Options
 from verify.contract import load_contract, parse_yaml

@@ -1,4 +1,4 @@
-"""ledger.canonical against RFC 8785's own examples.
+"""ledger.core.canonical against RFC 8785's own examples.
 
 Sources: RFC 8785 section 3.2.2 (sample input), 3.2.3 (sorting example), 3.2.4 (UTF-8 bytes) and
 Appendix B (IEEE 754 number serialisation); the same samples as files in the RFC's reference
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.canonical import canonical_json, loads_canonical
-from ledger.errors import BadInput
+from ledger.core.canonical import canonical_json, loads_canonical
+from ledger.core.errors import BadInput
 from tests.helpers.examples import examples
 
 # RFC 8785 Appendix B: IEEE 754 bit pattern -> ES6 / JCS serialisation.
@@ -245,7 +245,7 @@ _plain_values = st.recursive(
 def test_fast_path_equals_reference_writer(obj: object) -> None:
     """canonical_json's C-encoder fast path produces exactly the reference writer's bytes
     (non-ASCII keys and any float fall back to the reference writer itself)."""
-    from ledger.canonical import canonical_json_reference
+    from ledger.core.canonical import canonical_json_reference
 
     assert canonical_json(obj) == canonical_json_reference(obj)
 
@@ -253,7 +253,7 @@ def test_fast_path_equals_reference_writer(obj: object) -> None:
 @settings(max_examples=examples(100))
 @given(_plain_values, st.text(max_size=10), st.text(max_size=30))
 def test_extend_equals_encoding_the_extended_object(obj: object, key: str, value: str) -> None:
-    from ledger.canonical import canonical_json_extend
+    from ledger.core.canonical import canonical_json_extend
 
     if not isinstance(obj, dict) or key in obj:
         return
@@ -264,8 +264,8 @@ def test_extend_equals_encoding_the_extended_object(obj: object, key: str, value
 
 def _full_parse(data: bytes) -> object:
     """loads_canonical without its fast paths (neither the compiled plain parser of
-    ledger.native nor the Python plain path): the full parse alone."""
-    import ledger.canonical as c
+    ledger.core.native nor the Python plain path): the full parse alone."""
+    import ledger.core.canonical as c
 
     saved = c._loads_plain
     c._loads_plain = lambda text: c._NOT_PLAIN  # type: ignore[assignment]

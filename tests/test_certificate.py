@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from ledger.bundle import Bundle
+from ledger.core.bundle import Bundle
 from verify import certificate
 from verify.context import Context
 from verify.contract import load_contract

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger import merkle
-from ledger.note import open_note, parse_checkpoint, parse_vkey
+from ledger.core import merkle
+from ledger.core.note import open_note, parse_checkpoint, parse_vkey
 from tests.helpers.ledgers import REPO, assert_one_error_line, cli_json, run_cli
 
 BUNDLE = REPO / "bundles" / "vector_add"
@@ -222,7 +222,7 @@ def test_readme_documents_every_command() -> None:
     in the README's command list."""
     from typer.main import get_command
 
-    from ledger.cli import app
+    from ledger_cli import app
 
     def leaves(cmd: object, path: list[str]) -> list[str]:
         subs = getattr(cmd, "commands", {})

@@ -21,7 +21,7 @@ WIDTH = 80
 def run80(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": str(WIDTH), "LEDGER_HOME": str(home)}
     env.pop("LEDGER_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "ledger.cli", *args], cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "ledger_cli", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=600, check=False)
 
 
@@ -92,7 +92,7 @@ def test_seal_and_verify_tables_fit_80_columns(ledger80: dict[str, Path]) -> Non
 def test_long_details_read_down_the_column() -> None:
     """At 80 columns a long detail (the certificate) shows each "; "-part outside parentheses
     on its own line; the recorded text itself is untouched."""
-    from ledger.cli.output import LONG_DETAIL, detail_lines
+    from ledger_cli.output import LONG_DETAIL, detail_lines
 
     short = "a; b"
     assert detail_lines(short) == short
@@ -108,7 +108,7 @@ def test_long_details_read_down_the_column() -> None:
 
 
 def test_tool_versions_shortened() -> None:
-    from ledger.cli.output import short_tool
+    from ledger_cli.output import short_tool
 
     nvcc = ("nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2025 NVIDIA Corporation\n"
             "Built on Wed_Aug_20_01:58:59_PM_PDT_2025\nCuda compilation tools, release 13.0, "
@@ -127,7 +127,7 @@ def test_writing_commands_fit_80_columns(ledger80: dict[str, Path], tmp_path: Pa
     """The commands that create and move things print at COLUMNS=80 too (deep paths, long key
     names): init, keys new/register/revoke, receipt write, export-tiles, publish, mirror, the
     witness commands, check and (with nvcc) new."""
-    from ledger.server import make_app
+    from ledger.http.server import make_app
     from tests.helpers.server import BackgroundServer
     from verify.tools import find_tool
 
@@ -177,7 +177,7 @@ def test_submit_and_receipt_refresh_fit_80_columns(
 ) -> None:
     """Shared sealing's two client commands at COLUMNS=80: submit (check, sign, send, wait,
     receipt) and receipt refresh, against a real server taking submissions."""
-    from ledger.server import make_app
+    from ledger.http.server import make_app
     from tests.helpers.server import BackgroundServer
 
     home = ledger80["home"]

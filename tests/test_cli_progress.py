@@ -8,7 +8,7 @@ import io
 import pytest
 from rich.console import Console
 
-from ledger.cli import output
+from ledger_cli import output
 
 
 @pytest.fixture
@@ -55,8 +55,8 @@ def test_export_reports_every_tile(tmp_path: pytest.TempPathFactory) -> None:
 
 
 def test_check_details_kept_whole_up_to_the_entry_limit() -> None:
-    from ledger.cli.wiring import fit_text
-    from ledger.entries import MAX_DETAIL, MAX_OBLIGATIONS, check_entry_shape
+    from ledger.core.entries import MAX_DETAIL, MAX_OBLIGATIONS, check_entry_shape
+    from ledger_cli.wiring import fit_text
 
     whole = "word " * 150  # 750 characters: cut at 400 before
     assert fit_text(whole) == whole
@@ -111,9 +111,9 @@ def test_mirror_and_publish_report_their_totals(tmp_path: pytest.TempPathFactory
     and the last count is the total."""
     from pathlib import Path
 
+    from ledger.http.server import make_app
     from ledger.mirror import Mirror, Remote
     from ledger.publish import open_target, publish
-    from ledger.server import make_app
     from tests.helpers.ledgers import add_node, new_ledger, seal_fake
     from tests.helpers.server import BackgroundServer
 

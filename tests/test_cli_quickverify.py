@@ -1,4 +1,4 @@
-"""``ledger verify`` without the command tree (ledger.cli.quickverify, issue 12 start-up) is the
+"""``ledger verify`` without the command tree (ledger_cli.quickverify, issue 12 start-up) is the
 typer app's ``verify``, exactly: for any command line its parse either equals the values the app
 hands the command or steps aside (the app answers), the option set is the command's own, and a
 real run prints the same bytes and exits with the same code either way."""
@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.bundle import Bundle
-from ledger.cli import commands, quickverify, verifying
+from ledger.core.bundle import Bundle
+from ledger_cli import commands, quickverify, verifying
 from tests.helpers.ledgers import REPO, add_node, fake_fields, new_ledger, write_bundle
 
 # command lines the quick path takes (and must: start-up is its point)
@@ -73,7 +73,7 @@ def _typer(argv: list[str]) -> tuple[Any, ...]:
 
 
 def _quick(argv: list[str]) -> tuple[Any, ...] | None:
-    """What ``ledger.cli.main`` does with ``argv`` through the quick path: the values it calls
+    """What ``ledger_cli.main`` does with ``argv`` through the quick path: the values it calls
     ``verifying.verify`` with (and the exit code it returns, passed through), or None."""
     calls: list[dict[str, Any]] = []
 
@@ -241,8 +241,8 @@ def test_a_run_prints_the_same_bytes_either_way(
     if columns is not None:
         env["COLUMNS"] = columns
     assert quickverify.parse(argv) is not None
-    quick = _run("from ledger.cli import main", argv, env, tmp_path / "cache")
-    app = _run("from ledger.cli.commands import main", argv, env, tmp_path / "cache")
+    quick = _run("from ledger_cli import main", argv, env, tmp_path / "cache")
+    app = _run("from ledger_cli.commands import main", argv, env, tmp_path / "cache")
     assert quick == app
     assert quick[1] or quick[2]
     if "--json" in argv and quick[0] != 2:
@@ -257,7 +257,7 @@ def test_on_a_terminal_the_report_is_the_same(sealed: Path, tmp_path: Path) -> N
     env.update(LEDGER_HOME=str(sealed), TERM="xterm-256color")
     argv = ["verify", "1", "--no-gpu", "--seed", "1"]
     outs = []
-    for code in ("from ledger.cli import main", "from ledger.cli.commands import main"):
+    for code in ("from ledger_cli import main", "from ledger_cli.commands import main"):
         shutil.rmtree(tmp_path / "cache", ignore_errors=True)
         leader, follower = os.openpty()
         with open(os.devnull, "wb") as null:

@@ -1,4 +1,4 @@
-"""The shell's surface (issue 11): version, -h, `python -m ledger.cli` running once, every command
+"""The shell's surface (issue 11): version, -h, `python -m ledger_cli` running once, every command
 registered, help text a person reads (no Python types, no internal references), usage errors
 (exit 2) for out-of-range options, shell completion offered."""
 
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ledger import __version__
-from ledger.cli import main
+from ledger_cli import main
 
 COMMANDS = ["init", "vkey", "checkpoint", "check", "seal", "verify", "show", "log", "audit",
             "serve", "export-tiles", "mirror", "submit", "new", "keys", "proof", "receipt",
@@ -37,10 +37,10 @@ def test_version() -> None:
 
 
 def test_python_m_runs_once_and_names_itself_ledger() -> None:
-    res = subprocess.run([sys.executable, "-m", "ledger.cli", "--version"], capture_output=True,
+    res = subprocess.run([sys.executable, "-m", "ledger_cli", "--version"], capture_output=True,
                          text=True, timeout=120, check=False)
     assert (res.returncode, res.stdout, res.stderr) == (0, f"ledger {__version__}\n", "")
-    res = subprocess.run([sys.executable, "-m", "ledger.cli", "-h"], capture_output=True,
+    res = subprocess.run([sys.executable, "-m", "ledger_cli", "-h"], capture_output=True,
                          text=True, timeout=120, check=False)
     assert res.returncode == 0 and res.stdout.count("Usage: ledger ") == 1, res.stdout
 
@@ -49,7 +49,7 @@ def _helps() -> list[list[str]]:
     """Every command and group of the shell, read from the app itself (none left out)."""
     from typer.main import get_command
 
-    from ledger.cli import app
+    from ledger_cli import app
 
     def walk(cmd: object, path: list[str]) -> list[list[str]]:
         subs = getattr(cmd, "commands", {})
@@ -116,7 +116,7 @@ def test_witness_commands_take_json(tmp_path: pytest.TempPathFactory) -> None:
     code, out, _ = run("witness", "vkey", "--dir", wdir, "--json")
     assert code == 0 and json.loads(out) == {"vkey": made["vkey"]}
     # add-log and add-checkpoint too, against the witness served on a loopback port
-    from ledger.note import open_note, parse_vkey
+    from ledger.core.note import open_note, parse_vkey
     from ledger.witness import make_witness_app
     from tests.helpers.ledgers import cli_json
     from tests.helpers.server import BackgroundServer
@@ -140,7 +140,7 @@ def test_shell_completion_completes_commands() -> None:
     def complete(words: str, cword: int) -> list[str]:
         env = {**os.environ, "_LEDGER_COMPLETE": "complete_bash", "COMP_WORDS": words,
                "COMP_CWORD": str(cword)}
-        res = subprocess.run([sys.executable, "-m", "ledger.cli"], capture_output=True,
+        res = subprocess.run([sys.executable, "-m", "ledger_cli"], capture_output=True,
                              text=True, env=env, timeout=120, check=False)
         assert res.returncode == 0, res.stderr
         return res.stdout.split()
@@ -154,26 +154,26 @@ def test_shell_completion_completes_commands() -> None:
 def test_quick_help_is_what_the_command_tree_prints(
     monkeypatch: pytest.MonkeyPatch, columns: str
 ) -> None:
-    """``ledger ... --help`` answered from ledger/cli/help.json (no command tree loaded: issue
+    """``ledger ... --help`` answered from ledger_cli/help.json (no command tree loaded: issue
     12) prints exactly what the command tree prints at any width of 80 columns or more, for every
     command and group; a bare group prints its help and exits 2 as click does. When this fails,
-    run `python -m ledger.cli.quickhelp` to write the file again."""
+    run `python -m ledger_cli.quickhelp` to write the file again."""
     import json
 
-    from ledger.cli import commands, quickhelp
+    from ledger_cli import commands, quickhelp
 
     monkeypatch.setenv("COLUMNS", columns)
     helps = json.loads(Path(quickhelp.HELP_FILE).read_text(encoding="utf-8"))
     assert sorted(helps) == sorted(" ".join(a) for a in _helps()), \
-        "ledger/cli/help.json is stale: run `python -m ledger.cli.quickhelp`"
+        "ledger_cli/help.json is stale: run `python -m ledger_cli.quickhelp`"
     for key, entry in helps.items():
         argv = key.split() if key else []
         out = io.StringIO()
         with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as done:
             commands.main([*argv, "--help"])
         assert (done.value.code, out.getvalue()) == (0, entry["help"]), \
-            f"help of {key!r} changed: run `python -m ledger.cli.quickhelp`"
-        assert run(*argv, "-h") == (0, entry["help"], "")  # through ledger.cli.main
+            f"help of {key!r} changed: run `python -m ledger_cli.quickhelp`"
+        assert run(*argv, "-h") == (0, entry["help"], "")  # through ledger_cli.main
         if entry["group"]:
             assert run(*argv) == (2, entry["help"], "")
 
@@ -181,7 +181,7 @@ def test_quick_help_is_what_the_command_tree_prints(
 def test_quick_help_steps_aside(monkeypatch: pytest.MonkeyPatch) -> None:
     """Narrower terminals, options before the flag, unknown commands and completion requests go
     to the command tree."""
-    from ledger.cli import quickhelp
+    from ledger_cli import quickhelp
 
     assert quickhelp.answer(["--version"]) == 0
     assert quickhelp.answer(["seal"]) is None  # a command without its arguments
@@ -200,7 +200,7 @@ def _typer_params() -> list[tuple[str, Any, Any]]:
     """Every parameter of every command of the tree: (command path, command, parameter)."""
     from typer.main import get_command
 
-    from ledger.cli import app
+    from ledger_cli import app
 
     out: list[tuple[str, Any, Any]] = []
 
@@ -224,14 +224,14 @@ def _outcome(conv: Any, value: Any, param: Any, ctx: Any) -> tuple[Any, ...]:
 
 
 def test_light_params_convert_as_typer_does(tmp_path: Path) -> None:
-    """``ledger.cli.coerce`` (no pydantic on start-up, issue 12) gives every value typer's own
+    """``ledger_cli.coerce`` (no pydantic on start-up, issue 12) gives every value typer's own
     conversion gives, and the same refusal for every value typer refuses, for every parameter of
     every command it covers: digits, signs, spaces, underscores, leading zeros, ranges, paths
     that exist or not, files given where a directory is expected, lists."""
     coercion = pytest.importorskip("typer._coercion")  # the typer whose conversion it replaces
     from typer._param_types import coerce_cli_path
 
-    from ledger.cli.coerce import LightParam, _light_kind
+    from ledger_cli.coerce import LightParam, _light_kind
 
     afile = tmp_path / "f.txt"
     afile.write_text("x")
@@ -261,7 +261,7 @@ def test_light_params_convert_as_typer_does(tmp_path: Path) -> None:
 
 
 def test_light_params_are_the_ones_typer_uses() -> None:
-    from ledger.cli.coerce import LightParam
+    from ledger_cli.coerce import LightParam
 
     kinds = {
         (path, p.name): type(p.get_runtime_param()).__name__

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.errors import ContractError
+from ledger.core.errors import ContractError
 from verify.contract import load_contract, parse_yaml
 from verify.contract_lint import GATES, lint_contract, schema_errors
 

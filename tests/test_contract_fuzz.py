@@ -12,7 +12,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.errors import ContractError
+from ledger.core.errors import ContractError
 from verify.contract import eval_expr, load_contract, parse_yaml
 from verify.contract_lint import lint_contract, schema_errors
 from verify.model import Contract

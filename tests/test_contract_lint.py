@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ledger.bundle import Bundle
+from ledger.core.bundle import Bundle
 from verify import contract as contract_group
 from verify.context import Context
 from verify.contract import load_contract, parse_yaml
@@ -123,7 +123,7 @@ def test_theorem_that_is_a_def_fails() -> None:
 
 
 def test_lean_scan_error_fails_closed(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ledger.errors import BadInput
+    from ledger.core.errors import BadInput
 
     def broken(files: object) -> object:
         raise BadInput("injected fault")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.errors import ContractError
+from ledger.core.errors import ContractError
 from verify.contract import (
     MAX_BYTES,
     eval_expr,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.bundle import Bundle
+from ledger.core.bundle import Bundle
 from verify import falsify
 from verify.context import Context, Options
 from verify.contract import load_contract

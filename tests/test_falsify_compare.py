@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.errors import BadInput
+from ledger.core.errors import BadInput
 from verify import falsify
 from verify.model import FalsificationTest, Kernel, Launch, Param, Tolerance
 

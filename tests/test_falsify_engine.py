@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ledger.bundle import Bundle
+from ledger.core.bundle import Bundle
 from verify import falsify, gpu
 from verify.context import Options
 from verify.contract import load_contract

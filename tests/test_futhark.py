@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import verify.futhark as fut
-from ledger.bundle import Bundle
-from ledger.errors import BadInput
+from ledger.core.bundle import Bundle
+from ledger.core.errors import BadInput
 from verify.context import Context, Options
 from verify.futhark import FutEntry, FutTestBlock, parse_futhark
 from verify.model import Contract, Kernel

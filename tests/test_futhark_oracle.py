@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ledger.bundle import Bundle
-from ledger.errors import BadInput
+from ledger.core.bundle import Bundle
+from ledger.core.errors import BadInput
 from verify import falsify
 from verify.context import Context, Options
 from verify.contract import load_contract

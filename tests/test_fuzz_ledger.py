@@ -11,11 +11,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.bundle import Bundle, parse_manifest, read_dir
-from ledger.canonical import canonical_json
-from ledger.entries import decode_entry
-from ledger.errors import BadInput
-from ledger.receipt import Receipt
+from ledger.core.bundle import Bundle, parse_manifest, read_dir
+from ledger.core.canonical import canonical_json
+from ledger.core.entries import decode_entry
+from ledger.core.errors import BadInput
+from ledger.core.receipt import Receipt
 from tests.helpers.examples import examples
 
 EXAMPLES = examples(400)
@@ -143,8 +143,8 @@ def test_receipt_random_bytes(data: bytes) -> None:
 def test_signed_part_equals_reserialising(body: dict[str, object], sig: bytes) -> None:
     """Cutting the signature member out of the canonical bytes gives exactly the canonical bytes
     of the entry without it, whatever the other keys are."""
-    from ledger.encoding import b64_encode
-    from ledger.entries import signed_part, signing_bytes
+    from ledger.core.encoding import b64_encode
+    from ledger.core.entries import signed_part, signing_bytes
 
     entry = {**body, "signature": b64_encode(sig)}
     assert signed_part(canonical_json(entry), entry) == signing_bytes(entry)

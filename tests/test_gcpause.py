@@ -1,4 +1,4 @@
-"""The collector paused for a batch (ledger.gcpause): a batch leaves it as it found it."""
+"""The collector paused for a batch (ledger.core.gcpause): a batch leaves it as it found it."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger.bundle import Bundle
-from ledger.gcpause import collector_paused
+from ledger.core.bundle import Bundle
+from ledger.core.gcpause import collector_paused
 from tests.helpers.ledgers import add_node, fake_fields, new_ledger
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from ledger.bundle import Bundle
-from ledger.entries import (
+from ledger.core.bundle import Bundle
+from ledger.core.entries import (
     MAX_DETAIL,
     MAX_TEXT,
     bundle_fields,
@@ -18,7 +18,7 @@ from ledger.entries import (
     node_key_id,
     sign_entry,
 )
-from ledger.errors import BadInput
+from ledger.core.errors import BadInput
 from tests.helpers.ledgers import (
     add_node,
     cli_json,
@@ -173,7 +173,7 @@ def test_markup_and_controls_in_reason_and_kernel(tmp_path: Path) -> None:
 
 
 def test_report_table_escapes_check_text(capsys: pytest.CaptureFixture[str]) -> None:
-    from ledger.cli import output
+    from ledger_cli import output
     from verify.report import Check, Report
 
     rep = Report(MARKUP, (Check("x[/]", "failed", MARKUP + CONTROL, "[b]t", "v"),))
@@ -183,7 +183,7 @@ def test_report_table_escapes_check_text(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_error_line_strips_controls(capsys: pytest.CaptureFixture[str]) -> None:
-    from ledger.cli import output
+    from ledger_cli import output
 
     output.error_line("bad " + CONTROL)
     err = capsys.readouterr().err
@@ -203,8 +203,8 @@ def test_plain_entries_encode_as_the_checked_path_does(text: str) -> None:
     """seal_many skips canonical's plainness walk for entries ``plain_entry`` vouches for: the
     signed and the stored bytes are the same as through the walk, and a member the shape rules
     do not cover (a float, a big integer, a non-ASCII name) is not vouched for."""
-    from ledger.canonical import canonical_json_extend
-    from ledger.entries import plain_entry
+    from ledger.core.canonical import canonical_json_extend
+    from ledger.core.entries import plain_entry
 
     fields = fake_fields(text)
     fields["checks"][0]["detail"] = text
@@ -222,7 +222,7 @@ def test_plain_entries_encode_as_the_checked_path_does(text: str) -> None:
 def test_emoji_codes_in_check_text_print_as_written(capsys: pytest.CaptureFixture[str]) -> None:
     """``:name:`` in a detail or a tool is the bundle's text: shown as written, never turned
     into an emoji (rich's consoles would by default; markup escaping does not cover it)."""
-    from ledger.cli import output
+    from ledger_cli import output
     from verify.report import Check, Report
 
     rep = Report("d", (Check("c", "failed", "kernel :smile: took :100: steps", ":x:", "v"),))

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from ledger.http.server import make_app
 from ledger.log import Log
 from ledger.mirror import Mirror, Remote
-from ledger.server import make_app
 from ledger.witness import Witness, make_witness_app
 from tests.helpers.hostile import (
     MODES,

@@ -13,12 +13,12 @@ import httpx
 import pytest
 
 from ledger import mirror as mirror_mod
-from ledger.errors import CannotCheck, VerificationFailed
-from ledger.httpclient import BadAnswer
+from ledger.core.errors import CannotCheck, VerificationFailed
+from ledger.http.server import make_app
 from ledger.log import Log
 from ledger.mirror import Mirror, Remote, SyncResult, follow
-from ledger.server import make_app
-from ledger.store import Store
+from ledger.net.client import BadAnswer
+from ledger.store.sqlite import Store
 from tests.helpers.hostile import HostileServer
 from tests.helpers.ledgers import assert_one_error_line, run_cli
 from tests.helpers.server import BackgroundServer
@@ -101,7 +101,7 @@ def cli_in_process(*args: str) -> tuple[int, str]:
     import contextlib
     import io
 
-    from ledger.cli import main
+    from ledger_cli import main
 
     err = io.StringIO()
     with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as done:
@@ -208,10 +208,16 @@ def test_jitter_spreads_the_backoff(tmp_path: Path, origin: tuple[Log, Backgroun
 def test_mirror_refuses_an_entry_shape_no_log_writes(tmp_path: Path) -> None:
     """Item 8's shape rules on the mirror: a log that appended an odd-shaped (but validly signed
     and chained) entry is refused, nothing of the batch is stored, and it is not a fork."""
-    from ledger.bundle import Bundle
-    from ledger.entries import node_key_id, sign_entry
+    from ledger.core.bundle import Bundle
+    from ledger.core.entries import node_key_id, sign_entry
+    from ledger.core.note import (
+        Checkpoint,
+        format_checkpoint,
+        open_note,
+        parse_checkpoint,
+        sign_note,
+    )
     from ledger.log import utc_now
-    from ledger.note import Checkpoint, format_checkpoint, open_note, parse_checkpoint, sign_note
     from ledger.submit import chained_fields
     from tests.test_server import bundle_files, fields
 

@@ -19,9 +19,9 @@ import nacl.signing
 import pytest
 
 from ledger import submit as submit_mod
-from ledger.entries import node_key_id
+from ledger.core.entries import node_key_id
+from ledger.http.server import make_app
 from ledger.log import Log
-from ledger.server import make_app
 from ledger.witness import Witness, make_witness_app
 from tests.helpers.ledgers import REPO
 from tests.helpers.server import BackgroundServer
@@ -112,7 +112,7 @@ def test_ledger_serve_under_a_low_file_limit(
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {**os.environ, "LEDGER_HOME": str(log.home)}
-    cmd = f"ulimit -n 600; exec {sys.executable} -m ledger.cli serve --port {port}"
+    cmd = f"ulimit -n 600; exec {sys.executable} -m ledger_cli serve --port {port}"
     errf = (tmp_path / "err").open("w+")
     p = subprocess.Popen(["sh", "-c", cmd], cwd=REPO, env=env, stderr=errf)
     socks: list[socket.socket] = []
@@ -175,7 +175,7 @@ def crash_log(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFix
     caplog.set_level(logging.WARNING)
     yield caplog
     bad = [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()
-           or "Exception in ASGI" in r.getMessage() or r.name == "ledger.server"]
+           or "Exception in ASGI" in r.getMessage() or r.name == "ledger.http.server"]
     assert not bad, [r.getMessage() for r in bad]
 
 

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ledger.bundle import Bundle
-from ledger.errors import CannotCheck
+from ledger.core.bundle import Bundle
+from ledger.core.errors import CannotCheck
+from ledger.http.server import make_app
 from ledger.log import Log
-from ledger.server import make_app
 from ledger.submit import submit_bundle
 from tests.helpers.ledgers import add_node
 from tests.helpers.server import BackgroundServer

@@ -29,7 +29,7 @@ def _run(*args: str, home: Path, env: dict[str, str]) -> subprocess.CompletedPro
     full = dict(os.environ, LEDGER_HOME=str(home), **env)
     full.pop("LEDGER_DEBUG", None)
     return subprocess.run(
-        [sys.executable, "-m", "ledger.cli", *args],
+        [sys.executable, "-m", "ledger_cli", *args],
         cwd=REPO,
         env=full,
         capture_output=True,

@@ -105,8 +105,8 @@ def test_keys_new_never_writes_through_a_planted_symlink(tmp_path: Path) -> None
 
 
 def test_receipt_never_written_through_a_planted_symlink(tmp_path: Path) -> None:
-    from ledger.bundle import Bundle
-    from ledger.cli import wiring
+    from ledger.core.bundle import Bundle
+    from ledger_cli import wiring
     from verify.report import Report, passed
 
     victim = tmp_path / "attacker-owned"
@@ -142,8 +142,8 @@ def test_export_tiles_never_writes_through_a_planted_symlink(tmp_path: Path) -> 
 
 
 def test_write_atomic_refuses_a_symlink_at_the_target(tmp_path: Path) -> None:
-    from ledger.errors import KeyFileError
-    from ledger.fsutil import write_atomic
+    from ledger.core.errors import KeyFileError
+    from ledger.core.fsutil import write_atomic
 
     victim = tmp_path / "victim"
     victim.write_bytes(b"keep")
@@ -162,7 +162,7 @@ def _run_with_umask(umask: int, *args: str, home: Path) -> subprocess.CompletedP
         [
             sys.executable,
             "-c",
-            f"import os, sys; os.umask({umask}); from ledger.cli import main; main(sys.argv[1:])",
+            f"import os, sys; os.umask({umask}); from ledger_cli import main; main(sys.argv[1:])",
             *args,
         ],
         cwd=REPO,

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from ledger.bundle import read_dir
-from ledger.cli import wiring
-from ledger.errors import BundleError
+from ledger.core.bundle import read_dir
+from ledger.core.errors import BundleError
 from ledger.log import Log
+from ledger_cli import wiring
 from tests.helpers.ledgers import (
     add_node,
     assert_one_error_line,
@@ -113,7 +113,7 @@ def test_verify_key_entry_receipt_in_a_bundle_dir_is_bad_input(home: Path, tmp_p
     (d / "ledger-receipt.json").write_bytes(rec.to_bytes())
     vkey = (home / "log.vkey").read_text().strip()
     leaf = rec.item.entry
-    from ledger.merkle import leaf_hash
+    from ledger.core.merkle import leaf_hash
 
     res = run_cli(
         "verify",
@@ -190,7 +190,7 @@ def test_receipt_carries_a_revocation_inside_its_checkpoint(home: Path, tmp_path
 def test_offline_detail_does_not_claim_only_later_revocations_are_unseen(
     tmp_path: Path,
 ) -> None:
-    from ledger.note import parse_vkey
+    from ledger.core.note import parse_vkey
     from verify.integrity import Evidence, check_evidence
 
     h = tmp_path / "home"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.errors import BadInput
+from ledger.core.errors import BadInput
 from ledger.witness import KEY_FILE, MAX_STATE_FILE, Witness, _state_lock
 
 

@@ -1,5 +1,5 @@
-"""ledger.hashlevels (issue 12): proofs from the stored hashes held in memory equal RFC 9162's
-PATH / PROOF computed by ledger.merkle, for every index and size up to a few hundred, with the
+"""ledger.core.hashlevels (issue 12): proofs from the stored hashes held in memory equal RFC 9162's
+PATH / PROOF computed by ledger.core.merkle, for every index and size up to a few hundred, with the
 lower levels left out by a small budget (then read through the store), and as the tree grows."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from ledger import merkle
-from ledger.errors import BadInput
-from ledger.hashlevels import HashLevels, combine, inclusion_paths, lowest_level
-from ledger.store import PRELOAD_AFTER_PROOFS, Store
+from ledger.core import merkle
+from ledger.core.errors import BadInput
+from ledger.core.hashlevels import HashLevels, combine, inclusion_paths, lowest_level
+from ledger.store.sqlite import PRELOAD_AFTER_PROOFS, Store
 
 
 def stored_tree(size: int) -> dict[tuple[int, int], bytes]:
@@ -41,7 +41,7 @@ def test_paths_equal_rfc_path_for_every_index() -> None:
 
 def test_levels_proofs_equal_rfc_proofs() -> None:
     """HashLevels' own inclusion and consistency proofs (the whole tree held), every index and
-    old size of trees up to 130 leaves and a few larger ones, against ledger.merkle."""
+    old size of trees up to 130 leaves and a few larger ones, against ledger.core.merkle."""
     tree = stored_tree(300)
     levels = HashLevels()
     levels.fill(300, reader(tree))
@@ -90,8 +90,8 @@ def test_store_proofs_from_memory_match(
     """A Store past PRELOAD_AFTER_PROOFS answers from memory (the whole tree, or with a small
     budget the upper levels and the lowest ones in one batched read; filled a few rows per proof
     meanwhile), and follows the tree as it grows."""
-    import ledger.hashlevels as hl
-    import ledger.store as store_mod
+    import ledger.core.hashlevels as hl
+    import ledger.store.sqlite as store_mod
 
     monkeypatch.setattr(hl, "HASH_CACHE_BYTES", budget)
     monkeypatch.setattr(store_mod, "FILL_ROWS", fill_rows)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ledger.bundle import MAX_FILES, Bundle
+from ledger.core.bundle import MAX_FILES, Bundle
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLES = ROOT / "bundles"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.bundle import Bundle
+from ledger.core.bundle import Bundle
 from verify import contract, falsify
 from verify.context import Context, Options
 

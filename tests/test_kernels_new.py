@@ -436,7 +436,7 @@ def test_device_check_runs_a_bundle_reference(tmp_path: Path) -> None:
 def test_nice_sizes_copy_still_fails_through_a_chosen_size(bug: str) -> None:
     """tests/fixtures/sizes/nice-<bug>.yaml lists only sizes at which the bug does not show
     (multiples of the block; cols a multiple of 32); the verifier's own sizes still refute it."""
-    from ledger.bundle import Bundle
+    from ledger.core.bundle import Bundle
     from verify import falsify
     from verify.context import Context, Options
     from verify.contract import load_contract
@@ -496,7 +496,7 @@ def test_layernorm_two_close_columns_within_tolerance() -> None:
 def test_layernorm_seed_2501124300_passes() -> None:
     """`ledger check bundles/layernorm_rows --no-gpu --seed 2501124300`'s falsify group: it
     failed FALSIFY-LAYERNORM-001 at the chosen rows=270, cols=2 before the corrected mean."""
-    from ledger.bundle import Bundle
+    from ledger.core.bundle import Bundle
     from verify import falsify
     from verify.context import Context, Options
     from verify.contract import load_contract

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.bundle import Bundle
+from ledger.core.bundle import Bundle
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANTED = ROOT / "tests" / "fixtures" / "planted"

@@ -1,6 +1,6 @@
 """The import graph's layering (issue 11), read from the sources with ``ast``:
 
-- the ledger core (every ``ledger`` module outside the shell ``ledger.cli``) imports neither
+- the ledger core (every ``ledger`` module outside the shell ``ledger_cli``) imports neither
   ``verify`` nor the shell;
 - ``verify`` imports none of the ledger's stateful or outer parts (store, log, server, the shell);
 - no import cycle among the project's modules (imports under ``TYPE_CHECKING`` are not run, so
@@ -15,11 +15,11 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-ROOTS = ("ledger", "verify")
-SHELL = "ledger.cli"
+ROOTS = ("ledger", "ledger_cli", "verify")
+SHELL = "ledger_cli"
 # what verify may not reach into: the log's state and its outer layers
-VERIFY_FORBIDDEN = ("ledger.store", "ledger.log", "ledger.server", "ledger.mirror",
-                    "ledger.submit", "ledger.witness", "ledger.web", SHELL)
+VERIFY_FORBIDDEN = ("ledger.store.sqlite", "ledger.log", "ledger.http.server", "ledger.mirror",
+                    "ledger.submit", "ledger.witness", "ledger.http.web", SHELL)
 
 
 def _modules() -> dict[str, Path]:
@@ -86,8 +86,8 @@ def _in(mod: str, pkg: str) -> bool:
 
 
 def test_graph_is_read() -> None:
-    assert "ledger.cli.commands" in GRAPH and "verify.runner" in GRAPH
-    assert "verify.runner" in GRAPH["ledger.cli.wiring"]
+    assert "ledger_cli.commands" in GRAPH and "verify.runner" in GRAPH
+    assert "verify.runner" in GRAPH["ledger_cli.wiring"]
 
 
 def test_ledger_core_imports_neither_verify_nor_the_shell() -> None:
@@ -161,7 +161,7 @@ def test_the_shell_has_no_import_cycle() -> None:
 def test_the_shell_loads_its_command_modules_by_import() -> None:
     """No command module loaded by name (importlib in an ``except ImportError`` once dropped five
     commands silently): the app's module imports each one."""
-    assert {"ledger.cli.net", "ledger.cli.scaffold"} <= GRAPH["ledger.cli.commands"]
+    assert {"ledger_cli.net", "ledger_cli.scaffold"} <= GRAPH["ledger_cli.commands"]
     for name, path in _modules().items():
         if _in(name, SHELL):
             assert "importlib" not in path.read_text(encoding="utf-8"), name
@@ -170,14 +170,16 @@ def test_the_shell_loads_its_command_modules_by_import() -> None:
 def test_the_http_side_is_layered() -> None:
     """Per-request state at the bottom (``httpstate``), handlers above it, the app on top: the
     handlers' modules never import the app, and the state imports none of them."""
-    assert "ledger.server" not in GRAPH["ledger.submit"] | GRAPH["ledger.web.pages"]
-    assert not GRAPH["ledger.httpstate"] & {"ledger.server", "ledger.submit", "ledger.web.pages"}
-    assert {"ledger.submit", "ledger.web.pages", "ledger.httpstate"} <= GRAPH["ledger.server"]
-    assert "ledger.server" not in GRAPH["ledger.export"]
+    assert "ledger.http.server" not in GRAPH["ledger.submit"] | GRAPH["ledger.http.web.pages"]
+    assert not GRAPH["ledger.http.state"] & {"ledger.http.server", "ledger.submit",
+                                            "ledger.http.web.pages"}
+    assert {"ledger.submit", "ledger.http.web.pages",
+            "ledger.http.state"} <= GRAPH["ledger.http.server"]
+    assert "ledger.http.server" not in GRAPH["ledger.export"]
 
 
 def test_error_classes_carry_both_exit_code_and_http_status() -> None:
-    from ledger.errors import (
+    from ledger.core.errors import (
         BadInput,
         CannotCheck,
         LedgerError,
@@ -192,7 +194,7 @@ def test_error_classes_carry_both_exit_code_and_http_status() -> None:
         (2, 400), (2, 400), (2, 404), (1, 422), (1, 422), (3, 503)]
 
 
-# Where bytes may still become text outside ledger.encoding, and why.
+# Where bytes may still become text outside ledger.core.encoding, and why.
 CONVERSION_EXCEPTIONS = {
     # PTX float literals 0fXXXXXXXX / 0dXXXXXXXXXXXXXXXX are IEEE bit patterns written in hex
     # (PTX ISA, floating-point constants): parsed beside the other numeric literals, not data
@@ -218,29 +220,30 @@ def _conversions(path: Path) -> list[str]:
 
 
 def test_hex_and_base64_live_in_encoding_only() -> None:
-    """Bytes become hex or base64 text and back in ``ledger.encoding`` only (strict decoders
+    """Bytes become hex or base64 text and back in ``ledger.core.encoding`` only (strict decoders
     that raise ``BadInput``, one spelling of each encoding); the exceptions are listed above."""
-    allowed = {"ledger.encoding"} | CONVERSION_EXCEPTIONS | PENDING
+    allowed = {"ledger.core.encoding"} | CONVERSION_EXCEPTIONS | PENDING
     bad = {name: hits for name, path in _modules().items()
            if name not in allowed and (hits := _conversions(path))}
     assert bad == {}
     # the scan sees what it looks for
-    assert _conversions(_modules()["ledger.encoding"])
+    assert _conversions(_modules()["ledger.core.encoding"])
     assert all(_conversions(_modules()[m]) for m in CONVERSION_EXCEPTIONS)
 
 
 def test_one_note_text_helper() -> None:
-    """The signed text of a note is cut in one place (``ledger.note.note_text``, which raises on a
+    """The signed text of a note is cut in one place (``ledger.core.note.note_text``, which raises
+    on a
     note without its blank line): no module keeps its own copy."""
     copies = sorted(
         name for name, path in _modules().items()
         for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if isinstance(n, ast.FunctionDef) and n.name.lstrip("_") in ("note_text", "checkpoint_text")
     )
-    assert copies == ["ledger.note"]
+    assert copies == ["ledger.core.note"]
     # nor cuts a note at its blank line inline (note[: note.index(b"\n\n") + 1])
     inline = sorted(
-        f"{name}:{n.lineno}" for name, path in _modules().items() if name != "ledger.note"
+        f"{name}:{n.lineno}" for name, path in _modules().items() if name != "ledger.core.note"
         for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
         and n.func.attr in ("index", "find", "rfind") and n.args
@@ -291,7 +294,7 @@ def _calls_and_imports(path: Path) -> tuple[set[str], set[str]]:
 
 
 def test_one_http_client() -> None:
-    """Every outgoing HTTP request goes through ``ledger.httpclient`` (``HttpClient`` and its
+    """Every outgoing HTTP request goes through ``ledger.net.client`` (``HttpClient`` and its
     lean static path ``LeanGet``, both bounded in time and size): no other module makes an httpx
     client or transport, sends with httpx's functions, or opens an ``http.client`` or
     ``urllib.request`` connection."""
@@ -299,7 +302,7 @@ def test_one_http_client() -> None:
                                       "Client", "AsyncClient", "HTTPTransport")}
     bad = {}
     for name, path in _modules().items():
-        if name == "ledger.httpclient":
+        if name == "ledger.net.client":
             continue
         calls, imports = _calls_and_imports(path)
         hits = sorted(calls & sending) + sorted(
@@ -307,21 +310,22 @@ def test_one_http_client() -> None:
         if hits:
             bad[name] = hits
     assert bad == {}
-    calls, imports = _calls_and_imports(_modules()["ledger.httpclient"])
+    calls, imports = _calls_and_imports(_modules()["ledger.net.client"])
     assert "http.client" in imports and calls & sending  # the scan sees what it looks for
 
 
 def test_one_atomic_file_writer() -> None:
-    """Files are replaced atomically in one place, ``ledger.fsutil.write_atomic`` (temporary file
+    """Files are replaced atomically in one place, ``ledger.core.fsutil.write_atomic`` (temporary
+    file
     in the target's directory, fsync, rename, directory fsync): no other module makes its own
     temporary file and renames it over the target. ``os.rename`` stays for moving whole
-    directories: ``ledger.log`` (a new ledger into place) and ``ledger.dbcopy`` (the SQLite file
+    directories: ``ledger.log`` (a new ledger into place) and ``ledger.store.copy`` (the SQLite file
     kept aside)."""
     renaming = {"os.replace", "os.rename", "shutil.move"}
-    moves_dirs = {"ledger.log", "ledger.dbcopy"}
+    moves_dirs = {"ledger.log", "ledger.store.copy"}
     bad = {}
     for name, path in _modules().items():
-        if name == "ledger.fsutil":
+        if name == "ledger.core.fsutil":
             continue
         calls, _ = _calls_and_imports(path)
         hits = sorted(c for c in calls if c in renaming or c.endswith(".mkstemp")
@@ -331,5 +335,5 @@ def test_one_atomic_file_writer() -> None:
         if hits:
             bad[name] = hits
     assert bad == {}
-    calls, _ = _calls_and_imports(_modules()["ledger.fsutil"])
+    calls, _ = _calls_and_imports(_modules()["ledger.core.fsutil"])
     assert {"os.replace", "tempfile.mkstemp"} <= calls  # the scan sees what it looks for

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.bundle import Bundle
+from ledger.core.bundle import Bundle
 from verify.context import Context
 from verify.lean import run
 from verify.lean.kernel import (

@@ -1,4 +1,4 @@
-"""ledger.merkle against the RFC 6962 reference tree of transparency-dev/merkle.
+"""ledger.core.merkle against the RFC 6962 reference tree of transparency-dev/merkle.
 
 Vectors copied from transparency-dev/merkle proof/verify_test.go (commit 02194e9a):
 https://github.com/transparency-dev/merkle/blob/main/proof/verify_test.go
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import merkle
-from ledger.errors import BadInput, ProofError
+from ledger.core import merkle
+from ledger.core.errors import BadInput, ProofError
 
 LEAVES = [
     bytes.fromhex(h)

@@ -13,16 +13,16 @@ import nacl.signing
 import pytest
 
 from ledger import mirror as mirror_mod
-from ledger.bundle import Bundle
-from ledger.encoding import b64_decode
-from ledger.entries import node_key_id
-from ledger.errors import CannotCheck, RewriteDetected, SignatureError, TamperDetected
-from ledger.httpclient import BadAnswer
+from ledger.core.bundle import Bundle
+from ledger.core.encoding import b64_decode
+from ledger.core.entries import node_key_id
+from ledger.core.errors import CannotCheck, RewriteDetected, SignatureError, TamperDetected
+from ledger.core.note import note_text, open_note, parse_checkpoint, parse_vkey
+from ledger.http.server import make_app
 from ledger.log import Log
 from ledger.mirror import BLOBS_PER_REQUEST, Mirror, Remote, follow
-from ledger.note import note_text, open_note, parse_checkpoint, parse_vkey
-from ledger.server import make_app
-from ledger.store import Store
+from ledger.net.client import BadAnswer
+from ledger.store.sqlite import Store
 from tests.helpers.ledgers import add_node, new_ledger, run_cli
 from tests.helpers.server import BackgroundServer
 from tests.test_server import seal_range
@@ -135,12 +135,12 @@ def test_mirror_pipelines_tiles_and_blob_batches_from_ledger_serve(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Without a client handed in, the mirror asks the entry tiles and the blob batches of
-    ``ledger serve`` pipelined (``ledger.pipeline``), and the server answers them in order. With
+    ``ledger serve`` pipelined (``ledger.net.pipeline``), and the server answers them in order. With
     the server's batch cap at one byte every batch answer holds one blob (``X-Blob-Count: 1``):
     the rest of each batch is asked again one request at a time, and nothing is missing."""
-    import ledger.server
+    import ledger.http.server
 
-    monkeypatch.setattr(ledger.server, "MAX_BATCH_BYTES", batch_bytes)
+    monkeypatch.setattr(ledger.http.server, "MAX_BATCH_BYTES", batch_bytes)
     log, srv = origin
     r = Remote(srv.url)
     _OPEN.append(r)
@@ -366,7 +366,7 @@ def test_batches_in_threads_verify_a_key_rotation(
 
 def _append_raw(log: Log, entries: list[tuple[bytes, Bundle]]) -> None:
     """Append entries as a log without any checks would, with a signed checkpoint."""
-    from ledger.note import Checkpoint, format_checkpoint, sign_note
+    from ledger.core.note import Checkpoint, format_checkpoint, sign_note
 
     assert log.signer is not None
     with log.store.writer() as w:
@@ -382,7 +382,7 @@ def _forged(log: Log, i: int, *, key: nacl.signing.SigningKey | None = None,
             link: tuple[int, bytes] | None = None) -> tuple[bytes, Bundle]:
     """Bundle entry ``i`` as node ``node`` would make it at the end of the log, but signed by
     ``key`` (another key than its signer id names) or chained to ``link`` (size, root)."""
-    from ledger.entries import bundle_fields, chain_link, sign_entry
+    from ledger.core.entries import bundle_fields, chain_link, sign_entry
     from ledger.log import utc_now
     from tests.test_server import bundle_files, fields
 

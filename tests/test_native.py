@@ -1,4 +1,4 @@
-"""ledger.native: the compiled inner loops (ledger/_native.c) against their Python twins.
+"""ledger.core.native: the compiled inner loops (ledger/core/_native.c) against their Python twins.
 
 The canonical parser is also held to the full parse on damaged bytes by
 tests/test_canonical.py (``test_plain_fast_path_judges_as_the_full_parse``), which goes through
@@ -17,14 +17,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import native
-from ledger.canonical import canonical_json, loads_canonical_py
-from ledger.errors import BadInput
+from ledger.core import native
+from ledger.core.canonical import canonical_json, loads_canonical_py
+from ledger.core.errors import BadInput
 from tests.helpers.examples import examples
 
 needs_c = pytest.mark.skipif(
     not native.AVAILABLE,
-    reason="ledger._native is not built here (no C compiler at install, or LEDGER_NATIVE=0)",
+    reason="ledger.core._native is not built here (no C compiler at install, or LEDGER_NATIVE=0)",
 )
 
 # the keys the compiled parser takes on itself: printable ASCII but '"' and '\\' (escaped in JSON)
@@ -190,7 +190,7 @@ def test_join_plain_keeps_the_shape_rules(
 ) -> None:
     """With its shape kinds, ``join_plain`` gives bytes exactly when ``check_bundle_shape``
     takes the members (here every value is plain): it never takes what the rules refuse."""
-    from ledger.entries import check_bundle_shape
+    from ledger.core.entries import check_bundle_shape
 
     own = {"kernel": kernel, "obligations": obligations, "checks": checks}
     try:
@@ -291,8 +291,8 @@ def test_the_module_is_built_and_the_switch_turns_it_off() -> None:
 
 def _entries(n: int) -> list[bytes]:
     """Real bundle entries of varied fields, as a log writes them (BatchEncoder, signed)."""
-    from ledger.bundle import Bundle
-    from ledger.entries import BatchEncoder, chain_link, sign_encoded
+    from ledger.core.bundle import Bundle
+    from ledger.core.entries import BatchEncoder, chain_link, sign_encoded
 
     sk64, _ = _key()
     enc = BatchEncoder({"origin": "t.example/l\u00e9", **chain_link(7, bytes(range(32)))},
@@ -315,7 +315,7 @@ _REAL = _entries(24)
 
 @needs_c
 def test_the_scanner_reads_real_entries_as_entry_object_does() -> None:
-    from ledger.entries import bundle_view_py
+    from ledger.core.entries import bundle_view_py
 
     for data in _REAL:
         got = native.bundle_view(data)
@@ -332,7 +332,7 @@ def test_the_scanner_judges_damaged_entries_as_entry_object_does(
     """Any byte replaced, inserted or removed: where the scanner takes the bytes, it gives what
     ``entry_object`` (and the shape rules) make of them; it never takes bytes entry_object
     refuses (then ``bundle_view_py`` is None and so must the scanner's answer be)."""
-    from ledger.entries import bundle_view_py
+    from ledger.core.entries import bundle_view_py
 
     i = at % (len(data) + 1)
     bad = [data[:i] + junk + data[i + 1:], data[:i] + junk + data[i:], data[:i] + data[i + 2:]][how]
@@ -355,8 +355,8 @@ def test_the_scanner_judges_damaged_entries_as_entry_object_does(
 def test_the_shape_flag_is_the_shape_rules(field: str, value: object) -> None:
     """The scanner's last member says whether ``check_bundle_shape`` takes the entry (C and
     twin alike)."""
-    from ledger.canonical import canonical_json
-    from ledger.entries import BadInput, bundle_view_fn, check_bundle_shape, entry_object
+    from ledger.core.canonical import canonical_json
+    from ledger.core.entries import BadInput, bundle_view_fn, check_bundle_shape, entry_object
 
     obj, _ = entry_object(_REAL[3])
     obj = {**obj, field: value}
@@ -377,11 +377,11 @@ def test_audit_mirror_and_seal_run_on_the_twins(tmp_path: Path) -> None:
     code = """
 import sys
 from pathlib import Path
-from ledger import native
+from ledger.core import native
 from ledger.audit import audit
 from ledger.log import Log
 from tests.helpers.ledgers import add_node, fake_fields
-from ledger.bundle import Bundle
+from ledger.core.bundle import Bundle
 from ledger import log as log_mod
 log_mod.utc_now = lambda: "2026-12-01T00:00:00Z"
 home = Path(sys.argv[1])

@@ -1,4 +1,4 @@
-"""ledger.note: Go's sumdb/note known answers, RFC 8032 vectors, checkpoints and cosignatures.
+"""ledger.core.note: Go's sumdb/note known answers, RFC 8032 vectors, checkpoints and cosignatures.
 
 Known answers:
 - golang.org/x/mod/sumdb/note note_test.go (TestNewVerifier, TestNewSigner, TestSign, TestOpen):
@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import note
-from ledger.errors import BadInput, SignatureError
+from ledger.core import note
+from ledger.core.errors import BadInput, SignatureError
 
 PETER_VKEY = "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW"
 PETER_SKEY = "PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz"

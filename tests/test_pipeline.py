@@ -1,4 +1,5 @@
-"""``ledger.pipeline``: pipelined GETs against a real server on 127.0.0.1 whose answers each test
+"""``ledger.net.pipeline``: pipelined GETs against a real server on 127.0.0.1 whose answers each
+test
 scripts (one thread per connection, requests read as they arrive, pipelined or not), and nginx
 (tests/test_publish.py follows a whole ledger through it)."""
 
@@ -12,8 +13,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from ledger.errors import CannotCheck
-from ledger.pipeline import MAX_HEAD_BYTES, HandBack, PipelinedGet
+from ledger.core.errors import CannotCheck
+from ledger.net.pipeline import MAX_HEAD_BYTES, HandBack, PipelinedGet
 from tests.helpers.tcpserver import serving
 
 # answer(connection number, request number on that connection, path) -> the bytes to send, or

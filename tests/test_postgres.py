@@ -22,16 +22,16 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ledger import pgstore
 from ledger.audit import audit
-from ledger.bundle import Bundle
-from ledger.entries import decode_entry
-from ledger.errors import CannotCheck, LedgerStateError
+from ledger.core.bundle import Bundle
+from ledger.core.entries import decode_entry
+from ledger.core.errors import CannotCheck, LedgerStateError
+from ledger.http.server import make_app
 from ledger.keys import load_node_secret
 from ledger.log import Log
-from ledger.pgstore import APPEND_ONLY_TABLES, PgBackend
-from ledger.server import make_app
-from ledger.store import APPEND_ONLY_TABLES as SQLITE_TABLES
+from ledger.store.postgres import APPEND_ONLY_TABLES, PgBackend
+from ledger.store.sqlite import APPEND_ONLY_TABLES as SQLITE_TABLES
+from ledger.store.sqlite import postgres as pgstore
 from tests.helpers.ledgers import (
     REPO,
     add_node,
@@ -110,8 +110,8 @@ def test_sealing_workers_on_postgresql(pg_server: PgServer, tmp_path: Path) -> N
     """A batch made by the sealing workers stores its full chunks' subtrees a level at a time
     (``Writer._put_hash_runs``), as rows on PostgreSQL: exactly the rows that appending its
     leaves one by one makes, and an audit that passes."""
-    from ledger import merkle, sealers
-
+    from ledger import sealers
+    from ledger.core import merkle
     batch = [
         (Bundle.from_files({"contract.yaml": f"w{i}".encode(), "k.ptx": b"p", "p.lean": b"l",
                             "s.fut": b"f"}),
@@ -161,7 +161,7 @@ def test_a_ledger_from_before_parts_is_migrated_on_postgresql(
     """A PostgreSQL ledger written with schema 1 (files keyed by digest alone) gets migration 2
     when it is opened: its files are kept in part -1, the audit passes, its entries' files are
     found for verify, and new seals keep theirs in their own part."""
-    from ledger import store as store_mod
+    from ledger.store.sqlite import sqlite as store_mod
 
     home = tmp_path / "home"
     monkeypatch.setattr(pgstore, "MIGRATIONS", pgstore.MIGRATIONS[:1])

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import verify.ptx as ptx
-from ledger.bundle import Bundle
-from ledger.errors import BadInput
+from ledger.core.bundle import Bundle
+from ledger.core.errors import BadInput
 from verify.context import Context
 from verify.model import Contract, Kernel, Param
 from verify.ptx import parse_ptx, parse_ptxas_output

@@ -145,7 +145,7 @@ def test_unknown_entry_and_bad_arguments_are_bad_input() -> None:
 
 
 def test_oversized_launch_cannot_be_checked() -> None:
-    from ledger.errors import CannotCheck
+    from ledger.core.errors import CannotCheck
 
     with pytest.raises(CannotCheck, match="more than the PTX interpreter runs"):
         launch(mod("vadd"), "vadd", (1 << 20, 1, 1), (256, 1, 1), [])

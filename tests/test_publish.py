@@ -22,13 +22,13 @@ from typing import Any
 import httpx
 import pytest
 
-from ledger.bundle import Bundle
-from ledger.errors import BadInput
+from ledger.core.bundle import Bundle
+from ledger.core.errors import BadInput
+from ledger.core.tiles import parse_entry_bundle
 from ledger.log import Log
 from ledger.mirror import Mirror, Remote, SyncResult
 from ledger.publish import IMMUTABLE, DirTarget, S3Target, publish
-from ledger.store import Store
-from ledger.tiles import parse_entry_bundle
+from ledger.store.sqlite import Store
 from tests.helpers.ledgers import REPO, add_node, new_ledger, run_cli
 from tests.helpers.nginx import NginxUnavailable, nginx_serving
 from tests.helpers.tcpserver import serving
@@ -247,7 +247,7 @@ def test_nginx_headers(nginx: str, www: Path) -> None:
 def test_mirror_follows_nginx(origin: Log, nginx: str, tmp_path: Path) -> None:
     r, remote = sync_once(nginx, tmp_path / "m", vkey_of(origin))
     assert remote.batch is False  # no batch endpoint: one file per blob
-    # ... asked pipelined (ledger.pipeline), which nginx answered in full
+    # ... asked pipelined (ledger.net.pipeline), which nginx answered in full
     assert remote.pipe is not None and remote.pipe.on and remote.pipe.requests >= 300
     assert (r.new_size, r.entries, r.blobs) == (SIZE + 1, SIZE + 1, 304)
     same_ledger(origin.home, tmp_path / "m")
@@ -359,8 +359,8 @@ def test_static_blob_fetch_is_bounded(
     """The lean one-file-per-blob client keeps HttpClient's bounds: a host that trickles,
     never ends, announces too much or sends another length fails the sync in time (exit 3, or
     1 for bytes that do not hash to the digest), and nothing of the batch is stored."""
-    from ledger.errors import CannotCheck
-    from ledger.httpclient import BadAnswer
+    from ledger.core.errors import CannotCheck
+    from ledger.net.client import BadAnswer
     from tests.helpers.hostile import HostileServer
 
     with HostileServer(mode, ("/api/v1/blobs/",), nginx) as bad:
@@ -408,7 +408,7 @@ def test_s3_publish_then_mirror_from_the_bucket(
         assert cp.headers["cache-control"] == "no-cache"
         assert cp.headers["content-type"].startswith("text/plain")
     r, remote = sync_once(url, tmp_path / "m", vkey_of(origin))
-    # the S3 gateway answered the pipelined GETs of the blobs (ledger.pipeline) in full
+    # the S3 gateway answered the pipelined GETs of the blobs (ledger.net.pipeline) in full
     assert remote.pipe is not None and remote.pipe.on and remote.pipe.requests >= 300
     assert (r.new_size, r.blobs) == (SIZE + 1, 304)
     same_ledger(origin.home, tmp_path / "m")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import verify.rebuild as rebuild
-from ledger.bundle import Bundle
-from ledger.errors import BadInput
+from ledger.core.bundle import Bundle
+from ledger.core.errors import BadInput
 from verify.confine import confined_argv, sandbox_status, tool_dirs
 from verify.context import Context, Options
 from verify.model import Contract, Kernel, Param

@@ -6,7 +6,7 @@ CLI (skipped without nvcc).
    booleans) gave a contract its own reader refused; a struct passed by value became a one-byte
    size variable; a kernel in a namespace, launch bounds given by a macro, a template's element
    types, float4 elements; an uninitialised ``__constant__`` and ``extern __shared__`` went
-   unmentioned (``ledger.cli.scaffold``; the reader's hint in ``verify.contract``).
+   unmentioned (``ledger_cli.scaffold``; the reader's hint in ``verify.contract``).
 2. Several kernels in one source: ``ptx.assemble`` held every entry to the contract entry's
    resource budget, refusing a correct bundle (``verify.ptx.start_assemble``).
 3. Order-dependent rounding: a float ``atomicAdd`` total was ``schedule_dependent`` under any
@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from ledger.errors import ContractError
+from ledger.core.errors import ContractError
 from tests.helpers import byo
 from tests.helpers.ledgers import assert_one_error_line, cli_json, run_cli
 from verify.contract import load_contract

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.bundle import Bundle
+from ledger.core.bundle import Bundle
 from verify import certificate
 from verify.context import Context
 from verify.contract import load_contract

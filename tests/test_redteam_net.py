@@ -26,15 +26,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ledger.bundle import Bundle
-from ledger.errors import BadInput, CannotCheck, VerificationFailed
-from ledger.httpclient import TEXT, HttpClient
-from ledger.httpstate import check_public_url
+from ledger.core.bundle import Bundle
+from ledger.core.errors import BadInput, CannotCheck, VerificationFailed
+from ledger.core.note import Checkpoint, format_checkpoint, note_text, parse_checkpoint, sign_note
+from ledger.http.server import make_app
+from ledger.http.state import check_public_url
 from ledger.log import Log
 from ledger.mirror import MAX_CHECKPOINT_BYTES, Mirror, Remote
-from ledger.note import Checkpoint, format_checkpoint, note_text, parse_checkpoint, sign_note
-from ledger.server import make_app
-from ledger.store import Store
+from ledger.net.client import TEXT, HttpClient
+from ledger.store.sqlite import Store
 from tests.helpers.hostile import LoopbackServer
 from tests.helpers.ledgers import add_node, assert_one_error_line, new_ledger, run_cli
 from tests.helpers.server import BackgroundServer
@@ -119,7 +119,7 @@ def no_crash(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
     caplog.set_level(logging.WARNING)
     yield
     bad = [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()
-           or r.name == "ledger.server"]
+           or r.name == "ledger.http.server"]
     assert not bad, [r.getMessage() for r in bad]
 
 

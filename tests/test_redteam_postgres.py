@@ -22,10 +22,11 @@ from typing import Any
 import psycopg
 import pytest
 
-from ledger import merkle, pgstore
-from ledger.errors import TamperDetected
+from ledger.core import merkle
+from ledger.core.errors import TamperDetected
 from ledger.keys import load_node_secret
 from ledger.log import Log
+from ledger.store.sqlite import postgres as pgstore
 from tests.helpers.ledgers import (
     add_node,
     audit_problems,

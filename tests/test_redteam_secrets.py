@@ -20,13 +20,13 @@ from typing import Any
 import httpx
 import pytest
 
-from ledger.errors import BadInput, CannotCheck, KeyFileError
+from ledger.core.errors import BadInput, CannotCheck, KeyFileError
+from ledger.core.merkle import leaf_hash
+from ledger.core.tiles import parse_entry_bundle, tiles_for_size
 from ledger.keys import KIND_SECRET, check_name, load_node_secret
 from ledger.log import Log
-from ledger.merkle import leaf_hash
 from ledger.publish import DirTarget, S3Target, publish
-from ledger.store import Store
-from ledger.tiles import parse_entry_bundle, tiles_for_size
+from ledger.store.sqlite import Store
 from tests.helpers.ledgers import (
     REPO,
     assert_one_error_line,
@@ -165,7 +165,7 @@ def test_a_garbled_node_key_is_never_quoted(home: Path, tmp_path: Path, content:
     pw.write_text("x\n")
     env = dict(os.environ, LEDGER_HOME=str(home), LEDGER_DEBUG="1")
     res = subprocess.run(
-        [sys.executable, "-m", "ledger.cli", "seal", str(tmp_path / "b" / "b0"), "--key", "node",
+        [sys.executable, "-m", "ledger_cli", "seal", str(tmp_path / "b" / "b0"), "--key", "node",
          "--passphrase-file", str(pw)],
         cwd=REPO, env=env, capture_output=True, text=True, check=False,
     )
@@ -191,7 +191,7 @@ def test_keys_new_under_umask_0_keeps_ledger_home_private(tmp_path: Path) -> Non
     home = tmp_path / "a" / "b" / "home"
     res = subprocess.run(
         [sys.executable, "-c",
-         "import os, sys; os.umask(0); from ledger.cli import main; main(sys.argv[1:])",
+         "import os, sys; os.umask(0); from ledger_cli import main; main(sys.argv[1:])",
          "keys", "new", "alice", "--home", str(home)],
         cwd=REPO, capture_output=True, text=True, check=False,
     )
@@ -209,14 +209,14 @@ def test_a_keys_new_killed_mid_write_leaves_no_secret_behind(tmp_path: Path) -> 
     home = tmp_path / "home"
     killer = (
         "import os, sys\n"
-        "import ledger.fsutil as f\n"
+        "import ledger.core.fsutil as f\n"
         "calls = []\n"
         "def fault(fd, data):\n"
         "    calls.append(1)\n"
         "    if len(calls) == 2:\n"  # the .pub is the first write, the secret the second
         "        os.write(fd, data); os._exit(9)\n"
         "f._maybe_fault = fault\n"
-        "from ledger.cli import main; main(sys.argv[1:])\n"
+        "from ledger_cli import main; main(sys.argv[1:])\n"
     )
     res = subprocess.run(
         [sys.executable, "-c", killer, "keys", "new", "alice", "--home", str(home)],

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from ledger.canonical import canonical_json
-from ledger.errors import TamperDetected
+from ledger.core.canonical import canonical_json
+from ledger.core.errors import TamperDetected
 from ledger.keys import load_node_secret
 from ledger.log import Log
-from ledger.store import APPEND_ONLY_TABLES
+from ledger.store.sqlite import APPEND_ONLY_TABLES
 from tests.helpers.ledgers import (
     add_node,
     audit_problems,

@@ -19,15 +19,14 @@ import httpx
 import nacl.signing
 import pytest
 
-from ledger import merkle, trust
-from ledger.bundle import Bundle
-from ledger.canonical import canonical_json
-from ledger.encoding import b64_encode
-from ledger.entries import chain_link, node_key_id, sign_entry
-from ledger.errors import BadInput, SignatureError, VerificationFailed
-from ledger.httpstate import COSIGNED_META
-from ledger.log import Log, utc_now
-from ledger.note import (
+from ledger import trust
+from ledger.core import merkle
+from ledger.core.bundle import Bundle
+from ledger.core.canonical import canonical_json
+from ledger.core.encoding import b64_encode
+from ledger.core.entries import chain_link, node_key_id, sign_entry
+from ledger.core.errors import BadInput, SignatureError, VerificationFailed
+from ledger.core.note import (
     ALG_COSIGNATURE_V1,
     Checkpoint,
     NoteSignature,
@@ -41,7 +40,9 @@ from ledger.note import (
     parse_vkey,
     sign_note,
 )
-from ledger.server import make_app
+from ledger.http.server import make_app
+from ledger.http.state import COSIGNED_META
+from ledger.log import Log, utc_now
 from ledger.submit import auth_headers, chained_fields, submit_bundle
 from ledger.witness import Witness, make_witness_app, request_cosignature, require_cosignatures
 from tests.helpers.ledgers import add_node, run_cli
@@ -423,8 +424,8 @@ def test_refresh_counts_verified_cosignatures_not_lines(
 ) -> None:
     """Found: `receipt refresh` reported every signature line the server sent as a cosignature;
     a server padding its checkpoint with foreign and repeated lines inflated the count."""
-    from ledger.cli.wiring import write_receipt
     from ledger.refresh import refresh_receipt
+    from ledger_cli.wiring import write_receipt
 
     log, w, wsrv = witnessed
     (tmp_path / "r").mkdir()

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from ledger.audit import audit
-from ledger.entries import decode_entry
+from ledger.core.entries import decode_entry
 from ledger.log import Log
 from tests.helpers.ledgers import REPO, add_node, new_ledger
 

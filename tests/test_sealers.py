@@ -19,16 +19,16 @@ from hypothesis import strategies as st
 from ledger import audit as audit_mod
 from ledger import log as log_mod
 from ledger import sealers
-from ledger.bundle import Bundle
-from ledger.canonical import canonical_json, canonical_json_extend
-from ledger.entries import (
+from ledger.core.bundle import Bundle
+from ledger.core.canonical import canonical_json, canonical_json_extend
+from ledger.core.entries import (
     BatchEncoder,
     BundleHead,
     bundle_fields,
     chain_link,
     check_entry_shape,
 )
-from ledger.errors import BadInput, CannotCheck
+from ledger.core.errors import BadInput, CannotCheck
 from ledger.keys import load_node_secret
 from ledger.log import Log
 from tests.helpers.examples import examples

@@ -21,14 +21,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger import merkle
-from ledger.bundle import Bundle, blake3_digest
+from ledger.core import merkle
+from ledger.core.bundle import Bundle, blake3_digest
+from ledger.core.note import open_note, parse_checkpoint, parse_vkey
+from ledger.core.tiles import parse_entry_bundle
 from ledger.export import export_tiles
+from ledger.http.server import make_app
 from ledger.log import Log
-from ledger.note import open_note, parse_checkpoint, parse_vkey
-from ledger.server import make_app
-from ledger.store import Store
-from ledger.tiles import parse_entry_bundle
+from ledger.store.sqlite import Store
 from tests.helpers.ledgers import REPO, add_node, new_ledger
 from tests.helpers.server import BackgroundServer
 
@@ -194,11 +194,11 @@ def test_a_blob_batch_stops_past_its_byte_cap(
 ) -> None:
     """Past ``MAX_BATCH_BYTES`` the answer stops (``X-Blob-Count``), whatever comes after,
     a digest the store lacks included: the client asks again for the rest."""
-    import ledger.server
+    import ledger.http.server
 
     files = bundle_files(4)
     d1, d2 = blake3_digest(files["k4.ptx"]), blake3_digest(files["spec.fut"])
-    monkeypatch.setattr(ledger.server, "MAX_BATCH_BYTES", 1)
+    monkeypatch.setattr(ledger.http.server, "MAX_BATCH_BYTES", 1)
     r = client.get("/api/v1/blobs", params=[("d", d1.hex()), ("d", d2.hex()), ("d", "00" * 32)])
     assert r.status_code == 200 and r.headers["x-blob-count"] == "1"
     assert r.content == len(files["k4.ptx"]).to_bytes(4, "big") + files["k4.ptx"]
@@ -414,7 +414,7 @@ def test_cli_serve_runs_and_answers(ledger_home: Path) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "LEDGER_HOME": str(ledger_home)}
-    proc = subprocess.Popen([sys.executable, "-m", "ledger.cli", "serve", "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "ledger_cli", "serve", "--port", str(port)],
                             cwd=REPO, env=env, stderr=subprocess.DEVNULL)
     try:
         body = b""

@@ -17,10 +17,10 @@ import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
 
+from ledger.core.tiles import TILE_WIDTH
+from ledger.http.server import MAX_HEAD_BYTES, event_loop, http_parser, make_app, server_config
 from ledger.log import Log
-from ledger.server import MAX_HEAD_BYTES, event_loop, http_parser, make_app, server_config
-from ledger.store import Store
-from ledger.tiles import TILE_WIDTH
+from ledger.store.sqlite import Store
 from tests.helpers.ledgers import REPO
 from tests.helpers.server import BackgroundServer
 from tests.test_mirror import make_origin, node_key
@@ -52,7 +52,7 @@ def test_serve_names_its_loop_and_parser_and_sees_new_checkpoints(tmp_path: Path
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "LEDGER_HOME": str(log.home)}
     errf = (tmp_path / "err").open("w+")
-    p = subprocess.Popen([sys.executable, "-m", "ledger.cli", "serve", "--port", str(port)],
+    p = subprocess.Popen([sys.executable, "-m", "ledger_cli", "serve", "--port", str(port)],
                          cwd=REPO, env=env, stderr=errf)
     try:
         deadline = time.monotonic() + 30

@@ -17,11 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.server import make_app
+from ledger.http.server import make_app
 from tests.helpers.server import BackgroundServer
 from tests.test_server import build_ledger
 
-SPEC = json.loads((Path(__file__).parents[1] / "ledger" / "templates" / "openapi.json").read_text())
+SPEC = json.loads((Path(__file__).parents[1] / "ledger" / "http" / "templates"
+                  / "openapi.json").read_text())
 OPERATIONS = sorted(SPEC["paths"])
 TYPES = {"integer": int, "string": str, "array": list, "object": dict}
 

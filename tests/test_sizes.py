@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ledger.bundle import Bundle
-from ledger.errors import ContractError
+from ledger.core.bundle import Bundle
+from ledger.core.errors import ContractError
 from verify import falsify, sizes
 from verify.context import Context, Options
 from verify.contract import load_contract, parse_yaml

@@ -17,17 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from ledger.bundle import Bundle
+from ledger.core.bundle import Bundle
 from tests.helpers.ledgers import REPO, add_node, fake_fields, new_ledger
 
 # loaded by no ``ledger verify`` of a bundle with a trusted reference, on a pipe
 NOT_LOADED = (
-    "typer",  # a plain command line runs without the command tree (ledger.cli.quickverify)
-    "ledger.cli.commands",
-    "ledger.cli.options",
-    "ledger.cli.scaffold",
+    "typer",  # a plain command line runs without the command tree (ledger_cli.quickverify)
+    "ledger_cli.commands",
+    "ledger_cli.options",
+    "ledger_cli.scaffold",
     "ledger.keys",  # key files and their passphrase crypto: verify reads no key file
-    "pydantic",  # typer's parameter conversion (ledger.cli.coerce converts without it)
+    "pydantic",  # typer's parameter conversion (ledger_cli.coerce converts without it)
     "pydantic_core",
     "annotated_types",
     "typer._adapters",
@@ -43,17 +43,17 @@ NOT_LOADED = (
     "uvicorn",
     "sqlite_utils",
     "psycopg",
-    "ledger.httpclient",
-    "ledger.server",
+    "ledger.net.client",
+    "ledger.http.server",
     "ledger.mirror",
     "ledger.witness",
 )
 # what the run does: the falsification tests on the CPU interpreter, the report table
-LOADED = ("numpy", "verify.ptxsim", "verify.falsify", "rich.table", "ledger.cli.quickverify")
+LOADED = ("numpy", "verify.ptxsim", "verify.falsify", "rich.table", "ledger_cli.quickverify")
 
 RUN = """
 import sys
-from ledger.cli import main
+from ledger_cli import main
 
 try:
     main(["verify", "1", "--no-gpu", "--seed", "1"])
@@ -98,7 +98,7 @@ def test_verify_loads_only_what_it_runs(tmp_path: Path) -> None:
     assert [m for m in LOADED if m not in modules] == []
     assert sorted(m for m in modules
                   if m in NOT_LOADED or any(m.startswith(n + ".") for n in NOT_LOADED)) == []
-    # numpy's OpenBLAS loaded without worker threads (ledger.cli.main): on a small machine one
+    # numpy's OpenBLAS loaded without worker threads (ledger_cli.main): on a small machine one
     # spun beside the interpreter from numpy's import until the first tool started
     assert got["blas"] == "1"
 
@@ -122,7 +122,7 @@ def spy(self, args, *rest, **kw):
 
 
 subprocess.Popen.__init__ = spy
-from ledger.cli import main
+from ledger_cli import main
 
 try:
     main(["verify", "1", "--no-gpu", "--seed", "1", "--json"])

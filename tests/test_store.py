@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from ledger import merkle
-from ledger.entries import decode_entry
-from ledger.errors import BadInput, LedgerStateError, UnknownHash
+from ledger.core import merkle
+from ledger.core.entries import decode_entry
+from ledger.core.errors import BadInput, LedgerStateError, UnknownHash
+from ledger.core.note import note_text, open_note, parse_checkpoint
 from ledger.log import Log
-from ledger.note import note_text, open_note, parse_checkpoint
-from ledger.store import Store, _bind_bytes_directly
+from ledger.store.sqlite import Store, _bind_bytes_directly
 from tests.helpers.ledgers import add_node, new_ledger, seal_fake
 
 
@@ -96,9 +96,9 @@ def test_a_batch_names_the_tree_it_starts_from_and_audits(log: Log, tmp_path: Pa
     chain-checked in audit and by a mirror's rule from the edge kept per size, even past the
     window of roots; a batch bigger than the insert batches stays in order."""
     from ledger import audit as audit_mod
-    from ledger.bundle import Bundle
-    from ledger.entries import ChainCheck
-    from ledger.store import FLUSH_ROWS
+    from ledger.core.bundle import Bundle
+    from ledger.core.entries import ChainCheck
+    from ledger.store.sqlite import FLUSH_ROWS
     from tests.helpers.ledgers import fake_fields
 
     sk = add_node(log)
@@ -216,7 +216,7 @@ def test_same_bundle_same_signer_refused(log: Log, tmp_path: Path) -> None:
 def test_batched_seal_and_cached_proofs_match_the_tree(log: Log) -> None:
     """seal_many batches rows and skips repeated blobs; proofs read upper levels from a cache:
     both must give exactly the tree and blobs that one-by-one appends would."""
-    from ledger.bundle import Bundle
+    from ledger.core.bundle import Bundle
     from tests.helpers.ledgers import fake_fields
 
     sk = add_node(log)

@@ -1,4 +1,5 @@
-"""Parts of the store (ledger/store.py, "Parts"): the hash indexes keyed by (part, hash), every
+"""Parts of the store (ledger/store/sqlite.py, "Parts"): the hash indexes keyed by (part, hash),
+every
 entry's files kept in its own part, the migration of a ledger written before parts existed.
 
 Most tests shrink a part to 8 entries (``PART_BITS`` = 3) so that a few dozen entries cross
@@ -13,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from ledger import store as store_mod
 from ledger.audit import audit
-from ledger.bundle import Bundle, blake3_digest
-from ledger.encoding import hex_encode
+from ledger.core.bundle import Bundle, blake3_digest
+from ledger.core.encoding import hex_encode
+from ledger.http.server import make_app
 from ledger.log import Log
 from ledger.mirror import Mirror, Remote
-from ledger.server import make_app
-from ledger.store import LEGACY_PART, MIGRATIONS, Store, part_of
+from ledger.store.sqlite import LEGACY_PART, MIGRATIONS, Store, part_of
+from ledger.store.sqlite import sqlite as store_mod
 from tests.helpers.ledgers import add_node, fake_fields, new_ledger, run_cli
 from tests.helpers.server import BackgroundServer
 
@@ -118,7 +119,7 @@ def test_a_mirror_keeps_every_part_whole(small_parts: int, tmp_path: Path) -> No
     assert _blob_parts(tmp_path / "m", shared) == _blob_parts(log.home, shared) == [0, 1, 2, 3]
     m = Store.open(tmp_path / "m")
     try:
-        from ledger.note import parse_vkey
+        from ledger.core.note import parse_vkey
 
         res = audit(m, parse_vkey(vkey))
         assert res.ok, res.problems

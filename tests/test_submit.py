@@ -16,15 +16,15 @@ import nacl.signing
 import pytest
 
 from ledger import submit as submit_mod
-from ledger.bundle import Bundle
-from ledger.canonical import canonical_json
-from ledger.encoding import b64_encode
-from ledger.entries import bundle_fields, node_key_id, sign_entry
-from ledger.errors import VerificationFailed
+from ledger.core.bundle import Bundle
+from ledger.core.canonical import canonical_json
+from ledger.core.encoding import b64_encode
+from ledger.core.entries import bundle_fields, node_key_id, sign_entry
+from ledger.core.errors import VerificationFailed
+from ledger.core.note import open_note, parse_checkpoint, parse_vkey
+from ledger.http.server import make_app
 from ledger.log import Log, utc_now
 from ledger.mirror import Mirror, Remote
-from ledger.note import open_note, parse_checkpoint, parse_vkey
-from ledger.server import make_app
 from ledger.submit import RateLimiter, Rejected, chained_fields, submit_bundle
 from tests.helpers.ledgers import REPO, add_node, run_cli
 from tests.helpers.server import BackgroundServer

@@ -23,8 +23,8 @@ import nacl.signing
 import pytest
 
 from ledger import audit as audit_mod
-from ledger.bundle import Bundle
-from ledger.entries import (
+from ledger.core.bundle import Bundle
+from ledger.core.entries import (
     ENTRY_V2,
     bundle_fields,
     chain_link,
@@ -32,13 +32,13 @@ from ledger.entries import (
     node_key_id,
     sign_entry,
 )
-from ledger.errors import BadInput
+from ledger.core.errors import BadInput
+from ledger.core.note import Checkpoint, format_checkpoint, sign_note
+from ledger.core.receipt import Receipt
+from ledger.http.server import make_app
 from ledger.keys import load_node_secret
 from ledger.log import Log, utc_now
 from ledger.mirror import Mirror, Remote
-from ledger.note import Checkpoint, format_checkpoint, sign_note
-from ledger.receipt import Receipt
-from ledger.server import make_app
 from ledger.submit import Submitted, submit_bundle
 from tests.helpers.ledgers import REPO, add_node
 from tests.helpers.server import BackgroundServer
@@ -170,7 +170,7 @@ class ServeProcess:
     def start(self) -> None:
         env = {**os.environ, "LEDGER_HOME": str(self.home), "LEDGER_SUBMIT_RATE": "1000/1000"}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ledger.cli", "serve", "--accept-submissions", "--port",
+            [sys.executable, "-m", "ledger_cli", "serve", "--accept-submissions", "--port",
              str(self.port)], cwd=REPO, env=env, stderr=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
         )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.bundle import blake3_digest
+from ledger.core.bundle import blake3_digest
 from ledger.log import Log
 from tests.helpers.ledgers import add_node, cli_json, fake_home, new_ledger, run_cli, stored_entry
 
@@ -71,7 +71,7 @@ def test_changed_entry_bytes(home: Path) -> None:
 def test_changed_entry_and_leaf_hash(home: Path) -> None:
     """An attacker who rewrites the entry and its leaf hash column still breaks the tree and
     the node signature."""
-    from ledger.merkle import leaf_hash
+    from ledger.core.merkle import leaf_hash
 
     data = _entry(home, 4).replace(b"k3", b"k7")
     _tamper(home, ("UPDATE entries SET data=?, leaf_hash=? WHERE idx=4", (data, leaf_hash(data))))
@@ -152,9 +152,9 @@ def test_large_audit_checks_signatures_in_a_worker(tmp_path: Path) -> None:
     signature (with the leaf hash column re-hashed to match) is still found at its index, and a
     wrong stored hash in another chunk at its place."""
     from ledger import audit as audit_mod
-    from ledger.bundle import Bundle
-    from ledger.encoding import b64_encode
-    from ledger.merkle import leaf_hash
+    from ledger.core.bundle import Bundle
+    from ledger.core.encoding import b64_encode
+    from ledger.core.merkle import leaf_hash
     from tests.helpers.ledgers import fake_fields
 
     home = tmp_path / "big"

@@ -1,4 +1,4 @@
-"""ledger.tiles: C2SP paths (Go sumdb/tlog TestTilePath), tile contents, entry bundles, and an
+"""ledger.core.tiles: C2SP paths (Go sumdb/tlog TestTilePath), tile contents, entry bundles, and an
 independent Go client (tests/go/ledgercheck.go) that reads the tiles through tlog.TileHashReader.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger import merkle, note, tiles
-from ledger.errors import BadInput
+from ledger.core import merkle, note, tiles
+from ledger.core.errors import BadInput
 
 GO_SOURCE = Path(__file__).parent / "go" / "ledgercheck.go"
 GOCODE = Path("/usr/share/gocode")

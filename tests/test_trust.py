@@ -25,12 +25,12 @@ from pathlib import Path
 import pytest
 
 from ledger import trust
-from ledger.cli.wiring import write_receipt
-from ledger.errors import BadInput
+from ledger.core.errors import BadInput
+from ledger.core.note import note_text, open_note, parse_vkey
+from ledger.http.server import make_app
 from ledger.log import Log
-from ledger.note import note_text, open_note, parse_vkey
-from ledger.server import make_app
 from ledger.witness import Witness, make_witness_app, request_cosignature
+from ledger_cli.wiring import write_receipt
 from tests.helpers.ledgers import add_node, run_cli
 from tests.helpers.server import BackgroundServer
 
@@ -179,7 +179,7 @@ def test_trust_policy_file_applies_the_quorum(fork: Fork, tmp_path: Path) -> Non
 
 def _signed(log: Log, size: int, root: bytes) -> bytes:
     """A checkpoint of any tree, validly signed with the log key (what a lying operator can do)."""
-    from ledger.note import Checkpoint, format_checkpoint, sign_note
+    from ledger.core.note import Checkpoint, format_checkpoint, sign_note
 
     assert log.signer is not None
     return sign_note(format_checkpoint(Checkpoint(ORIGIN, size, root, ())), [log.signer])
@@ -358,7 +358,7 @@ def test_an_unusable_cache_is_said_not_fatal_and_never_hides_a_fork(
 
 
 def test_a_forged_or_foreign_cosignature_does_not_count(fork: Fork) -> None:
-    from ledger.note import NoteSignature
+    from ledger.core.note import NoteSignature
 
     la = Log.open(fork.a)
     try:
@@ -519,7 +519,7 @@ def test_an_older_checkpoint_fails_closed_until_brought_forward(tmp_path: Path) 
 def test_submit_to_a_server_behind_the_memory_is_refused_before_signing(tmp_path: Path) -> None:
     """`submit` shows the server's checkpoint to the memory first: a server that serves an older
     tree than this verifier has seen is refused (Unproven, the fix said) and nothing is sent."""
-    from ledger.bundle import Bundle
+    from ledger.core.bundle import Bundle
     from ledger.submit import submit_bundle
     from tests.helpers.ledgers import fake_fields, write_bundle
 

@@ -1,4 +1,5 @@
-"""The WAL checkpoint a large batch leaves to a thread (ledger/walcheckpoint.py, issue 12): the
+"""The WAL checkpoint a large batch leaves to a thread (ledger/store/walcheckpoint.py, issue 12):
+the
 commit is durable without it, the thread copies the pages into ``ledger.db``, ``close`` waits for
 it, and a checkpointer that cannot open the database leaves the default path in charge."""
 
@@ -15,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ledger import sealers
-from ledger.bundle import Bundle
+from ledger.core.bundle import Bundle
 from ledger.log import Log
-from ledger.store import DB_NAME
-from ledger.walcheckpoint import Checkpointer
+from ledger.store.sqlite import DB_NAME
+from ledger.store.walcheckpoint import Checkpointer
 from tests.helpers.ledgers import add_node, fake_fields, new_ledger
 
 REPO = Path(__file__).resolve().parents[1]
@@ -83,7 +84,7 @@ def test_the_commit_is_durable_before_the_checkpoint(tmp_path: Path) -> None:
         from pathlib import Path
         from ledger.keys import load_node_secret
         from ledger.log import Log
-        from ledger import walcheckpoint
+        from ledger.store.sqlite import walcheckpoint
         from tests.test_walcheckpoint import _items
         walcheckpoint.Checkpointer.request = lambda self: None  # the thread never runs
         log = Log.open(Path({str(tmp_path / "home")!r}))
@@ -122,7 +123,7 @@ def test_batches_back_to_back_keep_the_wal_bounded(tmp_path: Path, monkeypatch: 
     """A checkpoint thread slower than the batches: each batch that finds the WAL over the limit
     waits for it, so the WAL starts over instead of growing by a batch every batch, and a WAL
     that grew is cut back to the limit by the commit after it starts over."""
-    from ledger import store as store_mod
+    from ledger.store.sqlite import sqlite as store_mod
 
     limit = 256 << 10
     monkeypatch.setattr(store_mod, "WAL_LIMIT_BYTES", limit)

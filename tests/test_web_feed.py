@@ -8,8 +8,8 @@ from pathlib import Path
 
 import httpx
 
-from ledger.bundle import Bundle
-from ledger.server import make_app
+from ledger.core.bundle import Bundle
+from ledger.http.server import make_app
 from tests.helpers.ledgers import add_node, fake_fields, new_ledger, write_bundle
 from tests.helpers.server import BackgroundServer
 

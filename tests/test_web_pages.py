@@ -15,12 +15,12 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from ledger.bundle import Bundle
-from ledger.cli.wiring import make_receipt
+from ledger.core.bundle import Bundle
+from ledger.core.tiles import entry_bundle
+from ledger.http.server import make_app
+from ledger.http.web.compress import accepts_gzip
 from ledger.log import Log
-from ledger.server import make_app
-from ledger.tiles import entry_bundle
-from ledger.web.compress import accepts_gzip
+from ledger_cli.wiring import make_receipt
 from tests.helpers.ledgers import add_node, fake_fields, new_ledger, write_bundle
 from tests.helpers.server import BackgroundServer
 
@@ -31,7 +31,7 @@ def hostile(field: str) -> str:
 
 
 # every text a bundle entry (or a revocation) carries that its author chooses; key names are
-# refused unless letters, digits, '.', '_' or '-' (ledger.entries), so they cannot carry markup
+# refused unless letters, digits, '.', '_' or '-' (ledger.core.entries), so they cannot carry markup
 FIELDS = ("kernel.name", "kernel.version", "check.id", "check.tool", "check.version",
           "check.detail", "obligation.obligation", "obligation.theorem", "obligation.property",
           "file.path", "revocation.reason")

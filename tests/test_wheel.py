@@ -36,13 +36,13 @@ def test_wheel_installs_and_runs(tmp_path: Path) -> None:
     (wheel,) = dist.glob("kernel_ledger-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     for want in (
-        "ledger/cli/__init__.py",
-        "ledger/cli/__main__.py",
-        "ledger/cli/commands.py",
-        "ledger/web/pages.py",
-        "ledger/templates/openapi.json",
-        "ledger/templates/entry.html",  # the pages (Jinja2), package data
-        "ledger/cli/help.json",  # ledger --help without the command tree (ledger.cli.quickhelp)
+        "ledger_cli/__init__.py",
+        "ledger_cli/__main__.py",
+        "ledger_cli/commands.py",
+        "ledger/http/web/pages.py",
+        "ledger/http/templates/openapi.json",
+        "ledger/http/templates/entry.html",  # the pages (Jinja2), package data
+        "ledger_cli/help.json",  # ledger --help without the command tree (ledger_cli.quickhelp)
         "verify/lean/scan.py",
         "verify/ptxsim/machine.py",
         "verify/contract_schema.json",
@@ -67,8 +67,9 @@ def test_wheel_installs_and_runs(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(purelib)
     out = subprocess.run(
-        [str(py), "-c", "import ledger, verify.ptxsim, ledger.web.pages; print(ledger.__file__); "
-         "from ledger.web.render import environment as e; e().get_template('entry.html')"],
+        [str(py), "-c", "import ledger, verify.ptxsim, ledger.http.web.pages; "
+         "print(ledger.__file__); "
+         "from ledger.http.web.render import environment as e; e().get_template('entry.html')"],
         cwd=tmp_path,
         check=True,
         capture_output=True,
@@ -80,7 +81,7 @@ def test_wheel_installs_and_runs(tmp_path: Path) -> None:
         [
             str(py),
             "-m",
-            "ledger.cli",
+            "ledger_cli",
             "check",
             str(REPO / "bundles" / "vector_add"),
             "--json",

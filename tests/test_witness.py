@@ -11,11 +11,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ledger.errors import CannotCheck, SignatureError
+from ledger.core.errors import CannotCheck, SignatureError
+from ledger.core.note import ALG_COSIGNATURE_V1, note_text, open_note, parse_vkey
+from ledger.http.server import make_app
 from ledger.log import Log
 from ledger.mirror import Mirror, Remote
-from ledger.note import ALG_COSIGNATURE_V1, note_text, open_note, parse_vkey
-from ledger.server import make_app
 from ledger.witness import Witness, make_witness_app, request_cosignature
 from tests.helpers.ledgers import run_cli
 from tests.helpers.server import BackgroundServer

@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ledger import merkle
-from ledger.encoding import b64_encode
-from ledger.note import (
+from ledger.core import merkle
+from ledger.core.encoding import b64_encode
+from ledger.core.note import (
     Checkpoint,
     NoteSigner,
     _parse_signature_line,
@@ -146,7 +146,7 @@ KILL_SCRIPT = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from ledger import merkle
+    from ledger.core import merkle
     from ledger.witness import Witness
     from tests.test_witness_conformance import body, getter, leaves, note_of
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from ledger.core.note import open_note, parse_vkey
 from ledger.log import Log
-from ledger.note import open_note, parse_vkey
 from ledger.witness import Witness, make_witness_app
 from tests.helpers.ledgers import REPO, add_node, run_cli
 from tests.helpers.server import BackgroundServer

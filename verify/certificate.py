@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.errors import LedgerError
+from ledger.core.errors import LedgerError
 from verify.context import Context
 from verify.model import OBLIGATIONS, PROPERTIES, Claim, Contract, domain_text
 from verify.report import Check, failed, passed, skipped

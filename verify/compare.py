@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ledger.errors import BadInput
+from ledger.core.errors import BadInput
 from verify.model import Tolerance
 
 _NP_DTYPES: dict[str, Any] = {

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ledger.bundle import Bundle
+from ledger.core.bundle import Bundle
 from verify.model import Contract
 from verify.report import Check
 from verify.tools import RunningTool

@@ -23,7 +23,7 @@ from typing import Any, Literal, cast
 
 import yaml
 
-from ledger.errors import ContractError
+from ledger.core.errors import ContractError
 from verify.context import Context, Started, done
 from verify.expr import eval_expr as eval_expr
 from verify.expr import expr_names as expr_names

@@ -21,8 +21,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from ledger.bundle import check_path
-from ledger.errors import BundleError, ContractError, LedgerError
+from ledger.core.bundle import check_path
+from ledger.core.errors import BundleError, ContractError, LedgerError
 from verify.expr import eval_expr, expr_names, relation_names
 from verify.model import (
     FLOAT_DTYPES,

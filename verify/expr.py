@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from ledger.errors import ContractError
+from ledger.core.errors import ContractError
 
 MAX_DEPTH = 32
 MAX_EXPR_CHARS = 256

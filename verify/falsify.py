@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from ledger.errors import BadInput, CannotCheck
+from ledger.core.errors import BadInput, CannotCheck
 from verify.compare import Comparison as Comparison
 from verify.compare import compare_output as compare_output
 from verify.compare import describe_tolerance as describe_tolerance

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ledger.errors import BadInput
+from ledger.core.errors import BadInput
 from verify.context import Context
 from verify.report import Check, failed, passed, skipped
 from verify.tools import find_tool, run_tool

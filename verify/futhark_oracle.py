@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from ledger.errors import BadInput, CannotCheck
+from ledger.core.errors import BadInput, CannotCheck
 from verify.compare import np_dtype
 from verify.context import Options
 from verify.model import Kernel

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ledger.errors import CannotCheck
+from ledger.core.errors import CannotCheck
 from verify.compare import np_dtype
 from verify.engine import Arg, BufferArg, Dim3, LaunchOutcome, Observed
 

@@ -24,13 +24,13 @@ from dataclasses import dataclass
 import nacl.exceptions
 import nacl.signing
 
-from ledger.bundle import blake3_digest, make_manifest, parse_manifest
-from ledger.encoding import b64_decode, hex_encode
-from ledger.entries import Entry, decode_entry, pop_message, verify_signature
-from ledger.errors import LedgerError
-from ledger.merkle import leaf_hash, verify_inclusion
-from ledger.note import Checkpoint, NoteVerifier, open_note, parse_checkpoint
-from ledger.receipt import Included
+from ledger.core.bundle import blake3_digest, make_manifest, parse_manifest
+from ledger.core.encoding import b64_decode, hex_encode
+from ledger.core.entries import Entry, decode_entry, pop_message, verify_signature
+from ledger.core.errors import LedgerError
+from ledger.core.merkle import leaf_hash, verify_inclusion
+from ledger.core.note import Checkpoint, NoteVerifier, open_note, parse_checkpoint
+from ledger.core.receipt import Included
 from verify.report import Check, failed, passed
 
 

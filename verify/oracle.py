@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ledger.errors import CannotCheck
+from ledger.core.errors import CannotCheck
 from verify.context import Options
 from verify.model import Kernel
 

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.errors import BadInput, CannotCheck
+from ledger.core.errors import BadInput, CannotCheck
 from verify.context import Context, Started, done
 from verify.model import Kernel, Param
 from verify.report import Check, failed, passed, skipped

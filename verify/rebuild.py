@@ -31,8 +31,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ledger.bundle import check_path
-from ledger.errors import BadInput, BundleError
+from ledger.core.bundle import check_path
+from ledger.core.errors import BadInput, BundleError
 from verify.confine import confined_argv, sandbox_status
 from verify.context import Context, Started, done
 from verify.report import Check, failed, passed, skipped

@@ -31,9 +31,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from types import ModuleType
 
-from ledger.bundle import Bundle
-from ledger.encoding import hex_encode
-from ledger.errors import LedgerError
+from ledger.core.bundle import Bundle
+from ledger.core.encoding import hex_encode
+from ledger.core.errors import LedgerError
 from verify.context import Context, Options, Started, done
 from verify.report import Check, Report, failed, passed
 

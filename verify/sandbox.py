@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ledger.errors import CannotCheck
+from ledger.core.errors import CannotCheck
 from verify.confine import base_argv, private_dirs
 from verify.confine import sandbox_status as sandbox_status  # callers found it here first
 from verify.tools import lower_limit

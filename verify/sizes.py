@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ledger.errors import ContractError
+from ledger.core.errors import ContractError
 from verify.expr import eval_expr, eval_relation, expr_names, parse_expr
 from verify.model import Kernel, SizeRange
 

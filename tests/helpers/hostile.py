@@ -277,7 +277,7 @@ class Outcome:
 
 def _attempt(client: str, target: str, mode: str, hs: HostileServer,
              call: Callable[[], object], unchanged: Callable[[], bool]) -> Outcome:
-    from ledger.errors import LedgerError
+    from ledger.core.errors import LedgerError
 
     t0 = time.monotonic()
     try:
@@ -299,7 +299,7 @@ def mirror_campaign(
     """``ledger mirror`` (``Mirror.sync``) from a copy of the mirror ``base`` (behind the
     upstream log, so a sync needs hash tiles, entry tiles and blobs) through a hostile server."""
     from ledger.mirror import Mirror, Remote
-    from ledger.store import Store
+    from ledger.store.sqlite import Store
 
     def state(home: Path) -> tuple[int, bytes]:
         s = Store.open(home)
@@ -332,8 +332,8 @@ def witness_campaign(
     modes: Sequence[str] = MODES, timeout: float = 2.0,
 ) -> list[Outcome]:
     """``ledger witness add-checkpoint`` against a hostile witness."""
-    from ledger.httpstate import COSIGNED_META
-    from ledger.store import Store
+    from ledger.http.state import COSIGNED_META
+    from ledger.store.sqlite import Store
     from ledger.witness import request_cosignature
 
     def state(url: str = "") -> tuple[str | None, str | None]:
@@ -365,7 +365,7 @@ def submit_campaign(
     """``ledger submit`` (``submit_bundle``) through a hostile server in front of a real log
     server; targeted requests never reach the log, so nothing may be appended, except when the
     target comes after the POST (the inclusion proof): then the entry is appended once."""
-    from ledger.bundle import Bundle
+    from ledger.core.bundle import Bundle
     from ledger.log import Log
     from ledger.submit import submit_bundle
     from tests.test_server import bundle_files, fields

@@ -12,7 +12,7 @@ from typing import Any
 
 import nacl.signing
 
-from ledger.bundle import Bundle
+from ledger.core.bundle import Bundle
 from ledger.keys import load_node_secret, new_node_key
 from ledger.log import Log
 
@@ -114,7 +114,7 @@ def run_cli(
     env.pop("LEDGER_DEBUG", None)
     env.pop("COLUMNS", None)  # output width as on a pipe; tests of a width set it themselves
     return subprocess.run(
-        [sys.executable, "-m", "ledger.cli", *args],
+        [sys.executable, "-m", "ledger_cli", *args],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ledger.bundle import Bundle
+from ledger.core.bundle import Bundle
 from ledger.keys import load_node_secret
 from ledger.log import Log
 from tests.helpers.ledgers import fake_fields, write_bundle

@@ -1,4 +1,5 @@
-"""A test harness: the real server (``ledger.server.server_config``, uvicorn) on a free loopback
+"""A test harness: the real server (``ledger.http.server.server_config``, uvicorn) on a free
+loopback
 port in a daemon thread, so tests and benchmarks exercise a real socket."""
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from typing import Any
 
 from starlette.types import ASGIApp
 
-from ledger.errors import CannotCheck
-from ledger.server import make_app, server_config
+from ledger.core.errors import CannotCheck
+from ledger.http.server import make_app, server_config
 
 __all__ = ["BackgroundServer", "make_app"]
 

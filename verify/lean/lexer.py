@@ -33,7 +33,7 @@ import bisect
 import re
 from typing import NamedTuple
 
-from ledger.errors import BadInput
+from ledger.core.errors import BadInput
 
 MAX_FILE_BYTES = 4 << 20  # one .lean file
 MAX_TOKENS = 2_000_000  # tokens in one file

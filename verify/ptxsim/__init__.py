@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ledger.encoding import hex_encode
-from ledger.errors import CannotCheck
+from ledger.core.encoding import hex_encode
+from ledger.core.errors import CannotCheck
 from verify.ptxsim.compiler import build
 from verify.ptxsim.errors import Finding, PtxSyntaxError, SimResult, UnsupportedPtx
 from verify.ptxsim.machine import Machine

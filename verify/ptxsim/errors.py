@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ledger.errors import BadInput, CannotCheck
+from ledger.core.errors import BadInput, CannotCheck
 
 FINDING_KINDS = (
     "out_of_bounds",

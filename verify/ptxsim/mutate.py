@@ -142,7 +142,7 @@ _LOADED: dict[Path, tuple[object, object]] = {}
 
 def _bundle(bundle_dir: Path) -> tuple[object, object]:
     """(contract, oracles) of a bundle, loaded once."""
-    from ledger.bundle import Bundle
+    from ledger.core.bundle import Bundle
     from verify.context import Options
     from verify.contract import load_contract
     from verify.oracle import oracles_for

@@ -1,1 +1,0 @@
-"""HTML pages of the public mirror (SPEC 9, "HTML pages for people"); the app is ledger.server."""

@@ -1,0 +1,697 @@
+"""``ledger new DIR --cu FILE [--entry NAME]``: start a bundle for any kernel (SPEC 7; guide:
+docs/seal-your-own-kernel.md).
+
+1. refuse bad input (exit 2): DIR exists and is not an empty directory; FILE is missing, not a
+   regular ``.cu`` file, over ``MAX_CU_BYTES``, or not UTF-8;
+2. build the PTX with ``nvcc -arch=sm_86 -ptx`` in a scratch directory (no nvcc: exit 3; the
+   source does not compile: exit 2 with nvcc's first error);
+3. read the entries and their parameters from the PTX (``verify.ptx.parse_ptx``); pick the
+   ``--entry`` (the PTX name or the ``__global__`` function's name in the source) or the only one;
+4. name and type each parameter from the kernel's signature in the source (``const T*`` -> an
+   ``in`` pointer; a written pointer -> ``out``, or ``inout`` when it is also read; integer
+   scalars become size variables), checked against the PTX parameter types; a parameter the
+   source does not explain gets a PTX-derived name and a guess;
+5. assemble with ``ptxas -v`` for the registers and shared memory (the resource budget);
+6. write ``contract.yaml``, the PTX, the source, ``reference.py``, ``<name>.lean`` and
+   ``<name>.fut``. Every stub carries the ``LEDGER-NEW: UNFINISHED`` marker, which fails the
+   ``contract.lint`` gate ``unfinished``; the Lean stub holds ``sorry`` (``lean.scan`` fails) and
+   its obligations are claimed with ``status: sorry`` (gate ``lean-status``), so an unfinished
+   scaffold can never pass as proven.
+
+The falsification test runs at the edge sizes of the launch shape: 1, block - 1, block + 1 and
+a non-multiple of the block (3 * block + 7).
+"""
+
+import re
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ledger.core.errors import BadInput, CannotCheck
+
+if TYPE_CHECKING:  # types only: verify.ptx loads when ``ledger new`` runs
+    from verify.ptx import PtxEntry
+
+MAX_CU_BYTES = 1 << 20
+TARGET = "sm_86"
+MARKER = "LEDGER-NEW: UNFINISHED"  # = verify.contract_lint.UNFINISHED
+
+# C/C++ scalar types -> contract dtypes.
+_CTYPES = {
+    "float": "f32",
+    "double": "f64",
+    "__half": "f16",
+    "half": "f16",
+    "int": "s32",
+    "signed": "s32",
+    "signed int": "s32",
+    "int32_t": "s32",
+    "unsigned": "u32",
+    "unsigned int": "u32",
+    "uint32_t": "u32",
+    "uint": "u32",
+    "long long": "s64",
+    "long long int": "s64",
+    "int64_t": "s64",
+    "long": "s64",
+    "unsigned long long": "u64",
+    "unsigned long long int": "u64",
+    "unsigned long": "u64",
+    "uint64_t": "u64",
+    "size_t": "u64",
+    "char": "s8",
+    "signed char": "s8",
+    "int8_t": "s8",
+    "unsigned char": "u8",
+    "uint8_t": "u8",
+}
+# PTX scalar parameter types -> dtypes, when the source says nothing.
+_PTX_SCALAR = {
+    ".f32": "f32",
+    ".f64": "f64",
+    ".u32": "u32",
+    ".s32": "s32",
+    ".b32": "u32",
+    ".u64": "u64",
+    ".s64": "s64",
+    ".b64": "u64",
+    ".u8": "u8",
+    ".s8": "s8",
+    ".b8": "u8",
+    ".f16": "f16",
+    ".b16": "f16",
+}
+_INTEGER = ("s32", "u32", "s64", "u64", "u8", "s8")
+
+
+@dataclass
+class NewParam:
+    name: str
+    kind: str  # "ptr" | "scalar"
+    dtype: str
+    intent: str = "in"
+    guessed: str = ""  # what the author must check, "" when the source says it plainly
+    lanes: int = 1  # elements of ``dtype`` per element of the source's type (float4: 4)
+
+
+@dataclass
+class Scaffold:
+    directory: Path
+    entry: str  # the PTX entry name
+    function: str  # the source's __global__ name
+    params: list[NewParam]
+    block: int
+    registers: int | None
+    shared_bytes: int | None
+    files: list[str]
+    todo: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "directory": str(self.directory),
+            "entry": self.entry,
+            "function": self.function,
+            "params": [p.__dict__ for p in self.params],
+            "launch": {"block": [self.block, 1, 1]},
+            "resources": {"registers": self.registers, "shared_bytes": self.shared_bytes},
+            "files": self.files,
+            "todo": self.todo,
+        }
+
+
+# --- reading the source ----------------------------------------------------------------------
+
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_GLOBAL = re.compile(
+    r"__global__\s+(?:__launch_bounds__\s*\(([^)]*)\)\s*)?(?:void)\s+"
+    r"(?:__launch_bounds__\s*\(([^)]*)\)\s*)?([A-Za-z_]\w*)\s*\(([^)]*)\)\s*\{",
+)
+_TEMPLATE = re.compile(r"template\s*<([^<>]*)>\s*$")
+# CUDA vector types: (element dtype, lanes); a pointer to one is `lanes` elements of the dtype
+_VECTORS = {
+    f"{base}{k}": (dtype, k)
+    for base, dtype in (("float", "f32"), ("double", "f64"), ("int", "s32"), ("uint", "u32"),
+                        ("char", "s8"), ("uchar", "u8"), ("longlong", "s64"),
+                        ("ulonglong", "u64"))
+    for k in (1, 2, 3, 4)
+} | {"__half2": ("f16", 2), "half2": ("f16", 2)}
+# no contract dtype: described by their bytes (u8), the reference decodes them
+_BYTES_OF = {"__nv_bfloat16": 2, "nv_bfloat16": 2, "__nv_bfloat162": 4, "nv_bfloat162": 4}
+# Itanium codes of builtin types, for a template instantiation's arguments (``I f E``)
+_MANGLED = {
+    "f": "float", "d": "double", "i": "int", "j": "unsigned int", "l": "long",
+    "m": "unsigned long", "x": "long long", "y": "unsigned long long", "c": "char",
+    "a": "signed char", "h": "unsigned char",
+}
+
+
+@dataclass
+class _SourceKernel:
+    name: str
+    params: list[tuple[str, str, bool, bool]]  # (name, base C type, pointer, const)
+    body: str
+    launch_bounds: int | None
+    template: list[str]  # the template's type parameter names, in order ([] when none)
+
+
+def _source_kernels(src: str) -> dict[str, _SourceKernel]:
+    text = _COMMENTS.sub(" ", src)
+    out: dict[str, _SourceKernel] = {}
+    for m in _GLOBAL.finditer(text):
+        bounds = (m.group(1) or m.group(2) or "").split(",")[0].strip()
+        before = _TEMPLATE.search(text[max(0, m.start() - 400) : m.start()])
+        template = [
+            w.split()[-1]
+            for w in (before.group(1).split(",") if before else [])
+            if w.split() and w.split()[0] in ("typename", "class")
+        ]
+        params = []
+        for raw in (p.strip() for p in m.group(4).split(",")):
+            if not raw or raw == "void":
+                continue
+            pointer = "*" in raw or "[" in raw
+            words = re.sub(r"[*&\[\]]", " ", raw).split()
+            words = [w for w in words if w not in ("__restrict__", "__restrict", "restrict")]
+            const = "const" in words
+            words = [w for w in words if w not in ("const", "volatile", "struct")]
+            if len(words) < 2:
+                params.append(("", " ".join(words), pointer, const))
+                continue
+            params.append((words[-1], " ".join(words[:-1]), pointer, const))
+        # the body: from the opening brace to its match
+        depth, end = 0, len(text)
+        for i in range(m.end() - 1, len(text)):
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    end = i
+                    break
+        out[m.group(3)] = _SourceKernel(
+            m.group(3),
+            params,
+            text[m.end() : end],
+            int(bounds) if bounds.isdigit() else None,
+            template,
+        )
+    return out
+
+
+def _intent(name: str, body: str) -> tuple[str, str]:
+    """``out`` / ``inout`` for a non-const pointer, from how the body uses it (a guess)."""
+    uses = list(re.finditer(rf"\b{re.escape(name)}\s*\[", body))
+    written = read = False
+    for u in uses:
+        depth, j = 1, u.end()
+        while j < len(body) and depth:
+            depth += {"[": 1, "]": -1}.get(body[j], 0)
+            j += 1
+        after = body[j:].lstrip()
+        if re.match(r"(=(?!=)|\+=|-=|\*=|/=|\|=|&=|\^=)", after):
+            written = True
+            if not after.startswith("="):
+                read = True  # a compound assignment reads too
+        else:
+            read = True
+    if written and read:
+        return "inout", "read and written in the kernel: inout (check)"
+    if written:
+        return "out", "written by the kernel: out (check it is never read first)"
+    return "inout", "not const and not plainly written: inout (check: in, out or inout)"
+
+
+def _demangle(name: str) -> str:
+    """The function name of an Itanium-mangled PTX entry (``_Z5saxpyfPKfPfi`` -> ``saxpy``; in
+    a namespace, ``_ZN5mylib5twiceEPKfPfi`` -> ``twice``)."""
+    parts, _ = _mangled_name(name)
+    return parts[-1] if parts else name
+
+
+def _mangled_name(name: str) -> tuple[list[str], int]:
+    """The name's components and the offset after them (([], 0) when not mangled)."""
+    nested = name.startswith("_ZN")
+    i = 3 if nested else 2
+    parts: list[str] = []
+    if not name.startswith("_Z"):
+        return [], 0
+    while True:
+        m = re.compile(r"\d+").match(name, i)
+        if m is None:
+            break
+        n = int(m.group(0))
+        parts.append(name[m.end() : m.end() + n])
+        i = m.end() + n
+        if not nested:
+            break
+    if nested and name.startswith("E", i):
+        i += 1
+    return parts, i
+
+
+def _template_types(name: str, template: list[str]) -> dict[str, str]:
+    """The C types of a template instantiation's type parameters, from the mangled entry
+    (``_Z4axpyIdEvT_PKS0_PS0_i`` with ``[T]`` -> ``{T: double}``); only builtin arguments are
+    read (a non-type argument ``Li256E`` is skipped), anything else gives ``{}``."""
+    parts, i = _mangled_name(name)
+    if not parts or not template or not name.startswith("I", i):
+        return {}
+    i += 1
+    types: list[str] = []
+    while i < len(name) and name[i] != "E":
+        lit = re.compile(r"L[a-z]n?\d+E").match(name, i)
+        if lit:
+            i = lit.end()
+            continue
+        if name[i] not in _MANGLED:
+            return {}
+        types.append(_MANGLED[name[i]])
+        i += 1
+    return dict(zip(template, types, strict=False)) if len(types) == len(template) else {}
+
+
+# --- building --------------------------------------------------------------------------------
+
+
+def _read_cu(cu: Path) -> str:
+    if not cu.exists():
+        raise BadInput(f"--cu {cu}: no such file")
+    if not cu.is_file() or cu.is_symlink():
+        raise BadInput(f"--cu {cu}: not a regular file")
+    if cu.suffix != ".cu":
+        raise BadInput(f"--cu {cu}: expected a CUDA source file (.cu)")
+    size = cu.stat().st_size
+    if size > MAX_CU_BYTES:
+        raise BadInput(f"--cu {cu}: {size} bytes is over the {MAX_CU_BYTES}-byte limit")
+    try:
+        return cu.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadInput(f"--cu {cu}: not UTF-8 (bad byte at offset {e.start})") from e
+
+
+def _check_dir(directory: Path) -> None:
+    if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
+        raise BadInput(f"{directory} exists and is not a directory")
+    if directory.is_dir() and any(directory.iterdir()):
+        raise BadInput(f"{directory} exists and is not empty (ledger new writes a fresh bundle)")
+
+
+def _stem(cu: Path) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_]", "_", cu.stem) or "kernel"
+    return stem if stem[0].isalpha() else f"k_{stem}"
+
+
+def new_bundle(directory: Path, cu: Path, entry: str | None = None) -> Scaffold:
+    """Write the scaffold (module docstring); raises ``BadInput`` / ``CannotCheck``."""
+    from verify.ptx import parse_ptx, run_ptxas
+    from verify.tools import find_tool, run_tool
+
+    _check_dir(directory)
+    source = _read_cu(cu)
+    stem = _stem(cu)
+    nvcc = find_tool("nvcc", cuda=True)
+    if nvcc is None:
+        raise CannotCheck("no nvcc on PATH or in the CUDA locations: cannot build the PTX")
+    with tempfile.TemporaryDirectory(prefix="ledger-new-") as tmp:
+        work = Path(tmp)
+        (work / f"{stem}.cu").write_text(source, encoding="utf-8")
+        res = run_tool(
+            [nvcc, f"-arch={TARGET}", "-ptx", "-o", f"{stem}.ptx", f"{stem}.cu"], cwd=work
+        )
+        if not res.ok:
+            lines = [ln for ln in (res.stderr + res.stdout).splitlines() if "error" in ln]
+            first = (lines or (res.stderr + res.stdout).strip().splitlines() or ["?"])[0]
+            why = "timed out" if res.timed_out else first.strip()[:300]
+            raise BadInput(f"--cu {cu}: nvcc -arch={TARGET} -ptx failed: {why}")
+        ptx = (work / f"{stem}.ptx").read_bytes()
+        header = parse_ptx(ptx)
+        chosen = _choose_entry(header.entries, entry, cu)
+        registers = shared = None
+        try:
+            asm, stats = run_ptxas(work / f"{stem}.ptx", TARGET, work, False, 120)
+            st = next((s for s in stats if s.entry == chosen.name), None)
+            if asm.ok and st is not None:
+                registers, shared = st.registers, st.shared_bytes
+        except (CannotCheck, BadInput):
+            pass
+    kernels = _source_kernels(source)
+    function = _demangle(chosen.name)
+    sk = kernels.get(function)
+    params, todo = _params(chosen, sk, cu)
+    text = ptx.decode("utf-8", "replace")
+    block = (sk.launch_bounds if sk is not None else None) or _maxntid(text, chosen.name) or 256
+    todo += _module_notes(text, chosen.name)
+    sc = Scaffold(directory, chosen.name, function, params, block, registers, shared, [], todo)
+    _write(sc, stem, source, ptx)
+    return sc
+
+
+def _choose_entry(entries: "Sequence[PtxEntry]", entry: str | None, cu: Path) -> "PtxEntry":
+    names = [e.name for e in entries]
+    if not names:
+        raise BadInput(f"--cu {cu}: the PTX has no kernel entry (no __global__ function)")
+    if entry is None:
+        if len(names) > 1:
+            raise BadInput(f"--cu {cu} has {len(names)} kernels: give --entry ({', '.join(names)})")
+        return entries[0]
+    hits = [e for e in entries if entry in (e.name, _demangle(e.name))]
+    if len(hits) != 1:
+        what = "no kernel" if not hits else f"{len(hits)} kernels"
+        raise BadInput(f"--entry {entry}: {what} of that name (entries: {', '.join(names)})")
+    return hits[0]
+
+
+def _maxntid(ptx: str, entry: str) -> int | None:
+    """Threads per block the entry's ``.maxntid`` allows (``__launch_bounds__``), or None."""
+    at = ptx.find(f".entry {entry}(")
+    brace = ptx.find("{", at)
+    m = re.search(r"\.maxntid\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", ptx[at:brace])
+    if at < 0 or m is None:
+        return None
+    return int(m.group(1)) * int(m.group(2) or 1) * int(m.group(3) or 1)
+
+
+def _module_notes(ptx: str, entry: str) -> list[str]:
+    """What the entry needs that a contract cannot give it, or must be told (to do items): an
+    uninitialised ``__constant__`` it reads, the dynamic shared memory it uses."""
+    at = ptx.find(f".entry {entry}(")
+    nxt = ptx.find(".entry ", at + 1)
+    body = ptx[at : nxt if nxt > 0 else len(ptx)] if at >= 0 else ""
+    notes = []
+    const = r"^\s*\.const\b[^;=]*?([A-Za-z_$][\w$]*)(?:\[\d*\])*\s*;"
+    for m in re.finditer(const, ptx, re.M):
+        if re.search(rf"\b{re.escape(m.group(1))}\b", body):
+            notes.append(
+                f"__constant__ {_demangle(m.group(1))} has no initializer: only a host can set "
+                "it and the verifier launches from the contract alone, so it reads zeros; give "
+                "it an initializer in the source or pass its values as a pointer parameter"
+            )
+    for m in re.finditer(r"^\s*\.extern\s+\.shared\b[^;]*?([A-Za-z_$][\w$]*)\[\]", ptx, re.M):
+        if re.search(rf"\b{re.escape(m.group(1))}\b", body):
+            notes.append(
+                f"dynamic shared memory (extern __shared__ {_demangle(m.group(1))}): set "
+                "launch.shared_bytes to the bytes a launch passes (an expression of the sizes) "
+                "and resources.max_shared_bytes to cover it"
+            )
+    return notes
+
+
+def _params(
+    entry: "PtxEntry", sk: _SourceKernel | None, cu: Path
+) -> tuple[list[NewParam], list[str]]:
+    todo: list[str] = []
+    out: list[NewParam] = []
+    src = sk.params if sk is not None and len(sk.params) == len(entry.params) else None
+    if src is None:
+        todo.append("the kernel's signature was not found in the source: name and type every param")
+    tmpl = _template_types(entry.name, sk.template) if sk is not None else {}
+    for i, pp in enumerate(entry.params):
+        name, ctype, pointer, const = src[i] if src else ("", "", pp.type in (".u64",), False)
+        name = name if re.fullmatch(r"[A-Za-z_]\w*", name or "") else f"p{i}"
+        ctype = tmpl.get(ctype, ctype)
+        aggregate = pp.array is not None and pp.type == ".b8"
+        if aggregate and not pointer and not (pp.array == 2 and ctype in ("", "half", "__half")):
+            raise BadInput(
+                f"--cu {cu}: {entry.name} takes parameter {i} ({ctype or '?'} {name}) by value "
+                f"as a {pp.array}-byte aggregate; a contract's parameters are pointers and "
+                "number scalars: pass its fields as separate scalars, or a pointer to it"
+            )
+        if pointer:
+            dtype = _CTYPES.get(ctype, "")
+            guess = ""
+            lanes = 1
+            if not dtype and ctype in _VECTORS:
+                dtype, lanes = _VECTORS[ctype]
+                guess = f"{ctype} elements: {lanes} {dtype} each (shape {lanes} * n)"
+            elif not dtype and ctype in _BYTES_OF:
+                dtype, lanes = "u8", _BYTES_OF[ctype]
+                guess = (
+                    f"{ctype} has no contract dtype: its {lanes} bytes as u8 (shape {lanes} * n); "
+                    "the reference decodes them (view as uint16, shift left 16, view as float32)"
+                )
+            if not dtype:
+                dtype = "f32"
+                guess = f"element type {ctype or '?'} unknown: f32 assumed"
+            if const:
+                intent = "in"
+            else:
+                intent, why = _intent(name, sk.body) if sk is not None else ("inout", "check")
+                guess = f"{guess}; {why}" if guess else why
+            out.append(NewParam(name, "ptr", dtype, intent, guess, lanes))
+        else:
+            dtype = _CTYPES.get(ctype, "") or _PTX_SCALAR.get(pp.type, "u32")
+            if pp.array is not None and pp.type == ".b8" and pp.array == 2:
+                dtype = "f16"
+            out.append(NewParam(name, "scalar", dtype, guessed="" if ctype else "type from PTX"))
+    sizes = [p.name for p in out if p.kind == "scalar" and p.dtype in _INTEGER]
+    if not sizes:
+        todo.append("no integer scalar parameter: the element count is the size variable n")
+    for p in out:
+        if p.guessed:
+            todo.append(f"kernel.params {p.name}: {p.guessed}")
+    return out, todo
+
+
+def _size_var(params: list[NewParam]) -> str:
+    return next((p.name for p in params if p.kind == "scalar" and p.dtype in _INTEGER), "n")
+
+
+def _yq(word: str) -> str:
+    """``word`` as a YAML scalar that reads back as that string: YAML 1.1 reads ``off``, ``on``,
+    ``yes``, ``no``, ``null``, ... as booleans or null, so those are quoted."""
+    import yaml
+
+    try:
+        plain = yaml.safe_load(word) == word
+    except yaml.YAMLError:
+        plain = False
+    return word if plain else f"'{word}'"
+
+
+def _contract(sc: Scaffold, stem: str, has_domain: bool) -> str:
+    n = _size_var(sc.params)
+    ny = _yq(n)
+    ns = sc.function.capitalize()
+    b = sc.block
+    plines = []
+    for p in sc.params:
+        name = _yq(p.name)
+        if p.kind == "ptr":
+            extent = _yq(n) if p.lanes == 1 else f'"{p.lanes} * {n}"'
+            line = f"    - {{name: {name}, ptr: {p.dtype}, intent: {p.intent}, shape: [{extent}]}}"
+            note = p.guessed or "shape guessed: one element per thread"
+            plines.append(f"{line}  # TODO: {note}")
+        elif p.dtype in _INTEGER:
+            plines.append(f"    - {{name: {name}, scalar: {p.dtype}, value: {name}}}")
+        elif p.dtype in ("f16", "f32", "f64"):
+            plines.append(f"    - {{name: {name}, scalar: {p.dtype}, value: random}}")
+        else:
+            plines.append(f"    - {{name: {name}, scalar: {p.dtype}, value: 0}}  # TODO")
+    regs = f"max_registers: {sc.registers}, " if sc.registers else ""
+    shared = sc.shared_bytes if sc.shared_bytes is not None else 0
+    sizes = ", ".join(f"{{{ny}: {v}}}" for v in (1, b - 1 if b > 1 else 2, b + 1, 3 * b + 7))
+    domain = (
+        f"  size_domain:\n    {ny}: {{min: 1, max: 1048576}}  # TODO: the sizes it supports\n"
+        if has_domain
+        else ""
+    )
+    params = "\n".join(plines)
+    return f"""# {MARKER}: written by `ledger new` from {stem}.cu. Fill in every TODO, then
+# delete these two lines (contract.lint fails while any file of the bundle carries the marker).
+metadata:
+  version: "0.1.0"
+  description: "TODO: what {sc.function} computes"
+  references: ["{stem}.cu"]
+equations:
+  {sc.function}:
+    formula: "TODO: the kernel's result, e.g. y_i = a * x_i + y_i"
+proof_obligations:
+  - type: bound
+    property: "Every access is in bounds"
+    formal: "b < ceil_div({n}, {b}) and t < {b} -> b*{b} + t < {n} + {b} (guard i < {n})"
+    lean: {{theorem: {ns}.guard_in_bounds, module: {ns}, status: sorry}}
+kernel:
+  name: {sc.function}
+  version: "0.1.0"
+  entry: {sc.entry}
+  target: {TARGET}
+  ptx: {stem}.ptx
+  source: {stem}.cu
+  build: [nvcc, -arch={TARGET}, -ptx, -o, {stem}.ptx, {stem}.cu]
+  futhark: {stem}.fut
+  reference: {{file: reference.py, function: {sc.function}}}
+  params:
+{params}
+  launch:
+    grid: ["ceil_div({n}, {b})", 1, 1]  # TODO: one thread per element assumed
+    block: [{b}, 1, 1]
+    shared_bytes: 0
+  resources: {{{regs}max_shared_bytes: {shared}, spills: forbid}}
+{domain}falsification_tests:
+  - id: FALSIFY-{sc.function.upper().replace("_", "-")}-001
+    rule: "matches the reference at the edges of the launch shape"
+    prediction: "outputs equal the reference; each element written once; no access out of bounds"
+    test: "GPU (CuPy) or PTX interpreter over seeded random inputs"
+    if_fails: "indexing bug, missing guard, or wrong operation"
+    sizes: [{sizes}]
+    seed: 1
+    inputs: {{low: -1.0, high: 1.0}}
+    tolerance: {{ulp: 0}}  # TODO: the rounding the kernel promises
+    properties: [reference, coverage, bounds]
+certificate:
+  - obligation: PO1
+    theorem: {ns}.guard_in_bounds
+    property: coverage
+    statement: "TODO"
+  - obligation: PO2
+    theorem: {ns}.guard_in_bounds
+    property: bounds
+    statement: "TODO"
+  - obligation: PO8
+    theorem: {ns}.guard_in_bounds
+    property: reference
+    statement: "TODO"
+"""
+
+
+def _reference(sc: Scaffold) -> str:
+    ins = [p.name for p in sc.params if p.kind == "scalar" or p.intent != "out"]
+    outs = [p.name for p in sc.params if p.kind == "ptr" and p.intent != "in"]
+    return f'''"""{MARKER}: the reference of {sc.function}, written by `ledger new`.
+
+Numpy only. It runs in the verifier's sandbox (no network, no files but the bundle): it gets
+``inputs`` (every in/inout pointer parameter as a flat array, every scalar as a 0-d array:
+{", ".join(ins) or "none"}) and ``sizes`` (the test's size bindings), and returns every out/inout
+pointer parameter by name ({", ".join(outs) or "none"}). Compute in float64 and let the verifier
+cast to the parameter's dtype. Delete the marker line when it is done.
+"""
+
+import numpy as np
+
+
+def {sc.function}(inputs, sizes):
+    raise NotImplementedError("TODO: compute {", ".join(outs) or "the outputs"} with numpy")
+    return {{{", ".join(f"{o!r}: np.zeros(0)" for o in outs)}}}
+'''
+
+
+def _lean(sc: Scaffold) -> str:
+    ns = sc.function.capitalize()
+    n = _size_var(sc.params)
+    b = sc.block
+    return f"""/- {MARKER}: proofs of {sc.function}'s obligations, written by `ledger new`.
+  Replace every `sorry` with a proof and delete this marker. -/
+namespace {ns}
+
+/-- PO2 (bounds): a thread of the grid computes an index below {n} + {b}; a guard cuts the rest. -/
+theorem guard_in_bounds ({n} b t : Nat) (hb : b < ({n} + {b - 1}) / {b}) (ht : t < {b}) :
+    b * {b} + t < {n} + {b} := by
+  sorry
+
+end {ns}
+"""
+
+
+def _futhark(sc: Scaffold) -> str:
+    args = " ".join(
+        f"({p.name}: {'[n]' if p.kind == 'ptr' else ''}{_FUT.get(p.dtype, 'f32')})"
+        for p in sc.params
+        if (p.kind == "ptr" and p.intent != "out")
+        or (p.kind == "scalar" and p.dtype not in _INTEGER)
+    )
+    outs = [p for p in sc.params if p.kind == "ptr" and p.intent != "in"]
+    ret = _FUT.get(outs[0].dtype, "f32") if outs else "f32"
+    return f"""-- {MARKER}: the specification of {sc.function}, written by `ledger new`.
+-- Write the entry's body and test cases, then delete this marker line.
+-- ==
+-- entry: {sc.function}
+
+entry {sc.function} [n] {args} : [n]{ret} =
+  ???
+"""
+
+
+_FUT = {
+    "f16": "f16",
+    "f32": "f32",
+    "f64": "f64",
+    "s32": "i32",
+    "u32": "u32",
+    "s64": "i64",
+    "u64": "u64",
+    "u8": "u8",
+    "s8": "i8",
+}
+
+
+def _write(sc: Scaffold, stem: str, source: str, ptx: bytes) -> None:
+    from ledger.core.errors import ContractError
+    from verify.contract import load_contract
+
+    contract = _contract(sc, stem, True)
+    try:
+        load_contract(contract.encode())
+    except ContractError as e:
+        if "size_domain" not in str(e):
+            raise CannotCheck(f"ledger new wrote a contract the reader refuses: {e}") from e
+        contract = _contract(sc, stem, False)  # a verifier without size domains (issue 15)
+        load_contract(contract.encode())
+    files = {
+        "contract.yaml": contract,
+        f"{stem}.cu": source,
+        "reference.py": _reference(sc),
+        f"{stem}.lean": _lean(sc),
+        f"{stem}.fut": _futhark(sc),
+    }
+    tmp = Path(tempfile.mkdtemp(prefix=".ledger-new-", dir=sc.directory.parent))
+    try:
+        for name, text in files.items():
+            (tmp / name).write_text(text, encoding="utf-8")
+        (tmp / f"{stem}.ptx").write_bytes(ptx)
+        if sc.directory.is_dir():
+            sc.directory.rmdir()  # empty (checked), replaced by the finished scaffold
+        tmp.rename(sc.directory)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise BadInput(f"{sc.directory}: could not write the bundle: {e}") from e
+    sc.files = sorted([*files, f"{stem}.ptx"])
+    sc.todo += [
+        "contract.yaml: every TODO (description, formula, shapes, launch, tolerance, statements)",
+        "reference.py: the numpy reference",
+        f"{stem}.lean: the proofs (no sorry), with status: proved in the contract",
+        f"{stem}.fut: the specification and its test cases",
+        f"remove the {MARKER!r} line from every file",
+    ]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``ledger new`` to the typer app (``ledger_cli``)."""
+    from ledger_cli import output
+    from ledger_cli.options import JsonOpt
+
+    @app.command("new")
+    def new(
+        directory: Annotated[Path, typer.Argument(help="The bundle directory to create.")],
+        cu: Annotated[Path, typer.Option("--cu", help="The kernel's CUDA source (.cu).")],
+        entry: Annotated[
+            str | None,
+            typer.Option("--entry", help="The kernel (PTX entry or __global__ name)."),
+        ] = None,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """Start a bundle for any kernel: PTX, contract, reference/Lean/Futhark stubs."""
+        sc = new_bundle(directory, cu, entry)
+        if json_out:
+            output.emit_json(sc.to_json())
+            return
+        output.plain(f"wrote {directory} for kernel {sc.function} (PTX entry {sc.entry}):")
+        for f in sc.files:
+            output.plain(f"  {f}")
+        output.plain("to do before `ledger check` can pass:")
+        for t in sc.todo:
+            output.plain(f"  - {t}")
