@@ -56,6 +56,7 @@ from ledger.core.note import (
     parse_vkey,
     sign_note,
 )
+from ledger.core.text import check_text
 from ledger.store.sqlite import DB_NAME, LOCK_NAME, URL_NAME, Store, Writer
 
 if TYPE_CHECKING:  # key files (and their passphrase crypto) load only where a key is read
@@ -321,6 +322,7 @@ class Log:
     def revoke(self, key_id: bytes, reason: str) -> Sealed:
         if not reason.strip() or len(reason) > 500:
             raise BadInput("give a --reason of 1 to 500 characters")
+        check_text(reason, "--reason")  # one line, no control or bidi character
         key = self._log_signing_key()
         with self.store.writer() as w:
             row = self.store.key_row(key_id)

@@ -129,7 +129,7 @@ def checkpoint(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     log = open_log(home)
     note = log.store.checkpoint()
     if not json_out:
-        sys.stdout.write(note.decode("utf-8"))
+        output.note(note)  # the control and bidi characters of ledger.core.text as "?"
         return
     cp = parse_checkpoint(note_text(note))
     output.emit_json(

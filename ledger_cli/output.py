@@ -5,13 +5,14 @@ stderr. The only place the CLI writes to the terminal.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
+
+from ledger.core.text import json_safe, shown
 
 if TYPE_CHECKING:  # rich loads on first output, not at start-up (``ledger --help``, issue 12)
     from rich.console import Console
@@ -61,14 +62,11 @@ STATUS_STYLE = {"passed": "green", "failed": "bold red", "skipped": "yellow"}
 VERDICT_STYLE = {"verified": "bold green", "partial": "bold yellow", "failed": "bold red"}
 
 
-# C0 and C1 controls, DEL, and the bidirectional overrides that reorder what a terminal shows
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
 def clean(text: object) -> str:
     """Text that did not come from this program, made safe for a terminal: control characters
-    (escape sequences, carriage returns, bidi overrides) become ``?``; tabs and newlines stay."""
-    return _CONTROL.sub("?", str(text))
+    (escape sequences, carriage returns, bidi overrides) become ``?``; tabs and newlines stay.
+    The one definition of what may be shown is ``ledger.core.text``."""
+    return shown(text)
 
 
 def esc(text: object) -> str:
@@ -78,8 +76,18 @@ def esc(text: object) -> str:
     return escape(clean(text))
 
 
-def emit_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=1, ensure_ascii=False) + "\n")
+def emit_json(obj: Any, indent: int | None = 1) -> None:
+    """One JSON document on stdout, every control or bidi character of its strings written as a
+    ``\\uXXXX`` escape (``ledger.core.text.json_safe``): a reader gets the same strings back, a
+    terminal shows the escape."""
+    sys.stdout.write(json_safe(obj, indent) + "\n")
+    sys.stdout.flush()
+
+
+def note(data: bytes) -> None:
+    """A signed note (or other text from a file) on stdout as it is, unless it holds a character
+    that may not be shown: then that character is ``?`` (such a note verifies nowhere anyway)."""
+    sys.stdout.write(shown(data.decode("utf-8", "replace")))
     sys.stdout.flush()
 
 

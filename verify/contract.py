@@ -24,6 +24,7 @@ from typing import Any, Literal, cast
 import yaml
 
 from ledger.core.errors import ContractError
+from ledger.core.text import unsafe_at
 from verify.context import Context, Started, done
 from verify.expr import eval_expr as eval_expr
 from verify.expr import expr_names as expr_names
@@ -247,6 +248,16 @@ def _str(v: object, path: str, *, numbers: bool = False) -> str:
     raise ContractError(f"{path}: expected a string, got {_type_name(v)}{hint}")
 
 
+def _line(v: object, path: str, *, numbers: bool = False) -> str:
+    """``_str`` of text recorded in the ledger and shown to people (a kernel's name, a version):
+    no control or bidi character (``ledger.core.text``, issue 33 item 7)."""
+    s = _str(v, path, numbers=numbers)
+    at = unsafe_at(s)
+    if at is not None:
+        raise ContractError(f"{path}: holds the control or bidi character U+{ord(s[at]):04X}")
+    return s
+
+
 def _opt_str(d: Mapping[str, Any], key: str, path: str, *, numbers: bool = False) -> str:
     v = d.get(key)
     return "" if v is None else _str(v, f"{path}.{key}", numbers=numbers)
@@ -376,7 +387,7 @@ def _kernel(v: object) -> Kernel:
     for k in ("name", "version"):
         if d.get(k) is None:
             raise ContractError(f"kernel.{k}: missing (recorded in the ledger entry)")
-    name = _str(d["name"], "kernel.name")
+    name = _line(d["name"], "kernel.name")
     if not name.strip():
         raise ContractError("kernel.name: empty")
     target = _opt_str(d, "target", path) or "sm_86"
@@ -425,7 +436,7 @@ def _kernel(v: object) -> Kernel:
     ref_name, ref_file, ref_function = _reference(d.get("reference"))
     return Kernel(
         name=name,
-        version=_str(d["version"], "kernel.version", numbers=True),
+        version=_line(d["version"], "kernel.version", numbers=True),
         entry=_opt_str(d, "entry", path),
         ptx=_opt_str(d, "ptx", path),
         target=target,
@@ -654,7 +665,8 @@ def _build(doc: Any) -> Contract:
         raise ContractError(f"contract: the document must be a mapping, got {_type_name(doc)}")
     _reject_non_contracts(doc)
     meta = _map(doc["metadata"], "metadata")
-    version = _opt_str(meta, "version", "metadata", numbers=True)
+    raw_version = meta.get("version")
+    version = "" if raw_version is None else _line(raw_version, "metadata.version", numbers=True)
     description = _opt_str(meta, "description", "metadata")
     refs: list[LeanRef] = []
     formulas: dict[str, str] = {}

@@ -8,7 +8,8 @@ Keys
     cosigner (tlog-cosignature/v1).
 
 Note (``sign_note`` / ``open_note``)
-    1. the text: UTF-8, no control character but ``\\n``, ending in ``\\n``;
+    1. the text: UTF-8, no control character but ``\\n`` (nor a C1 control or a bidi character:
+       ``ledger.core.text``, stricter than Go), ending in ``\\n``;
     2. a blank line;
     3. one line per signature: ``— <name> <base64(key id || signature)>\\n`` (U+2014, a space).
     An Ed25519 signature signs the text bytes. Limits: 1 MiB, 100 signature lines.
@@ -35,6 +36,7 @@ import nacl.signing
 
 from ledger.core.encoding import b64_decode, b64_encode, hex_decode, hex_encode
 from ledger.core.errors import BadInput, SignatureError
+from ledger.core.text import unsafe_at
 
 ALG_ED25519 = 0x01
 ALG_COSIGNATURE_V1 = 0x04
@@ -44,12 +46,13 @@ SIG_PREFIX = "— ".encode()
 _COSIG_HEADER = b"cosignature/v1\ntime "
 _HEX8 = re.compile(r"[0-9a-f]{8}")
 _DECIMAL = re.compile(r"0|[1-9][0-9]*")
-_CONTROL = re.compile("[\x00-\x09\x0b-\x1f]")
 
 
 def _valid_name(name: str) -> bool:
-    # Go: non-empty, valid UTF-8, no Unicode space, no "+".
-    return bool(name) and "+" not in name and not any(c.isspace() for c in name)
+    # Go: non-empty, valid UTF-8, no Unicode space, no "+"; here also no control or bidi
+    # character (ledger.core.text: a name is shown to people)
+    return (bool(name) and "+" not in name and not any(c.isspace() for c in name)
+            and unsafe_at(name) is None)
 
 
 def note_text(note: bytes) -> bytes:
@@ -220,9 +223,9 @@ def _check_text(data: bytes, what: str) -> None:
         decoded = data.decode("utf-8", "strict")
     except UnicodeDecodeError as e:
         raise BadInput(f"{what} is not valid UTF-8 (byte {e.start})") from e
-    bad = _CONTROL.search(decoded)
-    if bad is not None:
-        raise BadInput(f"{what} holds control character {ord(bad.group()):#04x} at {bad.start()}")
+    at = unsafe_at(decoded, "\n")  # stricter than Go's note: C1 and bidi characters too
+    if at is not None:
+        raise BadInput(f"{what} holds control or bidi character U+{ord(decoded[at]):04X} at {at}")
 
 
 def sign_note(text: bytes, signers: Sequence[NoteSigner]) -> bytes:
@@ -294,6 +297,47 @@ def open_note(note: bytes, verifiers: Sequence[NoteVerifier]) -> Note:
         names = ", ".join(f"{s.name}+{hex_encode(s.key_id)}" for s in signatures)
         raise SignatureError(f"note has no valid signature by a trusted key (signed by {names})")
     return Note(text, tuple(signatures), tuple(verified))
+
+
+def signature_keys(note: bytes) -> frozenset[tuple[str, bytes]]:
+    """(name, key id) of every signature line of ``note``, checked or not; BadInput when the
+    note is malformed."""
+    cut = note.rfind(b"\n\n")
+    if cut < 0:
+        raise BadInput("signed note has no blank line before its signatures")
+    lines = note[cut + 2 :].splitlines()[:MAX_SIGNATURES]
+    return frozenset((s.name, s.key_id) for s in map(_parse_signature_line, lines))
+
+
+def keep_verified(note: bytes, verifiers: Sequence[NoteVerifier]) -> bytes:
+    """``note`` as it may be kept: its text, a blank line and the signature line of each of
+    ``verifiers`` whose signature on it verifies, in the order given, one line per key (the
+    first name a key is given under that signed). A line by any other key is dropped, so what
+    is kept is what was checked. The first verifier (the log's key) must have signed it
+    (``SignatureError``); the others (witnesses) may be missing or fail (then left out)."""
+    opened = open_note(note, list(verifiers[:1]))
+    lines = [opened.verified[0].line()]
+    seen = {(verifiers[0].alg, verifiers[0].public)}
+    for v in verifiers[1:]:
+        if (v.alg, v.public) in seen:
+            continue
+        try:
+            got = open_note(note, [v])
+        except (SignatureError, BadInput):
+            continue
+        seen.add((v.alg, v.public))
+        lines.append(got.verified[0].line())
+    return opened.text + b"\n" + b"".join(lines)
+
+
+def tells_more(note: bytes, kept: bytes) -> bool:
+    """Whether keeping ``note`` beside ``kept`` (both verified and stripped by
+    ``keep_verified``) adds anything: another text, or a signature by a key ``kept`` lacks. A
+    newer line by a key already kept (a witness's later cosignature of the same checkpoint)
+    adds nothing, so a host replaying lines cannot make a store grow while the tree stands."""
+    if note_text(note) != note_text(kept):
+        return True
+    return not signature_keys(note) <= signature_keys(kept)
 
 
 @dataclass(frozen=True)
