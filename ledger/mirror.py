@@ -66,7 +66,15 @@ from ledger.core.errors import (
 from ledger.core.fsutil import write_atomic
 from ledger.core.gcpause import collector_paused
 from ledger.core.native import BundleView, Verifying, VerifyJob, verify_many
-from ledger.core.note import Checkpoint, NoteVerifier, note_text, open_note, parse_checkpoint
+from ledger.core.note import (
+    Checkpoint,
+    NoteVerifier,
+    keep_verified,
+    note_text,
+    open_note,
+    parse_checkpoint,
+    tells_more,
+)
 from ledger.core.tiles import TILE_WIDTH, entries_tile_path, parse_entry_bundle, tile_path
 from ledger.net.client import (
     BYTES,
@@ -411,6 +419,9 @@ class Mirror:
     # called with the store (every entry of the new tree verified and stored) and the signed
     # checkpoint before it is stored; raising keeps the checkpoint out (not served, not trusted)
     before_store: Callable[[Store, bytes], None] | None = None
+    # more witness keys whose valid cosignatures are kept with the note, though not each one is
+    # required (a trust policy's K of N, which ``before_store`` checks); any other line is not
+    keep: Sequence[NoteVerifier] = ()
     vkey: NoteVerifier = field(init=False)
     _registry: Registry | None = field(default=None, init=False)
     _registry_size: int = field(default=0, init=False)
@@ -442,7 +453,9 @@ class Mirror:
             from ledger.witness import require_cosignatures
 
             require_cosignatures(note, opened.text, self.witnesses)
-        return note, cp
+        # only what was checked goes on: the log's signature and the cosignatures of the
+        # witnesses named here, never the other lines the host sent (issue 33 item 5)
+        return keep_verified(note, [self.vkey, *self.witnesses, *self.keep]), cp
 
     def open_store(self, origin: str) -> Store:
         try:
@@ -567,8 +580,34 @@ class Mirror:
         pending = store.meta(PENDING_META)
         if pending:
             self.check_consistent(store, pending.encode("utf-8"), note, cp, hashes)
+        start_size = self._check_local(store, cp, hashes)
+        blobs_fetched = 0
+        if start_size < cp.size:
+            store.set_meta(PENDING_META, note.decode("utf-8"))
+            blobs_fetched = self._fetch_all(store, start_size, cp, hashes)
+        # a new row only when the tree moved or a checked key signed it that the kept note
+        # lacks: the table grows by at most one row per key and tree size (issue 33 item 5)
+        if verified is None or tells_more(note, verified):
+            if self.before_store is not None:
+                self.before_store(store, note)  # e.g. the user's checkpoint memory (issue 14)
+            store.put_checkpoint(note, cp.size)
+        if pending:
+            store.set_meta(PENDING_META, "")
+        return SyncResult(
+            cp.origin,
+            start_size,
+            cp.size,
+            cp.size - start_size,
+            blobs_fetched,
+            self.remote.requests - requests0,
+            time.perf_counter() - t0,
+            note,
+        )
+
+    @staticmethod
+    def _check_local(store: Store, cp: Checkpoint, hashes: TileHashes) -> int:
+        """The number of entries stored here, once checked against the signed tree ``cp``."""
         local = store.size()
-        start_size = local
         if local > cp.size:
             raise CannotCheck(
                 f"the remote serves a checkpoint of size {cp.size}, older than the {local} "
@@ -585,60 +624,47 @@ class Mirror:
                 "the entries stored here do not give the signed root, although the checkpoints "
                 "agree: the store was changed"
             )
+        return local
+
+    def _fetch_all(self, store: Store, local: int, cp: Checkpoint, hashes: TileHashes) -> int:
+        """Fetch, verify and store entries ``local`` .. ``cp.size``; the blobs fetched."""
         registry = self.registry(store, local)
         blobs_fetched = 0
-        if local < cp.size:
-            store.set_meta(PENDING_META, note.decode("utf-8"))
-            frontier = merkle.Frontier.from_store(local, store.stored_hash)
-            known: set[tuple[int, bytes]] = set()  # (part, digest) stored here
-            self._ahead_seen = set()
-            # fetch batch k+1 (its entry tiles, parsed, and its bundle files) while batch k is
-            # verified and stored
-            with ThreadPoolExecutor(max_workers=1) as pool:
-                end = self._batch_end(local, cp.size)
-                ahead = pool.submit(self._fetch, local, end, cp.size)
-                while local < cp.size:
-                    rows, blobs = ahead.result()
-                    nxt = self._batch_end(end, cp.size)
-                    if end < cp.size:
-                        ahead = pool.submit(self._fetch, end, nxt, cp.size)
-                    with collector_paused():  # the batch makes no cycles (ledger.core.gcpause)
-                        try:
-                            blobs_fetched += self._batch(
-                                store, registry, frontier, rows, end, cp, hashes, known, blobs
-                            )
-                        except _TilesMismatch:
-                            pipe = self.remote.pipe
-                            if pipe is None or not pipe.usable:
-                                raise
-                            # the tiles may have come pipelined through something that mixes
-                            # up answers: once more, one request at a time, before judging
-                            pipe.on = False
-                            rows, again = self._fetch(local, end, cp.size)
-                            blobs.update(again)  # files are checked by digest: both sets hold
-                            blobs_fetched += self._batch(
-                                store, registry, frontier, rows, end, cp, hashes, known, blobs
-                            )
-                    local, end = end, nxt
-                    self._registry_size = local
-                    if self.progress is not None:
-                        self.progress(local, cp.size)
-        if verified != note:
-            if self.before_store is not None:
-                self.before_store(store, note)  # e.g. the user's checkpoint memory (issue 14)
-            store.put_checkpoint(note, cp.size)
-        if pending:
-            store.set_meta(PENDING_META, "")
-        return SyncResult(
-            cp.origin,
-            start_size,
-            cp.size,
-            cp.size - start_size,
-            blobs_fetched,
-            self.remote.requests - requests0,
-            time.perf_counter() - t0,
-            note,
-        )
+        frontier = merkle.Frontier.from_store(local, store.stored_hash)
+        known: set[tuple[int, bytes]] = set()  # (part, digest) stored here
+        self._ahead_seen = set()
+        # fetch batch k+1 (its entry tiles, parsed, and its bundle files) while batch k is
+        # verified and stored
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            end = self._batch_end(local, cp.size)
+            ahead = pool.submit(self._fetch, local, end, cp.size)
+            while local < cp.size:
+                rows, blobs = ahead.result()
+                nxt = self._batch_end(end, cp.size)
+                if end < cp.size:
+                    ahead = pool.submit(self._fetch, end, nxt, cp.size)
+                with collector_paused():  # the batch makes no cycles (ledger.core.gcpause)
+                    try:
+                        blobs_fetched += self._batch(
+                            store, registry, frontier, rows, end, cp, hashes, known, blobs
+                        )
+                    except _TilesMismatch:
+                        pipe = self.remote.pipe
+                        if pipe is None or not pipe.usable:
+                            raise
+                        # the tiles may have come pipelined through something that mixes
+                        # up answers: once more, one request at a time, before judging
+                        pipe.on = False
+                        rows, again = self._fetch(local, end, cp.size)
+                        blobs.update(again)  # files are checked by digest: both sets hold
+                        blobs_fetched += self._batch(
+                            store, registry, frontier, rows, end, cp, hashes, known, blobs
+                        )
+                local, end = end, nxt
+                self._registry_size = local
+                if self.progress is not None:
+                    self.progress(local, cp.size)
+        return blobs_fetched
 
     def registry(self, store: Store, size: int) -> Registry:
         """The node-key registry after the first ``size`` local entries (kept between polls)."""

@@ -65,10 +65,12 @@ from ledger.core.note import (
     ALG_COSIGNATURE_V1,
     Checkpoint,
     NoteVerifier,
+    keep_verified,
     note_text,
     open_note,
     parse_checkpoint,
     parse_vkey,
+    tells_more,
 )
 
 if TYPE_CHECKING:
@@ -372,13 +374,16 @@ class CheckpointMemory:
         return Equivocation(f"the log equivocates: {why}; {where}")
 
     def observe(
-        self, note: bytes, vkey: NoteVerifier, prove: Prover | None = None, fix: str = ""
+        self, note: bytes, vkey: NoteVerifier, prove: Prover | None = None, fix: str = "",
+        witnesses: Sequence[NoteVerifier] = (),
     ) -> str:
         """Compare the verified signed checkpoint ``note`` with the one remembered for ``vkey``'s
         log; remember it when it is proven to extend it. Returns a one-line account;
         ``Equivocation`` or ``Unproven`` (with the evidence written, and ``fix`` said for an older
-        checkpoint nothing here proves a prefix) when it cannot be accepted."""
-        cp = parse_checkpoint(open_note(note, [vkey]).text)
+        checkpoint nothing here proves a prefix) when it cannot be accepted. Only the log's
+        signature and the valid cosignatures of ``witnesses`` are kept, never other lines."""
+        note = keep_verified(note, [vkey, *witnesses])
+        cp = parse_checkpoint(note_text(note))
         with self._locked():
             kept = self.remembered(vkey)
             if kept is None:
@@ -400,7 +405,7 @@ class CheckpointMemory:
         if cp.size == old.size:
             if cp.root != old.root:
                 raise self.evidence(kept, note, f"two roots for tree size {cp.size}")
-            if len(note) > len(kept) and note_text(note) == note_text(kept):
+            if note_text(note) == note_text(kept) and tells_more(note, kept):
                 self._store(vkey, note, seen)  # keep the copy with more cosignatures
             return f"same as the checkpoint remembered (size {cp.size})"
         if cp.size < old.size and cp.size in seen:
@@ -487,13 +492,13 @@ def guard(
             good, _bad = check_quorum(note, witnesses, quorum)
         except QuorumMissing as e:
             if memory is not None:
-                kept = memory.keep_unwitnessed(note)
+                kept = memory.keep_unwitnessed(keep_verified(note, [vkey, *witnesses]))
                 raise QuorumMissing(f"{e}; the checkpoint is kept in {kept}") from e
             raise
         parts.append(f"{len(good)} of {len(witnesses)} witnesses cosigned (quorum {quorum})")
     if memory is not None:
         try:
-            parts.append(memory.observe(note, vkey, prove, fix))
+            parts.append(memory.observe(note, vkey, prove, fix, witnesses))
         except BadInput as e:  # the cache cannot be read or written: said, not fatal
             parts.append(f"checkpoint memory not used ({e})")
     return "; ".join(parts)

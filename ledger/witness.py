@@ -67,6 +67,7 @@ from ledger.core.note import (
     cosign,
     format_skey,
     format_vkey,
+    keep_verified,
     note_text,
     open_note,
     parse_checkpoint,
@@ -190,6 +191,7 @@ class Witness:
         try:
             opened = open_note(note, [parse_vkey(vkey)])
             cp = parse_checkpoint(opened.text)  # the text the log's signature covers
+            note = keep_verified(note, [parse_vkey(vkey)])  # kept: the log's line, no other
         except SignatureError as e:
             raise WitnessReject(403, f"checkpoint signature: {e}") from e
         except BadInput as e:

@@ -6,9 +6,7 @@ Commands stay thin: the work is in ``ledger.http.server``, ``ledger.mirror``, ``
 (``ledger_cli.commands.main``).
 """
 
-import json
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -190,11 +188,7 @@ def register(app: typer.Typer) -> None:
         def show(r: SyncResult) -> None:
             trust.remember_store(home_dir(home), pinned, memory, behind, policy_ws, need)
             if json_out:
-                line = r.to_json()
-                sys.stdout.write(
-                    (json.dumps(line) if follow else json.dumps(line, indent=1)) + "\n"
-                )
-                sys.stdout.flush()
+                output.emit_json(r.to_json(), None if follow else 1)  # one line a poll
             else:
                 output.plain(
                     f"mirrored {r.origin}: size {r.old_size} -> {r.new_size} "
@@ -217,6 +211,7 @@ def register(app: typer.Typer) -> None:
                     witnesses,
                     progress=lambda done, total: bar.update(done, total=total),
                     before_store=before_store,
+                    keep=policy_ws,  # their cosignatures are kept with the note, no other line
                 )
                 if follow:
                     follow_loop(m, interval, show, warn, rounds=rounds)
@@ -402,7 +397,7 @@ def register(app: typer.Typer) -> None:
         wv = read_vkey(vkey)
         note = request_cosignature(home_dir(home), url, wv.vkey, timeout=timeout)
         if not json_out:
-            sys.stdout.write(note.decode("utf-8"))
+            output.note(note)
             return
         from ledger.core.encoding import b64_encode
         from ledger.core.note import note_text, parse_checkpoint

@@ -241,3 +241,98 @@ def test_mirror_refuses_an_entry_shape_no_log_writes(tmp_path: Path) -> None:
             Mirror(tmp_path / "m", remote(srv.url), vkey_of(log)).sync()
     assert store_size(tmp_path / "m") == 0 and not (tmp_path / "m" / "evidence").exists()
     log.close()
+
+
+# -- issue 33 item 5: only verified bytes kept ---------------------------------------------------
+
+
+class JunkLines(HostileServer):
+    """A host (CDN, on-path attacker) that relays the log but adds about 1 MiB of signature
+    lines to every answer of ``/checkpoint``, other lines each time: keys nobody checks, one of
+    them under the log's own name."""
+
+    def __init__(self, upstream: str) -> None:
+        super().__init__("garbage", ("/checkpoint",), upstream)
+
+    def _hostile(self, sock: object, path: str, bare: str) -> bool:
+        import base64
+        import os
+        import socket
+
+        assert isinstance(sock, socket.socket) and self.upstream is not None
+        with httpx.Client() as c:
+            note = c.get(self.upstream + "/checkpoint").content
+        lines = [f"— junk{self.hits}.{i} {base64.b64encode(os.urandom(8000)).decode()}\n"
+                 for i in range(90)]
+        lines.append(f"— test.example/log {base64.b64encode(os.urandom(68)).decode()}\n")
+        body = note + "".join(lines).encode()
+        assert len(body) < mirror_mod.MAX_CHECKPOINT_BYTES
+        head = ("HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n")
+        sock.sendall(head.encode() + body)
+        return True
+
+
+def checkpoint_rows(home: Path) -> list[tuple[int, bytes]]:
+    s = Store.open(home)
+    try:
+        return [(size, bytes(note)) for size, note in s.checkpoints()]
+    finally:
+        s.close()
+
+
+def test_mirror_keeps_only_the_lines_it_verified(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host adding ~1 MiB of other signature lines to each /checkpoint answer: the mirror keeps
+    the note text, the log's signature and the cosignature of the witness it requires (nothing
+    else), stores no new row while the tree and those signatures stand (five polls, one row, the
+    database a few KiB larger at most), and its own serve and publish pass on no junk; the log
+    growing adds exactly one row. (Main kept every line and a ~1 MiB row per poll.)"""
+    from ledger.core.note import note_text, signature_keys
+    from ledger.publish import DirTarget, publish
+    from ledger.witness import Witness, make_witness_app, request_cosignature
+
+    monkeypatch.setenv("LEDGER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.delenv("LEDGER_POLICY", raising=False)
+    log = make_origin(tmp_path / "o", 20)
+    w = Witness.init(tmp_path / "w", "witness.test")
+    w.add_log(vkey_of(log))
+    with BackgroundServer(make_witness_app(w.home)) as ws:
+        request_cosignature(log.home, ws.url, w.vkey)
+    home = tmp_path / "m"
+    with BackgroundServer(make_app(log.home)) as srv, JunkLines(srv.url) as junk:
+        with httpx.Client() as c:
+            served = c.get(srv.url + "/checkpoint").content  # the log's line, the witness's
+            assert len(c.get(junk.url + "/checkpoint").content) > 900_000
+        res = run_cli("mirror", junk.url, "--vkey", vkey_of(log), "--witness", w.vkey,
+                      home=home)
+        assert res.returncode == 0, res.stderr
+        first = (home / "ledger.db").stat().st_size
+        res = run_cli("mirror", junk.url, "--vkey", vkey_of(log), "--witness", w.vkey,
+                      "--follow", "--rounds", "4", "--interval", "0.01", home=home)
+        assert res.returncode == 0, res.stderr
+        assert junk.hits >= 5
+        rows = checkpoint_rows(home)
+        assert rows == [(21, served)]  # exactly the verified lines, one row for five polls
+        assert len(signature_keys(served)) == 2
+        assert (home / "ledger.db").stat().st_size - first < 64 << 10
+        remembered = list((tmp_path / "cache" / "checkpoints").glob("[0-9a-f]*[0-9a-f]"))
+        # the checkpoint memory keeps what it checked itself: the text and the log's line
+        log_line = served[: served.index(b"\n", len(note_text(served)) + 1) + 1]
+        assert [p.read_bytes() for p in remembered] == [log_line]
+        with BackgroundServer(make_app(home)) as mine, httpx.Client() as c:
+            assert c.get(mine.url + "/checkpoint").content == served
+        publish(home, DirTarget(tmp_path / "www"))
+        assert (tmp_path / "www" / "checkpoint").read_bytes() == served
+        # the log grows: exactly one more row, again only the log's verified line (the
+        # witness has not cosigned the new tree: a mirror that requires none takes it)
+        seal_range(log, node_key(log), 100, 101)
+        r = Mirror(home, remote(junk.url), vkey_of(log)).sync()
+        assert r.new_size == 22
+        rows = checkpoint_rows(home)
+        assert len(rows) == 2 and rows[-1][0] == 22
+        assert note_text(rows[-1][1]) == note_text(log.store.checkpoint())
+        assert len(signature_keys(rows[-1][1])) == 1
+    log.close()

@@ -257,6 +257,48 @@ def test_memory_rules_in_process(fork: Fork, tmp_path: Path) -> None:
         fresh.observe(small, vk, None)
 
 
+def test_memory_keeps_only_the_lines_it_checked(fork: Fork, tmp_path: Path) -> None:
+    """Issue 33 item 5: the checkpoint memory keeps the note text, the log's line and the
+    cosignatures of the witnesses it was given that verify, never other lines; the same
+    checkpoint with other junk is not written again; a cosignature it lacks is added; the
+    evidence of a missing quorum holds no junk either."""
+    import base64
+
+    from ledger.core.note import signature_keys
+    from ledger.http.state import COSIGNED_META
+
+    vk = parse_vkey(fork.vkey)
+    w1, w2, w3 = (parse_vkey(w.vkey) for w in fork.witnesses.values())
+    la = Log.open(fork.a)
+    try:
+        note = la.store.checkpoint()
+        cosigned = trust.with_cosignatures(note, la.store.meta(COSIGNED_META))
+    finally:
+        la.close()
+    assert len(signature_keys(cosigned)) == 3  # the log, w1, w2
+
+    def junk(tag: str) -> bytes:
+        return b"".join(f"\u2014 {tag}{i} {base64.b64encode(os.urandom(900)).decode()}\n"
+                        .encode() for i in range(40))
+
+    mem = trust.CheckpointMemory(tmp_path / "m")
+    assert "first" in mem.observe(cosigned + junk("a"), vk, witnesses=[w1])
+    kept = mem.remembered(vk)
+    assert kept is not None and note_text(kept) == note_text(note)
+    assert signature_keys(kept) == {(vk.name, vk.key_id), (w1.name, w1.key_id)}
+    stamp = mem.path(vk).stat().st_mtime_ns
+    assert "same as" in mem.observe(cosigned + junk("b"), vk, witnesses=[w1])
+    assert mem.remembered(vk) == kept and mem.path(vk).stat().st_mtime_ns == stamp
+    assert "same as" in mem.observe(cosigned + junk("c"), vk, witnesses=[w1, w2])
+    grown = mem.remembered(vk)
+    assert grown is not None and len(signature_keys(grown)) == 3 and b"c0 " not in grown
+    with pytest.raises(trust.QuorumMissing, match="kept in"):
+        trust.guard(cosigned + junk("d"), vk, [w1, w3], 2, mem, None)
+    evidence = list((tmp_path / "m" / "evidence").glob("*-unwitnessed.checkpoint"))
+    assert len(evidence) == 1 and b"d0 " not in evidence[0].read_bytes()
+    assert signature_keys(evidence[0].read_bytes()) == signature_keys(kept)
+
+
 def test_bad_trust_options_are_bad_input(fork: Fork, tmp_path: Path) -> None:
     w = [w.vkey for w in fork.witnesses.values()]
     with pytest.raises(BadInput, match="quorum"):

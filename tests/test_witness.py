@@ -128,6 +128,24 @@ def test_protocol_errors(setup: tuple[Log, Witness, BackgroundServer], tmp_path:
     stranger.close()
 
 
+def test_witness_state_keeps_only_the_log_line(
+    setup: tuple[Log, Witness, BackgroundServer]
+) -> None:
+    """Issue 33 item 5: the witness stores the checkpoint it cosigned as the note text and the
+    log's verified signature line, never the other lines the request carried."""
+    import base64
+    import os
+
+    log, w, wsrv = setup
+    note = log.store.checkpoint()
+    junk = b"".join(
+        f"\u2014 junk{i} {base64.b64encode(os.urandom(600)).decode()}\n".encode()
+        for i in range(50)
+    )
+    assert post(wsrv.url, b"old 0\n\n" + note + junk).status_code == 200
+    assert w.latest("test.example/log") == note
+
+
 def test_witness_cli(tmp_path: Path) -> None:
     d = tmp_path / "w"
     res = run_cli("witness", "init", "--name", "cli.witness", "--dir", str(d))
