@@ -27,21 +27,27 @@ needs is there before it is written. A run reads it first: another origin, a lar
 another root at its size is refused (``BadInput``, exit 2: DEST holds another log or a fork, and
 nothing is written); otherwise only the tiles of the new tree that the old one did not have
 (every full tile of the old tree is left alone) and the blobs named by the new entries are
-written (a blob already at DEST is skipped: a ``stat`` in a directory, a ``HEAD`` in a bucket),
-then the checkpoint, **last**. A run that stops half-way leaves the old checkpoint, with its tree
-whole; the next run writes the rest again.
+written, then the checkpoint, **last**. A blob already at DEST is kept only when it holds
+exactly the bytes the log signed (``Target.holds``: in a directory its size and bytes, read back
+and fsynced; in a bucket its size and the MD5 ETag, or its bytes), never on its name alone: a
+zero-length or short file a crash left is written again. A run that stops half-way leaves the
+old checkpoint, with its tree whole; the next run writes the rest again and repairs what the
+stopped run left damaged.
 
 **Only what the log signed** (docs/threat-model.md, section 7): the checkpoint must verify under
 the log's key and equal the root of the tiles' hashes (``tiled_root``), each tile hash is checked
 against its entry or the full tile below it and each bundle file against its BLAKE3 digest as it
 is made, else ``TamperDetected`` (exit 1) and DEST's checkpoint is not written. DEST's checkpoint
-is read again just before it is replaced (``published_size``): it never goes back.
+is read again just before it is replaced (``published_state``) and, in a bucket, replaced with a
+conditional write on what was read (``If-Match`` its ETag, ``If-None-Match: *`` when there was
+none; ``put_checkpoint``): it never goes back, even with another publisher writing it at once.
 
 Directories: DEST may not be, hold or lie in the ledger directory (``check_outside_home``: a web
 server would serve ``log.key``); DEST is locked (``flock``) for the run; everything beneath it is
 reached through directory descriptors with ``O_NOFOLLOW`` (a planted symlink is refused or
-replaced, never followed); files are written to a temporary name and renamed (a reader never
-sees half a file), synced to disk once (``syncfs``) before the checkpoint is written and fsynced.
+replaced, never followed); files are written to a temporary name, fsynced and renamed (a reader
+never sees half a file, a power cut never leaves an empty one under the name), their directories
+fsynced before the checkpoint is written and fsynced.
 Buckets:
 ``s3://bucket/prefix`` through boto3 (credentials from its usual chain; ``--endpoint-url`` for a
 non-AWS store), uploads in parallel (``PUT_THREADS``); the URL and the endpoint carry no
@@ -53,6 +59,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import gzip
+import hashlib
 import json
 import os
 import re
@@ -69,6 +76,7 @@ from ledger.core import merkle
 from ledger.core.bundle import blake3_digest, manifest_digests
 from ledger.core.encoding import hex_encode
 from ledger.core.errors import BadInput, CannotCheck, LedgerError, LedgerStateError, TamperDetected
+from ledger.core.fsutil import read_fd_bounded
 from ledger.core.note import Checkpoint, NoteVerifier, note_text, open_note, parse_checkpoint
 from ledger.core.tiles import (
     TILE_HEIGHT,
@@ -108,8 +116,10 @@ class Target(Protocol):
     def describe(self) -> str: ...
     def lock(self) -> None: ...
     def read(self, key: str, limit: int) -> bytes | None: ...
-    def exists(self, key: str) -> bool: ...
+    def read_tagged(self, key: str, limit: int) -> tuple[bytes | None, str | None]: ...
+    def holds(self, key: str, data: bytes) -> bool: ...
     def put(self, obj: Obj) -> None: ...
+    def put_if(self, obj: Obj, tag: str | None) -> None: ...
     def flush(self) -> None: ...
     def close(self) -> None: ...
 
@@ -220,32 +230,57 @@ class DirTarget:
             raise BadInput(f"cannot read {self.root / key}: {e.strerror or e}") from e
         return read_open(fd, str(self.root / key), limit, regular_only=True)
 
-    def exists(self, key: str) -> bool:
-        """A regular file (not a symlink) at ``key``: what a skipped blob must be."""
+    def read_tagged(self, key: str, limit: int) -> tuple[bytes | None, str | None]:
+        return self.read(key, limit), None  # DEST is locked for the run: no tag needed
+
+    def holds(self, key: str, data: bytes) -> bool:
+        """Whether a regular file (not a symlink) at ``key`` holds exactly ``data`` (its size,
+        then its bytes): only then is it kept, after an fsync (it may be the unsynced file of a
+        run that crashed, and the checkpoint about to name it must find it on the disk). Anything
+        else (a short or zero-length file a power cut left, other bytes) is rewritten."""
         parent, _, name = key.rpartition("/")
         dfd = self._dir_fd(parent, create=False)
         if dfd is None:
             return False
         try:
-            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                         dir_fd=dfd)
         except OSError:
             return False
-        return stat.S_ISREG(st.st_mode)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size != len(data):
+                return False
+            if read_fd_bounded(fd, len(data)) != data:
+                return False
+            os.fsync(fd)
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        return True
 
     def put(self, obj: Obj) -> None:
+        """Write ``obj`` under a temporary name, fsync it, rename it into place (and fsync its
+        directory): a file is on the disk before any checkpoint names it."""
         from ledger.core.fsutil import write_atomic_at
 
         parent, _, name = obj.key.rpartition("/")
         dfd = self._dir_fd(parent, create=True)
         assert dfd is not None
-        durable = obj.key == "checkpoint"
-        write_atomic_at(dfd, name, obj.data, 0o644, fsync=durable, shown=str(self.root / obj.key))
+        write_atomic_at(dfd, name, obj.data, 0o644, fsync=True, shown=str(self.root / obj.key))
+
+    def put_if(self, obj: Obj, tag: str | None) -> None:
+        self.put(obj)  # DEST's lock is held: nobody else writes it meanwhile
 
     def flush(self) -> None:
-        """Everything written so far reaches the disk before the checkpoint is written."""
-        fd = self._root_fd()
-        os.fsync(fd)
-        _syncfs(fd)
+        """Every directory made or written in is fsynced (its new entries reach the disk) before
+        the checkpoint is written; every file was fsynced as it was written (``put``)."""
+        for fd in list(self._fds.values()):
+            try:
+                os.fsync(fd)
+            except OSError as e:
+                raise CannotCheck(f"{self.root}: cannot sync it to disk ({e.strerror or e})") from e
 
     def close(self) -> None:
         for fd in self._fds.values():
@@ -315,13 +350,17 @@ class S3Target:
         return CannotCheck(f"{self.url}: {what}: {text}")
 
     def read(self, key: str, limit: int) -> bytes | None:
+        return self.read_tagged(key, limit)[0]
+
+    def read_tagged(self, key: str, limit: int) -> tuple[bytes | None, str | None]:
+        """(the object's bytes, its ETag); (None, None) when there is none."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             got = self.s3.get_object(Bucket=self.bucket, Key=self._key(key))
         except ClientError as e:
             if e.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
-                return None
+                return None, None
             raise self._fail(f"reading {key}", e) from e
         except BotoCoreError as e:
             raise self._fail(f"reading {key}", e) from e
@@ -332,25 +371,41 @@ class S3Target:
             body.close()
         if len(data) > limit:
             raise BadInput(f"{self.url}/{key} is over {limit} bytes")
-        return data
+        tag = got.get("ETag")
+        return data, tag if isinstance(tag, str) else None
 
-    def exists(self, key: str) -> bool:
+    def holds(self, key: str, data: bytes) -> bool:
+        """Whether the object at ``key`` holds exactly ``data``: its size, then its MD5 when the
+        ETag is one (a single-part upload's), else its bytes read back."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
-            self.s3.head_object(Bucket=self.bucket, Key=self._key(key))
+            head = self.s3.head_object(Bucket=self.bucket, Key=self._key(key))
         except ClientError as e:
             if e.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
                 return False
             raise self._fail(f"looking up {key}", e) from e
         except BotoCoreError as e:
             raise self._fail(f"looking up {key}", e) from e
-        return True
+        if head.get("ContentLength") != len(data):
+            return False
+        etag = str(head.get("ETag", "")).strip('"')
+        if _MD5_HEX.fullmatch(etag):
+            return etag == hashlib.md5(data, usedforsecurity=False).hexdigest()
+        return self.read(key, len(data)) == data
 
     def put(self, obj: Obj) -> None:
+        self._put(obj, {})
+
+    def put_if(self, obj: Obj, tag: str | None) -> None:
+        """Write ``obj`` only if the object is still the one read with ETag ``tag`` (``If-Match``),
+        or, with no tag, only if there is none (``If-None-Match: *``); ``Moved`` when the store
+        refuses (412 or 409: another publisher wrote it meanwhile)."""
+        self._put(obj, {"IfMatch": tag} if tag is not None else {"IfNoneMatch": "*"})
+
+    def _put(self, obj: Obj, extra: dict[str, str]) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
 
-        extra: dict[str, str] = {}
         if obj.encoding:
             extra["ContentEncoding"] = obj.encoding
         try:
@@ -358,7 +413,13 @@ class S3Target:
                 Bucket=self.bucket, Key=self._key(obj.key), Body=obj.data,
                 ContentType=obj.content_type, CacheControl=obj.cache_control, **extra,
             )
-        except (ClientError, BotoCoreError) as e:
+        except ClientError as e:
+            code = str(e.response.get("Error", {}).get("Code", ""))
+            status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if code in _MOVED_CODES or status in (409, 412):
+                raise Moved(f"{self.url}/{obj.key} changed while this run worked ({code})") from e
+            raise self._fail(f"writing {obj.key}", e) from e
+        except BotoCoreError as e:
             raise self._fail(f"writing {obj.key}", e) from e
 
     def flush(self) -> None:
@@ -367,6 +428,14 @@ class S3Target:
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.s3.close()
+
+
+_MD5_HEX = re.compile(r"[0-9a-f]{32}")
+_MOVED_CODES = ("PreconditionFailed", "ConditionalRequestConflict")
+
+
+class Moved(CannotCheck):
+    """DEST's checkpoint changed between this run's read and its conditional write."""
 
 
 _BUCKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,253}[A-Za-z0-9]")
@@ -449,19 +518,6 @@ def check_endpoint_url(endpoint_url: str) -> None:
         raise BadInput(f"--endpoint-url {shown_url(endpoint_url)}: not an http(s) URL")
 
 
-def _syncfs(fd: int) -> None:
-    """syncfs(2) on the file system holding ``fd`` (Linux), else sync(2)."""
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.syncfs(fd) == 0:
-            return
-    except (OSError, AttributeError):
-        pass
-    os.sync()
-
-
 def open_target(dest: str, endpoint_url: str | None = None) -> DirTarget | S3Target:
     if dest.startswith("s3://"):
         return S3Target(dest, endpoint_url)
@@ -501,14 +557,15 @@ def gzip_bytes(data: bytes) -> bytes:
     return gzip.compress(data, compresslevel=6, mtime=0)
 
 
-def published_size(
+def published_state(
     target: Target, store: Store, cp: Checkpoint, vk: NoteVerifier | None = None
-) -> int:
-    """The tree size DEST's checkpoint publishes, after checking it is this log's own tree
-    (signed by its key ``vk`` when given); 0 when DEST holds none."""
-    old = target.read("checkpoint", MAX_CHECKPOINT_BYTES)
+) -> tuple[int, str | None]:
+    """(the tree size DEST's checkpoint publishes, the tag to write over it on condition), after
+    checking it is this log's own tree (signed by its key ``vk`` when given) and no larger than
+    ``cp``; (0, None) when DEST holds none."""
+    old, tag = target.read_tagged("checkpoint", MAX_CHECKPOINT_BYTES)
     if old is None:
-        return 0
+        return 0, None
     where = target.describe()
     try:
         prev = parse_checkpoint(note_text(old))
@@ -529,7 +586,7 @@ def published_size(
         except LedgerError as e:
             raise BadInput(f"{where}/checkpoint is not signed by this log's key {vk.label}: "
                            "refusing to publish over it") from e
-    return prev.size
+    return prev.size, tag
 
 
 def check_outside_home(home: Path, dest: Path) -> None:
@@ -660,85 +717,125 @@ def publish(
     total)`` counts every file but the checkpoint: tiles, entry bundles, then blobs.
     ``blobs=False, compress=False`` is ``ledger export-tiles`` (tiles only, entry bundles
     uncompressed, for any host)."""
-    from ledger.http.state import published_note
-
     t0 = time.perf_counter()
     if isinstance(target, DirTarget):
         check_outside_home(home, target.root)
     store = Store.open(home)
     try:
-        vk = log_verifier(home, store)
-        try:
-            note = published_note(store, store.checkpoint())
-        except LedgerStateError as e:
-            raise BadInput(f"nothing to publish: {e}") from e
-        # publish only what the log signed: the note under the log's key, its root that of the
-        # stored tree as the tiles show it (each tile is checked as it is made: tile_objects)
-        try:
-            cp = parse_checkpoint(open_note(note, [vk]).text)
-        except LedgerError as e:
-            raise TamperDetected(f"the ledger's latest checkpoint does not verify under the "
-                                 f"log's key {vk.label} ({e}): refusing to publish it (run "
-                                 "`ledger audit`)") from e
-        if cp.origin != store.origin or tiled_root(cp.size, store.stored_hash) != cp.root:
-            raise TamperDetected("the ledger's latest checkpoint does not match its stored "
-                                 "tree: refusing to publish it (run `ledger audit`)")
+        note, cp, vk = signed_checkpoint(home, store)
         target.lock()
-        old = published_size(target, store, cp, vk)
+        old, _ = published_state(target, store, cp, vk)
         tiles = new_tiles(old, cp.size)
         digests = list(named_blobs(store, old, cp.size)) if blobs else []
-        # every file but the checkpoint: hash tiles, entry bundles (one per level-0 tile), blobs
-        total = len(tiles) + sum(1 for t in tiles if t[0] == 0) + len(digests)
-        done = 0
-        written_tiles = written_blobs = nbytes = 0
-
-        def step() -> None:
-            nonlocal done
-            done += 1
-            if progress is not None:
-                progress(done, total)
-
-        def objects() -> Iterator[Obj]:
-            yield from tile_objects(store, tiles, compress)
-            for digest, index in digests:
-                data = store.blob(digest, index)
-                if data is None:  # a ledger that lacks a file it names (a partial mirror)
-                    raise BadInput(f"bundle file {hex_encode(digest)} is named by an entry but not "
-                                   "stored here: cannot publish it")
-                if blake3_digest(data) != digest:
-                    raise TamperDetected(f"bundle file {hex_encode(digest)} as stored does not "
-                                         "hash to its digest: refusing to publish it (run "
-                                         "`ledger audit`)")
-                yield Obj(BLOB_PREFIX + hex_encode(digest), data)
-
-        def send(obj: Obj) -> int:
-            if obj.key.startswith(BLOB_PREFIX) and (old > 0 or isinstance(target, DirTarget)) \
-                    and target.exists(obj.key):
-                return 0
-            target.put(obj)
-            return len(obj.data)
-
-        for obj, sent in _run(send, objects(), target.threads):
-            if obj.key.startswith(BLOB_PREFIX):
-                written_blobs += sent > 0
-            else:
-                written_tiles += 1
-            nbytes += sent
-            step()
-        target.flush()
-        # DEST's checkpoint read again: one written meanwhile (by a publisher that holds no lock:
-        # a bucket) must still be a prefix of this tree, never rolled back
-        published_size(target, store, cp, vk)
-        target.put(Obj("checkpoint", note, NOTE_TYPE, NO_CACHE))
+        files = _Files(store, target, tiles, digests, progress)
+        # a first publish to a bucket writes every blob (a request saved per blob): one left by
+        # a run that stopped is written again, never trusted
+        files.reuse = old > 0 or isinstance(target, DirTarget)
+        files.send_all(compress)
+        target.flush()  # every file on the disk before the checkpoint that names them
+        put_checkpoint(target, store, cp, vk, note)
         target.flush()
         return PublishResult(
-            target.describe(), cp.origin, old, cp.size, written_tiles, written_blobs,
-            nbytes + len(note), time.perf_counter() - t0,
+            target.describe(), cp.origin, old, cp.size, files.tiles, files.blobs,
+            files.bytes + len(note), time.perf_counter() - t0,
         )
     finally:
         store.close()
         if isinstance(target, DirTarget):
             target.close()  # its descriptors and DEST's lock (it opens them again if used again)
+
+
+def signed_checkpoint(home: Path, store: Store) -> tuple[bytes, Checkpoint, NoteVerifier]:
+    """(the note to publish, its checkpoint, the log's key): only what the log signed, the note
+    under the log's key, its root that of the stored tree as the tiles show it (each tile is
+    checked as it is made: ``tile_objects``); ``TamperDetected`` otherwise."""
+    from ledger.http.state import published_note
+
+    vk = log_verifier(home, store)
+    try:
+        note = published_note(store, store.checkpoint())
+    except LedgerStateError as e:
+        raise BadInput(f"nothing to publish: {e}") from e
+    try:
+        cp = parse_checkpoint(open_note(note, [vk]).text)
+    except LedgerError as e:
+        raise TamperDetected(f"the ledger's latest checkpoint does not verify under the "
+                             f"log's key {vk.label} ({e}): refusing to publish it (run "
+                             "`ledger audit`)") from e
+    if cp.origin != store.origin or tiled_root(cp.size, store.stored_hash) != cp.root:
+        raise TamperDetected("the ledger's latest checkpoint does not match its stored "
+                             "tree: refusing to publish it (run `ledger audit`)")
+    return note, cp, vk
+
+
+CHECKPOINT_TRIES = 3
+
+
+def put_checkpoint(
+    target: Target, store: Store, cp: Checkpoint, vk: NoteVerifier, note: bytes
+) -> None:
+    """Write DEST's checkpoint, last. DEST's checkpoint is read again first: one written
+    meanwhile (by a publisher that holds no lock: a bucket) must still be a prefix of this tree,
+    never rolled back (``published_state`` refuses a larger one). On a bucket the write is
+    conditional on the object read (``If-Match`` its ETag, ``If-None-Match: *`` when there was
+    none), so a publisher that wrote between the read and the write makes it fail (``Moved``)
+    and it is read and judged again, rather than overwritten."""
+    for _ in range(CHECKPOINT_TRIES):
+        _, tag = published_state(target, store, cp, vk)
+        try:
+            target.put_if(Obj("checkpoint", note, NOTE_TYPE, NO_CACHE), tag)
+            return
+        except Moved:
+            continue
+    raise CannotCheck(f"{target.describe()}/checkpoint changed under {CHECKPOINT_TRIES} tries "
+                      "(other publishers are writing it): run this publish again")
+
+
+class _Files:
+    """Every file of a publish but the checkpoint: hash tiles, entry bundles (one per level-0
+    tile), blobs, each checked before it is handed out, sent on the target's threads; a blob
+    already at DEST is kept only when it holds exactly the verified bytes (``Target.holds``)."""
+
+    def __init__(
+        self, store: Store, target: DirTarget | S3Target, tiles: list[tuple[int, int, int]],
+        digests: list[tuple[bytes, int]], progress: Callable[[int, int], None] | None,
+    ) -> None:
+        self.store, self.target, self.list, self.digests = store, target, tiles, digests
+        self.progress = progress
+        self.total = len(tiles) + sum(1 for t in tiles if t[0] == 0) + len(digests)
+        self.tiles = self.blobs = self.bytes = 0
+        self.reuse = True
+
+    def objects(self, compress: bool) -> Iterator[Obj]:
+        yield from tile_objects(self.store, self.list, compress)
+        for digest, index in self.digests:
+            data = self.store.blob(digest, index)
+            if data is None:  # a ledger that lacks a file it names (a partial mirror)
+                raise BadInput(f"bundle file {hex_encode(digest)} is named by an entry but not "
+                               "stored here: cannot publish it")
+            if blake3_digest(data) != digest:
+                raise TamperDetected(f"bundle file {hex_encode(digest)} as stored does not "
+                                     "hash to its digest: refusing to publish it (run "
+                                     "`ledger audit`)")
+            yield Obj(BLOB_PREFIX + hex_encode(digest), data)
+
+    def send(self, obj: Obj) -> int:
+        if self.reuse and obj.key.startswith(BLOB_PREFIX) and self.target.holds(obj.key, obj.data):
+            return 0
+        self.target.put(obj)
+        return len(obj.data)
+
+    def send_all(self, compress: bool) -> None:
+        done = 0
+        for obj, sent in _run(self.send, self.objects(compress), self.target.threads):
+            if obj.key.startswith(BLOB_PREFIX):
+                self.blobs += sent > 0
+            else:
+                self.tiles += 1
+            self.bytes += sent
+            done += 1
+            if self.progress is not None:
+                self.progress(done, self.total)
 
 
 def _run(

@@ -428,3 +428,173 @@ def test_s3_increment_skips_what_is_there(seaweed: str, bucket: str, tmp_path: P
     assert got == log.store.checkpoint()
     target.close()
     log.close()
+
+
+# -- issue 33 item 6: publishing that checks what it skips ----------------------------------------
+
+
+def _new_blob_keys(home: Path, start: int, end: int) -> list[tuple[str, bytes]]:
+    """(DEST key, bytes) of the bundle files first named by entries [start, end)."""
+    from ledger.publish import BLOB_PREFIX, named_blobs
+
+    s = Store.open(home)
+    try:
+        old = {d for d, _ in named_blobs(s, 0, start)}
+        out = []
+        for d, i in named_blobs(s, start, end):
+            if d not in old:
+                data = s.blob(d, i)
+                assert data is not None
+                out.append((BLOB_PREFIX + d.hex(), data))
+        return out
+    finally:
+        s.close()
+
+
+def test_a_file_a_crash_left_is_repaired_not_kept(tmp_path: Path) -> None:
+    """A publish cut short by a power cut leaves, under their final names, a zero-length bundle
+    file and one with other bytes of the right size (its checkpoint still the old one): the next
+    publish writes both again, never keeps them (main kept them: exit 0, and every mirror then
+    refused the file)."""
+    log = new_ledger(tmp_path / "o")
+    sk = add_node(log, "node")
+    seal_range(log, sk, 0, 3)
+    dest = tmp_path / "www"
+    publish(log.home, DirTarget(dest))
+    seal_range(log, sk, 3, 5)
+    (a_key, a_data), (b_key, b_data) = _new_blob_keys(log.home, 4, 6)
+    (dest / a_key).write_bytes(b"")
+    (dest / b_key).write_bytes(bytes(len(b_data)))
+    r = publish(log.home, DirTarget(dest))
+    assert (r.old_size, r.size, r.blobs) == (4, 6, 2)
+    assert (dest / a_key).read_bytes() == a_data and (dest / b_key).read_bytes() == b_data
+    again = publish(log.home, DirTarget(dest))  # intact files are kept: nothing written
+    assert (again.tiles, again.blobs) == (0, 0)
+    log.close()
+
+
+def test_every_file_is_on_the_disk_before_the_checkpoint_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every file and directory under DEST is fsynced before the checkpoint file is: the files
+    written by this run and the intact one a crashed run left unsynced, which is kept (main
+    synced the files with one syncfs and never the one it kept)."""
+    log = new_ledger(tmp_path / "o")
+    sk = add_node(log, "node")
+    seal_range(log, sk, 0, 3)
+    dest = tmp_path / "www"
+    (key, data), *_ = _new_blob_keys(log.home, 0, 4)
+    (dest / key).parent.mkdir(parents=True)
+    (dest / key).write_bytes(data)  # left by a run that stopped before any sync
+    synced: list[int] = []
+    real = os.fsync
+
+    def spy(fd: int) -> None:  # records what reached the disk, in order, and syncs it
+        synced.append(os.fstat(fd).st_ino)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    publish(log.home, DirTarget(dest))
+    monkeypatch.setattr(os, "fsync", real)
+    before = set(synced[: synced.index((dest / "checkpoint").stat().st_ino)])
+    paths = [p for p in dest.rglob("*") if p.name != "checkpoint"] + [dest]
+    assert len(paths) > 10
+    assert {p for p in paths if p.stat().st_ino not in before} == set()
+    log.close()
+
+
+class _RaceHook:
+    """A boto3 client that passes every call on, except that the first write of the
+    checkpoint first runs ``before`` (another publisher finishing meanwhile): an injected
+    interleaving, the requests and the answers are the real server's."""
+
+    def __init__(self, client: Any, before: Any) -> None:
+        self._client, self._before = client, before
+
+    def put_object(self, **kw: Any) -> Any:
+        if kw["Key"].endswith("checkpoint") and self._before is not None:
+            before, self._before = self._before, None
+            before()
+        return self._client.put_object(**kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+def _three_sizes(tmp: Path) -> list[Path]:
+    """Copies of one log at sizes 2, 3 and 4 (a registration, then one bundle more each)."""
+    homes = []
+    log = new_ledger(tmp / "log")
+    sk = add_node(log, "node")
+    for i in range(3):
+        seal_range(log, sk, i, i + 1)
+        log.close()
+        homes.append(tmp / f"size{i + 2}")
+        shutil.copytree(tmp / "log", homes[-1])
+        log = Log.open(tmp / "log")
+    log.close()
+    return homes
+
+
+def test_s3_store_honours_conditional_writes(seaweed: str, bucket: str) -> None:
+    """What the S3 server used here does with the two conditions publish sends (found out, not
+    assumed): ``If-None-Match: *`` on an object that exists and ``If-Match`` with an ETag that
+    is no longer the object's are refused with 412 PreconditionFailed; of 16 writers racing with
+    the same ETag exactly one wins."""
+    import threading
+
+    from botocore.exceptions import ClientError
+
+    s3 = s3_client(seaweed)
+
+    def put(key: str, body: bytes, **cond: str) -> str:
+        try:
+            return str(s3.put_object(Bucket=bucket, Key=key, Body=body, **cond)["ETag"])
+        except ClientError as e:
+            return str(e.response["Error"]["Code"])
+
+    first = put("cond/x", b"one", IfNoneMatch="*")
+    assert first.startswith('"')
+    assert put("cond/x", b"two", IfNoneMatch="*") == "PreconditionFailed"
+    second = put("cond/x", b"three", IfMatch=first)
+    assert second.startswith('"')
+    assert put("cond/x", b"four", IfMatch=first) == "PreconditionFailed"
+    won: list[str] = []
+    gate = threading.Barrier(16)
+
+    def racer(i: int) -> None:
+        gate.wait()
+        if put("cond/x", b"racer %d" % i, IfMatch=second).startswith('"'):
+            won.append(str(i))
+
+    threads = [threading.Thread(target=racer, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(won) == 1
+    s3.close()
+
+
+@pytest.mark.parametrize("prefix", ["first", "next"])
+def test_s3_a_slower_publisher_never_moves_the_checkpoint_back(
+    seaweed: str, bucket: str, tmp_path: Path, prefix: str
+) -> None:
+    """Publisher A (size 3) reads the bucket's checkpoint (none for "first", size 2 for "next"),
+    and publisher B (size 4) finishes before A writes its checkpoint: A's conditional write is
+    refused by the store, A reads again, finds the larger tree and refuses to roll it back; the
+    bucket keeps size 4 (main's A overwrote it with size 3)."""
+    from ledger.core.note import note_text, parse_checkpoint
+
+    size2, size3, size4 = _three_sizes(tmp_path)
+    url = f"s3://{bucket}/race-{prefix}"
+    if prefix == "next":
+        publish(size2, S3Target(url, client=s3_client(seaweed)))
+    fast = S3Target(url, client=s3_client(seaweed))
+    slow = S3Target(url, client=_RaceHook(s3_client(seaweed), lambda: publish(size4, fast)))
+    with pytest.raises(BadInput, match="larger than this ledger's 3: refusing to roll it back"):
+        publish(size3, slow)
+    got = fast.read("checkpoint", 1 << 20)
+    assert got is not None and parse_checkpoint(note_text(got)).size == 4
+    fast.close()
+    slow.close()
