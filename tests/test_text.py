@@ -101,7 +101,7 @@ def test_revoke_refuses_them(tmp_path: Path) -> None:
     assert "--reason holds the control or bidi character U+202E" in assert_one_error_line(res, 2)
 
 
-def _hostile_ledger(tmp: Path) -> Path:
+def _hostile_ledger(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A ledger holding what an older version (or another log) let in: a kernel version with a
     CSI and a bidi override, a revocation reason with both, and a stored checkpoint note with a
     signature line whose name holds a CSI."""
@@ -114,12 +114,9 @@ def _hostile_ledger(tmp: Path) -> Path:
     fields = fake_fields("x")
     fields["kernel"]["version"] = f"1.0{CSI}31m{RLO}"
     log.seal(Bundle.from_dir(write_bundle(tmp / "b", "bx", "x")), fields, sk)
-    check = log_mod.check_text
-    log_mod.check_text = lambda *a, **k: None  # as written before the check existed
-    try:
+    with monkeypatch.context() as m:  # as written before the check existed
+        m.setattr(log_mod, "check_text", lambda *a, **k: None, raising=False)
         log.revoke(log.store.key_rows()[0].key_id, f"stolen{CSI}2J{RLO}")
-    finally:
-        log_mod.check_text = check
     log.close()
     db = sqlite3.connect(home / "ledger.db")
     (size, note), = db.execute("SELECT size, note FROM checkpoints ORDER BY size DESC LIMIT 1")
@@ -130,8 +127,10 @@ def _hostile_ledger(tmp: Path) -> Path:
     return home
 
 
-def test_printed_text_is_escaped_everywhere(tmp_path: Path) -> None:
-    home = _hostile_ledger(tmp_path)
+def test_printed_text_is_escaped_everywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = _hostile_ledger(tmp_path, monkeypatch)
     runs = {
         "checkpoint": run_cli("checkpoint", home=home),
         "checkpoint --json": run_cli("checkpoint", "--json", home=home),
