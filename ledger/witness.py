@@ -379,7 +379,7 @@ def request_cosignature(
             if not lines.endswith(b"\n"):
                 raise BadAnswer("the witness's answer is not cosignature lines")
             try:
-                open_note(note + lines, [wv])
+                opened = open_note(note + lines, [wv])
             except SignatureError as e:
                 raise BadAnswer(f"the witness's answer holds no valid cosignature: {e}") from e
             except BadInput as e:
@@ -387,7 +387,8 @@ def request_cosignature(
                     f"the witness answered malformed cosignatures: {oneline(str(e))}"
                 ) from e
             store.set_meta(_size_meta(url), str(cp.size))
-            return merge_cosigned(store, note, lines)
+            # the witness's verified line is kept, no other line it sent (issue 33 item 5)
+            return merge_cosigned(store, note, opened.verified[0].line())
         raise CannotCheck("the witness kept answering 409 (its size keeps changing)")
     finally:
         store.close()

@@ -163,3 +163,41 @@ def test_witness_cli(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     open_note(res.stdout.encode(), [parse_vkey(vkey)])
     log.close()
+
+
+def test_the_log_keeps_only_the_witness_line_it_verified(
+    setup: tuple[Log, Witness, BackgroundServer]
+) -> None:
+    """Issue 33 item 5, the log's side: a witness (or what is between) that answers its valid
+    cosignature followed by other lines gets only its verified line into the note the log keeps
+    and serves."""
+    import base64
+    import os
+    import socket
+
+    from ledger.core.note import signature_keys
+    from tests.helpers.tcpserver import serving
+
+    log, w, wsrv = setup
+
+    def relay(sock: socket.socket) -> None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += sock.recv(65536)
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = int(next(ln.split(b":")[1] for ln in head.split(b"\r\n")
+                          if ln.lower().startswith(b"content-length")))
+        while len(body) < length:
+            body += sock.recv(65536)
+        answer = post(wsrv.url, body).content + b"".join(
+            f"\u2014 extra{i} {base64.b64encode(os.urandom(60)).decode()}\n".encode()
+            for i in range(20))
+        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+                     + f"Content-Length: {len(answer)}\r\n\r\n".encode() + answer)
+
+    with serving(relay) as port:
+        cosigned = request_cosignature(log.home, f"http://127.0.0.1:{port}", w.vkey)
+    assert b"extra" not in cosigned
+    assert len(signature_keys(cosigned)) == 2  # the log's line and the witness's
+    with BackgroundServer(make_app(log.home)) as srv, httpx.Client() as c:
+        assert c.get(srv.url + "/checkpoint").content == cosigned
