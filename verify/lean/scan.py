@@ -68,6 +68,9 @@ class LeanScan:
     rejected: frozenset[str]  # names declared in a file with a problem, or importing one
     bytes_scanned: int
     vacuous: frozenset[str] = frozenset()  # theorems whose statement is ``True`` or ``x = x``
+    # theorem -> the token texts of its signature (``variable`` binders first), for
+    # ``verify.lean.claims``
+    statements: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,7 @@ class FileScan:
     problems: tuple[Problem, ...]
     tokens: int
     vacuous: frozenset[str] = frozenset()
+    statements: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 _RUNS = "(runs code)"
@@ -236,6 +240,8 @@ class _Walker:
         self.decls: list[str] = []
         self.private: set[str] = set()
         self.vacuous: set[str] = set()
+        self.statements: dict[str, tuple[str, ...]] = {}  # theorem -> its signature's tokens
+        self.variables: list[str] = []  # the binders of every ``variable`` command so far
         self.scopes: list[tuple[str, str | None]] = []  # (namespace|section|mutual, component)
 
     def problem(self, t: RawToken, what: str) -> None:
@@ -254,11 +260,10 @@ class _Walker:
     def tok(self, k: int) -> RawToken | None:
         return self.toks[k] if 0 <= k < len(self.toks) else None
 
-    def walk(self) -> None:
+    def header(self) -> int:
+        """1. The header: imports only. Returns the index of the first token after it."""
         toks = self.toks
-        src = self.text
         k = 0
-        # 1. the header: imports only
         while k < len(toks) and toks[k][0] == "ident" and toks[k][1] == "import":
             nxt = self.tok(k + 1)
             if nxt is None or nxt[0] != "ident":
@@ -272,8 +277,13 @@ class _Walker:
                 break
             self.imports.append(".".join(_parts(nxt[1])))
             k += 2
-        # 2. the commands; the common tokens take the short paths
-        first = k
+        return k
+
+    def walk(self) -> None:
+        toks = self.toks
+        src = self.text
+        # 2. after the header, the commands; the common tokens take the short paths
+        first = self.header()
         depth = 0
         private = False
         special = _SPECIAL_IDENTS
@@ -320,6 +330,8 @@ class _Walker:
                             private = False
                         elif text in _SCOPE_WORDS:
                             self.scope(k)
+                        elif text == "variable":
+                            self.variable(k)
                 elif "«" in text or text.endswith(suffixes):
                     parts = _parts(text)
                     if parts[-1] in REJECT_CONSTANTS:
@@ -400,10 +412,24 @@ class _Walker:
         self.decls.append(name)
         if head in ("theorem", "lemma"):
             self.theorems.append(name)
-            if _vacuous(self.statement(j + 1)):
+            signature = self.statement(j + 1)
+            if _vacuous(signature):
                 self.vacuous.add(name)
+            # ``variable`` binders count as the theorem's own (more than Lean may include: a
+            # hypothesis of a ``variable`` is one of every theorem after it in the file)
+            self.statements[name] = (*self.variables, *signature)
         if private:
             self.private.add(name)
+
+    def variable(self, k: int) -> None:
+        """Record the bracketed binders of the ``variable`` command at ``k``."""
+        j = k + 1
+        while (t := self.tok(j)) is not None and t[1] in ("(", "{", "[", "⦃"):
+            end = self._skip_group(j)
+            if len(self.variables) + end - j > MAX_GROUP_TOKENS:
+                return
+            self.variables += [x[1] for x in self.toks[j:end]]
+            j = end
 
     def statement(self, j: int) -> list[str]:
         """The texts of the tokens of a declaration's signature, from ``j`` to ``:=``, ``|``
@@ -563,6 +589,7 @@ def scan_file(path: str, data: bytes) -> FileScan:
         tuple(w.problems),
         len(toks),
         frozenset(w.vacuous),
+        tuple(w.statements.items()),
     )
 
 
@@ -600,7 +627,9 @@ def scan_details(files: Mapping[str, bytes]) -> tuple[LeanScan, list[FileScan]]:
     rejected = frozenset(n for s in scans if s.path in bad for n in s.declarations)
     total = sum(len(files[s.path]) for s in scans)
     vacuous = frozenset(n for s in scans for n in s.vacuous)
-    return LeanScan(theorems, decls, tuple(problems), rejected, total, vacuous), scans
+    statements = tuple(kv for s in scans for kv in s.statements)
+    scan = LeanScan(theorems, decls, tuple(problems), rejected, total, vacuous, statements)
+    return scan, scans
 
 
 def scan_sources(files: Mapping[str, bytes]) -> LeanScan:
