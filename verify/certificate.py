@@ -8,8 +8,10 @@ check) or ``failed``:
 1. the theorem passed the static scan: ``lean.scan`` passed AND, recomputed with
    ``verify.lean.scan_sources`` over the bundle's ``.lean`` files, the theorem is among the scan's
    theorems and not in its rejected set (lean.scan failed or absent: failed; skipped: missing),
-   and its statement says something: a theorem whose conclusion is only ``True`` (or ``x = x``)
-   backs no obligation (failed). Beyond that, whether the statement is the obligation is not
+   and its statement says something: a theorem whose conclusion is only ``True`` (or ``x = x``),
+   or that ``verify.lean.claims`` finds proves nothing (contradictory hypotheses, a conclusion
+   true by logic alone or restating the hypotheses), backs no obligation (failed); one outside
+   the fragment the solver decides backs it only partly (missing). Beyond that, whether the statement is the obligation is not
    checked: the detail names the theorem so a reader can compare;
 2. the theorem passed the Lean kernel: ``lean.kernel`` passed (failed: failed; skipped or not
    run, e.g. no Lean toolchain: missing);

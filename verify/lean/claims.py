@@ -89,8 +89,8 @@ def judge(statements: Mapping[str, Sequence[str]]) -> dict[str, Verdict]:
             out[name] = Verdict("unchecked", f"{OUTSIDE} ({type(e).__name__}: {e})")
     if todo:
         out.update(_solve(todo))
-    for name, v in out.items():
-        if len(_CACHE) < _CACHE_MAX and v.kind != "unchecked":
+    for name, v in out.items():  # unchecked ones too: lint and certificate ask again
+        if len(_CACHE) < _CACHE_MAX:
             _CACHE[tuple(statements[name])] = v
     return out
 
@@ -167,7 +167,7 @@ SYNTACTIC = "states only True (or x = x): it proves nothing"
 def verdicts_for(scan: LeanScan, names: Iterable[str]) -> dict[str, Verdict]:
     """Verdicts for the theorems ``names`` of ``scan`` (names it does not declare are left out);
     one the scan already found to state only ``True`` or ``x = x`` is ``trivial`` unasked."""
-    statements = dict(scan.statements)
+    statements = {name: (*variables, *sig) for name, variables, sig in scan.statements}
     wanted = [n for n in dict.fromkeys(names) if n in statements]
     out = judge({n: statements[n] for n in wanted if n not in scan.vacuous})
     out.update({n: Verdict("trivial", SYNTACTIC) for n in wanted if n in scan.vacuous})

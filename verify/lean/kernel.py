@@ -5,8 +5,9 @@
 1. scans every ``.lean`` file of the bundle (``verify.lean.scan``) and collects the theorems the
    contract names (``lean_refs`` and ``claims[].theorem``; none when there is no contract);
 2. ``lean.scan`` fails on any problem (the detail names the first few as ``path:line:col``), on a
-   named theorem that no file declares (or that is a definition, or private); else it passes and
-   says how many files and theorems it checked;
+   named theorem that no file declares (or that is a definition, or private), or whose
+   statement proves nothing (``verify.lean.claims``); else it passes and says how many files and
+   theorems it checked, and what the statement check found (``unchecked`` ones named);
 3. ``lean.kernel`` is skipped without a toolchain (``lean`` or ``lake`` on PATH), and when
    ``lean.scan`` failed (a file with an escape is never compiled: compiling runs its code). Else,
    in a scratch copy of the bundle:

@@ -68,9 +68,9 @@ class LeanScan:
     rejected: frozenset[str]  # names declared in a file with a problem, or importing one
     bytes_scanned: int
     vacuous: frozenset[str] = frozenset()  # theorems whose statement is ``True`` or ``x = x``
-    # theorem -> the token texts of its signature (``variable`` binders first), for
-    # ``verify.lean.claims``
-    statements: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # (theorem, the ``variable`` binders before it, its signature's token texts), for
+    # ``verify.lean.claims``; theorems share their ``variable`` tuple
+    statements: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class FileScan:
     problems: tuple[Problem, ...]
     tokens: int
     vacuous: frozenset[str] = frozenset()
-    statements: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    statements: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
 
 
 _RUNS = "(runs code)"
@@ -240,8 +240,9 @@ class _Walker:
         self.decls: list[str] = []
         self.private: set[str] = set()
         self.vacuous: set[str] = set()
-        self.statements: dict[str, tuple[str, ...]] = {}  # theorem -> its signature's tokens
-        self.variables: list[str] = []  # the binders of every ``variable`` command so far
+        # theorem -> (the ``variable`` binders before it, its signature's tokens)
+        self.statements: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        self.variables: tuple[str, ...] = ()  # the binders of every ``variable`` command so far
         self.scopes: list[tuple[str, str | None]] = []  # (namespace|section|mutual, component)
 
     def problem(self, t: RawToken, what: str) -> None:
@@ -417,7 +418,7 @@ class _Walker:
                 self.vacuous.add(name)
             # ``variable`` binders count as the theorem's own (more than Lean may include: a
             # hypothesis of a ``variable`` is one of every theorem after it in the file)
-            self.statements[name] = (*self.variables, *signature)
+            self.statements[name] = (self.variables, tuple(signature))
         if private:
             self.private.add(name)
 
@@ -428,7 +429,7 @@ class _Walker:
             end = self._skip_group(j)
             if len(self.variables) + end - j > MAX_GROUP_TOKENS:
                 return
-            self.variables += [x[1] for x in self.toks[j:end]]
+            self.variables = (*self.variables, *(x[1] for x in self.toks[j:end]))
             j = end
 
     def statement(self, j: int) -> list[str]:
@@ -589,7 +590,7 @@ def scan_file(path: str, data: bytes) -> FileScan:
         tuple(w.problems),
         len(toks),
         frozenset(w.vacuous),
-        tuple(w.statements.items()),
+        tuple((n, v, sig) for n, (v, sig) in w.statements.items()),
     )
 
 

@@ -50,6 +50,7 @@ COMPARE = {"=": "=", "≠": "distinct", "<": "<", "≤": "<=", ">": ">", "≥": 
 LOGIC = {"∧": "and", "∨": "or", "→": "=>", "↔": "="}
 MAX_POLY = 64  # monomials of a normalised side
 MAX_POWER = 8  # x ^ k with a variable x is expanded up to k = 8
+MAX_BITS = 4096  # a numeral power n ^ k is computed when it has at most this many bits
 
 
 class Untranslatable(Exception):
@@ -233,8 +234,9 @@ class _Translator:
         k = t.args[1]
         if not isinstance(k, Num):
             raise Untranslatable("a variable exponent")
-        if isinstance(t.args[0], Num) and k.value <= 256:
-            return str(t.args[0].value ** k.value), ta
+        base = t.args[0]
+        if isinstance(base, Num) and base.value.bit_length() * k.value <= MAX_BITS:
+            return str(base.value**k.value), ta
         if k.value == 0:
             return "1", ta
         if k.value > MAX_POWER:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 MAX_TOKENS = 4000  # tokens of one signature
 MAX_DEPTH = 64  # nested terms
+MAX_NODES = 400  # operators and applications of one signature (a chain ``a + a + ...`` is deep)
 
 
 class StatementError(ValueError):
@@ -128,6 +129,7 @@ class _Reader:
         self.toks = list(toks)
         self.i = 0
         self.depth = 0
+        self.nodes = 0
 
     def peek(self, k: int = 0) -> str | None:
         j = self.i + k
@@ -142,8 +144,11 @@ class _Reader:
 
     def enter(self) -> None:
         self.depth += 1
+        self.nodes += 1
         if self.depth > MAX_DEPTH:
             raise StatementError(f"terms nest deeper than {MAX_DEPTH}")
+        if self.nodes > MAX_NODES:
+            raise StatementError(f"more than {MAX_NODES} terms")
 
     # --- binders -------------------------------------------------------------------------------
 
@@ -220,7 +225,7 @@ class _Reader:
                 if lbp < min_bp:
                     break
                 self.take()
-                right = self.term(rbp)
+                right = self.term(rbp)  # counts one node per operator (``enter``)
                 left = Op(_SPELL.get(op, op), (left, right))
             return left
         finally:
