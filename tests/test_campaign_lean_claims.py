@@ -169,6 +169,33 @@ def test_outside_the_fragment_is_unchecked_and_the_claim_partial(statement: str)
     assert "PO8 partial" in cert.detail
 
 
+@pytest.mark.parametrize(
+    "extra, statement",
+    [
+        # ``<`` on Nat redefined to False: every hypothesis ``i < n`` is then contradictory
+        (
+            "instance : LT Nat := ⟨fun _ _ => False⟩\n",
+            "theorem work_bounded (i n : Nat) (h : i < n) : i < n + 1 := by omega",
+        ),
+        (
+            "@[instance] def ltFalse : LT Nat := ⟨fun _ _ => False⟩\n",
+            "theorem work_bounded (i n : Nat) (h : i < n) : i < n + 1 := by omega",
+        ),
+        # ``Int`` in this namespace is Nat: ``x < 0`` contradicts, though read as Int it does not
+        ("def Int := Nat\n", "theorem work_bounded (x : Int) (h : x < 0) : x = 1 := by omega"),
+    ],
+)
+def test_a_bundle_that_may_change_what_symbols_mean_is_unchecked(
+    extra: str, statement: str
+) -> None:
+    ctx = _ctx(statement, extra)
+    scan, _ = lean_run(ctx)
+    assert scan.status == "passed", scan.detail
+    assert OUTSIDE in scan.detail and "may change what its symbols mean" in scan.detail
+    cert = _certificate(ctx, scan)
+    assert cert.status == "skipped" and "PO8 partial" in cert.detail, cert.detail
+
+
 def test_every_example_bundle_still_passes_and_is_decided() -> None:
     for bundle in sorted((ROOT / "bundles").iterdir()):
         if not (bundle / "contract.yaml").is_file():

@@ -71,6 +71,9 @@ class LeanScan:
     # (theorem, the ``variable`` binders before it, its signature's token texts), for
     # ``verify.lean.claims``; theorems share their ``variable`` tuple
     statements: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
+    # where the bundle may change what a statement's symbols mean: instances (``<`` on ``Nat``
+    # redefined), declarations named like what the statement check reads (``Nat``, ``True``)
+    meaning: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,7 @@ class FileScan:
     tokens: int
     vacuous: frozenset[str] = frozenset()
     statements: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
+    meaning: tuple[str, ...] = ()
 
 
 _RUNS = "(runs code)"
@@ -243,6 +247,7 @@ class _Walker:
         # theorem -> (the ``variable`` binders before it, its signature's tokens)
         self.statements: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
         self.variables: tuple[str, ...] = ()  # the binders of every ``variable`` command so far
+        self.meaning: list[str] = []  # see ``LeanScan.meaning``
         self.scopes: list[tuple[str, str | None]] = []  # (namespace|section|mutual, component)
 
     def problem(self, t: RawToken, what: str) -> None:
@@ -306,6 +311,8 @@ class _Walker:
                     attr_start = False
                     if kind != "ident" or text not in ALLOWED_ATTRS:
                         self.problem(t, f"attribute {text} (not in the allow-list)")
+                    elif text == "instance":
+                        self.changes_meaning(t, "an instance")
             if kind == "ident":
                 if text in special:
                     if text in REJECT_WORDS:
@@ -406,11 +413,17 @@ class _Walker:
                 j = self._skip_group(j)
                 nxt = self.tok(j)
         if nxt is None or nxt[0] != "ident" or nxt[1] in COMMANDS:
+            if head == "instance":
+                self.changes_meaning(self.toks[k], "an instance")
             return  # anonymous instance, or not Lean; compilation reports the latter
         name = self.qualify(nxt[1])
         if not name:
             return
         self.decls.append(name)
+        if head == "instance":
+            self.changes_meaning(self.toks[k], "an instance")
+        elif _parts(nxt[1])[-1] in SHADOWS:
+            self.changes_meaning(nxt, f"a declaration named {_parts(nxt[1])[-1]}")
         if head in ("theorem", "lemma"):
             self.theorems.append(name)
             signature = self.statement(j + 1)
@@ -421,6 +434,11 @@ class _Walker:
             self.statements[name] = (self.variables, tuple(signature))
         if private:
             self.private.add(name)
+
+    def changes_meaning(self, t: RawToken, what: str) -> None:
+        if len(self.meaning) < 10:
+            line, col = self.pos.at(t[2])
+            self.meaning.append(f"{what} at {self.path}:{line}:{col}")
 
     def variable(self, k: int) -> None:
         """Record the bracketed binders of the ``variable`` command at ``k``."""
@@ -516,6 +534,12 @@ _SPECIAL_IDENTS = (
     | {"native", "decide", "import", "set_option", "private", "example", "universe", "variable"}
 )
 _CONST_SUFFIXES = tuple(REJECT_CONSTANTS)
+# Names a bundle must not declare for ``verify.lean.claims`` to read statements as Lean's core does
+SHADOWS = frozenset(
+    {"Nat", "ℕ", "Int", "ℤ", "Fin", "Fact", "True", "False", "Prop", "Not", "And", "Or", "Iff",
+     "Eq", "Ne", "LT", "LE", "HAdd", "Add", "HSub", "Sub", "HMul", "Mul", "HDiv", "Div", "HMod",
+     "Mod", "HPow", "Pow", "Neg", "OfNat", "ite", "dite", "Decidable"}
+)  # fmt: skip
 _ARROWS = frozenset({"→", "->", ","})
 
 
@@ -591,6 +615,7 @@ def scan_file(path: str, data: bytes) -> FileScan:
         len(toks),
         frozenset(w.vacuous),
         tuple((n, v, sig) for n, (v, sig) in w.statements.items()),
+        tuple(w.meaning),
     )
 
 
@@ -629,7 +654,8 @@ def scan_details(files: Mapping[str, bytes]) -> tuple[LeanScan, list[FileScan]]:
     total = sum(len(files[s.path]) for s in scans)
     vacuous = frozenset(n for s in scans for n in s.vacuous)
     statements = tuple(kv for s in scans for kv in s.statements)
-    scan = LeanScan(theorems, decls, tuple(problems), rejected, total, vacuous, statements)
+    meaning = tuple(m for s in scans for m in s.meaning)
+    scan = LeanScan(theorems, decls, tuple(problems), rejected, total, vacuous, statements, meaning)
     return scan, scans
 
 
