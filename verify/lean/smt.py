@@ -76,6 +76,7 @@ class _Env:
     atoms: dict[str, str] = field(default_factory=dict)  # text -> Bool symbol
     abstracted: list[str] = field(default_factory=list)
     count: int = 0
+    scoped: int = 0  # inside a nested quantifier, whose binders may shadow
 
     def fresh(self, prefix: str) -> str:
         self.count += 1
@@ -83,6 +84,8 @@ class _Env:
 
     def bind(self, name: str, ty: str) -> str:
         sym = self.fresh("v")
+        if name in self.types and not self.scoped:  # the texts of the atoms would be ambiguous
+            raise Untranslatable(f"{name} bound twice")
         self.types[name] = (ty, sym)
         return sym
 
@@ -118,6 +121,7 @@ class _Translator:
     def __init__(self) -> None:
         self.env = _Env()
         self.hyps: list[Term] = []
+        self.hyp_smt: list[str] = []  # each translated when bound: later binders are not in scope
 
     # --- the telescope ---------------------------------------------------------------------------
 
@@ -125,7 +129,7 @@ class _Translator:
         sort = _sort_of(b.type)
         if b.kind == "instance":
             if isinstance(b.type, App) and b.type.fn == "Fact" and len(b.type.args) == 1:
-                self.hyps.append(b.type.args[0])
+                self.hypothesis(b.type.args[0])
             else:
                 self.env.abstracted.append(f"instance [{text_of(b.type)}]")
             return
@@ -136,7 +140,7 @@ class _Translator:
                 and (b.type.name[:1].isupper())
             ):  # ``(h : Bad)``: a definition the reader cannot see into
                 self.env.abstracted.append(f"binder type {b.type.name}")
-            self.hyps.append(b.type)
+            self.hypothesis(b.type)
             return
         if sort == "Fin":
             assert isinstance(b.type, App)
@@ -157,6 +161,10 @@ class _Translator:
         elif sort == "Prop":
             self.env.decls.append(f"(declare-const {sym} Bool)")
 
+    def hypothesis(self, t: Term) -> None:
+        self.hyps.append(t)
+        self.hyp_smt.append(self.formula(t))
+
     def telescope(self, sig: Signature) -> Term:
         for b in sig.binders:
             self.binder(b)
@@ -167,7 +175,7 @@ class _Translator:
                     self.binder(b)
                 concl = concl.body
             elif isinstance(concl, Op) and concl.op == "→" and _sort_of(concl.args[0]) is None:
-                self.hyps.append(concl.args[0])
+                self.hypothesis(concl.args[0])
                 concl = concl.args[1]
             else:
                 break
@@ -282,6 +290,7 @@ class _Translator:
     def quantified(self, t: Quant) -> str | None:
         """A nested ``∀``/``∃`` over ``Nat``/``Int`` whose body translates without unknowns."""
         saved = dict(self.env.types)
+        self.env.scoped += 1
         try:
             vars_: list[str] = []
             guards: list[str] = []
@@ -301,6 +310,7 @@ class _Translator:
             return None
         finally:
             self.env.types = saved
+            self.env.scoped -= 1
         g = f"(and {' '.join(guards)})" if len(guards) > 1 else (guards[0] if guards else "true")
         if t.kind == "∀":
             return f"(forall ({' '.join(vars_)}) (=> {g} {body}))"
@@ -436,7 +446,7 @@ def queries(sig: Signature) -> Queries:
     """The four questions of the module docstring, as SMT-LIB assertions."""
     tr = _Translator()
     concl = tr.telescope(sig)
-    hyps = [tr.formula(h) for h in tr.hyps]
+    hyps = tr.hyp_smt
     env = tr.env
     out = Queries()
     out.hyps = [*env.decls, *(f"(assert {d})" for d in env.domain)]
