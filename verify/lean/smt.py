@@ -46,7 +46,8 @@ SORTS = frozenset(
      "UInt32", "UInt64", "USize", "Int8", "Int16", "Int32", "Int64", "Char", "String", "Unit",
      "Fin", "Array", "List", "Vector", "BitVec", "Option", "Prod", "Type", "Sort"}
 )  # fmt: skip
-COMPARE = {"=": "=", "≠": "distinct", "<": "<", "≤": "<=", ">": ">", "≥": ">=", "==": "="}
+COMPARE = {"=": "=", "≠": "distinct", "<": "<", "≤": "<=", ">": ">", "≥": ">=", "==": "=",
+           "!=": "distinct"}  # fmt: skip
 LOGIC = {"∧": "and", "∨": "or", "→": "=>", "↔": "="}
 MAX_POLY = 64  # monomials of a normalised side
 MAX_POWER = 8  # x ^ k with a variable x is expanded up to k = 8
@@ -367,7 +368,7 @@ class _Logic:
 
     def compare(self, t: Op) -> str:
         a, b = t.args
-        op = {"==": "=", ">": "<", "≥": "≤"}.get(t.op, t.op)
+        op = {"==": "=", "!=": "≠", ">": "<", "≥": "≤"}.get(t.op, t.op)
         if t.op in (">", "≥"):
             a, b = b, a
         diff = self.difference(a, b)

@@ -122,11 +122,27 @@ _STOP = frozenset({")", "}", "]", "⦄", ",", ":", "then", "else", ":="})
 _OPAQUE_OPEN = {"⟨": "⟩", "#[": "]", "‹": "›", "⟦": "⟧", "[": "]", "{": "}"}
 
 
+# ASCII spellings the lexer splits in two (``<=`` is ``<`` then ``=``); apart, they are not Lean
+_JOIN = {("<", "="): "<=", (">", "="): ">=", ("!", "="): "!=", ("=", "="): "==",
+         ("/", "\\"): "/\\", ("\\", "/"): "\\/", ("<-", ">"): "<->"}  # fmt: skip
+
+
+def _joined(toks: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    for t in toks:
+        pair = (out[-1], t) if out else None
+        if pair in _JOIN:
+            out[-1] = _JOIN[pair]
+        else:
+            out.append(t)
+    return out
+
+
 class _Reader:
     def __init__(self, toks: Sequence[str]) -> None:
         if len(toks) > MAX_TOKENS:
             raise StatementError(f"more than {MAX_TOKENS} tokens")
-        self.toks = list(toks)
+        self.toks = _joined(toks)
         self.i = 0
         self.depth = 0
         self.nodes = 0
