@@ -11,8 +11,9 @@ check) or ``failed``:
    and its statement says something: a theorem whose conclusion is only ``True`` (or ``x = x``),
    or that ``verify.lean.claims`` finds proves nothing (contradictory hypotheses, a conclusion
    true by logic alone or restating the hypotheses), backs no obligation (failed); one outside
-   the fragment the solver decides backs it only partly (missing). Beyond that, whether the statement is the obligation is not
-   checked: the detail names the theorem so a reader can compare;
+   the fragment the solver decides backs it only partly (missing). Beyond that, whether the
+   statement is the obligation is not checked: the detail names the theorem so a reader can
+   compare;
 2. the theorem passed the Lean kernel: ``lean.kernel`` passed (failed: failed; skipped or not
    run, e.g. no Lean toolchain: missing);
 3. the property is backed: ``resources`` by ``ptx.assemble`` passed; every other property by the
