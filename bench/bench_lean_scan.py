@@ -13,7 +13,12 @@ Times are CPU seconds of the process (``time.process_time``), the scan and its p
 other in each of ``--repeat`` rounds; every figure is min / median / max over the rounds (the
 ratio per round), never a best run.
 
-Usage: .venv/bin/python bench/bench_lean_scan.py [--mb 8] [--repeat 5]
+``--claims`` times instead what issue 33 added to ``lean.scan``: the statement check
+(``verify.lean.claims.verdicts_for``: read, translate, one z3 process per bundle) over the named
+theorems of every example bundle, with a cold cache, wall-clock time (the solver is a child
+process), beside the scan of the same bundle's ``.lean`` files.
+
+Usage: .venv/bin/python bench/bench_lean_scan.py [--mb 8] [--repeat 5] [--claims]
 """
 
 from __future__ import annotations
@@ -86,7 +91,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=8.0)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--claims", action="store_true", help="time the statement check instead")
     args = ap.parse_args()
+    if args.claims:
+        claims_bench(args.repeat)
+        return
     files = corpus(args.mb)
     total = sum(len(b) for b in files.values())
     scan = scan_sources(files)
@@ -118,6 +127,36 @@ def main() -> None:
     print(f"| naive re.findall (peer) | {mmm([mb / x for x in t['naive']])} | {hits} (all false) |")
     ratio = mmm(per_round(t["naive"], t["scan"]), "{:.3f}")
     print(f"ratio scan/naive throughput per round: {ratio}")
+
+
+def claims_bench(repeat: int) -> None:
+    """Wall-clock ms per example bundle: the scan, and the statement check of its named
+    theorems (cold cache: every round starts the solver)."""
+    from verify.contract import load_contract
+    from verify.lean import claims
+    from verify.lean.kernel import named_theorems
+
+    root = Path(__file__).resolve().parent.parent / "bundles"
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; "
+        f"{repeat} rounds (wall clock, cold cache); solver {claims.solver()}"
+    )
+    print("| bundle | named theorems | scan ms | statement check ms, min / median / max |")
+    print("|---|---:|---:|---|")
+    for bundle in sorted(p for p in root.iterdir() if (p / "contract.yaml").is_file()):
+        files = {p.name: p.read_bytes() for p in bundle.glob("*.lean")}
+        names = named_theorems(load_contract((bundle / "contract.yaml").read_bytes()))
+        t0 = time.perf_counter()
+        scan = scan_sources(files)
+        scan_ms = (time.perf_counter() - t0) * 1000
+        times = []
+        for _ in range(max(1, repeat)):
+            claims._CACHE.clear()
+            t0 = time.perf_counter()
+            verdicts = claims.verdicts_for(scan, names)
+            times.append((time.perf_counter() - t0) * 1000)
+            assert all(v.kind == "claims" for v in verdicts.values()), verdicts
+        print(f"| {bundle.name} | {len(names)} | {scan_ms:.1f} | {mmm(times, '{:.0f}')} |")
 
 
 if __name__ == "__main__":

@@ -101,8 +101,8 @@ sys.exit(status)
 """
 
 BASE = (
-    b"namespace Lib\ntheorem pure_thm : True := trivial\n"
-    b"theorem cheat_thm : True := trivial\nend Lib\n"
+    b"namespace Lib\ntheorem pure_thm (n : Nat) : n < n + 1 := Nat.lt_succ_self n\n"
+    b"theorem cheat_thm (n : Nat) : n < n + 1 := Nat.lt_succ_self n\nend Lib\n"
 )
 MAIN = b"import Lib.Base\ntheorem Main.thm : 1 + 1 = 2 := rfl\ndef helper := 3\n"
 
@@ -178,7 +178,8 @@ def test_without_contract_the_scan_says_no_theorems_were_named() -> None:
 def test_named_theorem_must_exist(name: str, detail: str) -> None:
     lean = {
         "Main.lean": MAIN,
-        "Lib/Base.lean": BASE + b"private theorem Lib.hidden : True := trivial\n",
+        "Lib/Base.lean": BASE
+        + b"private theorem Lib.hidden (n : Nat) : n < n + 1 := Nat.lt_succ_self n\n",
     }
     scan, _ = run_checks(make_ctx(lean, ["Main.thm", name]))
     assert scan[0] == "failed" and detail in scan[1]
@@ -205,12 +206,18 @@ def test_fake_lean_passes_in_import_order(tmp_path: Path, monkeypatch: pytest.Mo
         ),
         ({"Lib/Base.lean": BASE + b"-- FAKE_SORRY\n"}, ["Lib.pure_thm"], "uses 'sorry'"),
         (
-            {"Lib/Base.lean": BASE + b"theorem missing : True := trivial\n"},
+            {
+                "Lib/Base.lean": BASE
+                + b"theorem missing (n : Nat) : n < n + 1 := Nat.lt_succ_self n\n"
+            },
             ["missing"],
             "#print axioms failed",
         ),
         (
-            {"A.lean": b"import B\ntheorem a : True := trivial\n", "B.lean": b"import A\n"},
+            {
+                "A.lean": b"import B\ntheorem a (n : Nat) : n < n + 1 := Nat.lt_succ_self n\n",
+                "B.lean": b"import A\n",
+            },
             ["a"],
             "import cycle: A -> B -> A",
         ),
@@ -253,7 +260,9 @@ def test_only_lake_without_lakefile_is_skipped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", str(fake_tools(tmp_path, "lake")))
-    _, kernel = run_checks(make_ctx({"Main.lean": b"theorem t : True := trivial\n"}, ["t"]))
+    _, kernel = run_checks(
+        make_ctx({"Main.lean": b"theorem t (n : Nat) : n < n + 1 := Nat.lt_succ_self n\n"}, ["t"])
+    )
     assert kernel[:2] == ("skipped", "only lake on PATH and the bundle has no lakefile.toml")
 
 

@@ -238,8 +238,19 @@ def test_printing_hundreds_of_megabytes_is_cut() -> None:
 @needs_bwrap
 def test_returning_too_much_is_cut() -> None:
     lim = Limits(wall_seconds=20, cpu_seconds=10, result_bytes=1 << 20)
+    # the contract's output (4 elements) bounds the answer first (issue 33 item 3) ...
     err = _error(_run("return {'y': np.zeros(1 << 20)}", limits=lim))
-    assert err == f"returned more than {1 << 20} bytes and was killed"
+    budget, _ = sandbox.answer_budget(_cases(), lim.result_bytes)
+    assert err == (
+        f"returned more than {budget} bytes, the most the contract's outputs allow for 1 case(s), "
+        "and was killed"
+    )
+    # ... and result_bytes where the contract would allow more
+    n = 1 << 18
+    case = Case({"x": np.zeros(n, np.float32)}, {"n": n}, [OutputSpec("y", "f32", (n,))])
+    src = b"import numpy as np\ndef ref(inputs, sizes):\n    return {'y': np.zeros(1 << 18)}\n"
+    res = run_reference({"ref.py": src}, "ref.py", "ref", [case], limits=lim)
+    assert res.cases[0].error == f"returned more than {1 << 20} bytes and was killed"
 
 
 @needs_bwrap

@@ -8,9 +8,12 @@ check) or ``failed``:
 1. the theorem passed the static scan: ``lean.scan`` passed AND, recomputed with
    ``verify.lean.scan_sources`` over the bundle's ``.lean`` files, the theorem is among the scan's
    theorems and not in its rejected set (lean.scan failed or absent: failed; skipped: missing),
-   and its statement says something: a theorem whose conclusion is only ``True`` (or ``x = x``)
-   backs no obligation (failed). Beyond that, whether the statement is the obligation is not
-   checked: the detail names the theorem so a reader can compare;
+   and its statement says something: a theorem whose conclusion is only ``True`` (or ``x = x``),
+   or that ``verify.lean.claims`` finds proves nothing (contradictory hypotheses, a conclusion
+   true by logic alone or restating the hypotheses), backs no obligation (failed); one outside
+   the fragment the solver decides backs it only partly (missing). Beyond that, whether the
+   statement is the obligation is not checked: the detail names the theorem so a reader can
+   compare;
 2. the theorem passed the Lean kernel: ``lean.kernel`` passed (failed: failed; skipped or not
    run, e.g. no Lean toolchain: missing);
 3. the property is backed: ``resources`` by ``ptx.assemble`` passed; every other property by the
@@ -68,6 +71,10 @@ class LeanFacts:
     rejected: Mapping[str, str]
     vacuous: frozenset[str] = frozenset()  # statement ``True`` or ``x = x``: proves nothing
     key: Callable[[str], str] | None = None  # a contract's name as the scan records names
+    # issue 33 (verify.lean.claims): why a theorem proves nothing (beyond ``True``/``x = x``),
+    # and the theorems whose statement is outside the fragment the solver decides
+    why: Mapping[str, str] = field(default_factory=dict)
+    unchecked: Mapping[str, str] = field(default_factory=dict)
 
 
 def _short(detail: str, limit: int = 100) -> str:
@@ -92,7 +99,19 @@ def lean_facts(ctx: Context) -> LeanFacts | str:
     why = f"rejected by the scan ({problems[0]})" if problems else "rejected by the scan"
     rejected = {str(name): why for name in scan.rejected}
     vacuous = frozenset(str(t) for t in getattr(scan, "vacuous", ()))
-    return LeanFacts(theorems, rejected, vacuous, theorem_key)
+    reasons: dict[str, str] = {}
+    unchecked: dict[str, str] = {}
+    if ctx.contract is not None:
+        from verify.lean.claims import verdicts_for
+
+        names = [theorem_key(c.theorem) for c in ctx.contract.claims]
+        for name, v in verdicts_for(scan, names).items():
+            if v.vacuous and name not in vacuous:
+                reasons[name] = v.why
+            elif v.kind == "unchecked":
+                unchecked[name] = v.why
+    vacuous |= frozenset(reasons)
+    return LeanFacts(theorems, rejected, vacuous, theorem_key, reasons, unchecked)
 
 
 def _key(facts: LeanFacts, name: str) -> str:
@@ -113,10 +132,14 @@ def _theorem_legs(ctx: Context, claim: Claim, facts: LeanFacts | str, legs: Legs
         legs.failures.append(f"{claim.theorem} {facts.rejected[key]}")
     elif key not in facts.theorems:
         legs.failures.append(f"{claim.theorem} not found in the bundle's Lean files")
+    elif key in facts.why:
+        legs.failures.append(f"{claim.theorem}: {facts.why[key]}")
     elif key in facts.vacuous:
         legs.failures.append(
             f"{claim.theorem} states only True (or x = x): it proves nothing about the kernel"
         )
+    elif key in facts.unchecked:  # not shown to claim anything: the claim is partial
+        legs.missing.append(("lean.scan", f"{claim.theorem} {facts.unchecked[key]}"))
     else:
         legs.evidence.insert(0, claim.theorem)
     kernel = ctx.result("lean.kernel")

@@ -573,10 +573,11 @@ def _lean_exists(c: Contract, files: Files) -> list[str]:
         return [f"lean.scan could not read the bundle's Lean files: {e}"]
     declared: frozenset[str] = scan.declarations
     key = getattr(importlib.import_module("verify.lean.scan"), "theorem_key", lambda n: n)
-    vacuous: frozenset[str] = getattr(scan, "vacuous", frozenset())
     where: dict[str, list[str]] = {}
     for r in c.lean_refs:
         where.setdefault(r.theorem, []).append(r.where)
+    claims = importlib.import_module("verify.lean.claims")  # issue 33: statements checked
+    vacuous: dict[str, str] = claims.vacuous_reasons(scan, [key(t) for t in where])
     out = []
     for thm, places in where.items():
         named = f"{thm} ({', '.join(places)})"
@@ -590,7 +591,7 @@ def _lean_exists(c: Contract, files: Files) -> list[str]:
                 else f"{named} is not in the bundle's Lean files"
             )
         elif k in vacuous:
-            out.append(f"{named} states only True (or x = x): it proves nothing")
+            out.append(f"{named} {vacuous[k]}")
     problems = scan.problems
     if problems and any(key(t) in scan.rejected for t in where):
         out.append(f"first lean.scan problem: {problems[0]}")

@@ -402,7 +402,7 @@ class Session:
             spec.append({"inputs": sorted(case.inputs), "sizes": dict(case.sizes)})
         (batch / "cases.json").write_text(json.dumps(spec))
         _chmod_tree(batch)
-        data, problem = self._exchange(k)
+        data, problem = self._exchange(k, answer_budget(cases, self.limits.result_bytes))
         shutil.rmtree(batch, ignore_errors=True)
         raws = _parse(data, len(cases))
         for r in raws:
@@ -414,15 +414,18 @@ class Session:
         checked = [_validate(r, c) for r, c in zip(raws, cases, strict=True)]
         return RunResult(self.how, checked, time.perf_counter() - t0, self.log)
 
-    def _exchange(self, k: str) -> tuple[bytes, str]:
-        """Send batch ``k``; read its records up to the end record. (bytes, problem or '')."""
+    def _exchange(self, k: str, budget: tuple[int, str]) -> tuple[memoryview, str]:
+        """Send batch ``k``; read its records up to the end record, never more than ``budget``
+        bytes (the most the contract lets these cases return: ``answer_budget``): one byte more
+        and the child is killed, before anything beyond is read. (records, problem or '')."""
         proc, lim = self.proc, self.limits
+        most, why = budget
         assert proc is not None and proc.stdin and proc.stdout and proc.stderr
         try:
             proc.stdin.write(f"{k}\n".encode())
             proc.stdin.flush()
         except OSError:
-            return b"", self._ended()
+            return memoryview(b""), self._ended()
         buf = bytearray()
         scan = 0
         deadline = time.monotonic() + lim.wall_seconds
@@ -433,33 +436,31 @@ class Session:
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    return bytes(
-                        buf
-                    ), f"ran past the {lim.wall_seconds:g} s time limit and was killed"
+                    late = f"ran past the {lim.wall_seconds:g} s time limit and was killed"
+                    return memoryview(buf), late
                 for key, _ in sel.select(timeout=min(left, 1.0)):
-                    chunk = os.read(key.fd, 1 << 16)
+                    if key.data == "out":  # never a byte beyond the budget (+1 to see excess)
+                        chunk = os.read(key.fd, min(1 << 16, most + 1 - len(buf)))
+                    else:
+                        chunk = os.read(key.fd, 1 << 16)
                     if not chunk:
                         sel.unregister(key.fileobj)
                         if key.data == "out":
-                            return bytes(buf), self._ended()
+                            return memoryview(buf), self._ended()
                     elif key.data == "out":
                         buf += chunk
-                        if len(buf) > lim.result_bytes:
-                            return (
-                                b"",
-                                f"returned more than {lim.result_bytes} bytes and was killed",
-                            )
+                        if len(buf) > most:
+                            return memoryview(b""), f"returned more than {most} bytes{why}"
                         scan, done = _scan_to_end(buf, scan)
                         if done:
-                            return bytes(buf), ""
+                            return memoryview(buf), ""
                     else:
                         self._logged += len(chunk)
                         if len(self._log) < 4096:
                             self._log += chunk[: 4096 - len(self._log)]
                         if self._logged > lim.log_bytes:
-                            return bytes(
-                                buf
-                            ), f"printed more than {lim.log_bytes} bytes and was killed"
+                            loud = f"printed more than {lim.log_bytes} bytes and was killed"
+                            return memoryview(buf), loud
         finally:
             sel.close()
 
@@ -544,11 +545,34 @@ def _signame(sig: int) -> str:
 class _RawCase:
     error: str = ""
     done: bool = False
-    arrays: dict[str, bytes] = field(default_factory=dict)  # unvalidated .npy payloads
+    arrays: dict[str, memoryview] = field(default_factory=dict)  # unvalidated .npy payloads
 
 
 _HEADER = struct.Struct("<cIH")
 _LENGTH = struct.Struct("<Q")
+
+
+# What one result record costs beyond its payload: kind, case, name length, name, payload length.
+RECORD_BYTES = 1 + 4 + 2 + 200 + 8
+NPY_HEADER_BYTES = 4096  # an .npy header (magic, version, dict of dtype, order, shape; padded)
+MAX_ITEMSIZE = 8  # bytes per element of a returned array: f64, i64, u64 at most
+
+
+def answer_budget(cases: Sequence[Case], result_bytes: int) -> tuple[int, str]:
+    """The most a batch's answer may hold, computed from the contract before anything is read:
+    per case, each output the contract names as one record (``NPY_HEADER_BYTES`` of header and
+    its element count at ``MAX_ITEMSIZE`` bytes) plus the case's end or error record; one end
+    record for the batch. Never more than ``result_bytes``. Returns (bytes, why in words)."""
+    total = 2 * RECORD_BYTES + MAX_MESSAGE  # the end record; a load failure's record
+    for case in cases:
+        total += 2 * RECORD_BYTES + MAX_MESSAGE
+        for spec in case.outputs:
+            total += RECORD_BYTES + NPY_HEADER_BYTES + MAX_ITEMSIZE * math.prod(spec.shape)
+    if total >= result_bytes:
+        return result_bytes, " and was killed"
+    return total, (
+        f", the most the contract's outputs allow for {len(cases)} case(s), and was killed"
+    )
 
 
 def _scan_to_end(buf: bytearray, pos: int) -> tuple[int, bool]:
@@ -568,14 +592,14 @@ def _scan_to_end(buf: bytearray, pos: int) -> tuple[int, bool]:
     return pos, False
 
 
-def _parse(data: bytes, n_cases: int) -> list[_RawCase]:
+def _parse(data: memoryview, n_cases: int) -> list[_RawCase]:
     """Records ``kind(1) case(u32) name_len(u16) name len(u64) payload``; bounded, never trusted."""
     results = [_RawCase() for _ in range(n_cases)]
     pos = 0
     while pos + _HEADER.size <= len(data):
         kind, case, nlen = _HEADER.unpack_from(data, pos)
         pos += _HEADER.size
-        name = data[pos : pos + nlen].decode("utf-8", "replace")
+        name = bytes(data[pos : pos + nlen]).decode("utf-8", "replace")
         pos += nlen
         if pos + _LENGTH.size > len(data):
             break
@@ -606,8 +630,8 @@ def _parse(data: bytes, n_cases: int) -> list[_RawCase]:
     return results
 
 
-def _message(payload: bytes) -> str:
-    text = payload[:MAX_MESSAGE].decode("utf-8", "replace")
+def _message(payload: bytes | memoryview) -> str:
+    text = bytes(payload[:MAX_MESSAGE]).decode("utf-8", "replace")
     return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
 
 
@@ -630,6 +654,8 @@ def _validate(r: _RawCase, case: Case) -> CaseResult:
             return CaseResult(error=f"output {name!r} is an object array")
         if arr.dtype.kind not in "biuf" or arr.dtype.fields is not None:
             return CaseResult(error=f"output {name!r} has dtype {arr.dtype}, not a number type")
+        if arr.dtype.itemsize > MAX_ITEMSIZE:  # the answer's budget counts 8 bytes an element
+            return CaseResult(error=f"output {name!r} has dtype {arr.dtype}, wider than 64 bits")
         count = math.prod(spec.shape)
         if arr.size != count or arr.ndim > MAX_DIMS:
             return CaseResult(

@@ -5,8 +5,9 @@
 1. scans every ``.lean`` file of the bundle (``verify.lean.scan``) and collects the theorems the
    contract names (``lean_refs`` and ``claims[].theorem``; none when there is no contract);
 2. ``lean.scan`` fails on any problem (the detail names the first few as ``path:line:col``), on a
-   named theorem that no file declares (or that is a definition, or private); else it passes and
-   says how many files and theorems it checked;
+   named theorem that no file declares (or that is a definition, or private), or whose
+   statement proves nothing (``verify.lean.claims``); else it passes and says how many files and
+   theorems it checked, and what the statement check found (``unchecked`` ones named);
 3. ``lean.kernel`` is skipped without a toolchain (``lean`` or ``lake`` on PATH), and when
    ``lean.scan`` failed (a file with an escape is never compiled: compiling runs its code). Else,
    in a scratch copy of the bundle:
@@ -33,6 +34,7 @@ from pathlib import Path
 
 from verify.context import Context
 from verify.lean.bundle import bundle_problems
+from verify.lean.claims import summary, verdicts_for
 from verify.lean.lexer import IDENT_RE, name_parts
 from verify.lean.scan import (
     COMMANDS,
@@ -115,10 +117,19 @@ def scan_check(
         )
     if not names:
         return passed("lean.scan", f"{what}: no escape found; the contract names no theorems")
+    verdicts = verdicts_for(scan, names)  # issue 33: statements that prove nothing
+    empty = [f"theorem {n}: {v.why}" for n, v in verdicts.items() if v.vacuous]
+    if empty:
+        return failed("lean.scan", "; ".join(empty[:SHOW]) + _more(len(empty)))
     return passed(
         "lean.scan",
-        f"{what}: no escape found; all {len(names)} theorem(s) the contract names are declared",
+        f"{what}: no escape found; all {len(names)} theorem(s) the contract names are declared; "
+        + summary(verdicts),
     )
+
+
+def _more(count: int) -> str:
+    return f" (and {count - SHOW} more)" if count > SHOW else ""
 
 
 def lean_name(name: str) -> str:
@@ -312,6 +323,13 @@ def kernel_check(ctx: Context, scans: Sequence[FileScan], names: Sequence[str]) 
     res = run_tool(runner, cwd=work, timeout=timeout, env=env)
     if not res.ok:
         return failed("lean.kernel", f"#print axioms failed: {_first_lines(res)}", name, version)
+    return axioms_check(res, names, len(order), name, version)
+
+
+def axioms_check(
+    res: ToolResult, names: Sequence[str], files: int, name: str, version: str
+) -> Check:
+    """``lean.kernel`` from the ``#print axioms`` run's output (step 3c)."""
     found = parse_axioms(res.stdout + res.stderr, len(names))
     bad: list[str] = []
     for n, axioms in zip(names, found, strict=True):
@@ -325,7 +343,7 @@ def kernel_check(ctx: Context, scans: Sequence[FileScan], names: Sequence[str]) 
     shown = ", ".join(names[:SHOW]) + (" ..." if len(names) > SHOW else "")
     return passed(
         "lean.kernel",
-        f"{len(order)} file(s) compiled; {len(names)} theorem(s) depend on no axiom beyond "
+        f"{files} file(s) compiled; {len(names)} theorem(s) depend on no axiom beyond "
         f"propext, Classical.choice, Quot.sound: {shown}",
         name,
         version,

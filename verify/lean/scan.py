@@ -68,6 +68,12 @@ class LeanScan:
     rejected: frozenset[str]  # names declared in a file with a problem, or importing one
     bytes_scanned: int
     vacuous: frozenset[str] = frozenset()  # theorems whose statement is ``True`` or ``x = x``
+    # (theorem, the ``variable`` binders before it, its signature's token texts), for
+    # ``verify.lean.claims``; theorems share their ``variable`` tuple
+    statements: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
+    # where the bundle may change what a statement's symbols mean: instances (``<`` on ``Nat``
+    # redefined), declarations named like what the statement check reads (``Nat``, ``True``)
+    meaning: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,8 @@ class FileScan:
     problems: tuple[Problem, ...]
     tokens: int
     vacuous: frozenset[str] = frozenset()
+    statements: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
+    meaning: tuple[str, ...] = ()
 
 
 _RUNS = "(runs code)"
@@ -236,6 +244,10 @@ class _Walker:
         self.decls: list[str] = []
         self.private: set[str] = set()
         self.vacuous: set[str] = set()
+        # theorem -> (the ``variable`` binders before it, its signature's tokens)
+        self.statements: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        self.variables: tuple[str, ...] = ()  # the binders of every ``variable`` command so far
+        self.meaning: list[str] = []  # see ``LeanScan.meaning``
         self.scopes: list[tuple[str, str | None]] = []  # (namespace|section|mutual, component)
 
     def problem(self, t: RawToken, what: str) -> None:
@@ -254,11 +266,10 @@ class _Walker:
     def tok(self, k: int) -> RawToken | None:
         return self.toks[k] if 0 <= k < len(self.toks) else None
 
-    def walk(self) -> None:
+    def header(self) -> int:
+        """1. The header: imports only. Returns the index of the first token after it."""
         toks = self.toks
-        src = self.text
         k = 0
-        # 1. the header: imports only
         while k < len(toks) and toks[k][0] == "ident" and toks[k][1] == "import":
             nxt = self.tok(k + 1)
             if nxt is None or nxt[0] != "ident":
@@ -272,8 +283,13 @@ class _Walker:
                 break
             self.imports.append(".".join(_parts(nxt[1])))
             k += 2
-        # 2. the commands; the common tokens take the short paths
-        first = k
+        return k
+
+    def walk(self) -> None:
+        toks = self.toks
+        src = self.text
+        # 2. after the header, the commands; the common tokens take the short paths
+        first = self.header()
         depth = 0
         private = False
         special = _SPECIAL_IDENTS
@@ -295,6 +311,8 @@ class _Walker:
                     attr_start = False
                     if kind != "ident" or text not in ALLOWED_ATTRS:
                         self.problem(t, f"attribute {text} (not in the allow-list)")
+                    elif text == "instance":
+                        self.changes_meaning(t, "an instance")
             if kind == "ident":
                 if text in special:
                     if text in REJECT_WORDS:
@@ -320,6 +338,8 @@ class _Walker:
                             private = False
                         elif text in _SCOPE_WORDS:
                             self.scope(k)
+                        elif text == "variable":
+                            self.variable(k)
                 elif "«" in text or text.endswith(suffixes):
                     parts = _parts(text)
                     if parts[-1] in REJECT_CONSTANTS:
@@ -393,17 +413,42 @@ class _Walker:
                 j = self._skip_group(j)
                 nxt = self.tok(j)
         if nxt is None or nxt[0] != "ident" or nxt[1] in COMMANDS:
+            if head == "instance":
+                self.changes_meaning(self.toks[k], "an instance")
             return  # anonymous instance, or not Lean; compilation reports the latter
         name = self.qualify(nxt[1])
         if not name:
             return
         self.decls.append(name)
+        if head == "instance":
+            self.changes_meaning(self.toks[k], "an instance")
+        elif _parts(nxt[1])[-1] in SHADOWS:
+            self.changes_meaning(nxt, f"a declaration named {_parts(nxt[1])[-1]}")
         if head in ("theorem", "lemma"):
             self.theorems.append(name)
-            if _vacuous(self.statement(j + 1)):
+            signature = self.statement(j + 1)
+            if _vacuous(signature):
                 self.vacuous.add(name)
+            # ``variable`` binders count as the theorem's own (more than Lean may include: a
+            # hypothesis of a ``variable`` is one of every theorem after it in the file)
+            self.statements[name] = (self.variables, tuple(signature))
         if private:
             self.private.add(name)
+
+    def changes_meaning(self, t: RawToken, what: str) -> None:
+        if len(self.meaning) < 10:
+            line, col = self.pos.at(t[2])
+            self.meaning.append(f"{what} at {self.path}:{line}:{col}")
+
+    def variable(self, k: int) -> None:
+        """Record the bracketed binders of the ``variable`` command at ``k``."""
+        j = k + 1
+        while (t := self.tok(j)) is not None and t[1] in ("(", "{", "[", "⦃"):
+            end = self._skip_group(j)
+            if len(self.variables) + end - j > MAX_GROUP_TOKENS:
+                return
+            self.variables = (*self.variables, *(x[1] for x in self.toks[j:end]))
+            j = end
 
     def statement(self, j: int) -> list[str]:
         """The texts of the tokens of a declaration's signature, from ``j`` to ``:=``, ``|``
@@ -489,6 +534,12 @@ _SPECIAL_IDENTS = (
     | {"native", "decide", "import", "set_option", "private", "example", "universe", "variable"}
 )
 _CONST_SUFFIXES = tuple(REJECT_CONSTANTS)
+# Names a bundle must not declare for ``verify.lean.claims`` to read statements as Lean's core does
+SHADOWS = frozenset(
+    {"Nat", "ℕ", "Int", "ℤ", "Fin", "Fact", "True", "False", "Prop", "Not", "And", "Or", "Iff",
+     "Eq", "Ne", "LT", "LE", "HAdd", "Add", "HSub", "Sub", "HMul", "Mul", "HDiv", "Div", "HMod",
+     "Mod", "HPow", "Pow", "Neg", "OfNat", "ite", "dite", "Decidable"}
+)  # fmt: skip
 _ARROWS = frozenset({"→", "->", ","})
 
 
@@ -563,6 +614,8 @@ def scan_file(path: str, data: bytes) -> FileScan:
         tuple(w.problems),
         len(toks),
         frozenset(w.vacuous),
+        tuple((n, v, sig) for n, (v, sig) in w.statements.items()),
+        tuple(w.meaning),
     )
 
 
@@ -600,7 +653,10 @@ def scan_details(files: Mapping[str, bytes]) -> tuple[LeanScan, list[FileScan]]:
     rejected = frozenset(n for s in scans if s.path in bad for n in s.declarations)
     total = sum(len(files[s.path]) for s in scans)
     vacuous = frozenset(n for s in scans for n in s.vacuous)
-    return LeanScan(theorems, decls, tuple(problems), rejected, total, vacuous), scans
+    statements = tuple(kv for s in scans for kv in s.statements)
+    meaning = tuple(m for s in scans for m in s.meaning)
+    scan = LeanScan(theorems, decls, tuple(problems), rejected, total, vacuous, statements, meaning)
+    return scan, scans
 
 
 def scan_sources(files: Mapping[str, bytes]) -> LeanScan:
