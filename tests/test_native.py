@@ -281,7 +281,7 @@ def test_a_verifying_thread_that_fails_is_not_taken_for_good_signatures() -> Non
 def test_the_module_is_built_and_the_switch_turns_it_off() -> None:
     env = dict(os.environ, LEDGER_NATIVE="0")
     out = subprocess.run(
-        [sys.executable, "-c", "from ledger import native; print(native.AVAILABLE)"],
+        [sys.executable, "-c", "from ledger.core import native; print(native.AVAILABLE)"],
         env=env, capture_output=True, text=True, check=True,
     )
     assert out.stdout.strip() == "False"

@@ -17,8 +17,11 @@ pure-Python twin when it is not, with the same answers (``tests/test_native.py``
   which
   run whenever it gives None;
 * ``sign_many(sk64, messages)`` / ``verify_many(jobs)``: Ed25519 over many messages in one call
-  to libsodium (the copy PyNaCl carries) without the GIL, so a thread can sign or verify while
-  another runs Python; the twins call PyNaCl once per message, holding the GIL.
+  to libsodium without the GIL, so a thread can sign or verify while another runs Python; the
+  twins call PyNaCl once per message, holding the GIL. The C side loads the system's shared
+  libsodium (``SODIUM_NAMES``; Debian ``libsodium23``) through its public C API, not PyNaCl's
+  private extension module (issue 30); where none is found the whole module gives way to the
+  twins (``AVAILABLE`` is False).
 
 ``LEDGER_NATIVE=0`` in the environment runs the twins even where the module is built (tests,
 and benchmarks that compare the two in one run). Nothing here decides what is accepted: both
@@ -35,6 +38,9 @@ from typing import Any
 import nacl.bindings
 import nacl.exceptions
 
+# the shared libsodium sign_many/verify_many call, by soname (1.0.19 on: .26; Debian 12's
+# libsodium23: .23), found by the dynamic loader; scripts/setup.sh installs it
+SODIUM_NAMES = ("libsodium.so.26", "libsodium.so.23", "libsodium.so", "libsodium.dylib")
 NOT_PLAIN: Any = object()  # parse_plain's "outside the subset: run the full parse"
 VerifyJob = tuple[bytes, bytes, bytes]  # (32-byte public key, message, 64-byte signature)
 
@@ -46,13 +52,13 @@ def _load() -> Any:
         from ledger.core import _native  # type: ignore[attr-defined]
     except ImportError:
         return None
-    try:
-        import nacl._sodium
-
-        _native.bind_sodium(nacl._sodium.__file__)
-    except (ImportError, OSError, AttributeError):
-        return None  # the parser alone would do, but one switch for the module keeps it simple
-    return _native
+    for name in SODIUM_NAMES:
+        try:
+            _native.bind_sodium(name)
+        except OSError:
+            continue
+        return _native
+    return None  # the parser alone would do, but one switch for the module keeps it simple
 
 
 _C = _load()
