@@ -14,6 +14,7 @@ import time
 from starlette.types import Receive, Scope, Send
 
 from tests.helpers.server import BackgroundServer
+from tests.test_hardening_net_server import closed_by_server as closed
 
 SLOW = 1.5  # seconds /slow keeps its connection busy
 
@@ -53,16 +54,6 @@ def _length(head: bytes) -> int:
         if name.strip().lower() == b"content-length":
             return int(value)
     return 0
-
-
-def closed(s: socket.socket, within: float) -> bool:
-    s.settimeout(within)
-    try:
-        return s.recv(1) == b""
-    except TimeoutError:
-        return False
-    except OSError:
-        return True
 
 
 def test_the_idle_connection_makes_room_not_the_busy_one() -> None:
