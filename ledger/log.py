@@ -33,6 +33,7 @@ from ledger.core.entries import (
     chain_link,
     check_entry_shape,
     node_key_id,
+    secret_key64,
     sign_entry,
 )
 from ledger.core.errors import (
@@ -404,7 +405,7 @@ class Log:
         the copy of its WAL into the database file to a thread (``ledger.store.walcheckpoint``)."""
         batch = list(items)
         kid = node_key_id(bytes(node.verify_key))
-        sk64 = node._signing_key
+        sk64 = secret_key64(node)
         count = sealers.worker_count(len(batch)) if workers is None else workers
         pool = None
         if count > 0 and batch:

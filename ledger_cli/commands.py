@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ledger.core.errors import BadInput, KeyFileError, LedgerError
-from ledger_cli import coerce, exits, helptext, net, output, scaffold, verifying
+from ledger_cli import exits, helptext, net, output, scaffold, verifying
 from ledger_cli.home import home_dir, open_log
 from ledger_cli.options import HomeOpt, JsonOpt, new_app
 from ledger_cli.verifying import (
@@ -35,7 +35,6 @@ if TYPE_CHECKING:  # types only: the modules load when a command needs them (fas
     Cosign = tuple[bool, str, list[Asked]]
 
 helptext.plain_types()
-coerce.light_params()  # str, int, Path values without pydantic (start-up, issue 12)
 
 app = typer.Typer(
     name="ledger",
