@@ -46,16 +46,15 @@ from ledger.core.errors import (
 from ledger.core.fsutil import check_private_dir, fsync_dir, read_small, write_atomic
 from ledger.core.gcpause import collector_paused
 from ledger.core.note import (
-    Checkpoint,
     NoteSigner,
     NoteVerifier,
-    format_checkpoint,
     format_skey,
     format_vkey,
     parse_skey,
     parse_vkey,
     sign_note,
 )
+from ledger.revocation import checkpoint_text
 from ledger.store.sqlite import DB_NAME, LOCK_NAME, URL_NAME, Store, Writer
 
 if TYPE_CHECKING:  # key files (and their passphrase crypto) load only where a key is read
@@ -288,7 +287,7 @@ class Log:
         return nacl.signing.SigningKey(self._require_signer().seed)
 
     def _checkpoint(self, w: Writer) -> bytes:
-        text = format_checkpoint(Checkpoint(self.origin, w.size, w.root(), ()))
+        text = checkpoint_text(self.store, w.size, w.root())
         note = sign_note(text, [self._require_signer()])
         w.put_checkpoint(note, w.size)
         return note

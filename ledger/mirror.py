@@ -67,6 +67,7 @@ from ledger.core.fsutil import write_atomic
 from ledger.core.gcpause import collector_paused
 from ledger.core.native import BundleView, Verifying, VerifyJob, verify_many
 from ledger.core.note import Checkpoint, NoteVerifier, note_text, open_note, parse_checkpoint
+from ledger.core.revoked import Revoked, check_list
 from ledger.core.tiles import TILE_WIDTH, entries_tile_path, parse_entry_bundle, tile_path
 from ledger.net.client import (
     BYTES,
@@ -624,6 +625,7 @@ class Mirror:
                     if self.progress is not None:
                         self.progress(local, cp.size)
         if verified != note:
+            check_revoked(registry, cp)
             if self.before_store is not None:
                 self.before_store(store, note)  # e.g. the user's checkpoint memory (issue 14)
             store.put_checkpoint(note, cp.size)
@@ -965,6 +967,18 @@ class _Signatures:
         bad = [k for k, e in self.reused if e in bad_early]
         bad.extend(self.rest[i] for i in self.late.result())
         return sorted(bad)
+
+
+def check_revoked(registry: Registry, cp: Checkpoint) -> None:
+    """The remote checkpoint's revoked-key line (``ledger.core.revoked``) must commit to the
+    revocations the verified entries of its tree hold (``registry``, replayed up to its size):
+    a log that signs a list hiding a revocation is caught here, before its checkpoint is kept."""
+    items = [Revoked(k.key_id, k.revoked_at) for k in registry.keys.values()
+             if k.revoked_at is not None and k.revoked_at < cp.size]
+    try:
+        check_list(cp, items)
+    except (BadInput, VerificationFailed) as e:
+        raise TamperDetected(f"the remote checkpoint of size {cp.size}: {e}") from e
 
 
 def gunzip_bundle(data: bytes) -> bytes:

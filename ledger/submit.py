@@ -95,16 +95,19 @@ from ledger.core.errors import (
 from ledger.core.note import (
     Checkpoint,
     NoteVerifier,
-    format_checkpoint,
     open_note,
     parse_checkpoint,
     sign_note,
 )
 from ledger.core.receipt import Included, Receipt
+from ledger.core.revoked import Revoked, from_json
+from ledger.core.revoked import to_json as revoked_json
 from ledger.http.body import ClientGone, read_limited_body
 from ledger.http.state import json_response, served
 from ledger.log import Log
 from ledger.net.client import BYTES, JSON, BadAnswer, HttpClient, oneline
+from ledger.refresh import fetch_status
+from ledger.revocation import checkpoint_text, revoked_at, revoked_list
 from ledger.store.sqlite import Store, checkpoint_of
 
 if TYPE_CHECKING:
@@ -194,7 +197,7 @@ def _signer(request: Request, log: Any) -> tuple[bytes, bytes, bytes]:
         raise Rejected(401, str(e)) from e
     kid = hex_decode(kid_hex)
     row = log.store.key_row(kid)
-    if row is None or row.revoked_at is not None:
+    if row is None or revoked_at(log.store, row.key_id) is not None:
         raise Rejected(403, f"signer {kid_hex} is not a registered, unrevoked node key")
     return kid, row.public, sig
 
@@ -376,7 +379,7 @@ def integrate(log: Log, batch: Sequence[Pending]) -> list[dict[str, Any] | Rejec
                 out.append({"index": index})
                 continue
             row = store.key_row(p.signer)
-            if row is None or row.revoked_at is not None:
+            if row is None or revoked_at(store, row.key_id) is not None:
                 out.append(Rejected(403, f"signer {hex_encode(p.signer)} is not a registered, "
                                          "unrevoked node key"))
                 continue
@@ -397,7 +400,7 @@ def integrate(log: Log, batch: Sequence[Pending]) -> list[dict[str, Any] | Rejec
             placed[p.leaf] = index
             out.append({"index": index, "signer_index": row.registered_at})
         if w.size > base:
-            text = format_checkpoint(Checkpoint(log.origin, w.size, w.root(), ()))
+            text = checkpoint_text(store, w.size, w.root())
             note = sign_note(text, [signer])
             w.put_checkpoint(note, w.size)
     # committed: now the answers may go out
@@ -472,7 +475,7 @@ def validate(
                 "checkpoint": store.checkpoint().decode("utf-8"),
                 "signer_index": row.registered_at if row is not None else None}
     row = store.key_row(kid)
-    if row is None or row.revoked_at is not None:
+    if row is None or revoked_at(store, row.key_id) is not None:
         raise Rejected(403, f"signer {hex_encode(kid)} is not a registered, unrevoked node key")
     try:
         verify_signature(entry.fields, row.public, data)
@@ -510,8 +513,9 @@ def accept(
 def with_proofs(store: Store, answer: dict[str, Any], signed_over: int | None) -> dict[str, Any]:
     """``answer`` with, beside its fields, what the client would otherwise fetch to check it
     (four GETs): ``inclusion`` (the entry's proof in the answer's checkpoint), ``consistency``
-    (``{"old_size", "hashes"}`` from the tree the entry was signed over, when smaller) and
-    ``signer`` (``{"index", "entry_b64", "inclusion"}``: the signer's registration). Proof
+    (``{"old_size", "hashes"}`` from the tree the entry was signed over, when smaller),
+    ``signer`` (``{"index", "entry_b64", "inclusion"}``: the signer's registration) and
+    ``revoked_keys`` (the tree's revoked-key list, ``ledger.core.revoked``). Proof
     hashes are base64, as in SPEC 6. The client checks them as it checks fetched ones; where they
     cannot be made, the answer goes without them (the entry is committed: never an error now)."""
     try:
@@ -527,6 +531,7 @@ def with_proofs(store: Store, answer: dict[str, Any], signed_over: int | None) -
                 "old_size": signed_over,
                 "hashes": [b64_encode(h) for h in store.consistency_proof(signed_over, size)],
             }
+        extra["revoked_keys"] = revoked_json(revoked_list(store, size))
         reg = answer.get("signer_index")
         if isinstance(reg, int) and 0 <= reg < size:
             extra["signer"] = {
@@ -586,6 +591,9 @@ class Submitted:
     memory: str = ""
     signed: int = 1  # entries signed for it (more than one only after a 409)
     retried: tuple[str, ...] = ()  # why each earlier attempt failed
+    # the tree's revoked-key list and the signer's revocation in it (``refresh.fetch_status``)
+    revoked: tuple[Revoked, ...] | None = None
+    revocation: Included | None = None
 
     def receipt(self) -> Receipt:
         if self.signer is None:
@@ -593,7 +601,7 @@ class Submitted:
                               "offline receipt can be written (`ledger receipt write` on the log)")
         return Receipt(
             self.origin, Included(self.index, self.entry, self.inclusion), self.checkpoint,
-            self.signer,
+            self.signer, self.revocation, revoked=self.revoked,
         )
 
 
@@ -783,6 +791,8 @@ def _answer(
             _hashes_or_none(cons.get("hashes"))
             if isinstance(cons, dict) and cons.get("old_size") == signed_over.size else None
         )
+        listed = obj.get("revoked_keys")
+        inline_revoked = None if listed is None else from_json(listed)
         reg = obj.get("signer")
         inline_signer = None
         if isinstance(reg, dict) and reg.get("index") == signer_index:
@@ -817,9 +827,10 @@ def _answer(
     signer = None
     if isinstance(signer_index, int) and not isinstance(signer_index, bool):
         signer = _registration(http, signer_index, kid, cp, vkey, index, inline_signer)
+    revoked, revocation = fetch_status(http, entry, cp, inline_revoked)
     account = _remember(http, note, vkey, memory, known)
     return Submitted(index, leaf, entry, note, attempts, cp.origin, tuple(hashes), signer,
-                     signed_over.size, account)
+                     signed_over.size, account, revoked=revoked, revocation=revocation)
 
 
 def _hashes_or_none(value: Any) -> list[bytes] | None:

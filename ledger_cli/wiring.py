@@ -37,9 +37,10 @@ from ledger.core.fsutil import write_atomic
 from ledger.core.note import NoteVerifier
 from ledger.core.receipt import FILE_NAME, Included, Receipt
 from ledger.log import Log, Sealed
-from ledger.store.sqlite import checkpoint_of
+from ledger.revocation import revoked_list
+from ledger.store.sqlite import Store, checkpoint_of
 from verify.context import Options
-from verify.integrity import Evidence, check_evidence
+from verify.integrity import Evidence, Later, check_evidence
 from verify.report import Check, Report, failed, passed
 from verify.runner import check_bundle, compare_recorded
 
@@ -178,7 +179,7 @@ def make_receipt(log: Log, index: int) -> Receipt:
     from ledger.trust import with_cosignatures  # issue 14: cosignatures collected for it
 
     note = with_cosignatures(ev.checkpoint, log.store.meta("witness.cosigned_note"))
-    return Receipt(log.origin, ev.item, note, ev.signer, ev.revocation)
+    return Receipt(log.origin, ev.item, note, ev.signer, ev.revocation, revoked=ev.revoked)
 
 
 def _key_events(
@@ -276,7 +277,8 @@ def evidence_from_store(log: Log, index: int) -> Evidence:
             signer = Included(reg, store.entry(reg), proof(reg))
         if rev is not None:
             revocation = Included(rev, store.entry(rev), proof(rev))
-    return Evidence(Included(index, entry, proof(index)), note, signer, revocation, True, problem)
+    return Evidence(Included(index, entry, proof(index)), note, signer, revocation, True, problem,
+                    revoked=revoked_list(store, size))
 
 
 def verify_evidence(
@@ -336,6 +338,20 @@ def files_from_store(
         if data is not None:
             out[rel] = data
     return out
+
+
+def later_at_hand(local: Store | None, entry: bytes) -> Later | None:
+    """Offline, with the log's own ledger at hand: what it proves about the entry's signer in its
+    newer tree (``ledger.revocation.later_evidence``), for ``integrity.signer``."""
+    from ledger.core.encoding import hex_decode
+    from ledger.revocation import later_evidence
+
+    try:
+        signer = decode_entry(entry).signer
+    except LedgerError:
+        return None
+    got = None if local is None or signer is None else later_evidence(local, hex_decode(signer))
+    return None if got is None else Later(*got)
 
 
 def entry_type(entry: bytes) -> str:

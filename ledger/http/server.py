@@ -531,6 +531,7 @@ def routes(accept_submissions: bool) -> list[BaseRoute]:
         Route("/key/{key_id}", pages.key_page, methods=["GET"]),
         Route("/keys", pages.keys_page, methods=["GET"]),
         Route("/api/v1/entries/{index:uint}/receipt", receipts.api_receipt, methods=["GET"]),
+        Route("/api/v1/revoked", receipts.api_revoked, methods=["GET"]),
         Route("/feed.atom", feed.atom_feed, methods=["GET"]),
     ]
     if accept_submissions:
