@@ -54,7 +54,7 @@ from ledger.core.note import (
     parse_vkey,
     sign_note,
 )
-from ledger.revocation import checkpoint_text
+from ledger.revocation import checkpoint_body
 from ledger.store.sqlite import DB_NAME, LOCK_NAME, URL_NAME, Store, Writer
 
 if TYPE_CHECKING:  # key files (and their passphrase crypto) load only where a key is read
@@ -287,7 +287,7 @@ class Log:
         return nacl.signing.SigningKey(self._require_signer().seed)
 
     def _checkpoint(self, w: Writer) -> bytes:
-        text = checkpoint_text(self.store, w.size, w.root())
+        text = checkpoint_body(self.store, w.size, w.root())
         note = sign_note(text, [self._require_signer()])
         w.put_checkpoint(note, w.size)
         return note

@@ -18,7 +18,7 @@ def revoked_list(store: Store, size: int) -> tuple[Revoked, ...]:
     return tuple(Revoked(k, i) for k, i in store.revoked(size))
 
 
-def checkpoint_text(store: Store, size: int, root: bytes) -> bytes:
+def checkpoint_body(store: Store, size: int, root: bytes) -> bytes:
     """The text of the log's checkpoint of the tree (``size``, ``root``): origin, size, root and
     the revoked-key line, inside the transaction that grew the tree."""
     line = extension_line(revoked_list(store, size))
