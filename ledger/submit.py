@@ -86,6 +86,8 @@ class Submitted:
     # the tree's revoked-key list and the signer's revocation in it (``refresh.fetch_status``)
     revoked: tuple[Revoked, ...] | None = None
     revocation: Included | None = None
+    # issue 33 item 8: nothing was appended, this key had sealed the bundle as this entry
+    already: bool = False
 
     def receipt(self) -> Receipt:
         if self.signer is None:
@@ -195,7 +197,6 @@ def submit_bundle(
 
     http = HttpClient(url, "the log server", timeout=timeout, client=client)
     deadline = time.monotonic() + timeout
-    kid = node_key_id(bytes(node.verify_key))
     files = {f.path: b64_encode(f.data) for f in bundle.files}
     sent: list[tuple[bytes, bytes, Checkpoint]] = []  # (entry, body, tree signed over)
     current: tuple[bytes, bytes, Checkpoint] | None = None
@@ -216,7 +217,8 @@ def submit_bundle(
                 headers = {"Content-Type": "application/json", **auth_headers(node, body)}
                 r = http.post("api/v1/submit", body, MAX_ANSWER, headers, types=JSON)
                 if r.status == 200:
-                    done = _answer(http, r, entry, cp, vkey, kid, attempt, memory)
+                    done = _answer(http, r, entry, cp, vkey, bytes(node.verify_key), attempt,
+                                   memory)
                     return replace(done, signed=len(sent), retried=tuple(whys))
                 wait = _retry_after(r)
                 if wait is None:
@@ -288,15 +290,18 @@ def _answer(
     entry: bytes,
     signed_over: Checkpoint,
     vkey: NoteVerifier,
-    kid: bytes,
+    public: bytes,
     attempts: int,
     memory: CheckpointMemory | None,
 ) -> Submitted:
     """Check the answer: a checkpoint signed by the log key, consistent with the tree the entry
     was signed over, an inclusion proof of the entry in it, and the signer's registration. The
-    proofs come with the answer (``with_proofs``) or, from a server that sends none, by GET."""
+    proofs come with the answer (``with_proofs``) or, from a server that sends none, by GET.
+    When this key had sealed the bundle before, the answer is about that entry (``_held``)."""
+    kid = node_key_id(public)
     try:
         obj = loads_json(r.body)
+        held = _held(obj, entry, public)
         index = obj["index"]
         note = str(obj["checkpoint"]).encode("utf-8")
         signer_index = obj.get("signer_index")
@@ -335,6 +340,7 @@ def _answer(
                            [("old", str(signed_over.size)), ("new", str(cp.size))])
         merkle.verify_consistency(signed_over.size, cp.size, signed_over.root, cp.root, proof)
         known[signed_over.size, cp.size] = proof
+    already, entry = held != entry, held
     leaf = merkle.leaf_hash(entry)
     hashes = inline_inclusion
     if hashes is None:
@@ -347,7 +353,30 @@ def _answer(
     revoked, revocation = fetch_status(http, entry, cp, inline_revoked)
     account = _remember(http, note, vkey, memory, known)
     return Submitted(index, leaf, entry, note, attempts, cp.origin, tuple(hashes), signer,
-                     signed_over.size, account, revoked=revoked, revocation=revocation)
+                     signed_over.size, account, revoked=revoked, revocation=revocation,
+                     already=already)
+
+
+def _held(obj: Any, entry: bytes, public: bytes) -> bytes:
+    """The entry an answer is about: ``entry``, or (issue 33 item 8: this node key had sealed
+    the same bundle before, as another entry) the held entry the answer carries in
+    ``entry_b64``, taken only as this key's own signed seal of the same bundle for the same
+    log (VerificationFailed otherwise: a server cannot pass off another entry)."""
+    text = obj.get("entry_b64")
+    if text is None:
+        return entry
+    held = b64_decode(str(text), what="entry")
+    if held == entry:
+        return entry
+    mine, theirs = decode_entry(entry), decode_entry(held)
+    if (theirs.type, theirs.origin, theirs.bundle_digest, theirs.signer) != (
+        mine.type, mine.origin, mine.bundle_digest, mine.signer
+    ):
+        raise VerificationFailed(
+            "the server answered with another entry than this key's seal of this bundle"
+        )
+    verify_signature(theirs.fields, public, held)
+    return held
 
 
 def _hashes_or_none(value: Any) -> list[bytes] | None:

@@ -302,13 +302,34 @@ class Sequencer:
                 log.close()
 
 
-def existing_index(store: Store, digest: bytes, leaf: bytes) -> int | None:
+def existing_index(
+    store: Store, digest: bytes, leaf: bytes, signer: bytes | None = None
+) -> int | None:
     """The index of the entry with leaf hash ``leaf`` (a bundle of ``digest``), when the log
-    holds it already."""
-    for idx in store.indices_for_digest(digest):
+    holds it already; with ``signer``, else of the entry by which that node key sealed the same
+    bundle (another time, other bytes: issue 33 item 8, a re-submission is answered with it)."""
+    held = store.indices_for_digest(digest)
+    for idx in held:
         if store.leaf_hash(idx) == leaf:
             return idx
+    want = None if signer is None else hex_encode(signer)
+    for idx in held if want is not None else ():
+        try:
+            if decode_entry(store.entry(idx)).signer == want:
+                return idx
+        except BadInput:
+            continue
     return None
+
+
+def existing_answer(data: bytes, leaf: bytes) -> dict[str, Any]:
+    """What an answer for the held entry ``data`` says beyond its index when the submission's
+    own entry (leaf hash ``leaf``) is not that entry: its bytes, which the client checks are its
+    own key's seal of the same bundle before taking them (``ledger.submit``)."""
+    if merkle.leaf_hash(data) == leaf:
+        return {}
+    return {"leaf_hash": hex_encode(merkle.leaf_hash(data)), "entry_b64": b64_encode(data),
+            "already_sealed": True}
 
 
 def integrate(log: Log, batch: Sequence[Pending]) -> list[dict[str, Any] | Rejected]:
@@ -320,7 +341,8 @@ def integrate(log: Log, batch: Sequence[Pending]) -> list[dict[str, Any] | Rejec
         raise LedgerStateError("this ledger has no log key: it cannot accept submissions")
     store = log.store
     out: list[dict[str, Any] | Rejected] = []
-    placed: dict[bytes, int] = {}  # leaf hash -> index, this batch
+    # this batch's entries, (index, bytes), by leaf hash and by bundle digest + signer key id
+    placed: dict[bytes, tuple[int, bytes]] = {}
     roots: dict[int, bytes] = {}  # log roots at the sizes entries of this batch name
 
     def root_at(size: int) -> bytes:
@@ -333,11 +355,12 @@ def integrate(log: Log, batch: Sequence[Pending]) -> list[dict[str, Any] | Rejec
         base = w.size
         for p in batch:
             digest = p.bundle.digest
-            index: int | None = placed.get(p.leaf)
-            if index is None:
-                index = existing_index(store, digest, p.leaf)
-            if index is not None:
-                out.append({"index": index})
+            held = placed.get(p.leaf) or placed.get(digest + p.signer)
+            if held is None:
+                known = existing_index(store, digest, p.leaf, p.signer)
+                held = None if known is None else (known, store.entry(known))
+            if held is not None:
+                out.append({"index": held[0], **existing_answer(held[1], p.leaf)})
                 continue
             row = store.key_row(p.signer)
             if row is None or revoked_at(store, row.key_id) is not None:
@@ -358,7 +381,7 @@ def integrate(log: Log, batch: Sequence[Pending]) -> list[dict[str, Any] | Rejec
                 continue
             w.put_blobs((f.digest, f.data) for f in p.bundle.files)
             index, _lh = w.append_bundle(p.data, digest)
-            placed[p.leaf] = index
+            placed[p.leaf] = placed[digest + p.signer] = (index, p.data)
             out.append({"index": index, "signer_index": row.registered_at})
         if w.size > base:
             text = checkpoint_body(store, w.size, w.root())
@@ -369,7 +392,7 @@ def integrate(log: Log, batch: Sequence[Pending]) -> list[dict[str, Any] | Rejec
         note = store.checkpoint()
     for p, a in zip(batch, out, strict=True):
         if isinstance(a, dict):
-            a["leaf_hash"] = hex_encode(p.leaf)
+            a.setdefault("leaf_hash", hex_encode(p.leaf))
             a["checkpoint"] = note.decode("utf-8")
             if "signer_index" not in a:
                 row = store.key_row(p.signer)
@@ -429,12 +452,13 @@ def validate(
         raise Rejected(403, f"the entry's signer is not the {SIGNER_HEADER} key")
     leaf = merkle.leaf_hash(data)
     store = log.store
-    known = existing_index(store, hex_decode(str(entry.bundle_digest)), leaf)
+    known = existing_index(store, hex_decode(str(entry.bundle_digest)), leaf, kid)
     if known is not None:
         row = store.key_row(kid)
         return {"index": known, "leaf_hash": hex_encode(leaf),
                 "checkpoint": store.checkpoint().decode("utf-8"),
-                "signer_index": row.registered_at if row is not None else None}
+                "signer_index": row.registered_at if row is not None else None,
+                **existing_answer(store.entry(known), leaf)}
     row = store.key_row(kid)
     if row is None or revoked_at(store, row.key_id) is not None:
         raise Rejected(403, f"signer {hex_encode(kid)} is not a registered, unrevoked node key")
