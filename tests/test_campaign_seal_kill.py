@@ -133,3 +133,51 @@ def test_resubmission_is_answered_with_the_existing_entry(tmp_path: Path) -> Non
     assert log.store.indices_for_digest(bundle.digest) == [first.index]
     assert decode_entry(again.receipt().item.entry).bundle_digest == bundle.digest.hex()
     log.close()
+
+
+def test_submit_refuses_a_held_entry_that_is_not_its_own_seal(tmp_path: Path) -> None:
+    """A server answering a submission with some other entry as "already sealed" (another
+    bundle's, a key registration, one that names this key and bundle but another key signed)
+    gets no receipt: the client checks it is its own key's signed seal of the same bundle."""
+    import httpx
+    import nacl.signing
+
+    from ledger.core.encoding import b64_encode
+    from ledger.core.entries import sign_entry
+    from ledger.core.errors import VerificationFailed
+    from ledger.core.note import note_text, parse_checkpoint
+    from ledger.log import utc_now
+    from ledger.submit import chained_fields
+
+    log = make_origin(tmp_path / "log", 2)
+    cp = parse_checkpoint(note_text(log.store.checkpoint()))
+    kid = bytes.fromhex(str(decode_entry(log.store.entry(1)).signer))
+
+    def forged(i: int) -> bytes:  # this key and bundle named, another key's signature
+        bundle = Bundle.from_files(bundle_files(i))
+        return sign_entry(chained_fields(bundle, fields(i), cp, kid, utc_now()),
+                          nacl.signing.SigningKey.generate())
+
+    class Lying(httpx.HTTPTransport):
+        def __init__(self, held: bytes) -> None:
+            super().__init__()
+            self.held = held
+
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            resp = super().handle_request(request)
+            if request.url.path == "/api/v1/submit" and resp.status_code == 200:
+                resp.read()
+                obj = json.loads(resp.content)
+                obj.update(entry_b64=b64_encode(self.held), already_sealed=True)
+                return httpx.Response(200, json=obj)
+            return resp
+
+    size = log.store.size()
+    with BackgroundServer(make_app(log.home, accept_submissions=True)) as srv:
+        for i, held in ((600, log.store.entry(1)), (601, log.store.entry(0)), (602, forged(602))):
+            with httpx.Client(transport=Lying(held), timeout=60) as c, \
+                    pytest.raises(VerificationFailed):
+                submit_bundle(srv.url, Bundle.from_files(bundle_files(i)), fields(i),
+                              node_key(log), log.verifier, client=c, timeout=30)
+    assert log.store.size() == size + 3  # the server took each; the client kept no receipt
+    log.close()

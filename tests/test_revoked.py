@@ -332,3 +332,49 @@ def test_mirror_refuses_a_checkpoint_hiding_a_revocation(tmp_path: Path) -> None
         res = run_cli("mirror", srv.url, "--vkey", vkey, home=tmp_path / "mirror")
     assert res.returncode == 1, res.stderr
     assert "revoked-key list" in res.stderr and "Traceback" not in res.stderr
+
+
+class _Rewrite(httpx.HTTPTransport):
+    """The real server, the JSON answers of one path rewritten by ``change`` (the lie)."""
+
+    def __init__(self, path: str, change: Any) -> None:
+        super().__init__()
+        self.path, self.change = path, change
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        resp = super().handle_request(request)
+        if request.url.path == self.path and resp.status_code == 200:
+            resp.read()
+            obj = json.loads(resp.content)
+            self.change(obj)
+            return httpx.Response(200, json=obj)
+        return resp
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda o: o.update(revoked=[]),  # the revocation hidden
+        lambda o: o["revoked"][0].update(index=1),  # moved before the entry it would revoke
+        lambda o: o.update(tree_size=o["tree_size"] - 1),  # a list for another tree
+        lambda o: o.update(revoked="junk"),
+    ],
+)
+def test_refresh_refuses_a_server_that_lies_about_the_list(
+    sealed: Sealed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: Any
+) -> None:
+    """A server (or anything on the path) that answers another list than the one the new
+    checkpoint commits to gets no receipt written: the old one stays as it was."""
+    from ledger.core.errors import LedgerError
+    from ledger.core.note import parse_vkey
+    from ledger.refresh import refresh_receipt
+
+    path = tmp_path / "ledger-receipt.json"
+    shutil.copy(sealed.before / "ledger-receipt.json", path)
+    before = path.read_bytes()
+    monkeypatch.setenv("LEDGER_CACHE_DIR", str(tmp_path / "cache"))
+    with BackgroundServer(make_app(sealed.home)) as srv, \
+            httpx.Client(transport=_Rewrite("/api/v1/revoked", change), timeout=60) as c:
+        with pytest.raises(LedgerError):
+            refresh_receipt(path, srv.url, parse_vkey(sealed.vkey), client=c)
+    assert path.read_bytes() == before
