@@ -9,8 +9,10 @@ backoff, a rate limit (429) after its ``Retry-After`` (jittered, never doubled);
 over a fresh checkpoint (after asking whether an earlier entry got in); all until an overall
 deadline. The answer is checked: a checkpoint signed by
 the log key, consistent with the one signed over, and an inclusion proof of the entry in it; with
-the signer's registration and its inclusion proof, that is an offline receipt
-(``Submitted.receipt``). All requests go through the bounded ``ledger.net.client.HttpClient``.
+the signer's registration and its inclusion proof and the tree's revoked-key list, that is an
+offline receipt (``Submitted.receipt``). An answer about the entry by which this key sealed the
+bundle before (``Submitted.already``, issue 33 item 8) is taken only as this key's own signed
+seal of the same bundle. All requests go through the bounded ``ledger.net.client.HttpClient``.
 """
 
 from __future__ import annotations

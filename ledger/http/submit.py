@@ -15,7 +15,9 @@ log key. The server, in order:
 2. decodes the entry (400): a ``bundle`` entry of this log's origin, signed by the key of the
    headers (403 otherwise);
 3. an entry already in the log is answered at once with its index (a retry after a lost answer:
-   submitting is idempotent, and no second entry is ever made of the same bytes);
+   submitting is idempotent, and no second entry is ever made of the same bytes); so is the
+   same bundle signed again by the same key (issue 33 item 8: the answer then carries the held
+   entry as ``entry_b64`` and ``"already_sealed": true``, ``existing_answer``);
 4. checks the signer is registered and not revoked, and the node signature (403);
 5. spends a token of the signer's rate bucket (429 with ``Retry-After``);
 6. rebuilds the bundle from the files and checks it against the entry's manifest and digest (422);
@@ -33,7 +35,8 @@ log key. The server, in order:
 Answer: ``{"index", "leaf_hash" (hex), "checkpoint" (a signed note of a tree holding the entry),
 "signer_index" (the index of the signer's key-registration entry, for the receipt)}``, and beside
 them the proofs the client needs to check it (``with_proofs``: ``inclusion``, ``consistency``
-from the tree the entry was signed over, ``signer``: the registration entry with its inclusion),
+from the tree the entry was signed over, ``signer``: the registration entry with its inclusion,
+``revoked_keys``: the tree's revoked-key list, ``ledger.core.revoked``),
 so a submission costs three requests (checkpoint, a consistency proof for the checkpoint memory,
 the POST) instead of seven; a client facing a server that sends none fetches them.
 
