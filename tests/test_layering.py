@@ -170,10 +170,10 @@ def test_the_shell_loads_its_command_modules_by_import() -> None:
 def test_the_http_side_is_layered() -> None:
     """Per-request state at the bottom (``httpstate``), handlers above it, the app on top: the
     handlers' modules never import the app, and the state imports none of them."""
-    assert "ledger.http.server" not in GRAPH["ledger.submit"] | GRAPH["ledger.http.web.pages"]
-    assert not GRAPH["ledger.http.state"] & {"ledger.http.server", "ledger.submit",
-                                            "ledger.http.web.pages"}
-    assert {"ledger.submit", "ledger.http.web.pages",
+    assert "ledger.http.server" not in GRAPH["ledger.http.submit"] | GRAPH["ledger.http.web.pages"]
+    assert not GRAPH["ledger.http.state"] & {"ledger.http.server", "ledger.http.submit",
+                                            "ledger.submit", "ledger.http.web.pages"}
+    assert {"ledger.http.submit", "ledger.http.web.pages",
             "ledger.http.state"} <= GRAPH["ledger.http.server"]
     assert "ledger.http.server" not in GRAPH["ledger.export"]
 

@@ -10,8 +10,8 @@ uvicorn. Everything served is read from the store and bounded:
   a tile beyond that tree is 404;
 * ``GET /api/v1/...``: entries, hash lookup, inclusion and consistency proofs (SPEC 6 JSON), bundle
   files and blobs by BLAKE3 digest (never by a file-system path), and the OpenAPI description;
-* the HTML pages of ``ledger.http.web.pages``; ``POST /api/v1/submit`` (``ledger.submit``) only with
-  ``accept_submissions``.
+* the HTML pages of ``ledger.http.web.pages``; ``POST /api/v1/submit`` (``ledger.http.submit``) only
+  with ``accept_submissions``.
 
 Hostile input gets a 4xx answer: ``BadInput`` -> 400, ``UnknownHash`` and anything outside the tree
 -> 404. A last-resort handler logs and answers 500 (the tests assert it never fires).
@@ -57,9 +57,9 @@ from ledger.http.state import (  # re-exported: the per-request layer below the 
     tile_bytes,
     tree_index,
 )
+from ledger.http.submit import submit_endpoint
 from ledger.http.web import compress, feed, pages, receipts
 from ledger.store.sqlite import Store
-from ledger.submit import submit_endpoint
 
 log = logging.getLogger("ledger.http.server")
 
@@ -532,6 +532,7 @@ def routes(accept_submissions: bool) -> list[BaseRoute]:
         Route("/key/{key_id}", pages.key_page, methods=["GET"]),
         Route("/keys", pages.keys_page, methods=["GET"]),
         Route("/api/v1/entries/{index:uint}/receipt", receipts.api_receipt, methods=["GET"]),
+        Route("/api/v1/revoked", receipts.api_revoked, methods=["GET"]),
         Route("/feed.atom", feed.atom_feed, methods=["GET"]),
     ]
     if accept_submissions:
