@@ -56,6 +56,7 @@ from ledger.core.note import (
     parse_vkey,
     sign_note,
 )
+from ledger.core.vkeyfile import read_vkey_file
 from ledger.store.sqlite import DB_NAME, LOCK_NAME, URL_NAME, Store, Writer
 
 if TYPE_CHECKING:  # key files (and their passphrase crypto) load only where a key is read
@@ -83,11 +84,7 @@ def pinned_vkey(home: Path) -> NoteVerifier | None:
     path = home / LOG_VKEY
     if not os.path.lexists(path):
         return None
-    try:
-        text = read_small(path, 4096, "verifier key file").decode("utf-8").strip()
-    except UnicodeDecodeError as e:
-        raise KeyFileError(f"{path} is not UTF-8") from e
-    return parse_vkey(text)
+    return read_vkey_file(path)
 
 
 def check_origin(origin: str) -> str:

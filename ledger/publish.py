@@ -660,7 +660,7 @@ def publish(
     total)`` counts every file but the checkpoint: tiles, entry bundles, then blobs.
     ``blobs=False, compress=False`` is ``ledger export-tiles`` (tiles only, entry bundles
     uncompressed, for any host)."""
-    from ledger.http.state import published_note
+    from ledger.core.cosigned import published_note
 
     t0 = time.perf_counter()
     if isinstance(target, DirTarget):

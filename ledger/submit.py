@@ -928,18 +928,6 @@ def _client_error(r: Any) -> LedgerError:
     return CannotCheck(msg)
 
 
-def read_vkey(text_or_file: str) -> NoteVerifier:
-    from ledger.core.note import parse_vkey
-
-    p = Path(text_or_file)
-    try:
-        if p.is_file():
-            text_or_file = p.read_text("utf-8").strip()
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadInput(f"cannot read the verifier key file {p}") from e
-    return parse_vkey(text_or_file.strip())
-
-
 def cosign_receipt(
     path: Path, url: str, vkey: NoteVerifier, client: httpx.Client | None = None
 ) -> tuple[bool | None, str]:

@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ledger.core.cosigned import published_note
 from ledger.core.errors import BadInput, LedgerError, UnknownHash
 from ledger.core.note import Checkpoint, note_text, parse_checkpoint
 from ledger.core.tiles import TILE_WIDTH, entry_bundle, hash_tile, parse_tile_path
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
 
 MAX_PARAM_DIGITS = 19  # decimal query parameters: below 2**63
 TILE_CACHE_BYTES = 64 << 20
-COSIGNED_META = "witness.cosigned_note"  # the checkpoint note with witness cosignature lines
 
 
 @dataclass(frozen=True)
@@ -185,18 +185,6 @@ def tree_index(view: View, index: int) -> int:
     if index >= view.size:
         raise HTTPException(404, f"no entry {index}: the tree has {view.size} entries")
     return index
-
-
-def published_note(store: Store, note: bytes) -> bytes:
-    """``note`` with the witness cosignatures collected for it, when the store holds some."""
-    cosigned = store.meta(COSIGNED_META)
-    if cosigned is not None:
-        data = cosigned.encode("utf-8")
-        if data.startswith(note.rstrip(b"\n") + b"\n") or note_text(data) == note_text(
-            note
-        ):
-            return data
-    return note
 
 
 def resolve(s: Served, view: View, text: str) -> int:

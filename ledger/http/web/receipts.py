@@ -16,12 +16,12 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ledger.core.cosigned import COSIGNED_META, with_cosignatures
 from ledger.core.encoding import hex_decode
 from ledger.core.entries import decode_entry
 from ledger.core.errors import LedgerError
 from ledger.core.receipt import FILE_NAME, Included, Receipt
-from ledger.http.state import COSIGNED_META, Served, View, served, tree_index
-from ledger.trust import with_cosignatures
+from ledger.http.state import Served, View, served, tree_index
 
 
 def receipt_for(s: Served, view: View, index: int) -> Receipt:
