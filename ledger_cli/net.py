@@ -7,8 +7,6 @@ Commands stay thin: the work is in ``ledger.http.server``, ``ledger.mirror``, ``
 (``ledger_cli.commands.main``).
 """
 
-from __future__ import annotations
-
 import json
 import os
 import sys
@@ -64,7 +62,7 @@ def witness_dir(d: Path | None) -> Path:
     return Path(env) if env else Path(WITNESS_HOME).expanduser()
 
 
-def policy_log_key(vkey: str | None) -> NoteVerifier:
+def policy_log_key(vkey: str | None) -> "NoteVerifier":
     """``--vkey`` (a key or a file), else the trust policy's log key (issue 14); BadInput when
     neither is given."""
     from ledger import trust
@@ -217,7 +215,7 @@ class MirrorRun:
     policy's K of N, issue 14) and the checkpoint memory, checked before anything is stored."""
 
     def __init__(
-        self, url: str, home: Path, pinned: NoteVerifier, witnesses: list[NoteVerifier],
+        self, url: str, home: Path, pinned: "NoteVerifier", witnesses: "list[NoteVerifier]",
         follow: bool, json_out: bool,
     ) -> None:
         from ledger import trust
@@ -254,13 +252,13 @@ class MirrorRun:
         finally:
             remote.close()
 
-    def before_store(self, store: Store, note: bytes) -> None:  # issue 14: memory first
+    def before_store(self, store: "Store", note: bytes) -> None:  # issue 14: memory first
         from ledger import trust
 
         trust.guard(note, self.pinned, self.policy_ws, self.need, self.memory,
                     trust.store_prover(store), self.behind)
 
-    def show(self, r: SyncResult) -> None:
+    def show(self, r: "SyncResult") -> None:
         from ledger import trust
 
         trust.remember_store(self.home, self.pinned, self.memory, self.behind, self.policy_ws,
@@ -333,7 +331,7 @@ def submit(
     _report_submitted(directory, bundle.digest, done, report, written, json_out)
 
 
-def _checked_bundle(directory: Path, json_out: bool) -> tuple[Bundle, Report]:
+def _checked_bundle(directory: Path, json_out: bool) -> "tuple[Bundle, Report]":
     """The bundle at ``directory`` and its local report; exit 1 (nothing sent) when a check
     failed."""
     from ledger_cli import wiring
@@ -362,7 +360,7 @@ class ReceiptWritten:
 
 
 def _write_submit_receipt(
-    directory: Path, done: Submitted, server: str, pinned: NoteVerifier
+    directory: Path, done: "Submitted", server: str, pinned: "NoteVerifier"
 ) -> ReceiptWritten:
     """Like seal: a receipt that cannot be written does not undo or hide the entry."""
     from ledger.core.errors import LedgerError
@@ -381,7 +379,7 @@ def _write_submit_receipt(
 
 
 def _report_submitted(
-    directory: Path, digest: bytes, done: Submitted, report: Report, written: ReceiptWritten,
+    directory: Path, digest: bytes, done: "Submitted", report: "Report", written: ReceiptWritten,
     json_out: bool,
 ) -> None:
     from ledger.core.encoding import hex_encode

@@ -163,6 +163,30 @@ def test_nothing_imports_the_shell() -> None:
                   for t in targets if _in(t, SHELL)) == []
 
 
+# what a pure format may not import: a database, a socket, an HTTP stack, a server
+NOT_IN_CORE = ("sqlite3", "psycopg", "socket", "ssl", "asyncio", "httpx", "httpcore",
+               "http", "urllib.request", "starlette", "uvicorn", "jinja2", "subprocess")
+
+
+def _third_party(path: Path) -> set[str]:
+    """The modules outside the project that ``path`` imports, anywhere in it."""
+    found: set[str] = set()
+    for n in ast.walk(_tree(path)):
+        if isinstance(n, ast.Import):
+            found |= {a.name for a in n.names}
+        elif isinstance(n, ast.ImportFrom) and not n.level:
+            found.add(n.module or "")
+    return {m for m in found if not any(_in(m, root) for root in ROOTS)}
+
+
+def test_the_core_does_no_io_beyond_files() -> None:
+    """``ledger.core`` is pure formats (issue 30): no database, socket or HTTP import."""
+    bad = sorted(f"{name} -> {m}" for name, path in _modules().items() if _in(name, "ledger.core")
+                 for m in _third_party(path) if any(_in(m, f) for f in NOT_IN_CORE))
+    assert bad == []
+    assert "sqlite3" in _third_party(_modules()["ledger.store.sqlite"])  # the scan sees imports
+
+
 def test_pending_edges_name_real_modules() -> None:
     """Every pending entry names two modules of the project (a typo would excuse nothing)."""
     assert [e for e in PENDING_EDGES if not set(e) <= GRAPH.keys()] == []
