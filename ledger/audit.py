@@ -44,7 +44,6 @@ verifier key recorded at init (or the one a mirror pinned).
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import multiprocessing
 import os
@@ -361,21 +360,21 @@ class _Pass:
         key_events, origin, spans = ctx.key_events, ctx.origin, self.spans
         jobs, job_index, links, files, present = (
             self.jobs, self.job_index, self.links, self.files, self.present)
-        view_of, sha256, b3 = self.view_of, hashlib.sha256, blake3.blake3
+        view_of, leaf_hash, b3 = self.view_of, merkle.leaf_hash, blake3.blake3
         part = part_of(rows[0][0])  # where the files of the entries are kept
         held, part_end = present.get(part), part_start(part + 1)
         pos = r.start + len(leaves)
         for row in rows:
             idx, stored_lh, data, etype, digest = row
             view = None if idx in key_events else view_of(data)
-            if (view is None or view[0] != origin or etype != "bundle" or digest != view[4]
-                    or idx != pos):
+            if (view is None or view.origin != origin or etype != "bundle"
+                    or digest != view.bundle_digest or idx != pos):
                 if not self.entry(*row):
                     return False
                 pos += 1
                 continue
             pos += 1
-            lh = sha256(b"\x00" + data).digest()
+            lh = leaf_hash(data)
             leaves.append(lh)
             if lh != stored_lh:
                 r.add(idx, f"entry {idx}: bytes do not hash to the stored leaf hash")

@@ -57,6 +57,7 @@ from ledger.core.note import (
     sign_note,
 )
 from ledger.core.text import check_text
+from ledger.core.vkeyfile import read_vkey_file
 from ledger.revocation import checkpoint_body
 from ledger.store.sqlite import DB_NAME, LOCK_NAME, URL_NAME, Store, Writer
 
@@ -85,11 +86,7 @@ def pinned_vkey(home: Path) -> NoteVerifier | None:
     path = home / LOG_VKEY
     if not os.path.lexists(path):
         return None
-    try:
-        text = read_small(path, 4096, "verifier key file").decode("utf-8").strip()
-    except UnicodeDecodeError as e:
-        raise KeyFileError(f"{path} is not UTF-8") from e
-    return parse_vkey(text)
+    return read_vkey_file(path)
 
 
 def check_origin(origin: str) -> str:

@@ -44,6 +44,7 @@ from ledger.core.entries import (
     ENTRY_V1,
     ENTRY_V2,
     KEY_TYPES,
+    BundleView,
     ChainCheck,
     Registry,
     bundle_view,
@@ -65,7 +66,7 @@ from ledger.core.errors import (
 )
 from ledger.core.fsutil import write_atomic
 from ledger.core.gcpause import collector_paused
-from ledger.core.native import BundleView, Verifying, VerifyJob, verify_many
+from ledger.core.native import Verifying, VerifyJob, verify_many
 from ledger.core.note import (
     Checkpoint,
     NoteVerifier,
@@ -954,11 +955,11 @@ def _early_signatures(
         if f.view is None:
             continue
         try:
-            key = keys.get(hex_decode(f.view[6]))
+            key = keys.get(hex_decode(f.view.signer))
         except BadInput:
             continue  # _rules says what is wrong with it
         if key is not None:
-            job = (key.public, f.view[8], f.view[7])
+            job = (key.public, f.view.signed, f.view.signature)
             at[f.at] = (len(jobs), job)
             jobs.append(job)
     return Verifying(jobs, threads=VERIFY_THREADS), at
@@ -1050,7 +1051,7 @@ class Fetched(NamedTuple):
     def files(self) -> list[bytes]:
         """The digests of the bundle files the entry names (none for a key entry)."""
         if self.view is not None:
-            return self.view[9]
+            return self.view.file_digests
         if self.obj is not None and self.obj["type"] == "bundle":
             return manifest_digests(self.obj["manifest"])
         return []
@@ -1058,7 +1059,7 @@ class Fetched(NamedTuple):
     def digest(self) -> bytes:
         """A bundle entry's bundle digest."""
         if self.view is not None:
-            return self.view[4]
+            return self.view.bundle_digest
         assert self.obj is not None
         return hex_decode(self.obj["bundle_digest"])
 

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ledger.core import merkle
+from ledger.core.cosigned import with_cosignatures as with_cosignatures  # callers' name
 from ledger.core.encoding import b64_decode, b64_encode, hex_encode
 from ledger.core.errors import (
     BadInput,
@@ -536,16 +537,6 @@ def receipt_prover(
         return hashes if cp.size == old else None
 
     return prove
-
-
-def with_cosignatures(note: bytes, cosigned: str | None) -> bytes:
-    """``note`` with the cosignature lines a log collected for that very checkpoint (the store's
-    ``witness.cosigned_note`` meta), else ``note`` itself."""
-    if cosigned:
-        data = cosigned.encode("utf-8")
-        if note_text(data) == note_text(note):
-            return data
-    return note
 
 
 def remember_store(

@@ -482,8 +482,8 @@ def _seal_cosign(log: Log, results: list[SealResult]) -> Cosign | None:
     then carries the cosignatures). None when no witnesses are configured; else (the quorum is
     met, one line saying so or exactly why not, what each witness answered)."""
     from ledger import trust
+    from ledger.core.cosigned import published_note
     from ledger.core.note import note_text, parse_checkpoint
-    from ledger.http.state import COSIGNED_META
     from ledger.witness import ask_witnesses
     from ledger_cli import wiring
 
@@ -509,7 +509,7 @@ def _seal_cosign(log: Log, results: list[SealResult]) -> Cosign | None:
             wiring.write_receipt(log, r.sealed.index, r.directory)
         except (LedgerError, OSError) as e:  # the receipt first written stays
             unchanged.append(f"{r.receipt} ({e})")
-    note = trust.with_cosignatures(log.store.checkpoint(), log.store.meta(COSIGNED_META))
+    note = published_note(log.store, log.store.checkpoint())
     size = parse_checkpoint(note_text(note)).size
     good, _bad = trust.check_quorum(note, witnesses, 0)
     refused = "; ".join(a.line() for a in asked if a.error is not None)
@@ -873,8 +873,8 @@ def receipt_refresh(
     """Bring a receipt up to the server's newest (cosigned) checkpoint with a consistency proof
     from the receipt's own checkpoint."""
     from ledger import trust
+    from ledger.core.vkeyfile import read_vkey
     from ledger.refresh import refresh_receipt
-    from ledger.submit import read_vkey
 
     pol, witnesses, need = trust.resolve(policy, witness or [], quorum)
     if vkey_opt:

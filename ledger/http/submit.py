@@ -430,13 +430,15 @@ class Intake:
 
 def _intake(request: Request) -> Intake:
     s = served(request)
-    if s.intake is None:
-        log = Log.open(s.home)
-        if log.signer is None:
-            log.close()
-            raise Rejected(503, "this ledger has no log key: it cannot accept submissions")
-        s.intake = Intake(log, RateLimiter(*rate_from_env()), Sequencer(s.home))
-    return s.intake
+    if isinstance(s.intake, Intake):
+        return s.intake
+    log = Log.open(s.home)
+    if log.signer is None:
+        log.close()
+        raise Rejected(503, "this ledger has no log key: it cannot accept submissions")
+    intake = Intake(log, RateLimiter(*rate_from_env()), Sequencer(s.home))
+    s.intake = intake
+    return intake
 
 
 def validate(

@@ -332,7 +332,7 @@ def witness_campaign(
     modes: Sequence[str] = MODES, timeout: float = 2.0,
 ) -> list[Outcome]:
     """``ledger witness add-checkpoint`` against a hostile witness."""
-    from ledger.http.state import COSIGNED_META
+    from ledger.core.cosigned import COSIGNED_META
     from ledger.store.sqlite import Store
     from ledger.witness import request_cosignature
 
