@@ -105,7 +105,8 @@ from ledger.http.body import ClientGone, read_limited_body
 from ledger.http.state import json_response, served
 from ledger.log import Log
 from ledger.net.client import BYTES, JSON, BadAnswer, HttpClient, oneline
-from ledger.store.sqlite import Store, checkpoint_of
+from ledger.store import Store
+from ledger.store.common import checkpoint_of
 
 if TYPE_CHECKING:
     from ledger.trust import CheckpointMemory

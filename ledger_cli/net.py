@@ -16,7 +16,7 @@ import typer
 
 if TYPE_CHECKING:
     from ledger.core.note import NoteVerifier
-    from ledger.store.sqlite import Store
+    from ledger.store import Store
 
 WITNESS_HOME = "~/.local/share/kernel-ledger-witness"
 

@@ -37,7 +37,7 @@ from ledger.core.fsutil import write_atomic
 from ledger.core.note import NoteVerifier
 from ledger.core.receipt import FILE_NAME, Included, Receipt
 from ledger.log import Log, Sealed
-from ledger.store.sqlite import checkpoint_of
+from ledger.store.common import checkpoint_of
 from verify.context import Options
 from verify.integrity import Evidence, check_evidence
 from verify.report import Check, Report, failed, passed

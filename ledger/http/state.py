@@ -22,7 +22,7 @@ from starlette.responses import Response
 from ledger.core.errors import BadInput, LedgerError, UnknownHash
 from ledger.core.note import Checkpoint, note_text, parse_checkpoint
 from ledger.core.tiles import TILE_WIDTH, entry_bundle, hash_tile, parse_tile_path
-from ledger.store.sqlite import Store
+from ledger.store import Store, open_store
 
 if TYPE_CHECKING:
     from ledger.submit import Intake
@@ -65,7 +65,7 @@ class Served:
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = Store.open(self.home)
+            self._store = open_store(self.home, read_only=True)
         return self._store
 
     def close(self) -> None:
