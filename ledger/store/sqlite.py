@@ -58,7 +58,7 @@ WAL_AUTOCHECKPOINT = 1000  # pages: SQLite's default, set again after a checkpoi
 # batches of 10,000, and on for as long as the stream runs). The same number is the connections'
 # journal_size_limit: a WAL that did grow is cut back to it by the next commit after a restart.
 WAL_LIMIT_BYTES = 64 << 20
-# A run of consecutive hashes of one level (``Writer._put_hash_runs``), cut into its rows by SQLite:
+# A run of consecutive hashes of one level (``SqliteStore.put_hash_runs``), cut into rows by SQLite:
 # ?1 the level, ?2 the first n, ?3 how many, ?4 the hashes joined (32 bytes each: merkle.HASH_SIZE)
 HASH_RUN_SQL = (
     "INSERT INTO hashes(level, n, hash) "
@@ -74,6 +74,8 @@ CACHE_KIB = 32 * 1024  # SQLite page cache per connection
 PAGE_SIZE = 16 * 1024
 
 _FIXED = ", ".join(f"'{k}'" for k in FIXED_META)
+# migration 3 (``ledger.store.common``, "Schema bookkeeping"): the rows of ``migrations`` never
+# change; ``meta``'s origin and verifier key are written once (INSERT OR REPLACE included)
 BOOKKEEPING_TRIGGERS = {
     "migrations_no_update": "CREATE TRIGGER migrations_no_update BEFORE UPDATE ON migrations "
     "BEGIN SELECT RAISE(ABORT, 'ledger table migrations is append-only'); END",
