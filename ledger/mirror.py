@@ -89,7 +89,8 @@ from ledger.net.client import (
     oneline,
 )
 from ledger.net.pipeline import Check, HandBack, PipelinedGet
-from ledger.store.sqlite import Store, part_of, part_start
+from ledger.store import Store, create_store, open_store
+from ledger.store.common import part_of, part_start
 
 MAX_CHECKPOINT_BYTES = 1 << 20
 MAX_ENTRY_TILE_BYTES = TILE_WIDTH * (2 + 65535)
@@ -461,11 +462,11 @@ class Mirror:
 
     def open_store(self, origin: str) -> Store:
         try:
-            store = Store.open(self.home)
+            store = open_store(self.home)
         except LedgerStateError:
             if (self.home / "ledger.db").exists():
                 raise
-            store = Store.create(self.home, origin)
+            store = create_store(self.home, origin)
             store.set_meta(VKEY_META, self.vkey_text)
             store.set_meta(URL_META, self.remote.url)
             return store
@@ -873,7 +874,7 @@ class Mirror:
         """Steps 4 and 5 of ``_batch``, committed once ``verifying`` has found every signature
         good."""
         # the files each part of the batch lacks: an entry's files are stored in its part
-        # (ledger.store.sqlite, "Parts"), so a file this mirror holds in an older part is copied
+        # (ledger.store.common, "Parts"), so a file this mirror holds in an older part is copied
         wanted: dict[int, dict[bytes, None]] = {}
         for f in fetched:
             part = part_of(f.at)

@@ -87,7 +87,7 @@ from ledger.core.tiles import (
     tile_path,
     tiles_for_size,
 )
-from ledger.store.sqlite import Store
+from ledger.store import Store, open_store
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 NO_CACHE = "no-cache"
@@ -721,7 +721,7 @@ def publish(
     t0 = time.perf_counter()
     if isinstance(target, DirTarget):
         check_outside_home(home, target.root)
-    store = Store.open(home)
+    store = open_store(home, read_only=True)
     try:
         note, cp, vk = signed_checkpoint(home, store)
         target.lock()

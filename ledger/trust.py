@@ -75,7 +75,7 @@ from ledger.core.note import (
 )
 
 if TYPE_CHECKING:
-    from ledger.store.sqlite import Store
+    from ledger.store import Store
 
 POLICY_ENV = "LEDGER_POLICY"
 CACHE_ENV = "LEDGER_CACHE_DIR"
@@ -545,9 +545,9 @@ def remember_store(
 ) -> str:
     """Compare the checkpoint a ledger directory holds (a mirror after a sync) with the memory,
     proving consistency from the entries it holds (and require the witness quorum on it)."""
-    from ledger.store.sqlite import Store
+    from ledger.store import open_store
 
-    store = Store.open(home)
+    store = open_store(home, read_only=True)
     try:
         return guard(
             store.checkpoint(), vkey, witnesses, quorum, memory, store_prover(store), fix
@@ -574,10 +574,10 @@ def local_store(home: Path, vkey: NoteVerifier) -> Store | None:
     """The ledger at ``home`` when it is the log ``vkey`` names (its recorded verifier key), for
     proofs an offline verification may use; None when there is none or it is another log."""
     from ledger.core.note import parse_vkey
-    from ledger.store.sqlite import Store
+    from ledger.store import open_store
 
     try:
-        store = Store.open(home)
+        store = open_store(home, read_only=True)
     except LedgerError:
         return None
     try:

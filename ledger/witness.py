@@ -72,7 +72,8 @@ from ledger.core.note import (
     parse_vkey,
 )
 from ledger.net.client import TEXT, BadAnswer, HttpClient, oneline
-from ledger.store.sqlite import Store, checkpoint_of
+from ledger.store import Store, open_store
+from ledger.store.common import checkpoint_of
 from ledger.trust import witness_groups
 
 KEY_FILE = "witness.key"
@@ -296,7 +297,7 @@ def request_cosignature(
     ``HttpClient`` (``timeout`` seconds in all, answers capped, no redirects)."""
     wv = parse_cosigner_vkey(witness_vkey)
     http = HttpClient(url, "the witness", timeout=timeout, client=client)
-    store = Store.open(home)
+    store = open_store(home)
     try:
         note = store.checkpoint()
         cp = checkpoint_of(note)

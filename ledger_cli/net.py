@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ledger.core.bundle import Bundle
     from ledger.core.note import NoteVerifier
     from ledger.mirror import SyncResult
-    from ledger.store.sqlite import Store
+    from ledger.store import Store
     from ledger.submit import Submitted
     from verify.report import Report
 

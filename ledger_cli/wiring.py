@@ -38,7 +38,8 @@ from ledger.core.note import NoteVerifier
 from ledger.core.receipt import FILE_NAME, Included, Receipt
 from ledger.log import Log, Sealed
 from ledger.revocation import revoked_list
-from ledger.store.sqlite import Store, checkpoint_of
+from ledger.store import Store
+from ledger.store.common import checkpoint_of
 from verify.context import Options
 from verify.integrity import Evidence, Later, check_evidence
 from verify.report import Check, Report, failed, passed

@@ -375,7 +375,7 @@ class Frontier:
     def append_joined(self, levels: Sequence[bytes]) -> list[tuple[int, int, bytes]]:
         """``append_subtree`` of a subtree whose levels come each joined into one string
         (``levels[l]``: the ``2**(k-l)`` hashes of level ``l`` end to end, ``levels[k]`` the
-        root): the caller stores those as they are (``ledger.store.sqlite.Writer``: one statement
+        root): the caller stores those as they are (``ledger.store.writer.Writer``: one statement
         per
         level, not a row per hash); return only the stored hashes the root completes above the
         subtree."""

@@ -22,7 +22,7 @@ from ledger.core.cosigned import published_note
 from ledger.core.errors import BadInput, LedgerError, UnknownHash
 from ledger.core.note import Checkpoint, note_text, parse_checkpoint
 from ledger.core.tiles import TILE_WIDTH, entry_bundle, hash_tile, parse_tile_path
-from ledger.store.sqlite import Store
+from ledger.store import Store, open_store
 
 MAX_PARAM_DIGITS = 19  # decimal query parameters: below 2**63
 TILE_CACHE_BYTES = 64 << 20
@@ -61,7 +61,7 @@ class Served:
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = Store.open(self.home)
+            self._store = open_store(self.home, read_only=True)
         return self._store
 
     def close(self) -> None:

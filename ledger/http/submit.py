@@ -86,7 +86,8 @@ from ledger.http.state import json_response, served
 from ledger.log import Log
 from ledger.net.client import oneline
 from ledger.revocation import checkpoint_body, revoked_at, revoked_list
-from ledger.store.sqlite import Store, checkpoint_of
+from ledger.store import Store
+from ledger.store.common import checkpoint_of
 
 __all__ = [
     "MAX_BODY",
