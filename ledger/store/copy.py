@@ -18,6 +18,7 @@ from pathlib import Path
 from ledger.core import merkle
 from ledger.core.encoding import hex_encode
 from ledger.core.errors import LedgerStateError, TamperDetected
+from ledger.store.pgdriver import import_psycopg
 from ledger.store.postgres import (
     PgBackend,
     PgConn,
@@ -96,7 +97,7 @@ def copy_home(home: Path, url: str) -> Copied:
 
 
 def _copy_rows(src: Store, dst: PgConn, url: str) -> dict[str, int]:
-    import psycopg
+    psycopg = import_psycopg()
 
     counts: dict[str, int] = {}
     create_tables(dst, url)  # its transaction stays open for the rows

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.core.encoding import hex_encode
 from ledger.core.errors import BadInput, CannotCheck, LedgerStateError, TamperDetected
+from ledger.store.pgdriver import import_psycopg
 
 if TYPE_CHECKING:
     import psycopg
@@ -295,7 +296,7 @@ def _close_quietly(raw: psycopg.Connection[Any]) -> None:
 
 
 def connect(url: str) -> PgConn:
-    import psycopg
+    psycopg = import_psycopg()
 
     try:
         raw = psycopg.connect(
