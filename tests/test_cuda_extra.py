@@ -110,3 +110,14 @@ def test_setup_sh_takes_the_extra_from_the_script() -> None:
     text = (REPO / "scripts" / "setup.sh").read_text()
     assert "scripts/cuda_extra.py" in text and "--gpu)" in text
     assert "cupy-cuda" not in text  # no wheel named there: the script picks the extra
+
+
+def test_setup_sh_refuses_an_unknown_option_before_doing_anything() -> None:
+    res = subprocess.run(
+        ["bash", str(REPO / "scripts" / "setup.sh"), "--gpus"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert res.returncode == 2
+    assert res.stderr == "setup: unknown option --gpus (options: --test, --gpu)\n"
