@@ -84,7 +84,7 @@ def wal_written(
 
 def gil(n: int) -> tuple[float, float, float]:
     """Signatures/s: one thread; two threads at once; one thread beside a pure-Python one."""
-    sk = nacl.signing.SigningKey.generate()._signing_key
+    sk = entries_mod.secret_key64(nacl.signing.SigningKey.generate())
     msg = b"x" * 600
 
     def sign(k: int) -> None:

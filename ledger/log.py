@@ -33,6 +33,7 @@ from ledger.core.entries import (
     chain_link,
     check_entry_shape,
     node_key_id,
+    secret_key64,
     sign_entry,
 )
 from ledger.core.errors import (
@@ -43,13 +44,12 @@ from ledger.core.errors import (
     LedgerStateError,
     TamperDetected,
 )
+from ledger.core.faults import kill_point
 from ledger.core.fsutil import check_private_dir, fsync_dir, read_small, write_atomic
 from ledger.core.gcpause import collector_paused
 from ledger.core.note import (
-    Checkpoint,
     NoteSigner,
     NoteVerifier,
-    format_checkpoint,
     format_skey,
     format_vkey,
     parse_skey,
@@ -57,6 +57,7 @@ from ledger.core.note import (
     sign_note,
 )
 from ledger.core.text import check_text
+from ledger.revocation import checkpoint_body
 from ledger.store.sqlite import DB_NAME, LOCK_NAME, URL_NAME, Store, Writer
 
 if TYPE_CHECKING:  # key files (and their passphrase crypto) load only where a key is read
@@ -107,11 +108,13 @@ def check_origin(origin: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Sealed:
-    """One entry appended: its index, leaf hash and bytes."""
+    """One entry appended: its index, leaf hash and bytes. ``already``: nothing was appended, the
+    key had sealed this bundle before and this is that entry (``Log.seal`` is idempotent)."""
 
     index: int
     leaf_hash: bytes
     entry: bytes
+    already: bool = False
 
 
 class Log:
@@ -289,7 +292,7 @@ class Log:
         return nacl.signing.SigningKey(self._require_signer().seed)
 
     def _checkpoint(self, w: Writer) -> bytes:
-        text = format_checkpoint(Checkpoint(self.origin, w.size, w.root(), ()))
+        text = checkpoint_body(self.store, w.size, w.root())
         note = sign_note(text, [self._require_signer()])
         w.put_checkpoint(note, w.size)
         return note
@@ -365,23 +368,32 @@ class Log:
         node: nacl.signing.SigningKey,
     ) -> Sealed:
         """Append a ``bundle`` entry for ``bundle`` with the extra ``fields`` (kernel, obligations,
-        checks), signed by the node key; store every file as a blob."""
+        checks), signed by the node key; store every file as a blob. Idempotent (issue 33 item
+        8): a bundle this key sealed before is answered with that entry (``Sealed.already``),
+        nothing appended, so a retry after a crash or a lost receipt never makes a second one."""
         kid = node_key_id(bytes(node.verify_key))
         with self.store.writer() as w:
             self.check_may_seal(kid)
-            for idx in self.store.indices_for_digest(bundle.digest):
-                if self._signer_of(idx) == hex_encode(kid):
-                    raise BadInput(
-                        f"bundle {hex_encode(bundle.digest)} was sealed by this key already "
-                        f"(entry {idx})"
-                    )
+            held = self.sealed_by(bundle.digest, kid)
+            if held is not None:
+                data = self.store.entry(held)
+                return Sealed(held, merkle.leaf_hash(data), data, already=True)
             obj = bundle_fields(self._chain(w), bundle, fields, kid)
             check_entry_shape(obj)
             entry = sign_entry(obj, node)
             w.put_blobs((f.digest, f.data) for f in bundle.files)
             idx = w.append(entry, "bundle", bundle.digest)
             self._checkpoint(w)
+            kill_point("seal.appended")
+        kill_point("seal.committed")
         return Sealed(idx, merkle.leaf_hash(entry), entry)
+
+    def sealed_by(self, digest: bytes, key_id: bytes) -> int | None:
+        """The entry by which node key ``key_id`` sealed the bundle ``digest``, if it did."""
+        for idx in self.store.indices_for_digest(digest):
+            if self._signer_of(idx) == hex_encode(key_id):
+                return idx
+        return None
 
     def seal_many(
         self,
@@ -404,7 +416,7 @@ class Log:
         the copy of its WAL into the database file to a thread (``ledger.store.walcheckpoint``)."""
         batch = list(items)
         kid = node_key_id(bytes(node.verify_key))
-        sk64 = node._signing_key
+        sk64 = secret_key64(node)
         count = sealers.worker_count(len(batch)) if workers is None else workers
         pool = None
         if count > 0 and batch:

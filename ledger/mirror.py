@@ -75,6 +75,7 @@ from ledger.core.note import (
     parse_checkpoint,
     tells_more,
 )
+from ledger.core.revoked import Revoked, check_list
 from ledger.core.tiles import TILE_WIDTH, entries_tile_path, parse_entry_bundle, tile_path
 from ledger.net.client import (
     BYTES,
@@ -588,6 +589,7 @@ class Mirror:
         # a new row only when the tree moved or a checked key signed it that the kept note
         # lacks: the table grows by at most one row per key and tree size (issue 33 item 5)
         if verified is None or tells_more(note, verified):
+            check_revoked(self.registry(store, cp.size), cp)
             if self.before_store is not None:
                 self.before_store(store, note)  # e.g. the user's checkpoint memory (issue 14)
             store.put_checkpoint(note, cp.size)
@@ -991,6 +993,18 @@ class _Signatures:
         bad = [k for k, e in self.reused if e in bad_early]
         bad.extend(self.rest[i] for i in self.late.result())
         return sorted(bad)
+
+
+def check_revoked(registry: Registry, cp: Checkpoint) -> None:
+    """The remote checkpoint's revoked-key line (``ledger.core.revoked``) must commit to the
+    revocations the verified entries of its tree hold (``registry``, replayed up to its size):
+    a log that signs a list hiding a revocation is caught here, before its checkpoint is kept."""
+    items = [Revoked(k.key_id, k.revoked_at) for k in registry.keys.values()
+             if k.revoked_at is not None and k.revoked_at < cp.size]
+    try:
+        check_list(cp, items)
+    except (BadInput, VerificationFailed) as e:
+        raise TamperDetected(f"the remote checkpoint of size {cp.size}: {e}") from e
 
 
 def gunzip_bundle(data: bytes) -> bytes:

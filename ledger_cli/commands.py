@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ledger.core.errors import BadInput, KeyFileError, LedgerError
-from ledger_cli import coerce, exits, helptext, net, output, scaffold, verifying
+from ledger_cli import exits, helptext, net, output, scaffold, verifying
 from ledger_cli.home import home_dir, open_log
 from ledger_cli.options import HomeOpt, JsonOpt, new_app
 from ledger_cli.verifying import (
@@ -35,7 +35,6 @@ if TYPE_CHECKING:  # types only: the modules load when a command needs them (fas
     Cosign = tuple[bool, str, list[Asked]]
 
 helptext.plain_types()
-coerce.light_params()  # str, int, Path values without pydantic (start-up, issue 12)
 
 app = typer.Typer(
     name="ledger",
@@ -394,8 +393,10 @@ def _report_seals(
     cosign: Cosign | None = None,
 ) -> int:
     """Exactly what a batch appended and what it refused, and why (issue 9 item 19). Exit 0 when
-    everything was sealed with its receipt; 2 when the log refused a bundle; 3 when every bundle
-    was sealed but a receipt could not be written (``ledger receipt write`` makes it later)."""
+    everything was sealed (or had been sealed by this key already, issue 33 item 8) with its
+    receipt; 2 when the log refused a bundle; ``SEALED_NO_RECEIPT`` (4) when every bundle was
+    sealed but a receipt could not be written: the entry is committed, and running the same
+    ``seal`` again (or ``ledger receipt write``) writes it; 3 when the output could not be."""
     from ledger.core.encoding import hex_encode
     try:
         _print_seals(results, refused, json_out, cosign)
@@ -411,15 +412,15 @@ def _report_seals(
         if r.receipt_error is not None:
             output.error_line(
                 f"{r.directory}: sealed as entry {r.sealed.index}, but its receipt could not be "
-                f"written ({r.receipt_error}); run `ledger receipt write "
-                f"{hex_encode(r.sealed.leaf_hash)} --out {r.directory}`"
+                f"written ({r.receipt_error}); run the same `ledger seal` again, or `ledger "
+                f"receipt write {hex_encode(r.sealed.leaf_hash)} --out {r.directory}`"
             )
     for x in refused:
         output.error_line(f"{x.directory}: refused, nothing appended for it ({x.reason})")
     if refused:
         return 2
     if any(r.receipt_error is not None for r in results):
-        return 3
+        return exits.SEALED_NO_RECEIPT
     return 0
 
 
@@ -438,6 +439,8 @@ def _print_seals(
                 "report": r.report.to_json(),
                 # added to SPEC 8's item: the receipt written for it (null when none was)
                 "receipt": str(r.receipt) if r.receipt is not None else None,
+                # issue 33 item 8: nothing appended, this key had sealed the bundle as this entry
+                "already_sealed": r.sealed.already,
             }
             entries.append(item)
         obj: dict[str, Any] = {"entries": entries}  # SPEC 8's items, plus "receipt"
@@ -460,8 +463,9 @@ def _print_seals(
         output.emit_json(obj)
     else:
         for r in results:
+            done = "already sealed" if r.sealed.already else "sealed"
             output.plain(
-                f"sealed {r.directory} as entry {r.sealed.index} (verdict {r.report.verdict})"
+                f"{done} {r.directory} as entry {r.sealed.index} (verdict {r.report.verdict})"
             )
             output.plain(f"  bundle  {hex_encode(r.bundle.digest)}")
             output.plain(f"  leaf    {hex_encode(r.sealed.leaf_hash)}")

@@ -295,13 +295,16 @@ def register(app: typer.Typer) -> None:
                     "report": report.to_json(),
                     "receipt": str(receipt) if receipt is not None else None,
                     "cosigned": cosigned,
+                    "already_sealed": done.already,  # issue 33 item 8: the entry it had
                     **({"receipt_error": receipt_error} if receipt_error else {}),
                     **({"cosign": cosign} if cosign else {}),
                 }
             )
         else:
+            what = f"already sealed {directory} as entry" if done.already else \
+                f"submitted {directory}: index"
             output.plain(
-                f"submitted {directory}: index {done.index}  bundle {hex_encode(bundle.digest)}  "
+                f"{what} {done.index}  bundle {hex_encode(bundle.digest)}  "
                 f"leaf {hex_encode(done.leaf_hash)}  verdict {report.verdict}"
             )
             if receipt is not None:
@@ -311,10 +314,12 @@ def register(app: typer.Typer) -> None:
         if receipt_error is not None:
             output.error_line(
                 f"{directory}: included as entry {done.index}, but its receipt could not be "
-                f"written ({receipt_error}); run "
+                f"written ({receipt_error}); run the same `ledger submit` again, or "
                 f"`ledger receipt write {hex_encode(done.leaf_hash)}` on the log"
             )
-            raise typer.Exit(3)
+            from ledger_cli.exits import SEALED_NO_RECEIPT
+
+            raise typer.Exit(SEALED_NO_RECEIPT)
 
     witness_app = new_app("A checkpoint witness (C2SP tlog-witness) and asking one to cosign.")
     app.add_typer(witness_app, name="witness")

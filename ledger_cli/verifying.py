@@ -116,7 +116,8 @@ def verify(
                     "give the bundle's directory with --bundle DIR)"
                 ) from e
         ev = Evidence(rec.item, rec.checkpoint, rec.signer, rec.revocation, False,
-                      receipt_problem=rec.problem(vk.name))
+                      receipt_problem=rec.problem(vk.name), revoked=rec.revoked,
+                      later=wiring.later_at_hand(local, rec.item.entry))
     else:
         log = open_log(home)
         index = log.store.resolve(hash)

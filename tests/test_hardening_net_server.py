@@ -18,7 +18,7 @@ import httpx
 import nacl.signing
 import pytest
 
-from ledger import submit as submit_mod
+from ledger.core import submission as submit_mod
 from ledger.core.entries import node_key_id
 from ledger.http.server import make_app
 from ledger.log import Log

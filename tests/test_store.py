@@ -206,11 +206,13 @@ def test_register_revoke_and_refuse(log: Log, tmp_path: Path) -> None:
         log.revoke(kid, "again")
 
 
-def test_same_bundle_same_signer_refused(log: Log, tmp_path: Path) -> None:
+def test_same_bundle_same_signer_is_the_same_entry(log: Log, tmp_path: Path) -> None:
+    """Issue 33 item 8: sealing is idempotent, a second seal answers with the first entry."""
     sk = add_node(log)
-    seal_fake(log, sk, tmp_path, "dup")
-    with pytest.raises(BadInput, match="sealed by this key already"):
-        seal_fake(log, sk, tmp_path, "dup")
+    first = seal_fake(log, sk, tmp_path, "dup")
+    size = log.store.size()
+    assert seal_fake(log, sk, tmp_path, "dup") == first
+    assert log.store.size() == size
 
 
 def test_batched_seal_and_cached_proofs_match_the_tree(log: Log) -> None:

@@ -97,7 +97,8 @@ def check_receipt(done: Submitted, log: Log, files: dict[str, bytes]) -> None:
 
     rec = Receipt.from_bytes(done.receipt().to_bytes())
     checks, entry = check_evidence(
-        Evidence(rec.item, rec.checkpoint, rec.signer, rec.revocation, False), log.verifier, files
+        Evidence(rec.item, rec.checkpoint, rec.signer, rec.revocation, False,
+                 revoked=rec.revoked), log.verifier, files
     )
     assert entry is not None and all(c.status == "passed" for c in checks), checks
 
@@ -296,6 +297,6 @@ def test_submit_receipt_is_cosigned_when_the_witnesses_have_cosigned(
     good, _bad = check_quorum(rec.checkpoint, [parse_witness(w.vkey)], 1)
     assert len(good) == 1
     check_receipt(Submitted(rec.item.index, done.leaf_hash, rec.item.entry, rec.checkpoint, 1,
-                            rec.origin, rec.item.inclusion, rec.signer), log,
+                            rec.origin, rec.item.inclusion, rec.signer, revoked=rec.revoked), log,
                   bundle_files(77))
     log.close()

@@ -112,7 +112,14 @@ def signing_bytes(entry: Mapping[str, Any]) -> bytes:
 
 def sign_entry(fields: Mapping[str, Any], key: nacl.signing.SigningKey) -> bytes:
     """Sign ``fields`` (no ``signature`` key) and return the entry bytes, checked for size."""
-    return sign_fields(dict(fields), key._signing_key)
+    return sign_fields(dict(fields), secret_key64(key))
+
+
+def secret_key64(key: nacl.signing.SigningKey) -> bytes:
+    """libsodium's 64-byte Ed25519 secret key of ``key`` through PyNaCl's public API: its 32-byte
+    seed (``bytes(key)``) followed by its public key, the layout ``crypto_sign_seed_keypair``
+    writes (issue 30: no private attribute of a dependency)."""
+    return bytes(key) + bytes(key.verify_key)
 
 
 def sign_fields(fields: dict[str, Any], sk64: bytes) -> bytes:

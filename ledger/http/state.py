@@ -1,7 +1,6 @@
 """The bottom of the HTTP side: per-request state and the small helpers every handler uses
-(``ledger.http.server``'s read API, ``ledger.submit``'s endpoint, ``ledger.http.web.pages``). It
-imports
-none of them; they import it.
+(``ledger.http.server``'s read API, ``ledger.http.submit``'s endpoint,
+``ledger.http.web.pages``). It imports none of them; they import it.
 
 ``Served`` is the per-app state (the store opened in the event loop's thread, the tree view, a
 tile cache, the submission intake); ``served(request)`` finds it."""
@@ -25,7 +24,7 @@ from ledger.core.tiles import TILE_WIDTH, entry_bundle, hash_tile, parse_tile_pa
 from ledger.store.sqlite import Store
 
 if TYPE_CHECKING:
-    from ledger.submit import Intake
+    from ledger.http.submit import Intake
 
 MAX_PARAM_DIGITS = 19  # decimal query parameters: below 2**63
 TILE_CACHE_BYTES = 64 << 20
@@ -59,7 +58,7 @@ class Served:
         self._published: bytes | None = None
         self._tiles: OrderedDict[str, bytes] = OrderedDict()
         self._tile_bytes = 0
-        # submission state, set once by ``ledger.submit`` (the log and its rate limiter together)
+        # submission state, set once by ``ledger.http.submit`` (the log, its rate limiter, ...)
         self.intake: Intake | None = None
 
     @property

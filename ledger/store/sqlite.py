@@ -720,6 +720,14 @@ class Store:
             for a, b, c, d, e, f in rows
         ]
 
+    def revoked(self, size: int) -> list[tuple[bytes, int]]:
+        """(key id, revocation index) of each key revoked by an entry before ``size``, from the
+        key index (what a checkpoint's revoked-key line commits to: ``ledger.core.revoked``)."""
+        rows = self.conn.execute(
+            "SELECT key_id, revoked_idx FROM revocations WHERE revoked_idx < ?", (size,)
+        ).fetchall()
+        return sorted((bytes(k), int(i)) for k, i in rows)
+
     def key_row(self, key_id: bytes) -> NodeKey | None:
         for row in self.key_rows():
             if row.key_id == key_id:
