@@ -101,3 +101,16 @@ def test_with_the_driver_a_postgres_ledger_works(pg_server: PgServer, tmp_path: 
     assert (home / "db.url").is_file()
     res = _ledger(env, home, "log", "--json")
     assert res.returncode == 0, res.stderr
+
+
+def test_with_the_driver_db_copy_works(pg_server: PgServer, tmp_path: Path) -> None:
+    """``ledger db copy`` reaches the driver through ``import_psycopg`` at both of its sites."""
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if k != "LEDGER_DEBUG"}
+    assert _ledger(env, home, "init", "--origin", "o.example/x").returncode == 0
+    before = _ledger(env, home, "log", "--json").stdout
+    res = _ledger(env, home, "db", "copy", "--to", pg_server.new_database())
+    assert res.returncode == 0, res.stderr
+    assert (home / "db.url").is_file()
+    after = _ledger(env, home, "log", "--json")
+    assert after.returncode == 0 and after.stdout == before
