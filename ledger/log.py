@@ -57,8 +57,11 @@ from ledger.core.note import (
     sign_note,
 )
 from ledger.core.text import check_text
+from ledger.core.vkeyfile import read_vkey_file
 from ledger.revocation import checkpoint_body
-from ledger.store.sqlite import DB_NAME, LOCK_NAME, URL_NAME, Store, Writer
+from ledger.store import Store, create_store, open_store
+from ledger.store.common import DB_NAME, LOCK_NAME, URL_NAME
+from ledger.store.writer import Writer
 
 if TYPE_CHECKING:  # key files (and their passphrase crypto) load only where a key is read
     from ledger.keys import NodePublic
@@ -85,11 +88,7 @@ def pinned_vkey(home: Path) -> NoteVerifier | None:
     path = home / LOG_VKEY
     if not os.path.lexists(path):
         return None
-    try:
-        text = read_small(path, 4096, "verifier key file").decode("utf-8").strip()
-    except UnicodeDecodeError as e:
-        raise KeyFileError(f"{path} is not UTF-8") from e
-    return parse_vkey(text)
+    return read_vkey_file(path)
 
 
 def check_origin(origin: str) -> str:
@@ -177,7 +176,7 @@ class Log:
         signer = parse_skey(format_skey(origin, seed))
         vkey = format_vkey(origin, signer.public)
         write_atomic(home / LOG_VKEY, (vkey + "\n").encode(), 0o644)
-        store = Store.create(home, origin, db)
+        store = create_store(home, origin, db)
         try:
             store.set_meta("vkey", vkey)
             log = cls(store, signer, parse_vkey(vkey))
@@ -189,7 +188,7 @@ class Log:
         # disk while it checkpoints its WAL at close) must not become a ledger that is broken.
         # The WAL files stay: they may hold committed pages that close could not copy back.
         try:
-            check = Store.open(home)
+            check = open_store(home, read_only=True)
             try:
                 ok = check.meta("vkey") == vkey and check.size() == 0 and bool(check.checkpoint())
             finally:
@@ -224,10 +223,13 @@ class Log:
         fsync_dir(home)
 
     @classmethod
-    def open(cls, home: Path) -> Log:
+    def open(cls, home: Path, *, read_only: bool = False) -> Log:
+        """The ledger in ``home``; ``read_only`` (every command that only reads): its database
+        opened so that nothing can be written, and a schema older than this program reported
+        (``ledger db migrate``), never migrated."""
         if os.path.lexists(home):
             check_private_dir(home)
-        store = Store.open(home)
+        store = open_store(home, read_only=read_only)
         try:
             return cls._open(home, store)
         except BaseException:

@@ -10,7 +10,8 @@ from ledger.core.errors import LedgerError
 from ledger.core.note import Checkpoint, format_checkpoint
 from ledger.core.receipt import Included
 from ledger.core.revoked import Revoked, extension_line, key_status
-from ledger.store.sqlite import Store, checkpoint_of
+from ledger.store import Store
+from ledger.store.common import checkpoint_of
 
 
 def revoked_list(store: Store, size: int) -> tuple[Revoked, ...]:

@@ -58,7 +58,7 @@ from ledger.refresh import fetch_status
 if TYPE_CHECKING:
     from ledger.trust import CheckpointMemory
 
-__all__ = ["Submitted", "auth_headers", "chained_fields", "cosign_receipt", "read_vkey",
+__all__ = ["Submitted", "auth_headers", "chained_fields", "cosign_receipt",
            "submit_bundle"]
 
 DEFAULT_TIMEOUT = 300.0  # seconds `submit` keeps trying in all
@@ -485,18 +485,6 @@ def _client_error(r: Any) -> LedgerError:
     if r.status in (401, 403):
         return VerificationFailed(msg)
     return CannotCheck(msg)
-
-
-def read_vkey(text_or_file: str) -> NoteVerifier:
-    from ledger.core.note import parse_vkey
-
-    p = Path(text_or_file)
-    try:
-        if p.is_file():
-            text_or_file = p.read_text("utf-8").strip()
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadInput(f"cannot read the verifier key file {p}") from e
-    return parse_vkey(text_or_file.strip())
 
 
 def cosign_receipt(

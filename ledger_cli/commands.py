@@ -27,7 +27,7 @@ from ledger_cli.verifying import (
 
 if TYPE_CHECKING:  # types only: the modules load when a command needs them (fast start-up)
     from ledger.log import Log
-    from ledger.store.sqlite import Store
+    from ledger.store import Store
     from ledger.witness import Asked
     from ledger_cli.wiring import Refused, SealResult
 
@@ -111,7 +111,7 @@ def init(
 @app.command()
 def vkey(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     """Print the log's verifier key (C2SP / Go note format)."""
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     key = str(log.store.meta("vkey"))
     if json_out:
         output.emit_json({"origin": log.origin, "vkey": key})
@@ -125,7 +125,7 @@ def checkpoint(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     from ledger.core.encoding import b64_encode
     from ledger.core.note import note_text, parse_checkpoint
 
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     note = log.store.checkpoint()
     if not json_out:
         output.note(note)  # the control and bidi characters of ledger.core.text as "?"
@@ -234,7 +234,7 @@ def keys_list(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     """List the node keys registered in the log, with their status."""
     from ledger.core.encoding import b64_encode, hex_encode
 
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     rows = log.store.key_rows()
     items = [
         {
@@ -482,8 +482,8 @@ def _seal_cosign(log: Log, results: list[SealResult]) -> Cosign | None:
     then carries the cosignatures). None when no witnesses are configured; else (the quorum is
     met, one line saying so or exactly why not, what each witness answered)."""
     from ledger import trust
+    from ledger.core.cosigned import published_note
     from ledger.core.note import note_text, parse_checkpoint
-    from ledger.http.state import COSIGNED_META
     from ledger.witness import ask_witnesses
     from ledger_cli import wiring
 
@@ -509,7 +509,7 @@ def _seal_cosign(log: Log, results: list[SealResult]) -> Cosign | None:
             wiring.write_receipt(log, r.sealed.index, r.directory)
         except (LedgerError, OSError) as e:  # the receipt first written stays
             unchanged.append(f"{r.receipt} ({e})")
-    note = trust.with_cosignatures(log.store.checkpoint(), log.store.meta(COSIGNED_META))
+    note = published_note(log.store, log.store.checkpoint())
     size = parse_checkpoint(note_text(note)).size
     good, _bad = trust.check_quorum(note, witnesses, 0)
     refused = "; ".join(a.line() for a in asked if a.error is not None)
@@ -617,7 +617,7 @@ def show(
     json_out: JsonOpt = False,
 ) -> None:
     """Show one entry."""
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     item = _entry_json(log.store, log.store.resolve(hash))
     if json_out:
         output.emit_json(item)
@@ -666,7 +666,7 @@ def log_cmd(
     from ledger.core.encoding import hex_encode
     from ledger.core.entries import decode_stored
 
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     size = log.store.size()
     limit = max(1, min(limit, 10_000))
     first = max(0, size - limit) if start is None else max(0, min(start, size))
@@ -728,7 +728,7 @@ def audit(
     from ledger.core.note import parse_vkey
     from ledger.trust import CheckpointMemory
 
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     vk = parse_vkey(vkey_opt.strip()) if vkey_opt else log.verifier
     size = log.store.size()
     with output.progress("auditing", size, enabled=not json_out) as bar:
@@ -784,7 +784,7 @@ def proof_inclusion(
     """Print an RFC 9162 inclusion proof (leaf's sibling first)."""
     from ledger.core.encoding import b64_encode
 
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     index = log.store.resolve(hash)
     n = log.store.size() if size is None else size
     if not index < n <= log.store.size():
@@ -815,7 +815,7 @@ def proof_consistency(
     """Print an RFC 9162 consistency proof between two tree sizes."""
     from ledger.core.encoding import b64_encode
 
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     if not 0 <= old <= new <= log.store.size():
         raise BadInput(f"need 0 <= OLD <= NEW <= {log.store.size()}")
     proof = log.store.consistency_proof(old, new)
@@ -873,8 +873,8 @@ def receipt_refresh(
     """Bring a receipt up to the server's newest (cosigned) checkpoint with a consistency proof
     from the receipt's own checkpoint."""
     from ledger import trust
+    from ledger.core.vkeyfile import read_vkey
     from ledger.refresh import refresh_receipt
-    from ledger.submit import read_vkey
 
     pol, witnesses, need = trust.resolve(policy, witness or [], quorum)
     if vkey_opt:

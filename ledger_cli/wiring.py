@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,7 +38,8 @@ from ledger.core.note import NoteVerifier
 from ledger.core.receipt import FILE_NAME, Included, Receipt
 from ledger.log import Log, Sealed
 from ledger.revocation import revoked_list
-from ledger.store.sqlite import Store, checkpoint_of
+from ledger.store import Store
+from ledger.store.common import checkpoint_of
 from verify.context import Options
 from verify.integrity import Evidence, Later, check_evidence
 from verify.report import Check, Report, failed, passed
@@ -194,7 +194,6 @@ def _key_events(
     when the entries do not rebuild the checkpoint's tree (then a revocation could be hidden)."""
     store = log.store
     stack: list[bytes] = []  # roots of the complete subtrees so far, left to right
-    sha256 = hashlib.sha256
     reg = rev = None
     needle = f'"key_id":"{signer}"'.encode()
     expect = 0
@@ -204,10 +203,10 @@ def _key_events(
         data = bytes(data)
         if idx != expect:
             return reg, rev, f"entry {expect} is missing from the stored log (run `ledger audit`)"
-        h = sha256(b"\x00" + data).digest()
+        h = merkle.leaf_hash(data)
         n = expect
         while n & 1:
-            h = sha256(b"\x01" + stack.pop() + h).digest()
+            h = merkle.node_hash(stack.pop(), h)
             n >>= 1
         stack.append(h)
         expect += 1
@@ -224,7 +223,7 @@ def _key_events(
                 rev = idx
     if expect != size:
         return reg, rev, f"the stored log ends at {expect} entries, before its checkpoint of {size}"
-    if root is not None and _fold(stack) != root:
+    if root is not None and merkle.combine(stack) != root:
         return (
             reg,
             rev,
@@ -234,16 +233,6 @@ def _key_events(
             ),
         )
     return reg, rev, None
-
-
-def _fold(stack: list[bytes]) -> bytes:
-    """RFC 6962 root from the complete-subtree roots of a tree, left to right."""
-    if not stack:
-        return merkle.EMPTY_ROOT
-    r = stack[-1]
-    for h in reversed(stack[:-1]):
-        r = hashlib.sha256(b"\x01" + h + r).digest()
-    return r
 
 
 def evidence_from_store(log: Log, index: int) -> Evidence:

@@ -24,7 +24,7 @@ from ledger.core.entries import decode_entry
 from ledger.core.faults import KILL_ENV, POINTS
 from ledger.http.server import make_app
 from ledger.log import Log
-from ledger.store.sqlite import Store
+from ledger.store import open_store
 from ledger.submit import submit_bundle
 from tests.helpers.ledgers import REPO, add_node, fake_fields, new_ledger, write_bundle
 from tests.helpers.server import BackgroundServer
@@ -47,7 +47,7 @@ def _cli(*args: str, home: Path, env: dict[str, str] | None = None,
 
 
 def _entries_of(home: Path, digest: bytes) -> list[int]:
-    store = Store.open(home)
+    store = open_store(home)
     try:
         return store.indices_for_digest(digest)
     finally:

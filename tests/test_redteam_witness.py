@@ -23,6 +23,7 @@ from ledger import trust
 from ledger.core import merkle
 from ledger.core.bundle import Bundle
 from ledger.core.canonical import canonical_json
+from ledger.core.cosigned import COSIGNED_META
 from ledger.core.encoding import b64_decode, b64_encode
 from ledger.core.entries import chain_link, node_key_id, sign_entry
 from ledger.core.errors import BadInput, SignatureError, VerificationFailed
@@ -41,10 +42,10 @@ from ledger.core.note import (
     sign_note,
 )
 from ledger.http.server import make_app
-from ledger.http.state import COSIGNED_META
+from ledger.http.witness import make_witness_app
 from ledger.log import Log, utc_now
 from ledger.submit import auth_headers, chained_fields, submit_bundle
-from ledger.witness import Witness, make_witness_app, request_cosignature, require_cosignatures
+from ledger.witness import Witness, request_cosignature, require_cosignatures
 from tests.helpers.ledgers import add_node, run_cli
 from tests.helpers.server import BackgroundServer
 from tests.test_mirror import make_origin, node_key, vkey_of

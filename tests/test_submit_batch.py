@@ -271,9 +271,10 @@ def test_submit_receipt_is_cosigned_when_the_witnesses_have_cosigned(
 ) -> None:
     """Issue 14 on submit: with a trust policy naming a witness, the receipt is brought to the
     cosigned checkpoint when the server has one, and says why not when it has none yet."""
+    from ledger.http.witness import make_witness_app
     from ledger.submit import cosign_receipt
     from ledger.trust import check_quorum, parse_witness
-    from ledger.witness import Witness, make_witness_app, request_cosignature
+    from ledger.witness import Witness, request_cosignature
 
     log = make_origin(tmp_path / "log", 2)
     w = Witness.init(tmp_path / "witness", "witness.test")

@@ -84,20 +84,21 @@ def parse_plain(data: bytes, max_depth: int) -> Any:
     return NOT_PLAIN if value is NotImplemented else value
 
 
-BundleView = tuple[str, int, str, int, bytes, bytes, str, bytes, bytes, list[bytes], bool]
+# ``ledger.core.entries.BundleView`` names these members
+BundleTuple = tuple[str, int, str, int, bytes, bytes, str, bytes, bytes, list[bytes], bool]
 
 
-def bundle_view(data: bytes) -> BundleView | None:
+def bundle_view(data: bytes) -> BundleTuple | None:
     """The members of a ``bundle`` entry that ``ledger audit`` judges, from the C scanner (its
     comment in ``ledger/core/_native.c`` says which and how they are judged), or None: not such an
     entry by those rules, or no C module (``ledger.core.entries.bundle_view`` has the twin)."""
     if _C is None:
         return None
-    view: BundleView | None = _C.bundle_view(data)
+    view: BundleTuple | None = _C.bundle_view(data)
     return view
 
 
-def bundle_view_c() -> Callable[[bytes], BundleView | None] | None:
+def bundle_view_c() -> Callable[[bytes], BundleTuple | None] | None:
     """The compiled ``bundle_view`` itself (no Python frame per call), or None."""
     return None if _C is None else _C.bundle_view
 

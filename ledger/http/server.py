@@ -59,7 +59,7 @@ from ledger.http.state import (  # re-exported: the per-request layer below the 
 )
 from ledger.http.submit import submit_endpoint
 from ledger.http.web import compress, feed, pages, receipts
-from ledger.store.sqlite import Store
+from ledger.store import Store, open_store
 
 log = logging.getLogger("ledger.http.server")
 
@@ -729,7 +729,7 @@ def serve(
     public_url: str | None = None,
 ) -> None:
     """Run the mirror under uvicorn until interrupted."""
-    Store.open(home).close()
+    open_store(home, read_only=True).close()
     raise_file_limit()
     config = server_config(make_app(home, accept_submissions, public_url), host, port,
                            access_log)

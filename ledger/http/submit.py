@@ -86,7 +86,8 @@ from ledger.http.state import json_response, served
 from ledger.log import Log
 from ledger.net.client import oneline
 from ledger.revocation import checkpoint_body, revoked_at, revoked_list
-from ledger.store.sqlite import Store, checkpoint_of
+from ledger.store import Store
+from ledger.store.common import checkpoint_of
 
 __all__ = [
     "MAX_BODY",
@@ -430,13 +431,15 @@ class Intake:
 
 def _intake(request: Request) -> Intake:
     s = served(request)
-    if s.intake is None:
-        log = Log.open(s.home)
-        if log.signer is None:
-            log.close()
-            raise Rejected(503, "this ledger has no log key: it cannot accept submissions")
-        s.intake = Intake(log, RateLimiter(*rate_from_env()), Sequencer(s.home))
-    return s.intake
+    if isinstance(s.intake, Intake):
+        return s.intake
+    log = Log.open(s.home)
+    if log.signer is None:
+        log.close()
+        raise Rejected(503, "this ledger has no log key: it cannot accept submissions")
+    intake = Intake(log, RateLimiter(*rate_from_env()), Sequencer(s.home))
+    s.intake = intake
+    return intake
 
 
 def validate(

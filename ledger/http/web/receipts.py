@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ledger.core.cosigned import COSIGNED_META, with_cosignatures
 from ledger.core.encoding import hex_decode
 from ledger.core.entries import decode_entry
 from ledger.core.errors import LedgerError
@@ -25,7 +26,6 @@ from ledger.core.receipt import FILE_NAME, Included, Receipt
 from ledger.core.revoked import key_status
 from ledger.core.revoked import to_json as revoked_json
 from ledger.http.state import (
-    COSIGNED_META,
     Served,
     View,
     int_param,
@@ -34,7 +34,6 @@ from ledger.http.state import (
     tree_index,
 )
 from ledger.revocation import revoked_list
-from ledger.trust import with_cosignatures
 
 
 def receipt_for(s: Served, view: View, index: int) -> Receipt:
