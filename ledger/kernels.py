@@ -10,7 +10,7 @@ import json
 from typing import TYPE_CHECKING
 
 from ledger.core.entries import decode_entry
-from ledger.core.errors import BadInput, LedgerError
+from ledger.core.errors import BadInput, LedgerError, UnknownHash
 
 if TYPE_CHECKING:
     from ledger.store.sqlite import Store
@@ -56,3 +56,27 @@ def entries_of(store: Store, name: str, version: str, size: int | None = None) -
         if needle in data and kernel_of(data) == (name, version):
             out.append(int(idx))
     return out
+
+
+def resolve_ref(store: Store, text: str) -> int:
+    """The index ``text`` names in ``store``: ``NAME@VERSION`` (exactly one entry sealing it;
+    several are ``UnknownHash`` listing them), else a digest, leaf hash prefix or index
+    (``Store.resolve``)."""
+    if not is_name_ref(text):
+        return store.resolve(text)
+    name, version = split_ref(text)
+    found = entries_of(store, name, version)
+    if not found:
+        raise UnknownHash(f"no entry seals {name}@{version}")
+    if len(found) > 1:
+        listed = ", ".join(f"{i} ({_digest(store.entry(i))})" for i in found[:10])
+        raise UnknownHash(f"{name}@{version} is sealed by several entries: {listed}; name one by "
+                          "digest or index")
+    return found[0]
+
+
+def _digest(entry: bytes) -> str:
+    try:
+        return str(decode_entry(entry).bundle_digest)[:16]
+    except LedgerError:
+        return "?"

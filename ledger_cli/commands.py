@@ -541,7 +541,8 @@ def _only_key(keydir: Path) -> str:
 
 @app.command()
 def verify(
-    hash: Annotated[str, typer.Argument(help="Bundle digest, leaf hash (>= 8 hex) or index.")],
+    hash: Annotated[str, typer.Argument(
+        help="Bundle digest, leaf hash (>= 8 hex), index, NAME@VERSION or a bundle directory.")],
     bundle: Annotated[
         Path | None,
         typer.Option("--bundle", help="Check this directory instead of the stored files."),
@@ -608,13 +609,16 @@ def _entry_json(store: Store, index: int) -> dict[str, Any]:
 
 @app.command()
 def show(
-    hash: Annotated[str, typer.Argument(help="Bundle digest, leaf hash (>= 8 hex) or index.")],
+    hash: Annotated[str, typer.Argument(
+        help="Bundle digest, leaf hash (>= 8 hex), index or NAME@VERSION.")],
     home: HomeOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Show one entry."""
+    from ledger.kernels import resolve_ref
+
     log = open_log(home)
-    item = _entry_json(log.store, log.store.resolve(hash))
+    item = _entry_json(log.store, resolve_ref(log.store, hash))
     if json_out:
         output.emit_json(item)
         return
@@ -826,7 +830,8 @@ def proof_consistency(
 
 @receipt_app.command("write")
 def receipt_write(
-    hash: Annotated[str, typer.Argument(help="Bundle digest, leaf hash (>= 8 hex) or index.")],
+    hash: Annotated[str, typer.Argument(
+        help="Bundle digest, leaf hash (>= 8 hex), index or NAME@VERSION.")],
     out: Annotated[
         Path, typer.Option("--out", help="Directory to write ledger-receipt.json into.")
     ] = Path("."),
@@ -834,10 +839,11 @@ def receipt_write(
     json_out: JsonOpt = False,
 ) -> None:
     """Write a fresh offline receipt for any sealed entry (e.g. after a crash lost one)."""
+    from ledger.kernels import resolve_ref
     from ledger_cli import wiring
 
     log = open_log(home)
-    index = log.store.resolve(hash)
+    index = resolve_ref(log.store, hash)
     if not out.is_dir():
         raise BadInput(f"--out {out}: not a directory")
     path = wiring.write_receipt(log, index, out)
@@ -895,12 +901,14 @@ def receipt_refresh(
 
 
 from ledger_cli import db as db_cli  # noqa: E402
+from ledger_cli import lock as lock_cli  # noqa: E402
 from ledger_cli import publish as publish_cli  # noqa: E402
 
 net.register(app)  # serve, export-tiles, mirror, witness, submit
 scaffold.register(app)  # new
 publish_cli.register(app)  # publish (issue 13)
 db_cli.register(app)  # db copy (issue 13)
+lock_cli.register(app)  # lock add, lock verify (issue 31)
 helptext.one_line_summaries(app)
 
 
