@@ -360,14 +360,14 @@ def seal(
                 {
                     "entries": [],
                     "refused": [
-                        {"directory": str(d), "reason": why, "report": rep.to_json()}
+                        {"directory": str(d), "reason": why, "report": verifying.report_json(rep)}
                         for (d, rep), why in zip(bad, whys, strict=True)
                     ]
                     + [
                         {
                             "directory": str(d),
                             "reason": "not sealed: another bundle of the batch failed a check",
-                            "report": rep.to_json(),
+                            "report": verifying.report_json(rep),
                         }
                         for d, _, rep in checked
                         if rep.verdict != "failed"
@@ -435,7 +435,7 @@ def _print_seals(
                 "index": r.sealed.index,
                 "bundle_digest": hex_encode(r.bundle.digest),
                 "leaf_hash": hex_encode(r.sealed.leaf_hash),
-                "report": r.report.to_json(),
+                "report": verifying.report_json(r.report),
                 # added to SPEC 8's item: the receipt written for it (null when none was)
                 "receipt": str(r.receipt) if r.receipt is not None else None,
             }
@@ -467,6 +467,8 @@ def _print_seals(
             output.plain(f"  leaf    {hex_encode(r.sealed.leaf_hash)}")
             if r.receipt is not None:
                 output.plain(f"  receipt {r.receipt}")
+            if verifying.partial_text(r.report):
+                output.plain(f"  {verifying.partial_text(r.report)}")
         if cosign is not None:  # sealed all the same (exit 0); a note says why not cosigned
             output.plain(cosign[1] if cosign[0] else f"note: {cosign[1]}")
 

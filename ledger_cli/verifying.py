@@ -28,6 +28,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
+    from typing import Any
 
     from ledger.core.note import NoteVerifier
     from ledger.library.verifier import Found, Verifier
@@ -105,10 +106,9 @@ def verify(
             refused = str(e)
             output.error_line(refused)
     if json_out:  # SPEC 8's report, plus which entry it verified and who signed it
-        obj = report.to_json()
+        obj = report_json(report)
         obj["index"] = found.evidence.item.index
         obj["signer"] = entry_signer(found.evidence.item.entry)
-        obj["partial"] = partial_text(report)
         if refused is not None:
             obj["policy"] = refused
         output.emit_json(obj)
@@ -215,11 +215,16 @@ def partial_text(report: Report) -> str:
     return partial_line(report.checks)
 
 
+def report_json(report: Report) -> dict[str, Any]:
+    """SPEC 8's report object, with ``partial``: the one line of a partial verdict ("" else)."""
+    obj = report.to_json()
+    obj["partial"] = partial_text(report)
+    return obj
+
+
 def print_report(report: Report, json_out: bool) -> None:
     if json_out:
-        obj = report.to_json()
-        obj["partial"] = partial_text(report)
-        output.emit_json(obj)
+        output.emit_json(report_json(report))
     else:
         output.report_table(report)
         line = partial_text(report)

@@ -43,8 +43,10 @@ def test_seal_json_shape(sealed: dict[str, object]) -> None:
     assert item["index"] == 1
     assert len(item["bundle_digest"]) == 64 and len(item["leaf_hash"]) == 64
     rep = item["report"]
-    assert set(rep) == {"verdict", "bundle_digest", "checks"}
+    # SPEC 8's report, plus the one line naming a partial verdict's skipped checks (issue 31)
+    assert set(rep) == {"verdict", "bundle_digest", "checks", "partial"}
     assert rep["verdict"] in ("verified", "partial")
+    assert rep["partial"].startswith("partial: ") == (rep["verdict"] == "partial")
     ids = [c["id"] for c in rep["checks"]]
     for want in (
         "integrity.manifest",

@@ -17,12 +17,13 @@ A certificate is built from the verification report (SPEC 8) and the evidence it
 from __future__ import annotations
 
 import fnmatch
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ledger.core.errors import PolicyError
+from ledger.core.verdict import first_clause, obligation_states
+from ledger.core.verdict import partial_line as verdict_line
 from ledger.trust import PO_STATUSES, VERDICTS, Policy
 from verify.report import Check
 
@@ -113,50 +114,15 @@ class Certificate:
 
 # -- reading the report ------------------------------------------------------------------------
 
-_PO = re.compile(r"\b(PO[1-8]) (ok|partial|FAILED) \(")
-
-
 def obligations_of(detail: str) -> tuple[Obligation, ...]:
     """The obligations the ``certificate`` check's detail lists, each with its evidence."""
-    found = list(_PO.finditer(detail))
-    out: list[Obligation] = []
-    for i, m in enumerate(found):
-        end = found[i + 1].start() if i + 1 < len(found) else len(detail)
-        text = detail[m.end():end].rstrip(" ;,.")
-        text = text[:-1] if text.endswith(")") else text
-        out.append(Obligation(m.group(1), m.group(2).lower(), text))
-    return tuple(out)
-
-
-def _reason(detail: str, limit: int = 60) -> str:
-    """The first clause of a check's detail (up to a ``;`` outside parentheses), cut short."""
-    line = (detail.splitlines() or [""])[0]
-    depth = 0
-    for i, ch in enumerate(line):
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if ch == ";" and depth <= 0:
-            line = line[:i]
-            break
-    line = line.strip().rstrip(".")
-    return line if len(line) <= limit else line[: limit - 3].rstrip() + "..."
-
-
-def _skip_reason(c: CheckResult | Check) -> str:
-    """Why a skipped check was skipped; for the ``certificate``, its obligations not ``ok``."""
-    if c.id == "certificate":
-        weak = [f"{o.id} {o.status}" for o in obligations_of(c.detail) if o.status != "ok"]
-        if weak:
-            return ", ".join(weak)
-    return _reason(c.detail)
+    return tuple(Obligation(po, status, ev) for po, status, ev in obligation_states(detail))
 
 
 def partial_line(checks: Sequence[CheckResult | Check]) -> str:
     """``partial: lean.kernel skipped (no Lean toolchain), ...`` (SPEC 7: a ``partial`` verdict
-    names its skipped checks in one line); "" when none was skipped."""
-    skipped = [c for c in checks if c.status == "skipped"]
-    if not skipped:
-        return ""
-    return "partial: " + ", ".join(f"{c.id} skipped ({_skip_reason(c)})" for c in skipped)
+    names its skipped checks in one line; ``ledger.core.verdict``); "" when none was skipped."""
+    return verdict_line((c.id, c.status, c.detail) for c in checks)
 
 
 def oracles_of(detail: str) -> list[str]:
@@ -205,7 +171,7 @@ def _judge_checks(cert: Certificate, policy: Policy) -> None:
         for c in hits:
             if c.status != "passed":
                 raise PolicyError("checks", f"required check {c.id} {c.status} "
-                                  f"({_reason(c.detail, 120)})")
+                                  f"({first_clause(c.detail, 120)})")
 
 
 def _judge_obligations(cert: Certificate, policy: Policy) -> None:

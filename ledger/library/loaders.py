@@ -5,8 +5,8 @@ Both verify first (``Verifier.verify`` under the policy, through the verified ca
 load of the same ref needs no log), and with a lock file refuse any kernel not locked in it, or
 locked with another digest (``PolicyError`` rule ``lock``). Where no log is given, the one at
 ``$LEDGER_LOG`` (a ledger directory, a server URL or a static mirror) is used, else the ledger at
-``$LEDGER_HOME`` (else ``~/.local/share/kernel-ledger``), opened only when the cache cannot
-answer.
+``$LEDGER_HOME`` (else ``~/.local/share/kernel-ledger``); a log named by its location is opened
+only when the cache cannot answer.
 """
 
 from __future__ import annotations
@@ -77,13 +77,10 @@ def verified_files(
 ) -> tuple[dict[str, bytes], Certificate]:
     """Verify ``ref`` (through the cache) and return the bundle's files and the certificate."""
     from ledger.library.cache import Cache
-    from ledger.library.logs import open_log
     from ledger.library.verifier import Verifier
 
-    if isinstance(log, (str, Path)):
-        read: Any = open_log(log, policy.log)
-    elif log is None:
-        read = _LazyLog(default_location(), policy)
+    if log is None or isinstance(log, (str, Path)):  # opened only when the cache cannot answer
+        read: Any = _LazyLog(default_location() if log is None else str(log), policy)
     else:
         read = log
     cache = cache or Cache.default()
