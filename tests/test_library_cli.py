@@ -126,3 +126,53 @@ def test_the_example_program_end_to_end(sealed: Sealed, tmp_path: Path) -> None:
                        str(sealed.home), "vector_add@1.0.0")
         assert res.returncode == 1, (rule, res.stderr)
         assert res.stderr.startswith(f"refused by the policy ({rule}): "), res.stderr
+
+
+def _schema(name: str) -> dict[str, object]:
+    return json.loads((REPO / "docs" / "schemas" / name).read_text())
+
+
+def _valid(name: str, value: object) -> None:
+    import jsonschema
+
+    jsonschema.Draft202012Validator.check_schema(_schema(name))
+    jsonschema.validate(value, _schema(name), cls=jsonschema.Draft202012Validator)
+
+
+def test_json_outputs_follow_their_schemas(sealed: Sealed, tmp_path: Path) -> None:
+    import ledger
+    from ledger.core.note import parse_vkey
+
+    res = run_cli("verify", "vector_add@1.0.0", "--json", home=sealed.home)
+    _valid("verify.json", json.loads(res.stdout))
+    strict = _policy(sealed, "strict-json", verdict="verified")
+    res = run_cli("verify", "vector_add@1.0.0", "--json", "--policy", str(strict),
+                  home=sealed.home)
+    assert res.returncode == 1
+    _valid("verify.json", json.loads(res.stdout))
+    res = run_cli("show", "1", "--json", home=sealed.home)
+    _valid("show.json", json.loads(res.stdout))
+    lock = tmp_path / "k.lock"
+    res = run_cli("lock", "add", "vector_add@1.0.0", "--file", str(lock), "--json",
+                  home=sealed.home)
+    assert res.returncode == 0, res.stderr
+    _valid("lock-add.json", json.loads(res.stdout))
+    res = run_cli("lock", "verify", "--file", str(lock), "--json", home=sealed.home)
+    assert res.returncode == 0, res.stderr
+    _valid("lock-verify.json", json.loads(res.stdout))
+    lock.write_text(lock.read_text().replace("vector_add@1.0.0", "vector_add@0.9"))
+    res = run_cli("lock", "verify", "--file", str(lock), "--json", home=sealed.home)
+    assert res.returncode == 1
+    out = json.loads(res.stdout)
+    _valid("lock-verify.json", out)
+    assert out["ok"] is False and "missing from the log" in out["kernels"][0]["reason"]
+    # an error under --json: the line on stderr, and the error object on stdout
+    res = run_cli("show", "nope@1", "--json", home=sealed.home)
+    one_line(res, 2, "no entry seals nope@1")
+    err = json.loads(res.stdout)
+    _valid("error.json", err)
+    assert err["error"] == {"message": "no entry seals nope@1", "exit_code": 2,
+                            "type": "UnknownHash"}
+    pol = ledger.Policy(log=parse_vkey(sealed.vkey))
+    cert = ledger.Verifier(pol, ledger.LocalLog(sealed.home)).verify("vector_add@1.0.0")
+    _valid("certificate.json", cert.to_json())
