@@ -220,6 +220,8 @@ class Policy:
             raise BadInput(f"{where}: oldest_checkpoint is a tree size, at least 0")
         if self.log is not None and not self.log_keys:
             object.__setattr__(self, "log_keys", (self.log,))
+        elif self.log is None and self.log_keys:
+            object.__setattr__(self, "log", self.log_keys[0])
 
     def url(self, w: NoteVerifier) -> str | None:
         return dict(self.urls).get(w.vkey)

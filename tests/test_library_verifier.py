@@ -16,7 +16,7 @@ import pytest
 
 import ledger
 from ledger.core.errors import TamperDetected, UnknownHash
-from ledger.core.note import parse_vkey
+from ledger.core.note import format_vkey, parse_vkey
 from ledger.trust import Unproven
 from ledger.witness import cosigner_vkey
 from tests.helpers.ledgers import add_node, write_bundle
@@ -181,3 +181,19 @@ def test_policy_files_take_the_new_fields_and_refuse_unknown_ones(world: World,
         p.write_text(json.dumps({"log": world.vkey, **bad}))
         with pytest.raises(ledger.LedgerError):
             ledger.load_policy(p)
+
+
+def test_a_bundle_directory_named_without_a_slash(world: World,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(world.bundle.parent)
+    assert world.verifier().verify("vector_add").bundle_digest == world.digest
+    with pytest.raises(UnknownHash):
+        world.verifier().verify("nothing_here")  # neither a path nor an entry
+
+
+def test_a_policy_of_several_log_keys_uses_the_one_the_checkpoint_names(world: World) -> None:
+    other = parse_vkey(format_vkey("other.example/log", bytes(range(32))))
+    pol = ledger.Policy(log_keys=(other, parse_vkey(world.vkey)))
+    assert pol.log == other
+    cert = world.verifier(pol).verify(world.digest)
+    assert cert.kernel == "vector_add@1.0.0"

@@ -28,6 +28,7 @@ guarded against rollback again.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -115,7 +116,7 @@ class Verifier:
     def find(self, ref: str | Path) -> Found:
         text = str(ref)
         path = Path(text)
-        if isinstance(ref, Path) or (("/" in text or text.startswith(".")) and path.exists()):
+        if isinstance(ref, Path) or (_path_like(text) and path.exists()):
             return self._from_path(path)
         if is_name_ref(text):
             return self._by_name(*split_ref(text))
@@ -345,11 +346,23 @@ class Verifier:
                      if cosigned_by(note, g))
 
 
+@functools.lru_cache(maxsize=64)
 def _decoded(data: bytes) -> Entry | None:
+    """The decoded entry (each of a verification's few entries is decoded once: an ``Entry``
+    is frozen), None when it does not decode."""
     try:
         return decode_entry(data)
     except LedgerError:
         return None
+
+
+def _path_like(text: str) -> bool:
+    """A ref that names a file or directory rather than an entry: it has a path separator or a
+    leading dot, or it is neither hex, an index nor ``NAME@VERSION``."""
+    t = text.strip().lower()
+    if "/" in t or t.startswith("."):
+        return True
+    return not (is_name_ref(t) or all(c in "0123456789abcdef" for c in t))
 
 
 def _digest(found: Found) -> str:
