@@ -197,3 +197,18 @@ def test_a_policy_of_several_log_keys_uses_the_one_the_checkpoint_names(world: W
     assert pol.log == other
     cert = world.verifier(pol).verify(world.digest)
     assert cert.kernel == "vector_add@1.0.0"
+
+
+def test_a_cached_name_refused_by_a_new_policy_is_looked_up_again(world: World,
+                                                                   tmp_path: Path) -> None:
+    cache = ledger.Cache(tmp_path / "cache")
+    bob = add_node(world.log, "bob")
+    seal(world.log, bob, write_bundle(tmp_path / "bundles", "bobs", "b3"))
+    alice_only = world.verifier(world.policy(signers=("alice",)), cache=cache)
+    assert alice_only.verify("vector_add@1.0.0").signer.name == "alice"  # cached by name
+    bob_only = world.verifier(world.policy(signers=("bob",)), cache=cache)
+    assert bob_only.verify("vector_add@1.0.0").signer.name == "bob"
+    offline = ledger.Verifier(world.policy(signers=("carol",)), None, cache=cache,
+                              memory=world.mem)
+    with pytest.raises(ledger.PolicyError, match="signers"):
+        offline.verify("vector_add@1.0.0")

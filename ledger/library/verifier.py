@@ -208,6 +208,9 @@ class Verifier:
                     if self.log is None:
                         raise
                     self.cache.forget(cached)  # changed on disk (or too old): fetched again
+                except PolicyError:
+                    if self.log is None:
+                        raise  # the log may hold another entry of the name the policy accepts
         found = self.find(ref)
         cert = self.check(found)
         if self.cache is not None:
