@@ -82,3 +82,18 @@ def test_a_second_signer_shows_in_the_server_lookup(world: World, tmp_path: Path
         finally:
             log.close()
     assert cert.signer.name == "bob"
+
+
+def test_a_server_followed_as_a_mirror(world: World, tmp_path: Path) -> None:
+    world.log.close()
+    with BackgroundServer(make_app(world.home)) as srv:
+        log = ledger.open_log(srv.url, parse_vkey(world.vkey), cache=tmp_path / "cache",
+                              mirror=True)
+        assert isinstance(log, ledger.MirrorLog)
+        try:
+            cert = _verify(world, log, tmp_path, "vector_add@1.0.0")
+        finally:
+            log.close()
+    assert cert.bundle_digest == world.digest and cert.log == srv.url
+    with pytest.raises(ledger.LedgerError, match="verifier key"):
+        ledger.open_log(srv.url, mirror=True)

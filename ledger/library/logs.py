@@ -15,7 +15,8 @@ signer registration and revocation), the bundle's files, and consistency proofs.
   ledger directory under the cache, then read as a ``LocalLog``.
 
 ``open_log(location, vkey)`` picks one: a directory holding ``ledger.db`` (or ``db.url``) is a
-ledger, another directory a static mirror, an ``http(s)://`` URL a server.
+ledger, a directory holding a ``checkpoint`` file a static mirror, an ``http(s)://`` URL a server
+(``mirror=True``: followed as a mirror, e.g. a static HTTP location).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ledger.core.encoding import hex_decode, hex_encode
+from ledger.core.encoding import hex_encode
 from ledger.core.entries import decode_entry
 from ledger.core.errors import BadInput, CannotCheck, LedgerError, UnknownHash
 from ledger.core.note import NoteVerifier
@@ -236,26 +237,22 @@ class MirrorLog(LocalLog):
 
 
 def open_log(location: str | Path, vkey: NoteVerifier | None = None,
-             cache: Path | None = None) -> ReadLog:
+             cache: Path | None = None, *, mirror: bool = False) -> ReadLog:
     """The read-only log at ``location``: a ledger directory, a static mirror directory, or an
-    ``http(s)://`` server URL (a static HTTP location: ``MirrorLog`` directly)."""
+    ``http(s)://`` server URL. ``mirror=True`` follows the location into a private mirror under
+    the cache instead (a static HTTP location of ``ledger publish`` output, or any server whose
+    every entry should be verified once and kept); it needs the log's ``vkey``."""
     text = str(location)
-    if text.startswith(("http://", "https://")):
-        return ServerLog(text)
     path = Path(text)
-    if (path / "ledger.db").exists() or (path / "db.url").exists():
-        return LocalLog(path)
-    if (path / "checkpoint").is_file():
+    if mirror or ("://" not in text and (path / "checkpoint").is_file()
+                  and not (path / "ledger.db").exists()):
         if vkey is None:
-            raise BadInput(f"{path}: a static mirror needs the log's verifier key (policy log)")
+            raise BadInput(f"{text}: a mirror needs the log's verifier key (the policy's log)")
         from ledger.trust import cache_dir
 
         return MirrorLog(text, vkey, cache or cache_dir())
+    if text.startswith(("http://", "https://")):
+        return ServerLog(text)
+    if (path / "ledger.db").exists() or (path / "db.url").exists():
+        return LocalLog(path)
     raise BadInput(f"{path}: neither a ledger directory nor a static mirror")
-
-
-def parse_hex_digest(text: str) -> bytes | None:
-    t = text.strip().lower()
-    if len(t) == 64 and all(c in "0123456789abcdef" for c in t):
-        return hex_decode(t)
-    return None
