@@ -41,8 +41,9 @@ def sealed(tmp_path_factory: pytest.TempPathFactory) -> Sealed:
     bundle = root / "vector_add"
     shutil.copytree(REPO / "bundles" / "vector_add", bundle)
     (bundle / "ledger-receipt.json").unlink(missing_ok=True)
-    res = run_cli("seal", str(bundle), "--key", "team-ci", home=home)
+    res = run_cli("seal", str(bundle), "--key", "team-ci", "--json", home=home)
     assert res.returncode == 0, res.stderr
+    (root / "seal.out").write_text(res.stdout)
     vkey = run_cli("vkey", home=home).stdout.strip()
     return Sealed(home, bundle, vkey, root)
 
@@ -143,6 +144,13 @@ def test_json_outputs_follow_their_schemas(sealed: Sealed, tmp_path: Path) -> No
     import ledger
     from ledger.core.note import parse_vkey
 
+    _valid("seal.json", json.loads((sealed.root / "seal.out").read_text()))
+    for command, schema in ((("vkey",), "vkey.json"), (("checkpoint",), "checkpoint.json"),
+                            (("keys", "list"), "keys-list.json"), (("log",), "log.json"),
+                            (("audit",), "audit.json")):
+        res = run_cli(*command, "--json", home=sealed.home)
+        assert res.returncode == 0, (command, res.stderr)
+        _valid(schema, json.loads(res.stdout))
     res = run_cli("verify", "vector_add@1.0.0", "--json", home=sealed.home)
     _valid("verify.json", json.loads(res.stdout))
     strict = _policy(sealed, "strict-json", verdict="verified")
