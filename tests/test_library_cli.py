@@ -116,7 +116,19 @@ def test_the_example_program_end_to_end(sealed: Sealed, tmp_path: Path) -> None:
     res = _example(team, tmp_path / "c", "--log", str(tmp_path / "nowhere"),
                    "vector_add@1.0.0")
     assert res.returncode == 0, res.stderr
-    refusals = {
+    # a tampered cached file: refused (offline), then fetched again from the log
+    cached = tmp_path / "c" / "kernels" / lines[0].split()[1].rstrip(":") / "files"
+    (cached / "vector_add.ptx").write_bytes(b"// swapped\n")
+    res = _example(team, tmp_path / "c", "--log", str(tmp_path / "nowhere"), "vector_add@1.0.0")
+    assert res.returncode == 1 and "vector_add.ptx" in res.stderr, res.stderr
+    res = _example(team, tmp_path / "c", "--log", str(sealed.home), "vector_add@1.0.0")
+    assert res.returncode == 0, res.stderr
+    assert (cached / "vector_add.ptx").read_bytes() == (
+        sealed.bundle / "vector_add.ptx").read_bytes()
+    from ledger.witness import cosigner_vkey
+
+    refusals: dict[str, dict[str, object]] = {
+        "quorum": {"witnesses": [cosigner_vkey("w.example/1", bytes(range(32)))], "quorum": 1},
         "signers": {"signers": ["someone-else"]},
         "checks": {"checks": ["lean.kernel"]},
         "obligations": {"obligations": {"PO1": "ok"}},

@@ -36,6 +36,7 @@ from ledger.core.encoding import hex_encode
 from ledger.core.entries import Entry, decode_entry
 from ledger.core.errors import (
     BadInput,
+    CannotCheck,
     LedgerError,
     PolicyError,
     TamperDetected,
@@ -199,19 +200,25 @@ class Verifier:
     def verify(self, ref: str | Path) -> Certificate:
         """The certificate of the entry ``ref`` names, when it verifies and meets the policy;
         else ``PolicyError`` (the rule and why) or another ``VerificationFailed``."""
+        refused: VerificationFailed | None = None
         if self.cache is not None:
             cached = self.cache.lookup(str(ref), self.policy)
             if cached is not None:
                 try:
                     return self.check(cached)
-                except (TamperDetected, Unproven):
-                    if self.log is None:
-                        raise
+                except (TamperDetected, Unproven) as e:
                     self.cache.forget(cached)  # changed on disk (or too old): fetched again
-                except PolicyError:
-                    if self.log is None:
-                        raise  # the log may hold another entry of the name the policy accepts
-        found = self.find(ref)
+                    refused = e
+                except PolicyError as e:  # the log may hold another entry the policy accepts
+                    refused = e
+                if self.log is None:
+                    raise refused
+        try:
+            found = self.find(ref)
+        except (BadInput, CannotCheck) as e:  # no log to fetch it again from: the refusal stands
+            if refused is not None:
+                raise refused from e
+            raise
         cert = self.check(found)
         if self.cache is not None:
             self.cache.keep(found, cert, self._vkey(found.evidence.checkpoint))
