@@ -254,6 +254,7 @@ def register(app: typer.Typer) -> None:
         from ledger.net.client import check_base_url
         from ledger.submit import submit_bundle
         from ledger_cli import wiring
+        from ledger_cli.verifying import report_json
         from verify.context import Options
 
         seconds("--timeout", timeout)
@@ -267,7 +268,7 @@ def register(app: typer.Typer) -> None:
             why = f"{first.id}: {first.detail}" if first else "no checks ran"
             output.error_line(f"{directory}: refused, a check failed ({why})")
             if json_out:
-                output.emit_json({"refused": str(directory), "report": report.to_json()})
+                output.emit_json({"refused": str(directory), "report": report_json(report)})
             raise typer.Exit(1)
         from ledger import trust
         from ledger.core.errors import LedgerError
@@ -297,7 +298,7 @@ def register(app: typer.Typer) -> None:
                     "leaf_hash": hex_encode(done.leaf_hash),
                     "attempts": done.attempts,
                     "checkpoint": done.checkpoint.decode("utf-8"),
-                    "report": report.to_json(),
+                    "report": report_json(report),
                     "receipt": str(receipt) if receipt is not None else None,
                     "cosigned": cosigned,
                     **({"receipt_error": receipt_error} if receipt_error else {}),

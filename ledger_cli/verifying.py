@@ -216,9 +216,17 @@ def partial_text(report: Report) -> str:
 
 
 def report_json(report: Report) -> dict[str, Any]:
-    """SPEC 8's report object, with ``partial``: the one line of a partial verdict ("" else)."""
+    """SPEC 8's report object, each check with its ``tool`` and ``version``, plus ``partial``
+    (the one line of a partial verdict, "" else) and ``obligations``: the ``certificate``
+    check's proof obligations as data (``{"id", "status", "evidence"}``, docs/schemas/)."""
+    from ledger.core.verdict import obligation_states
+
     obj = report.to_json()
+    obj["checks"] = [c.to_record() for c in report.checks]
     obj["partial"] = partial_text(report)
+    cert = report.get("certificate")
+    obj["obligations"] = [{"id": po, "status": status, "evidence": ev}
+                          for po, status, ev in obligation_states(cert.detail if cert else "")]
     return obj
 
 
