@@ -684,9 +684,11 @@ def log_cmd(
                 "type": e.type,
                 "time": e.time,
                 "bundle_digest": e.bundle_digest,
-                "kernel": e.kernel.get("name")
-                if e.kernel is not None
-                else e.name if e.name is not None else e.key_id,
+                # one shape of "kernel" everywhere (issue 31): {"name", "version"} or null
+                "kernel": {"name": str(e.kernel.get("name", "")),
+                           "version": str(e.kernel.get("version", ""))}
+                if isinstance(e.kernel, dict) else None,
+                "key": e.name if e.name is not None else e.key_id,  # a key entry's key
                 "signer": e.signer,
             }
         )
@@ -701,7 +703,7 @@ def log_cmd(
                     i["index"],
                     i["time"],
                     i["type"],
-                    i["kernel"] or "",
+                    i["kernel"]["name"] if i["kernel"] else i["key"] or "",
                     (i["bundle_digest"] or "")[:16],
                     i["leaf_hash"][:16],
                 ]
