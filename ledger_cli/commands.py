@@ -359,14 +359,14 @@ def seal(
                 {
                     "entries": [],
                     "refused": [
-                        {"directory": str(d), "reason": why, "report": rep.to_json()}
+                        {"directory": str(d), "reason": why, "report": verifying.report_json(rep)}
                         for (d, rep), why in zip(bad, whys, strict=True)
                     ]
                     + [
                         {
                             "directory": str(d),
                             "reason": "not sealed: another bundle of the batch failed a check",
-                            "report": rep.to_json(),
+                            "report": verifying.report_json(rep),
                         }
                         for d, _, rep in checked
                         if rep.verdict != "failed"
@@ -436,7 +436,7 @@ def _print_seals(
                 "index": r.sealed.index,
                 "bundle_digest": hex_encode(r.bundle.digest),
                 "leaf_hash": hex_encode(r.sealed.leaf_hash),
-                "report": r.report.to_json(),
+                "report": verifying.report_json(r.report),
                 # added to SPEC 8's item: the receipt written for it (null when none was)
                 "receipt": str(r.receipt) if r.receipt is not None else None,
                 # issue 33 item 8: nothing appended, this key had sealed the bundle as this entry
@@ -471,6 +471,8 @@ def _print_seals(
             output.plain(f"  leaf    {hex_encode(r.sealed.leaf_hash)}")
             if r.receipt is not None:
                 output.plain(f"  receipt {r.receipt}")
+            if verifying.partial_text(r.report):
+                output.plain(f"  {verifying.partial_text(r.report)}")
         if cosign is not None:  # sealed all the same (exit 0); a note says why not cosigned
             output.plain(cosign[1] if cosign[0] else f"note: {cosign[1]}")
 
@@ -545,7 +547,8 @@ def _only_key(keydir: Path) -> str:
 
 @app.command()
 def verify(
-    hash: Annotated[str, typer.Argument(help="Bundle digest, leaf hash (>= 8 hex) or index.")],
+    hash: Annotated[str, typer.Argument(
+        help="Bundle digest, leaf hash (>= 8 hex), index, NAME@VERSION or a bundle directory.")],
     bundle: Annotated[
         Path | None,
         typer.Option("--bundle", help="Check this directory instead of the stored files."),
@@ -612,13 +615,16 @@ def _entry_json(store: Store, index: int) -> dict[str, Any]:
 
 @app.command()
 def show(
-    hash: Annotated[str, typer.Argument(help="Bundle digest, leaf hash (>= 8 hex) or index.")],
+    hash: Annotated[str, typer.Argument(
+        help="Bundle digest, leaf hash (>= 8 hex), index or NAME@VERSION.")],
     home: HomeOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Show one entry."""
+    from ledger.kernels import resolve_ref
+
     log = open_log(home, read_only=True)
-    item = _entry_json(log.store, log.store.resolve(hash))
+    item = _entry_json(log.store, resolve_ref(log.store, hash))
     if json_out:
         output.emit_json(item)
         return
@@ -682,9 +688,11 @@ def log_cmd(
                 "type": e.type,
                 "time": e.time,
                 "bundle_digest": e.bundle_digest,
-                "kernel": e.kernel.get("name")
-                if e.kernel is not None
-                else e.name if e.name is not None else e.key_id,
+                # one shape of "kernel" everywhere (issue 31): {"name", "version"} or null
+                "kernel": {"name": str(e.kernel.get("name", "")),
+                           "version": str(e.kernel.get("version", ""))}
+                if isinstance(e.kernel, dict) else None,
+                "key": e.name if e.name is not None else e.key_id,  # a key entry's key
                 "signer": e.signer,
             }
         )
@@ -699,7 +707,7 @@ def log_cmd(
                     i["index"],
                     i["time"],
                     i["type"],
-                    i["kernel"] or "",
+                    i["kernel"]["name"] if i["kernel"] else i["key"] or "",
                     (i["bundle_digest"] or "")[:16],
                     i["leaf_hash"][:16],
                 ]
@@ -830,7 +838,8 @@ def proof_consistency(
 
 @receipt_app.command("write")
 def receipt_write(
-    hash: Annotated[str, typer.Argument(help="Bundle digest, leaf hash (>= 8 hex) or index.")],
+    hash: Annotated[str, typer.Argument(
+        help="Bundle digest, leaf hash (>= 8 hex), index or NAME@VERSION.")],
     out: Annotated[
         Path, typer.Option("--out", help="Directory to write ledger-receipt.json into.")
     ] = Path("."),
@@ -838,10 +847,11 @@ def receipt_write(
     json_out: JsonOpt = False,
 ) -> None:
     """Write a fresh offline receipt for any sealed entry (e.g. after a crash lost one)."""
+    from ledger.kernels import resolve_ref
     from ledger_cli import wiring
 
     log = open_log(home)
-    index = log.store.resolve(hash)
+    index = resolve_ref(log.store, hash)
     if not out.is_dir():
         raise BadInput(f"--out {out}: not a directory")
     path = wiring.write_receipt(log, index, out)
@@ -899,12 +909,14 @@ def receipt_refresh(
 
 
 from ledger_cli import db as db_cli  # noqa: E402
+from ledger_cli import lock as lock_cli  # noqa: E402
 from ledger_cli import publish as publish_cli  # noqa: E402
 
 net.register(app)  # serve, export-tiles, mirror, witness, submit
 scaffold.register(app)  # new
 publish_cli.register(app)  # publish (issue 13)
 db_cli.register(app)  # db copy (issue 13)
+lock_cli.register(app)  # lock add, lock verify (issue 31)
 helptext.one_line_summaries(app)
 
 

@@ -330,6 +330,7 @@ def _checked_bundle(directory: Path, json_out: bool) -> "tuple[Bundle, Report]":
     """The bundle at ``directory`` and its local report; exit 1 (nothing sent) when a check
     failed."""
     from ledger_cli import wiring
+    from ledger_cli.verifying import report_json
     from verify.context import Options
 
     [(_d, bundle, report)] = wiring.check_dirs([directory], Options())
@@ -338,7 +339,7 @@ def _checked_bundle(directory: Path, json_out: bool) -> "tuple[Bundle, Report]":
         why = f"{first.id}: {first.detail}" if first else "no checks ran"
         output.error_line(f"{directory}: refused, a check failed ({why})")
         if json_out:
-            output.emit_json({"refused": str(directory), "report": report.to_json()})
+            output.emit_json({"refused": str(directory), "report": report_json(report)})
         raise typer.Exit(1)
     return bundle, report
 
@@ -378,6 +379,7 @@ def _report_submitted(
     json_out: bool,
 ) -> None:
     from ledger.core.encoding import hex_encode
+    from ledger_cli.verifying import report_json
 
     if json_out:
         output.emit_json(
@@ -387,7 +389,7 @@ def _report_submitted(
                 "leaf_hash": hex_encode(done.leaf_hash),
                 "attempts": done.attempts,
                 "checkpoint": done.checkpoint.decode("utf-8"),
-                "report": report.to_json(),
+                "report": report_json(report),
                 "receipt": str(written.path) if written.path is not None else None,
                 "cosigned": written.cosigned,
                 "already_sealed": done.already,  # issue 33 item 8: the entry it had

@@ -43,7 +43,8 @@ from ledger.core import merkle
 from ledger.core.bundle import parse_manifest
 from ledger.core.canonical import loads_canonical
 from ledger.core.encoding import b64_encode, hex_decode, hex_encode
-from ledger.core.errors import BadInput, LedgerError
+from ledger.core.entries import decode_entry
+from ledger.core.errors import BadInput, LedgerError, UnknownHash
 from ledger.http import guard
 from ledger.http.state import (  # re-exported: the per-request layer below the handlers
     MAX_PARAM_DIGITS,
@@ -59,6 +60,7 @@ from ledger.http.state import (  # re-exported: the per-request layer below the 
 )
 from ledger.http.submit import submit_endpoint
 from ledger.http.web import compress, feed, pages, receipts
+from ledger.kernels import entries_of, is_name_ref, split_ref
 from ledger.store import Store, open_store
 
 log = logging.getLogger("ledger.http.server")
@@ -67,6 +69,7 @@ FULL_TILE_CACHE = "public, max-age=31536000, immutable"
 PARTIAL_TILE_CACHE = "public, max-age=5"
 CHECKPOINT_CACHE = "no-cache"
 MAX_BATCH_BLOBS = 64  # digests per GET /api/v1/blobs?d=...
+MAX_KERNEL_ENTRIES = 64  # entries GET /api/v1/lookup/NAME@VERSION lists at most
 MAX_BATCH_BYTES = 32 << 20  # a batch answer stops after this many bytes (X-Blob-Count says where)
 
 _OPENAPI = Path(__file__).parent / "templates" / "openapi.json"
@@ -140,12 +143,30 @@ async def api_entry(request: Request) -> Response:
 async def api_lookup(request: Request) -> Response:
     s = served(request)
     view = s.view()
+    if is_name_ref(request.path_params["hash"]):
+        return lookup_kernel(s, view.size, request.path_params["hash"])
     index = resolve(s, view, request.path_params["hash"])
     out = entry_json(s.store, index)
     digest = out["entry"].get("bundle_digest") if isinstance(out["entry"], dict) else None
     return json_response(
         {"index": index, "leaf_hash": out["leaf_hash"], "bundle_digest": digest}
     )
+
+
+def lookup_kernel(s: Served, size: int, ref: str) -> Response:
+    """``GET /api/v1/lookup/NAME@VERSION`` (like sumdb's ``/lookup/M@V``): every bundle entry
+    of the latest tree sealing it, oldest first (at most ``MAX_KERNEL_ENTRIES``)."""
+    name, version = split_ref(ref)
+    found = entries_of(s.store, name, version, size)
+    if not found:
+        raise UnknownHash(f"no entry of the latest tree seals {name}@{version}")
+    items = []
+    for index in found[:MAX_KERNEL_ENTRIES]:
+        data = s.store.entry(index)
+        entry = decode_entry(data)
+        items.append({"index": index, "leaf_hash": hex_encode(merkle.leaf_hash(data)),
+                      "bundle_digest": entry.bundle_digest, "signer": entry.signer})
+    return json_response({"name": name, "version": version, "entries": items})
 
 
 def inclusion_json(store: Store, index: int, size: int) -> dict[str, Any]:
