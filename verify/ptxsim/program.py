@@ -52,6 +52,9 @@ SPECIAL = {
     "%warpsize", "%lanemask_eq",
 }
 
+# the PTX ISA's predefined constants ("Predefined identifiers"): ``WARP_SZ`` is ``warpSize``
+CONSTANTS = {"WARP_SZ": 32}
+
 # timers: the launch's count of warp-instructions so far (``Machine.warp_instr``), so two reads
 # by one thread are strictly increasing and a run is deterministic; %clock is its low 32 bits
 CLOCKS = {"%clock": 0xFFFF_FFFF, "%clock64": 2**64 - 1, "%globaltimer": 2**64 - 1}
@@ -153,6 +156,9 @@ class Ctx:
             return g
         if isinstance(op, Imm):
             return imm_getter(op, t, self.ins)
+        if isinstance(op, Sym) and op.name in CONSTANTS:
+            val = np.array(CONSTANTS[op.name], np.uint64).astype(DTYPE[t])[()]
+            return lambda m, idx: val
         if isinstance(op, Sym):
             space, addr = self.symbol(op.name)
             if space == "param":
