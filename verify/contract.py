@@ -53,7 +53,7 @@ MAX_SIZE = 1 << 40  # a size binding's largest value (falsification_tests[i].siz
 MAX_DOMAIN_VARS = 16
 MAX_CONSTRAINTS = 16
 
-DTYPES = ("f16", "f32", "f64", "s32", "u32", "s64", "u64", "u8", "s8")
+DTYPES = ("f16", "bf16", "f32", "f64", "s32", "u32", "s64", "u64", "u8", "s8")
 INTENTS = ("in", "out", "inout")
 Intent = Literal["in", "out", "inout"]
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -333,7 +333,8 @@ def _scalar_value(v: object, dtype: str, path: str) -> str:
         if isinstance(v, float):
             return repr(_num(v, path))
     elif v == RANDOM or isinstance(v, float):
-        raise ContractError(f"{path}: {v!r} is only allowed for a float scalar (f16, f32, f64)")
+        raise ContractError(
+            f"{path}: {v!r} is only allowed for a float scalar (f16, bf16, f32, f64)")
     return _expr(v, path)
 
 

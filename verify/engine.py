@@ -44,6 +44,7 @@ class Observed:
 
     kind: str
     message: str
+    line: int | None = None  # the PTX line, where the engine knows it (waivers match on it)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,11 @@ class LaunchOutcome:
     # the interpreter's second schedule: each out/inout buffer that came out different there,
     # with its contents (judged against the oracles under the test's tolerance, like the first)
     second_schedule: tuple[tuple[str, np.ndarray[Any, Any]], ...] = ()
+    # what the engine judged benign, with its evidence (the interpreter's ``benign_store``), and
+    # the findings a contract waiver covered (``verify.waivers``): shown in the detail, never
+    # dropped
+    notes: tuple[str, ...] = ()
+    waived: tuple[str, ...] = ()
 
 
 class Engine(Protocol):

@@ -53,6 +53,7 @@ import numpy as np
 
 from ledger.core.errors import BadInput, CannotCheck
 from verify.compare import Comparison as Comparison
+from verify.compare import cast_to, values_of
 from verify.compare import compare_output as compare_output
 from verify.compare import describe_tolerance as describe_tolerance
 from verify.compare import np_dtype as np_dtype
@@ -83,6 +84,7 @@ BUDGET_SPENT = "not run: the falsification time budget (--timeout) was spent on 
 EDGES_NOTE = "inputs at chosen sizes hold the range's edges (high, 0, low)"
 PTX_TYPES = {
     "f16": ".f16",
+    "bf16": ".b16",  # the interpreter gets the bit pattern (``engine_scalar``)
     "f32": ".f32",
     "f64": ".f64",
     "s32": ".s32",
@@ -165,7 +167,8 @@ class InterpreterEngine:
             if isinstance(a, BufferArg):
                 sim_args.append(sim.Buffer(data=a.data, intent=a.intent, name=a.name))
             else:
-                sim_args.append(sim.Scalar(value=a.value, ptx_type=PTX_TYPES[a.dtype]))
+                value = int(cast_to("bf16", [a.value])[0]) if a.dtype == "bf16" else a.value
+                sim_args.append(sim.Scalar(value=value, ptx_type=PTX_TYPES[a.dtype]))
         need = interpreter_bytes(module.program(entry), grid, block, dynamic_shared)
         if need > MAX_INTERP_BYTES:
             raise TooLarge(
@@ -195,7 +198,7 @@ class InterpreterEngine:
             if need > COLLECT_AFTER_BYTES:
                 gc.collect()
             # Findings made before the run met something it cannot model are still bugs.
-            early = tuple(Observed(f.kind, f.message) for f in getattr(e, "findings", ()))
+            early = tuple(Observed(f.kind, f.message, f.line) for f in getattr(e, "findings", ()))
             if not early:
                 raise
             seconds = time.perf_counter() - t0
@@ -206,13 +209,14 @@ class InterpreterEngine:
             # large launch's state stays until much later, and several add up to gigabytes
             gc.collect()
         seconds = time.perf_counter() - t0
-        found = tuple(Observed(f.kind, f.message) for f in res.findings)
+        found = tuple(Observed(f.kind, f.message, f.line) for f in res.findings)
         return LaunchOutcome(
             str(res.engine),
             found,
             int(res.thread_instructions),
             seconds,
             tuple(res.second_schedule.items()),
+            notes=tuple(res.notes),
         )
 
 
@@ -296,7 +300,10 @@ def _dim3(exprs: Sequence[str], sizes: Mapping[str, int], where: str, cap: int) 
 def random_values(
     rng: np.random.Generator, dtype: str, count: int, low: float, high: float
 ) -> np.ndarray[Any, Any]:
-    """``count`` values uniform in [low, high], cast to ``dtype`` (integers: inclusive range)."""
+    """``count`` values uniform in [low, high], cast to ``dtype`` (integers: inclusive range;
+    bf16: real values rounded to the nearest bf16, as bit patterns, never arbitrary bits)."""
+    if dtype == "bf16":
+        return cast_to("bf16", random_values(rng, "f64", count, low, high))
     dt = np_dtype(dtype)
     if np.issubdtype(dt, np.integer):
         info = np.iinfo(dt)
@@ -322,6 +329,11 @@ def edge_values(dtype: str, low: float, high: float) -> np.ndarray[Any, Any]:
     0 or ``low``, yet the contract claims the whole closed range: a float histogram whose top
     value falls into bin ``nbins``, a ``x / |x|`` that is NaN at 0, or an integer ``abs`` of the
     minimum passes every random draw and fails there."""
+    if dtype == "bf16":
+        vals16 = edge_values("f32", low, high)
+        bits = cast_to("bf16", vals16)
+        fin = np.isfinite(values_of("bf16", bits))
+        return np.array(list(dict.fromkeys(bits[fin].tolist())), dtype=np.uint16)
     dt = np_dtype(dtype)
     if np.issubdtype(dt, np.integer):
         info = np.iinfo(dt)
@@ -402,12 +414,12 @@ def make_case(
     for p in kernel.params:
         if p.kind == "scalar" and p.dtype in FLOAT_DTYPES and p.value == RANDOM:
             drawn = random_values(rng, p.dtype, 1, test.input_low, test.input_high)
-            args.append(ScalarArg(p.name, float(drawn[0]), p.dtype))
+            args.append(ScalarArg(p.name, float(values_of(p.dtype, drawn)[0]), p.dtype))
             continue
         literal = scalar_literal(p.value) if p.dtype in FLOAT_DTYPES else None
         if p.kind == "scalar" and literal is not None:
-            with np.errstate(over="ignore"):
-                args.append(ScalarArg(p.name, float(np_dtype(p.dtype).type(literal)), p.dtype))
+            rounded = values_of(p.dtype, cast_to(p.dtype, [literal]))
+            args.append(ScalarArg(p.name, float(rounded[0]), p.dtype))
             continue
         if p.kind == "scalar":
             val = _eval(p.value or "0", sizes, f"param {p.name}")
@@ -466,10 +478,12 @@ def copy_case(case: Case) -> Case:
 
 def oracle_case(kernel: Kernel, case: Case) -> OracleCase:
     """What the oracles receive for ``case``: in/inout pointers and scalars (0-d arrays)."""
-    inputs = dict(case.inputs)
+    by_name = {p.name: p for p in kernel.params}
+    inputs = {k: values_of(by_name[k].dtype, v) for k, v in case.inputs.items()}
     for a in case.args:
-        if isinstance(a, ScalarArg):
-            inputs[a.name] = np.array(a.value, dtype=np_dtype(a.dtype))
+        if isinstance(a, ScalarArg):  # bf16 scalars as float32 values, like bf16 buffers
+            inputs[a.name] = np.array(a.value, dtype=np.float32 if a.dtype == "bf16" else
+                                      np_dtype(a.dtype))
     outputs = [
         OutputSpec(p.name, p.dtype, case.shapes.get(p.name, ()))
         for p in kernel.params
@@ -489,7 +503,11 @@ def poison_findings(case: Case, expected: Mapping[str, np.ndarray[Any, Any]]) ->
         poisoned = np.all(raw == 0xFF, axis=1)
         want = expected.get(a.name)
         if want is not None and np.asarray(want).size == a.data.size:
-            want_raw = np.ascontiguousarray(np.asarray(want).reshape(-1).astype(a.data.dtype))
+            dtype = "bf16" if a.data.dtype == np.uint16 and not np.issubdtype(
+                np.asarray(want).dtype, np.integer) else ""
+            want_raw = np.ascontiguousarray(
+                cast_to(dtype, np.asarray(want).reshape(-1)) if dtype else
+                np.asarray(want).reshape(-1).astype(a.data.dtype))
             poisoned &= ~np.all(want_raw.view(np.uint8).reshape(-1, size) == 0xFF, axis=1)
         idx = np.flatnonzero(poisoned)
         if idx.size:
@@ -521,6 +539,24 @@ class _Worst:
     ulp: float | None = None
     abs: float = 0.0
     rel: float = 0.0
+    # what the engine judged benign and what a contract waiver covered, over every binding
+    notes: dict[str, None] = dataclasses.field(default_factory=dict)
+    waived: dict[str, None] = dataclasses.field(default_factory=dict)
+
+    def seen(self, outcome: LaunchOutcome) -> None:
+        for n in outcome.notes:
+            self.notes.setdefault(n)
+        for w in outcome.waived:
+            self.waived.setdefault(w)
+
+    def remarks(self) -> str:
+        """``; note: ...; waived: ...`` for the detail (the first 3 of each, and a count)."""
+        out = ""
+        for what, items in (("note", list(self.notes)), ("waived", list(self.waived))):
+            if items:
+                more = f" (+{len(items) - 3} more)" if len(items) > 3 else ""
+                out += f"; {what}: " + "; ".join(items[:3]) + more
+        return out
 
     def add(self, c: Comparison) -> None:
         if c.max_ulp is not None:
@@ -945,6 +981,7 @@ def _run_batch(
         if isinstance(outcome, tuple):
             stop = (b, *outcome)
             break
+        worst.seen(outcome)
         if engine.observes_findings and outcome.findings:
             stop = (b, "failed", _finding_text(outcome.findings))
             break
@@ -1050,7 +1087,7 @@ def _judge_test(
             )
     summary = (
         f"{engine.description}: {_fmt_sizes(test.sizes)}; seed {seed}{again}; {phrase}{extra}; "
-        f"{worst.text(test.tolerance)}"
+        f"{worst.text(test.tolerance)}{worst.remarks()}"
     )
     against = _oracle_text(oracles)
     if engine.observes_findings:

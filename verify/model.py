@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-Dtype = Literal["f16", "f32", "f64", "s32", "u32", "s64", "u64", "u8", "s8"]
-FLOAT_DTYPES = ("f16", "f32", "f64")
+Dtype = Literal["f16", "bf16", "f32", "f64", "s32", "u32", "s64", "u64", "u8", "s8"]
+FLOAT_DTYPES = ("f16", "bf16", "f32", "f64")  # bf16 is stored as uint16 bits (verify/bfloat16.py)
 RANDOM = "random"  # a float scalar's value drawn from the test's input range (seeded)
 OBLIGATIONS = ("PO1", "PO2", "PO3", "PO4", "PO5", "PO6", "PO7", "PO8")
 

@@ -178,7 +178,8 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
     if original is not None and schedule_seed is not None and not m.findings:
         second = _second_schedule(prog, grid, block, bufs, original, dynamic_shared, step_limit,
                                   schedule_seed, m, schedule_values)
-    return SimResult(tuple(m.findings), m.thread_instr, m.warp_instr, ENGINE, second)
+    return SimResult(tuple(m.findings), m.thread_instr, m.warp_instr, ENGINE, second,
+                     tuple(m.notes))
 
 
 def _launch_again(prog: Program, grid: tuple[int, int, int], block: tuple[int, int, int],

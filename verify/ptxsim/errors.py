@@ -70,3 +70,6 @@ class SimResult:
     # ``launch(..., schedule_values=True)``: each out/inout buffer whose bytes differ under the
     # second schedule, with its contents there (the caller judges them, e.g. under a tolerance)
     second_schedule: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
+    # what the run judged benign, with its evidence (e.g. a same-value store by the lanes of one
+    # warp in one instruction): not findings, shown in the detail as notes
+    notes: tuple[str, ...] = ()

@@ -144,6 +144,7 @@ class Machine:
         # local memory starts poisoned: a byte is defined once a store wrote it
         self.local_ever = np.zeros(self.T * self.local_size, bool) if self.local_size else None
         self.findings: list[Finding] = []
+        self.notes: list[str] = []  # what was judged benign, with its evidence (not findings)
         self.keys: set[tuple[object, ...]] = set()
         self.thread_instr = 0
         self.warp_instr = 0
@@ -198,6 +199,14 @@ class Machine:
             # to the step limit (a loop that faults on every trip, such as i <= n - 1 at n = 0)
             self.step_limit = min(self.step_limit, self.warp_instr + self.after_finding)
             self.cut_short = True
+
+    def note(self, message: str) -> None:
+        """Record something judged benign (``benign_store``), once per PTX line, at most 20."""
+        k = ("note", self.line)
+        if k in self.keys or len(self.notes) >= 20:
+            return
+        self.keys.add(k)
+        self.notes.append(self._fmt(message))
 
     # ---- register definedness -------------------------------------------------------------
 
