@@ -66,9 +66,19 @@ from verify.engine import Engine as Engine
 from verify.engine import LaunchOutcome as LaunchOutcome
 from verify.engine import Observed as Observed
 from verify.engine import ScalarArg as ScalarArg
-from verify.model import FLOAT_DTYPES, RANDOM, FalsificationTest, Kernel, Tolerance, scalar_literal
+from verify.model import (
+    FLOAT_DTYPES,
+    RANDOM,
+    FalsificationTest,
+    Kernel,
+    Tolerance,
+    Waiver,
+    scalar_literal,
+)
 from verify.oracle import ORACLE_IN_DETAIL, OracleCase, Oracles, OutputSpec, Result, oracles_for
 from verify.report import Check, failed, passed, skipped
+from verify.waivers import describe as describe_waiver
+from verify.waivers import resolve as resolve_waivers
 
 MAX_LAUNCH_BYTES = 512 << 20  # all buffers of one launch together
 MAX_BLOCK_THREADS = 1024
@@ -159,6 +169,7 @@ class InterpreterEngine:
         args: Sequence[Arg],
         dynamic_shared: int,
         second_schedule: bool = True,
+        waivers: Mapping[tuple[str, int], int] | None = None,
     ) -> LaunchOutcome:
         sim = self._sim
         module = self.module(ptx)
@@ -193,6 +204,7 @@ class InterpreterEngine:
                 schedule_seed=SECOND_SCHEDULE_SEED if second_schedule and small else None,
                 schedule_values=True,
                 out_undefined=True,  # out buffers are poisoned: their contents are unspecified
+                waivers=waivers,
             )
         except CannotCheck as e:
             if need > COLLECT_AFTER_BYTES:
@@ -217,6 +229,7 @@ class InterpreterEngine:
             seconds,
             tuple(res.second_schedule.items()),
             notes=tuple(res.notes),
+            waived=tuple(res.waived),
         )
 
 
@@ -542,12 +555,15 @@ class _Worst:
     # what the engine judged benign and what a contract waiver covered, over every binding
     notes: dict[str, None] = dataclasses.field(default_factory=dict)
     waived: dict[str, None] = dataclasses.field(default_factory=dict)
+    used: set[int] = dataclasses.field(default_factory=set)  # indices of the waivers that held
 
-    def seen(self, outcome: LaunchOutcome) -> None:
+    def seen(self, outcome: LaunchOutcome, waivers: Sequence[Waiver] = ()) -> None:
         for n in outcome.notes:
             self.notes.setdefault(n)
-        for w in outcome.waived:
-            self.waived.setdefault(w)
+        for i, text in outcome.waived:
+            self.used.add(i)
+            reason = f" (waiver {i}: {waivers[i].reason!r})" if i < len(waivers) else ""
+            self.waived.setdefault(f"{text}{reason}")
 
     def remarks(self) -> str:
         """``; note: ...; waived: ...`` for the detail (the first 3 of each, and a count)."""
@@ -599,7 +615,11 @@ def launch_and_judge(
 def launch_case(
     kernel: Kernel, case: Case, ptx: bytes, engine: Engine, second_schedule: bool = True
 ) -> LaunchOutcome | tuple[str, str]:
-    """The engine's outcome, or ("skipped", why) when it could not run the launch."""
+    """The engine's outcome, or ("skipped", why) when it could not run the launch. The
+    contract's waivers go to the engine (``verify.waivers``) only when there are some."""
+    extra: dict[str, Any] = {}
+    if kernel.waivers:
+        extra["waivers"] = resolve_waivers(kernel.waivers, ptx, kernel.entry)[0]
     try:
         return engine.launch(
             ptx,
@@ -609,6 +629,7 @@ def launch_case(
             case.args,
             case.dynamic_shared,
             second_schedule=second_schedule,
+            **extra,
         )
     except CannotCheck as e:
         return "skipped", f"{engine.name} could not run it: {e}"
@@ -847,6 +868,7 @@ def run_test(
     oracles: Oracles | None = None,
     run_seed: int | None = None,
     bindings: Sequence[Binding] | None = None,
+    waivers_used: set[int] | None = None,
 ) -> Check:
     """One ``falsify.<TEST-ID>`` check (steps 1-5 of the module docstring).
 
@@ -857,7 +879,8 @@ def run_test(
     author binding to look for races, barrier divergence, bounds and uninitialised reads. Past
     ``deadline`` (``time.monotonic()``), no further binding starts and the test is skipped.
     ``oracles`` default to ``oracles_for(kernel, {}, Options())`` (enough for a trusted
-    reference; a bundle reference needs the bundle's files).
+    reference; a bundle reference needs the bundle's files). ``waivers_used`` collects the
+    indices of the contract waivers that covered a finding (``run`` fails a waiver none used).
     """
     cid = f"falsify.{test.id}"
     tool = engine.name
@@ -881,6 +904,7 @@ def run_test(
                 oracles=oracles,
                 run_seed=run_seed,
                 bindings=bindings,
+                waivers_used=waivers_used,
             )
         finally:
             oracles.close()
@@ -903,8 +927,10 @@ def run_test(
             if picked
             else f"{AUTHOR_ONLY}: only the author's sizes were run"
         )
+    worst = _Worst(used=waivers_used if waivers_used is not None else set())
     check = _judge_test(
-        kernel, test, ptx, (seed, run_seed, plan, phrase), engine, cross_check, deadline, oracles
+        kernel, test, ptx, (seed, run_seed, plan, phrase), engine, cross_check, deadline, oracles,
+        worst,
     )
     if ORACLE_IN_DETAIL.search(check.detail) is None:  # every detail names its oracle
         check = Check(
@@ -981,7 +1007,7 @@ def _run_batch(
         if isinstance(outcome, tuple):
             stop = (b, *outcome)
             break
-        worst.seen(outcome)
+        worst.seen(outcome, kernel.waivers)
         if engine.observes_findings and outcome.findings:
             stop = (b, "failed", _finding_text(outcome.findings))
             break
@@ -1016,6 +1042,7 @@ def _judge_test(
     cross_check: Engine | None,
     deadline: float | None,
     oracles: Oracles,
+    worst: _Worst,
 ) -> Check:
     cid = f"falsify.{test.id}"
     tool = engine.name
@@ -1028,7 +1055,6 @@ def _judge_test(
         if run_seed != seed
         else np.random.default_rng(seed),
     }
-    worst = _Worst()
     # Every binding's checks and launch shape first, without a buffer (``make_case(dry=True)``):
     # a contract may list thousands of bindings, each up to MAX_LAUNCH_BYTES of buffers.
     cases: list[tuple[Binding, Case]] = []
@@ -1157,6 +1183,7 @@ def run(ctx: Context) -> list[Check]:
     if not engine.observes_findings:
         cross = InterpreterEngine(step_limit=ctx.options.interp_step_limit)
     checks: list[Check] = []
+    used: set[int] = set()  # the contract waivers that covered a finding, over every test
     deadline = time.monotonic() + ctx.options.timeout
     run_seed = ctx.options.seed if ctx.options.seed is not None else fresh_seed()
     try:
@@ -1176,8 +1203,30 @@ def run(ctx: Context) -> list[Check]:
                     oracles=oracles,
                     run_seed=run_seed,
                     bindings=only_author,
+                    waivers_used=used,
                 )
             )
     finally:
         oracles.close()
+    return unmatched_waivers(kernel, ptx, checks, used)
+
+
+def unmatched_waivers(kernel: Kernel, ptx: bytes, checks: list[Check], used: set[int]) -> list[
+        Check]:
+    """A waiver that covered no finding in any test fails the first passed ``falsify.*`` check
+    (when every test ran: a skipped one may be where it would have held): a waiver must match
+    something, never sit in a contract unchecked. One that covers no instruction at all always
+    fails it (``contract.lint`` says so too)."""
+    _, problems = resolve_waivers(kernel.waivers, ptx, kernel.entry)
+    idle = [i for i in range(len(kernel.waivers)) if i not in used]
+    if not idle or (not problems and any(c.status == "skipped" for c in checks)):
+        return checks
+    why = "; ".join(problems) if problems else "; ".join(
+        f"waiver {i} ({describe_waiver(kernel.waivers[i])}) matched no finding in any "
+        "falsification test" for i in idle)
+    for k, c in enumerate(checks):
+        if c.status == "passed":
+            checks[k] = failed(c.id, f"{why}: a waiver must match a finding (remove it or "
+                               f"correct its location); {c.detail}", c.tool, c.version)
+            break
     return checks

@@ -24,7 +24,7 @@ import hashlib
 import importlib
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +99,7 @@ class CupyEngine:
         args: Sequence[Arg],
         dynamic_shared: int,
         second_schedule: bool = True,  # a device runs its own schedule: nothing to repeat
+        waivers: Mapping[tuple[str, int], int] | None = None,  # a device reports no findings
     ) -> LaunchOutcome:
         cp = self._cp
         fn = self._function(ptx, entry)

@@ -145,6 +145,9 @@ class Machine:
         self.local_ever = np.zeros(self.T * self.local_size, bool) if self.local_size else None
         self.findings: list[Finding] = []
         self.notes: list[str] = []  # what was judged benign, with its evidence (not findings)
+        # (kind, PTX line) -> the contract waiver that covers it; the findings it covered
+        self.waivers: dict[tuple[str, int], int] = {}
+        self.waived: list[tuple[int, str]] = []
         self.keys: set[tuple[object, ...]] = set()
         self.thread_instr = 0
         self.warp_instr = 0
@@ -187,6 +190,10 @@ class Machine:
         if k in self.keys:
             return
         self.keys.add(k)
+        w = self.waivers.get((kind, self.line))
+        if w is not None:  # a contract waiver covers it: kept as waived, the run goes on
+            self.waived.append((w, f"{kind} at PTX line {self.line}: {self._fmt(message)}"))
+            return
         block, th = self.ids(thread) if thread is not None else (None, None)
         line = self.line or None
         text = f"{kind}: {self._fmt(message)}"
