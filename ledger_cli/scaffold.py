@@ -3,7 +3,9 @@ docs/seal-your-own-kernel.md).
 
 1. refuse bad input (exit 2): DIR exists and is not an empty directory; FILE is missing, not a
    regular ``.cu`` file, over ``MAX_CU_BYTES``, or not UTF-8;
-2. build the PTX with ``nvcc -arch=sm_86 -ptx`` in a scratch directory (no nvcc: exit 3; the
+2. build the PTX with ``nvcc -arch=sm_86 -ptx`` in a scratch directory, bound inside the
+   sandbox at ``verify.confine.BUILD_DIR`` where ``rebuild.ptx`` builds too (nvcc's module id is
+   hashed from the source's absolute path), when a sandbox runs here (no nvcc: exit 3; the
    source does not compile: exit 2 with nvcc's first error);
 3. read the entries and their parameters from the PTX (``verify.ptx.parse_ptx``); pick the
    ``--entry`` (the PTX name or the ``__global__`` function's name in the source) or the only one;
@@ -401,6 +403,7 @@ def _stem(cu: Path) -> str:
 
 def new_bundle(directory: Path, cu: Path, entry: str | None = None) -> Scaffold:
     """Write the scaffold (module docstring); raises ``BadInput`` / ``CannotCheck``."""
+    from verify.confine import BUILD_DIR, confined_argv, sandbox_status
     from verify.ptx import parse_ptx, run_ptxas
     from verify.tools import find_tool, run_tool
 
@@ -413,9 +416,11 @@ def new_bundle(directory: Path, cu: Path, entry: str | None = None) -> Scaffold:
     with tempfile.TemporaryDirectory(prefix="ledger-new-") as tmp:
         work = Path(tmp)
         (work / f"{stem}.cu").write_text(source, encoding="utf-8")
-        res = run_tool(
-            [nvcc, f"-arch={TARGET}", "-ptx", "-o", f"{stem}.ptx", f"{stem}.cu"], cwd=work
-        )
+        argv = [nvcc, f"-arch={TARGET}", "-ptx", "-o", f"{stem}.ptx", f"{stem}.cu"]
+        bwrap, _ = sandbox_status()
+        if bwrap is not None:  # at rebuild.ptx's fixed path: the same module id (verify.confine)
+            argv = confined_argv(bwrap, nvcc, work, argv, at=BUILD_DIR)
+        res = run_tool(argv, cwd=work)
         if not res.ok:
             lines = [ln for ln in (res.stderr + res.stdout).splitlines() if "error" in ln]
             first = (lines or (res.stderr + res.stdout).strip().splitlines() or ["?"])[0]

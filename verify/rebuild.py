@@ -12,16 +12,20 @@ With ``kernel.source`` and ``kernel.build`` in the contract and nvcc available:
 2. in a scratch copy of the bundle, delete the sealed PTX and run nvcc with a timeout, inside
    bubblewrap (``verify.confine``: only ``/usr``, the CUDA installation and the scratch copy
    exist there, so an ``#include "/home/…/.ledger/log.key"`` finds nothing to quote in a
-   diagnostic). Where no sandbox can run, the check is ``skipped`` and says why, unless the
-   trusted option ``--trust-bundle-code`` runs nvcc without one (every detail then says so);
+   diagnostic). The scratch copy is bound at the fixed path ``verify.confine.BUILD_DIR``
+   (``/build/bundle``), where ``ledger new`` builds too: nvcc's module id (below) is hashed from
+   the source's absolute path, so a bundle copied to any directory rebuilds byte for byte.
+   Where no sandbox can run, the check is ``skipped`` and says why, unless the trusted option
+   ``--trust-bundle-code`` runs nvcc without one (every detail then says so);
 3. compare the output with the sealed PTX byte for byte; on a mismatch the detail shows the
    first differing line (and says when it is the compiler-version comment nvcc writes). The one
    difference forgiven is nvcc's module id: internal-linkage symbols (an anonymous namespace,
    e.g. the ``cuda::std`` objects ``<cooperative_groups.h>`` pulls in) are named
    ``_INTERNAL_<id>_`` / ``_GLOBAL__N__<id>_`` with an 8-hex-digit id hashed from the source's
-   absolute path, so a rebuild in a scratch directory can never match the author's build byte
-   for byte. When the two files are equal once every id of the rebuilt PTX is replaced by the
-   sealed PTX's id at the same place, one to one, the check is ``skipped`` and says so: SPEC
+   absolute path, so a rebuild can match only a build made at the same path (``BUILD_DIR``:
+   ``ledger new``'s, or an author's own build inside that sandbox). When the two files are
+   equal once every id of the rebuilt PTX is replaced by the sealed PTX's id at the same place,
+   one to one, the check is ``skipped`` and says so: SPEC
    section 8 defines a pass as byte-for-byte equality, which cannot be shown here, and nothing
    else differs, so it is no failure either.
 """
@@ -33,7 +37,7 @@ from collections.abc import Sequence
 
 from ledger.core.bundle import check_path
 from ledger.core.errors import BadInput, BundleError
-from verify.confine import confined_argv, sandbox_status
+from verify.confine import BUILD_DIR, confined_argv, sandbox_status
 from verify.context import Context, Started, done
 from verify.report import Check, failed, passed, skipped
 from verify.tools import RunningTool, find_tool, start_release, tool_release
@@ -204,12 +208,13 @@ def start(ctx: Context) -> Started:
     timeout = ctx.options.timeout
     argv = [nvcc, *args]
     tool = RunningTool(
-        argv if bwrap is None else confined_argv(bwrap, nvcc, scratch, argv),
+        argv if bwrap is None else confined_argv(bwrap, nvcc, scratch, argv, at=BUILD_DIR),
         cwd=scratch,
         timeout=timeout,
     )
     # every detail of a run outside the sandbox says so
-    where = "" if bwrap is not None else " (nvcc ran without a sandbox: --trust-bundle-code)"
+    where = (f" (built at {BUILD_DIR})" if bwrap is not None else
+             " (nvcc ran without a sandbox: --trust-bundle-code)")
     release = start_release(nvcc)  # beside nvcc
     cmd = " ".join(k.build)
     ptx_path = k.ptx
@@ -234,10 +239,11 @@ def start(ctx: Context) -> Started:
         if rebuilt != sealed and same_up_to_module_id(sealed, rebuilt):
             return [skipped(
                 "rebuild.ptx",
-                f"{cmd}: byte-for-byte equality cannot be shown from another directory: nvcc "
-                "names internal-linkage symbols with a module id hashed from the source's "
-                f"absolute path, and the rebuilt {ptx_path} equals the sealed PTX "
-                f"({len(sealed)} bytes) once those ids are renamed one to one",
+                f"{cmd}: byte-for-byte equality cannot be shown: nvcc names internal-linkage "
+                "symbols with a module id hashed from the source's absolute path, the sealed "
+                f"PTX was not built at {BUILD_DIR} (as `ledger new` builds), and the rebuilt "
+                f"{ptx_path} equals the sealed PTX ({len(sealed)} bytes) once those ids are "
+                f"renamed one to one{where}",
                 "nvcc",
                 version,
             )]
