@@ -580,11 +580,8 @@ def _yq(word: str) -> str:
     return word if plain else f"'{word}'"
 
 
-def _contract(sc: Scaffold, stem: str, has_domain: bool) -> str:
-    n = _size_var(sc.params)
-    ny = _yq(n)
-    ns = sc.function.capitalize()
-    b = sc.block
+def _param_lines(sc: Scaffold, n: str) -> list[str]:
+    """The ``kernel.params`` lines of the contract, each guess marked TODO."""
     plines = []
     for p in sc.params:
         name = _yq(p.name)
@@ -599,6 +596,15 @@ def _contract(sc: Scaffold, stem: str, has_domain: bool) -> str:
             plines.append(f"    - {{name: {name}, scalar: {p.dtype}, value: random}}")
         else:
             plines.append(f"    - {{name: {name}, scalar: {p.dtype}, value: 0}}  # TODO")
+    return plines
+
+
+def _contract(sc: Scaffold, stem: str, has_domain: bool) -> str:
+    n = _size_var(sc.params)
+    ny = _yq(n)
+    ns = sc.function.capitalize()
+    b = sc.block
+    plines = _param_lines(sc, n)
     regs = f"max_registers: {sc.registers}, " if sc.registers else ""
     shared = sc.shared_bytes if sc.shared_bytes is not None else 0
     sizes = ", ".join(f"{{{ny}: {v}}}" for v in (1, b - 1 if b > 1 else 2, b + 1, 3 * b + 7))

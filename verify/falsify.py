@@ -894,17 +894,8 @@ def run_test(
             return skipped(cid, f"no oracle can run here: {e}", tool, version)
         try:
             return run_test(
-                kernel,
-                test,
-                ptx,
-                seed,
-                engine,
-                cross_check=cross_check,
-                deadline=deadline,
-                oracles=oracles,
-                run_seed=run_seed,
-                bindings=bindings,
-                waivers_used=waivers_used,
+                kernel, test, ptx, seed, engine, cross_check=cross_check, deadline=deadline,
+                oracles=oracles, run_seed=run_seed, bindings=bindings, waivers_used=waivers_used,
             )
         finally:
             oracles.close()
@@ -1055,49 +1046,16 @@ def _judge_test(
         if run_seed != seed
         else np.random.default_rng(seed),
     }
-    # Every binding's checks and launch shape first, without a buffer (``make_case(dry=True)``):
-    # a contract may list thousands of bindings, each up to MAX_LAUNCH_BYTES of buffers.
-    cases: list[tuple[Binding, Case]] = []
-    too_large: list[str] = []
-    for b in plan:
-        try:
-            cases.append((b, make_case(kernel, test, b.sizes, np.random.default_rng(0), dry=True)))
-        except CannotCheck as e:
-            if b.chosen:  # a chosen size past the launch caps: noted, the others still run
-                too_large.append(f"{_fmt_sizes([b.sizes])} not run ({e})")
-                continue
-            return skipped(cid, f"{_where(engine, b)}: {e}", tool, version)
-        except BadInput as e:
-            return failed(cid, f"{_where(engine, b)}: {e}", tool, version)
+    dry = _dry_cases(kernel, test, plan, engine)
+    if isinstance(dry, Check):
+        return dry
+    cases, too_large = dry
     twice = second_schedule_plan(cases)
-    varied: list[Mapping[str, int]] = []
-    # Then in batches of at most MAX_HELD_BYTES of buffers (one binding at least): build, launch
-    # every binding of the batch, ask the oracles for all of them at once (a sandboxed reference
-    # starts while the kernel runs), judge, and let the buffers go before the next batch. The
-    # first failure in binding order is reported, as if each binding were judged right after its
-    # launch; the inputs are drawn in binding order, as when every binding is built first.
-    pos = 0
-    while pos < len(cases):
-        batch: list[tuple[Binding, Case, bool]] = []
-        held = 0
-        while pos < len(cases) and (not batch or held < MAX_HELD_BYTES):
-            b, _ = cases[pos]
-            try:
-                case = make_case(
-                    kernel, test, b.sizes, rngs[b.seed], edges=bool(b.chosen), pattern=b.pattern
-                )
-            except CannotCheck as e:  # checked by the dry run above; not expected
-                return skipped(cid, f"{_where(engine, b)}: {e}", tool, version)
-            except BadInput as e:
-                return failed(cid, f"{_where(engine, b)}: {e}", tool, version)
-            held += _held_bytes(case)
-            batch.append((b, case, twice[pos]))
-            pos += 1
-        ran = _run_batch(kernel, test, ptx, engine, batch, deadline, oracles, worst, seed)
-        if isinstance(ran, Check):
-            return ran
-        varied += ran
-        del batch, case  # the buffers go before the next batch is built
+    varied = _run_batches(
+        kernel, test, ptx, engine, (cases, twice, rngs), deadline, oracles, worst, seed
+    )
+    if isinstance(varied, Check):
+        return varied
     again = ""
     if run_seed != seed and any(b.seed == run_seed and not b.chosen for b in plan):
         again = f" and at seed {run_seed}"
@@ -1115,18 +1073,99 @@ def _judge_test(
         f"{engine.description}: {_fmt_sizes(test.sizes)}; seed {seed}{again}; {phrase}{extra}; "
         f"{worst.text(test.tolerance)}{worst.remarks()}"
     )
-    against = _oracle_text(oracles)
     if engine.observes_findings:
         return passed(
             cid,
             f"{summary}; no race/bounds/barrier/coverage/initialisation/step-limit findings; "
-            f"{against}",
+            f"{_oracle_text(oracles)}",
             tool,
             version,
         )
-    # A GPU: the values and poison-based coverage passed; look for every other finding with the
-    # interpreter on the smallest binding (its inputs come from a fresh generator with the seed).
     checker = cross_check if cross_check is not None else InterpreterEngine()
+    return _cross_checked(kernel, test, ptx, seed, checker, oracles, summary, engine)
+
+
+def _dry_cases(
+    kernel: Kernel, test: FalsificationTest, plan: Sequence[Binding], engine: Engine
+) -> Check | tuple[list[tuple[Binding, Case]], list[str]]:
+    """Every binding's checks and launch shape first, without a buffer (``make_case(dry=True)``:
+    a contract may list thousands of bindings, each up to MAX_LAUNCH_BYTES of buffers); the
+    cases and the chosen sizes past the launch caps (noted; the others still run)."""
+    cid = f"falsify.{test.id}"
+    cases: list[tuple[Binding, Case]] = []
+    too_large: list[str] = []
+    for b in plan:
+        try:
+            cases.append((b, make_case(kernel, test, b.sizes, np.random.default_rng(0), dry=True)))
+        except CannotCheck as e:
+            if b.chosen:
+                too_large.append(f"{_fmt_sizes([b.sizes])} not run ({e})")
+                continue
+            return skipped(cid, f"{_where(engine, b)}: {e}", engine.name, engine.version)
+        except BadInput as e:
+            return failed(cid, f"{_where(engine, b)}: {e}", engine.name, engine.version)
+    return cases, too_large
+
+
+def _run_batches(
+    kernel: Kernel,
+    test: FalsificationTest,
+    ptx: bytes,
+    engine: Engine,
+    planned: tuple[list[tuple[Binding, Case]], list[bool], dict[int, np.random.Generator]],
+    deadline: float | None,
+    oracles: Oracles,
+    worst: _Worst,
+    seed: int,
+) -> Check | list[Mapping[str, int]]:
+    """In batches of at most MAX_HELD_BYTES of buffers (one binding at least): build, launch
+    every binding of the batch, ask the oracles for all of them at once (a sandboxed reference
+    starts while the kernel runs), judge, and let the buffers go before the next batch. The
+    first failure in binding order is reported, as if each binding were judged right after its
+    launch; the inputs are drawn in binding order, as when every binding is built first.
+    Returns the failing check, or the sizes whose outputs varied under the second schedule."""
+    cid = f"falsify.{test.id}"
+    cases, twice, rngs = planned
+    varied: list[Mapping[str, int]] = []
+    pos = 0
+    while pos < len(cases):
+        batch: list[tuple[Binding, Case, bool]] = []
+        held = 0
+        while pos < len(cases) and (not batch or held < MAX_HELD_BYTES):
+            b, _ = cases[pos]
+            try:
+                case = make_case(
+                    kernel, test, b.sizes, rngs[b.seed], edges=bool(b.chosen), pattern=b.pattern
+                )
+            except CannotCheck as e:  # checked by the dry run above; not expected
+                return skipped(cid, f"{_where(engine, b)}: {e}", engine.name, engine.version)
+            except BadInput as e:
+                return failed(cid, f"{_where(engine, b)}: {e}", engine.name, engine.version)
+            held += _held_bytes(case)
+            batch.append((b, case, twice[pos]))
+            pos += 1
+        ran = _run_batch(kernel, test, ptx, engine, batch, deadline, oracles, worst, seed)
+        if isinstance(ran, Check):
+            return ran
+        varied += ran
+        del batch, case  # the buffers go before the next batch is built
+    return varied
+
+
+def _cross_checked(
+    kernel: Kernel,
+    test: FalsificationTest,
+    ptx: bytes,
+    seed: int,
+    checker: Engine,
+    oracles: Oracles,
+    summary: str,
+    engine: Engine,
+) -> Check:
+    """A GPU: the values and poison-based coverage passed; look for every other finding with
+    the interpreter on the smallest binding (its inputs from a fresh generator with the seed)."""
+    cid, tool, version = f"falsify.{test.id}", engine.name, engine.version
+    against = _oracle_text(oracles)
     small = _smallest(test.sizes)
     where = f"{checker.description}: {_fmt_sizes([small])}"
     try:
