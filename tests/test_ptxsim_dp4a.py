@@ -166,3 +166,39 @@ def test_nvcc_int8_intrinsics_and_warp_size(int8_module: Module) -> None:
                 ref("lo", x, y, 1, False, False), ref("hi", x, y, 1, True, True),
                 ref("lo", x, y, 0, True, True), 32 + i % 32]
         assert [int(v) for v in o[i]] == want, i
+
+
+LANEMASKS = """.version 8.0
+.target sm_86
+.address_size 64
+.visible .entry k(.param .u64 po)
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %x<4>;
+    ld.param.u64 %x1, [po];
+    mov.u32 %r0, %tid.x;
+    mov.u32 %r1, %lanemask_lt;
+    mov.u32 %r2, %lanemask_le;
+    mov.u32 %r3, %lanemask_gt;
+    mov.u32 %r4, %lanemask_ge;
+    mov.u32 %r5, WARP_SZ;
+    mul.wide.u32 %x2, %r0, 32;
+    add.s64 %x1, %x1, %x2;
+    st.global.v4.u32 [%x1], {%r1, %r2, %r3, %r4};
+    st.global.u32 [%x1+16], %r5;
+    ret;
+}
+"""
+
+
+def test_lane_masks_and_warp_size() -> None:
+    """%lanemask_lt/le/gt/ge (cub's and cooperative groups' lane masks) as the PTX ISA defines
+    them, and WARP_SZ, for every lane of two warps."""
+    out = np.zeros(8 * 64, np.uint32)
+    r = launch(load_module(LANEMASKS), "k", (1, 1, 1), (64, 1, 1), [Buffer(out, "inout", "o")])
+    assert r.findings == ()
+    o = out.reshape(64, 8)[:, :5]
+    for t in range(64):
+        lane = t % 32
+        lt, le = (1 << lane) - 1, (1 << (lane + 1)) - 1
+        assert [int(v) for v in o[t]] == [lt, le, M32 ^ le, M32 ^ lt, 32], t

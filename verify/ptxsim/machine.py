@@ -89,6 +89,11 @@ class _Specials(dict[str, Any]):
             "%ctaid.z": lambda: blk // (gx * gy),
             "%laneid": lambda: local % 32, "%warpid": lambda: local // 32,
             "%lanemask_eq": lambda: np.left_shift(1, local % 32),
+            # lanes below / up to / above / from this one (cub's and cooperative groups' masks)
+            "%lanemask_lt": lambda: np.left_shift(1, local % 32) - 1,
+            "%lanemask_le": lambda: np.left_shift(2, local % 32) - 1,
+            "%lanemask_gt": lambda: 0xFFFFFFFF ^ (np.left_shift(2, local % 32) - 1),
+            "%lanemask_ge": lambda: 0xFFFFFFFF ^ (np.left_shift(1, local % 32) - 1),
         }[key]
         v = np.asarray(f()).astype(np.uint32)
         self[key] = v

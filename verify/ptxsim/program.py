@@ -49,7 +49,7 @@ Fn = Callable[["Machine", Idx], None]
 SPECIAL = {
     "%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z", "%ctaid.x", "%ctaid.y",
     "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z", "%laneid", "%warpid", "%nwarpid",
-    "%warpsize", "%lanemask_eq",
+    "%warpsize", "%lanemask_eq", "%lanemask_lt", "%lanemask_le", "%lanemask_gt", "%lanemask_ge",
 }
 
 # the PTX ISA's predefined constants ("Predefined identifiers"): ``WARP_SZ`` is ``warpSize``
