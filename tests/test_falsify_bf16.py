@@ -7,12 +7,12 @@ twin that rounds toward zero fails."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.helpers.nvcc import build_ptx
 from verify import bfloat16
 from verify.compare import compare_output
 from verify.contract import load_contract
@@ -20,10 +20,8 @@ from verify.contract_lint import schema_errors
 from verify.falsify import InterpreterEngine, edge_values, random_values, run_test
 from verify.model import Tolerance
 from verify.references import REFERENCES
-from verify.tools import find_tool
 
 FIX = Path(__file__).parent / "fixtures" / "bf16"
-NVCC = find_tool("nvcc", cuda=True)
 
 CONTRACT = """
 metadata: {version: "1.0.0", description: "bf16 axpy"}
@@ -109,12 +107,7 @@ def test_encode_rounds_once_to_nearest_even() -> None:
 
 @pytest.fixture(scope="module")
 def ptx(tmp_path_factory: pytest.TempPathFactory) -> bytes:
-    if NVCC is None:
-        pytest.skip("no nvcc: cannot build the bf16 kernel's PTX")
-    out = tmp_path_factory.mktemp("bf16") / "axpy_bf16.ptx"
-    subprocess.run([NVCC, "-arch=sm_86", "-ptx", "-o", str(out), str(FIX / "axpy_bf16.cu")],
-                   check=True, capture_output=True, timeout=300)
-    return out.read_bytes()
+    return build_ptx(FIX / "axpy_bf16.cu", tmp_path_factory.mktemp("bf16"))
 
 
 @pytest.mark.parametrize(("entry", "status"), [("axpy_bf16", "passed"),

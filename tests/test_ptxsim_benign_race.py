@@ -6,27 +6,25 @@ PTX for the single-instruction cases."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.helpers.nvcc import build_ptx
 from verify.ptxsim import Buffer, Module, Scalar, SimResult, launch, load_module
-from verify.tools import find_tool
 
 FIX = Path(__file__).parent / "fixtures" / "ptxsim_race"
-NVCC = find_tool("nvcc", cuda=True)
 
 
 @pytest.fixture(scope="module")
-def mod(tmp_path_factory: pytest.TempPathFactory) -> Module:
-    if NVCC is None:
-        pytest.skip("no nvcc: cannot build the kernels' PTX")
-    out = tmp_path_factory.mktemp("race") / "warp_store.ptx"
-    subprocess.run([NVCC, "-arch=sm_86", "-ptx", "-o", str(out), str(FIX / "warp_store.cu")],
-                   check=True, capture_output=True, timeout=300)
-    return load_module(out.read_bytes())
+def ptx(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    return build_ptx(FIX / "warp_store.cu", tmp_path_factory.mktemp("race"))
+
+
+@pytest.fixture(scope="module")
+def mod(ptx: bytes) -> Module:
+    return load_module(ptx)
 
 
 def rows(kernel: str, mod: Module, n: int = 300, nrows: int = 3, block: int = 128) -> tuple[
@@ -143,21 +141,16 @@ def row_sums(inputs: dict[str, np.ndarray], sizes: dict[str, int]) -> dict[str, 
 
 
 @pytest.mark.parametrize(("entry", "status"), [("row_sum", "passed"), ("row_sum_raw", "failed")])
-def test_falsify_detail_shows_the_note(mod: Module, tmp_path: Path, entry: str, status: str,
+def test_falsify_detail_shows_the_note(ptx: bytes, entry: str, status: str,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from verify.contract import load_contract
     from verify.falsify import InterpreterEngine, run_test
     from verify.references import REFERENCES
 
-    assert NVCC is not None
-    ptx = tmp_path / "warp_store.ptx"
-    subprocess.run([NVCC, "-arch=sm_86", "-ptx", "-o", str(ptx), str(FIX / "warp_store.cu")],
-                   check=True, capture_output=True, timeout=300)
     monkeypatch.setitem(REFERENCES, "test_row_sum", row_sums)
     c = load_contract(CONTRACT.replace("ENTRY", entry).encode())
     assert c.kernel is not None
-    check = run_test(c.kernel, c.falsification[0], ptx.read_bytes(), 0, InterpreterEngine(),
-                     run_seed=1)
+    check = run_test(c.kernel, c.falsification[0], ptx, 0, InterpreterEngine(), run_seed=1)
     assert check.status == status, check.detail
     if status == "passed":
         assert "; note: benign_store: shared byte" in check.detail

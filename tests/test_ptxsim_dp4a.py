@@ -5,17 +5,15 @@ intrinsics and a plain C loop, which nvcc turns into ``dp4a.s32.s32``) compared 
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.helpers.nvcc import build_ptx
 from verify.ptxsim import Buffer, Module, Scalar, launch, load_module
-from verify.tools import find_tool
 
 FIX = Path(__file__).parent / "fixtures" / "ptxsim_int8"
-NVCC = find_tool("nvcc", cuda=True)
 M32 = (1 << 32) - 1
 EDGE = [0, 1, 0x7F7F7F7F, 0x80808080, 0xFFFFFFFF, 0x01FF80FE, 0x12345678, 0xDEADBEEF,
         0x00010000, 0x0000FFFF, 0x80000000, 0x7FFFFFFF, 0xF0F0F0F0, 0x0F0F0F0F, 0x807F01FF, 3]
@@ -123,14 +121,9 @@ def test_known_values() -> None:
 
 @pytest.fixture(scope="module")
 def int8_module(tmp_path_factory: pytest.TempPathFactory) -> Module:
-    if NVCC is None:
-        pytest.skip("no nvcc: cannot build the int8 kernels' PTX")
-    out = tmp_path_factory.mktemp("int8") / "int8_dot.ptx"
-    subprocess.run([NVCC, "-arch=sm_86", "-ptx", "-o", str(out), str(FIX / "int8_dot.cu")],
-                   check=True, capture_output=True, timeout=300)
-    text = out.read_text()
+    text = build_ptx(FIX / "int8_dot.cu", tmp_path_factory.mktemp("int8")).decode()
     assert "dp4a.s32.s32" in text and "dp2a.hi.s32.s32" in text and "WARP_SZ" in text
-    return load_module(out.read_bytes())
+    return load_module(text)
 
 
 def test_nvcc_int8_dot_loop(int8_module: Module) -> None:

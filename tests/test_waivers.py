@@ -8,7 +8,6 @@ nvcc) has a real but harmless global race: a neighbour's element read and multip
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -16,16 +15,15 @@ import pytest
 
 from ledger.core.bundle import Bundle
 from ledger.core.errors import ContractError
+from tests.helpers.nvcc import build_ptx
 from verify import falsify
 from verify.context import Context, Options
 from verify.contract import load_contract
 from verify.contract_lint import lint_contract, schema_errors
 from verify.references import REFERENCES
-from verify.tools import find_tool
 from verify.waivers import resolve
 
 FIX = Path(__file__).parent / "fixtures" / "waivers"
-NVCC = find_tool("nvcc", cuda=True)
 REASON = "the neighbour's value is multiplied by zero: which value is read never matters"
 
 CONTRACT = """
@@ -62,12 +60,7 @@ def double(inputs: dict[str, np.ndarray], sizes: dict[str, int]) -> dict[str, np
 
 @pytest.fixture(scope="module")
 def ptx(tmp_path_factory: pytest.TempPathFactory) -> bytes:
-    if NVCC is None:
-        pytest.skip("no nvcc: cannot build the kernel's PTX")
-    out = tmp_path_factory.mktemp("waivers") / "shift_read.ptx"
-    subprocess.run([NVCC, "-arch=sm_86", "-ptx", "-o", str(out), str(FIX / "shift_read.cu")],
-                   check=True, capture_output=True, timeout=300)
-    return out.read_bytes()
+    return build_ptx(FIX / "shift_read.cu", tmp_path_factory.mktemp("waivers"))
 
 
 def store_line(ptx: bytes) -> int:
