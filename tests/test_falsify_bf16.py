@@ -121,3 +121,40 @@ def test_nvcc_bf16_kernel_and_its_twin(ptx: bytes, entry: str, status: str,
     assert check.status == status, check.detail
     if status == "failed":
         assert "ulp" in check.detail and "elements of y outside 0 ulp" in check.detail
+
+
+def test_cupy_path_with_a_fake_device(ptx: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """verify.gpu passes bf16 buffers as their uint16 bits and scalars through ``cast_to`` (a
+    bf16 scalar as its bit pattern). No GPU here: the fake CuPy of tests/test_falsify_engine.py
+    runs the PTX with the interpreter."""
+    import sys
+    from typing import Any
+
+    from tests.test_falsify_engine import FakeDeviceArray, FakeKernel, fake_cupy
+    from verify import gpu
+    from verify.compare import cast_to
+
+    seen: list[tuple[Any, ...]] = []
+    original = FakeKernel.__call__
+
+    def record(self: FakeKernel, grid: Any, block: Any, args: tuple[Any, ...],
+               shared_mem: int = 0) -> None:
+        seen.append(args)
+        original(self, grid, block, args, shared_mem)
+
+    monkeypatch.setattr(FakeKernel, "__call__", record)
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(1))
+    monkeypatch.setitem(REFERENCES, "test_axpy_bf16", axpy_reference)
+    engine, why = gpu.probe()
+    assert engine is not None, why
+    c = load_contract(CONTRACT.replace("ENTRY", "axpy_bf16").encode())
+    assert c.kernel is not None
+    check = run_test(c.kernel, c.falsification[0], ptx, 3, engine, run_seed=5)
+    assert check.status == "passed", check.detail
+    assert check.detail.startswith("cupy 99.0 on Fake GPU 9000 (GPU)")
+    x, y, alpha, n = seen[0]
+    assert isinstance(x, FakeDeviceArray) and x.host.dtype == np.uint16
+    assert isinstance(y, FakeDeviceArray) and y.host.dtype == np.uint16
+    assert isinstance(alpha, np.float32) and isinstance(n, np.int32)
+    bits = cast_to("bf16", [1.5])
+    assert bits.dtype == np.uint16 and int(bits[0]) == 0x3FC0
