@@ -162,7 +162,9 @@ class FutharkOracle:
                     args.append(encode_value(value.reshape(-1) if value.ndim else value))
                 elif a in params:  # an out pointer passed in: zeros (its contents are unset)
                     counts = {o.name: math.prod(o.shape) for o in case.outputs}
-                    args.append(encode_value(np.zeros(counts.get(a, 0), np_dtype(params[a].dtype))))
+                    dt = params[a].dtype  # bf16 travels as f32 values, as the inputs do
+                    zeros = np.zeros(counts.get(a, 0), np.float32 if dt == "bf16" else np_dtype(dt))
+                    args.append(encode_value(zeros))
                 else:
                     args.append(encode_value(np.array(case.sizes[a], dtype=np.int64)))
             want = {o.name: math.prod(o.shape) for o in case.outputs}
