@@ -321,18 +321,32 @@ def require_cosignatures(note: bytes, text: bytes, witnesses: Sequence[NoteVerif
 
 
 def merge_cosigned(store: Store, note: bytes, lines: bytes) -> bytes:
-    """Store ``note`` with the cosignature ``lines`` added to those already kept for it."""
-    kept = store.meta(COSIGNED_META)
-    base = note
-    if kept:
-        data = kept.encode("utf-8")
-        if note_text(data) == note_text(note):
-            base = data
-    have = set(base.splitlines(keepends=True))
-    extra = b"".join(ln for ln in lines.splitlines(keepends=True) if ln not in have)
-    merged = base + extra
-    store.set_meta(COSIGNED_META, merged.decode("utf-8"))
+    """Store ``note`` with the cosignature ``lines`` added to those already kept for it, read
+    and written in one write transaction (the server's cosigner asks several witnesses at once,
+    ``ledger.cosign``); a note kept for a larger checkpoint stays (a late answer about an older
+    one never replaces it)."""
+    with store.writer():
+        kept = store.meta(COSIGNED_META)
+        base = note
+        if kept:
+            data = kept.encode("utf-8")
+            if note_text(data) == note_text(note):
+                base = data
+            elif _size_of(data) > checkpoint_of(note).size:
+                return note + lines
+        have = set(base.splitlines(keepends=True))
+        extra = b"".join(ln for ln in lines.splitlines(keepends=True) if ln not in have)
+        merged = base + extra
+        store.conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)",
+                           (COSIGNED_META, merged.decode("utf-8")))
     return merged
+
+
+def _size_of(note: bytes) -> int:
+    try:
+        return checkpoint_of(note).size
+    except LedgerError:
+        return -1
 
 
 def request_cosignature(

@@ -131,7 +131,7 @@ def test_description_covers_the_app(client: httpx.Client) -> None:
         "/api/v1/openapi.json": "/api/v1/openapi.json", "/": "/", "/entry/{index}": "/entry/3",
         "/search": "/search?q=3", "/feed.atom": "/feed.atom", "/keys": "/keys",
         "/api/v1/entries/{index}/receipt": "/api/v1/entries/3/receipt",
-        "/key/{key_id}": None,
+        "/key/{key_id}": None, "/api/v1/witnesses": "/api/v1/witnesses",
     }
     assert set(valid) == set(SPEC["paths"])
     digest = client.get("/api/v1/bundles/3/files/k2.ptx").headers["x-content-blake3"]
