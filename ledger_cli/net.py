@@ -50,21 +50,21 @@ def witness_dir(d: Path | None) -> Path:
     return Path(env) if env else Path(WITNESS_HOME).expanduser()
 
 
-def policy_log_key(vkey: str | None) -> "NoteVerifier":
-    """``--vkey`` (a key or a file), else the trust policy's log key (issue 14); BadInput when
-    neither is given."""
+def policy_log_key(vkey: str | None, policy: Path | None = None) -> "NoteVerifier":
+    """``--vkey`` (a key or a file), else the log key of the trust policy (``policy``, else the
+    one in force; issue 14); BadInput when neither is given."""
     from ledger import trust
     from ledger.core.errors import BadInput
     from ledger.submit import read_vkey
 
     if vkey:
         return read_vkey(vkey)
-    path = trust.policy_path(None)
-    policy = trust.load_policy(path) if path is not None else None
-    if policy is None or policy.log is None:
+    path = trust.policy_path(policy)
+    loaded = trust.load_policy(path) if path is not None else None
+    if loaded is None or loaded.log is None:
         raise BadInput("give --vkey VKEY (or name the log's key in a trust policy: "
                        "$LEDGER_POLICY or $XDG_CONFIG_HOME/kernel-ledger/policy.json)")
-    return policy.log
+    return loaded.log
 
 
 def register(app: typer.Typer) -> None:
@@ -138,6 +138,16 @@ def register(app: typer.Typer) -> None:
             list[str] | None,
             typer.Option("--witness", help="Require a cosignature by this witness key (or file)."),
         ] = None,
+        quorum: Annotated[
+            int | None,
+            typer.Option("--quorum", help="Cosignatures needed among the witnesses (default: "
+                         "every --witness, else the policy's quorum)."),
+        ] = None,
+        policy: Annotated[
+            Path | None,
+            typer.Option("--policy", help="Trust policy file (default: $LEDGER_POLICY, else "
+                         "the config default): log key, witnesses, quorum."),
+        ] = None,
         interval: Annotated[
             float, typer.Option("--interval", help="Seconds between polls with --follow.")
         ] = 30.0,
@@ -172,14 +182,17 @@ def register(app: typer.Typer) -> None:
             raise BadInput("--rounds needs --follow")
         if rounds is not None and rounds < 1:
             raise BadInput(f"--rounds must be at least 1, got {rounds}")
-        pinned = policy_log_key(vkey)
+        pinned = policy_log_key(vkey, policy)
         witnesses = [parse_cosigner_vkey(read_vkey(w).vkey) for w in witness or []]
         from ledger import trust  # issue 14: trust policy witnesses, checkpoint memory
 
         policy_ws: tuple[NoteVerifier, ...] = ()
         need = 0
-        if not witnesses:  # the policy's K of N, checked with the memory before storing
-            _policy, policy_ws, need = trust.resolve(None, [], None)
+        if not witnesses or quorum is not None:  # K of N (issue 34: --quorum, --policy), checked
+            # with the memory before storing; --witness alone still requires each of them
+            _policy, policy_ws, need = trust.resolve(
+                policy, [w.vkey for w in witnesses], quorum)
+            witnesses = []
         memory = trust.CheckpointMemory.default()
         remote = Remote(url, timeout=timeout)
         behind = (f"{url} serves an older tree than this verifier has seen: mirror a server "
@@ -265,15 +278,18 @@ def register(app: typer.Typer) -> None:
                 output.emit_json({"refused": str(directory), "report": report.to_json()})
             raise typer.Exit(1)
         from ledger import trust
+        from ledger.core.entries import node_key_id
         from ledger.core.errors import LedgerError
         from ledger.core.fsutil import write_atomic
         from ledger.core.receipt import FILE_NAME
+        from ledger.onboard import explain_refusal
         from ledger.submit import cosign_receipt
 
-        done = submit_bundle(
-            server, bundle, wiring.contract_fields(bundle, report), sk, pinned, timeout=timeout,
-            memory=trust.CheckpointMemory.default(),
-        )
+        with explain_refusal(key, node_key_id(bytes(sk.verify_key)), server):  # issue 34: exit 2
+            done = submit_bundle(
+                server, bundle, wiring.contract_fields(bundle, report), sk, pinned,
+                timeout=timeout, memory=trust.CheckpointMemory.default(),
+            )
         path = directory / FILE_NAME
         receipt: Path | None = path
         receipt_error = cosign = None
@@ -306,6 +322,8 @@ def register(app: typer.Typer) -> None:
             )
             if receipt is not None:
                 output.plain(f"  receipt {receipt}")
+            if cosigned and cosign:  # issue 34: the server's witnesses cosigned by themselves
+                output.plain(f"  {cosign}")
         if cosigned is False and cosign:
             output.error_line(f"{directory}: {cosign}")
         if receipt_error is not None:
