@@ -6,8 +6,20 @@
 #                             system packages the tests use as independent clients (b3sum, Go with
 #                             golang.org/x/mod, headless Chromium, nginx for ledger publish,
 #                             PostgreSQL)
+#   scripts/setup.sh --activate-line
+#                             print only the line that puts `ledger` on PATH (no install):
+#                             eval "$(scripts/setup.sh --activate-line)"
+# At the end it prints that line: `ledger` lives in .venv/bin, which is not on PATH until you
+# run `source .venv/bin/activate` or that export line (README, "Set up").
 set -euo pipefail
 cd "$(dirname "$0")/.."
+activate_line() {
+  printf 'export PATH=%q:"$PATH"\n' "$(pwd -P)/.venv/bin"  # %q: any directory name
+}
+if [ "${1:-}" = "--activate-line" ]; then
+  activate_line
+  exit 0
+fi
 want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
 
@@ -62,3 +74,11 @@ if [ ${#pkgs[@]} -gt 0 ]; then
   fi
 fi
 echo "setup: ready (.venv)" >&2
+if [ "$(command -v ledger 2>/dev/null)" = "$(pwd -P)/.venv/bin/ledger" ]; then
+  echo "setup: \`ledger\` is on PATH" >&2
+else
+  echo "setup: to run \`ledger\`, put .venv/bin on PATH in each new shell, either" >&2
+  echo "         source $(pwd -P)/.venv/bin/activate" >&2
+  echo "       or" >&2
+  echo "         $(activate_line)" >&2
+fi
