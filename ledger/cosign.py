@@ -112,9 +112,12 @@ class Cosigner:
         return self
 
     def stop(self, wait: float = 5.0) -> None:
+        """Stop asking; wait at most ``wait`` seconds in all for the threads (one may be inside
+        an exchange, bounded by ``ask_timeout``; they are daemon threads)."""
         self._stop.set()
+        deadline = time.monotonic() + wait
         for t in self._threads:
-            t.join(wait)
+            t.join(max(0.0, deadline - time.monotonic()))
 
     def status(self) -> list[WitnessStatus]:
         now = time.monotonic()
