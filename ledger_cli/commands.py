@@ -47,7 +47,7 @@ app = typer.Typer(
     add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-keys_app = new_app("Node keys: create, register, revoke, list.")
+keys_app = new_app("Node keys: create, export, register, revoke, list.")
 proof_app = new_app("Inclusion and consistency proofs.")
 receipt_app = new_app("Offline receipts.")
 
