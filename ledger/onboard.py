@@ -27,6 +27,7 @@ from ledger.core.encoding import b64_decode, b64_encode, hex_encode
 from ledger.core.errors import BadInput, KeyFileError, NotRegistered
 from ledger.core.fsutil import read_small
 from ledger.keys import KIND_PUBLIC, NodePublic, check_name
+from ledger.keys import _load_json as load_key_json
 
 KIND_EXPORT = "kernel-ledger/node-key-export/v1"
 EXPORT_FIELDS = frozenset({"kind", "name", "key_id", "public_key", "pop"})
@@ -71,12 +72,7 @@ def _read(path: Path, what: str) -> bytes:
 def read_registration(data: bytes, where: str) -> NodePublic:
     """A node's public key from an export file or a ``.pub`` file (``KeyFileError`` for
     anything else, a key id that does not match, or a proof of possession that fails)."""
-    try:
-        obj = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise KeyFileError(f"{where} is not a node key export file (JSON)") from e
-    if not isinstance(obj, dict):
-        raise KeyFileError(f"{where} is not a node key export file")
+    obj = load_key_json(data, where)  # at most MAX_KEY_FILE bytes, a JSON object
     kind = obj.get("kind")
     if kind == KIND_PUBLIC:
         return NodePublic.from_bytes(data, where)
@@ -113,7 +109,7 @@ def load_registration(key: str, keydir: Path) -> tuple[NodePublic, Path]:
     exists or KEY looks like a path, else a key NAME in ``keydir``."""
     path = Path(key)
     looks_like_file = "/" in key or path.suffix in (".pub", ".json")
-    if not looks_like_file and not path.is_file():
+    if not looks_like_file and ((keydir / f"{key}.pub").exists() or not path.is_file()):
         check_name(key)
         path = keydir / f"{key}.pub"
     return read_registration(_read(path, "node key file"), str(path)), path

@@ -33,6 +33,7 @@ from tests.helpers.server import BackgroundServer
 from tests.helpers.tcpserver import serving
 from tests.test_mirror import make_origin, node_key, vkey_of
 from tests.test_server import bundle_files, fields
+from tests.test_witness_seal import _dead_url
 
 
 @dataclass
@@ -60,14 +61,6 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
     log.close()
 
 
-def dead_url() -> str:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return f"http://127.0.0.1:{port}"
-
-
 def wait_for(what: str, ok: Callable[[], object], seconds: float = 60.0) -> None:
     """Poll ``ok()`` until true (the cosigner works in the background)."""
     deadline = time.monotonic() + seconds
@@ -93,7 +86,7 @@ def test_server_asks_its_witnesses_and_serves_the_cosigned_checkpoint(
 ) -> None:
     s = setup
     w1, w2, w3 = s.witnesses
-    dead = dead_url()
+    dead = _dead_url()
     with BackgroundServer(make_witness_app(w1.home)) as ws1, \
             BackgroundServer(make_witness_app(w2.home)) as ws2:
         policy = s.policy([{"vkey": w1.vkey, "url": ws1.url}, {"vkey": w2.vkey, "url": ws2.url},
@@ -222,14 +215,14 @@ def test_no_cosigner_for_a_mirror_or_another_logs_policy(setup: Setup,
     policy = s.tmp / "other.json"
     other = make_origin(s.tmp / "other", 0)
     policy.write_text(json.dumps({"log": vkey_of(other),
-                                  "witnesses": [{"vkey": w.vkey, "url": dead_url()}]}))
+                                  "witnesses": [{"vkey": w.vkey, "url": _dead_url()}]}))
     monkeypatch.setenv("LEDGER_POLICY", str(policy))
     asked, line = cosign.witnesses_to_ask(s.log.home)
     assert asked == [] and "for another log" in line
     mirror = s.tmp / "mirror"
     shutil.copytree(s.log.home, mirror)
     (mirror / "log.key").unlink()
-    s.policy([{"vkey": w.vkey, "url": dead_url()}], 1)
+    s.policy([{"vkey": w.vkey, "url": _dead_url()}], 1)
     monkeypatch.setenv("LEDGER_POLICY", str(s.tmp / "policy.json"))
     asked, line = cosign.witnesses_to_ask(mirror)
     assert asked == [] and "no log key" in line
@@ -252,7 +245,7 @@ def test_refresh_names_the_missing_witness_and_why(
     s = setup
     w1, w2 = s.witnesses[:2]
     receipt = _receipt(s)
-    dead = dead_url()
+    dead = _dead_url()
     with BackgroundServer(make_witness_app(w1.home)) as ws1:
         policy = s.policy([{"vkey": w1.vkey, "url": ws1.url}, {"vkey": w2.vkey, "url": dead}], 2)
         monkeypatch.setenv("LEDGER_POLICY", str(policy))
