@@ -76,6 +76,7 @@ def child(repo: Path, batches: int, batch: int) -> dict[str, float]:
     import nacl.bindings
 
     from bench.bench_ledger import _bundles
+    from ledger.core.entries import secret_key64
     from ledger.log import Log
     from tests.helpers.ledgers import add_node
 
@@ -106,7 +107,7 @@ def child(repo: Path, batches: int, batch: int) -> dict[str, float]:
         return total / n * 1e6
 
     entries = [log.store.entry(i) for i in range(1, 5001)]
-    sk64 = sk._signing_key
+    sk64 = secret_key64(sk)
     t = time.perf_counter()
     for e in entries:
         nacl.bindings.crypto_sign(e, sk64)

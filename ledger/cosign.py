@@ -130,7 +130,7 @@ class Cosigner:
             return out
 
     def _run(self, v: NoteVerifier, url: str) -> None:
-        from ledger.store.sqlite import Store
+        from ledger.store import Store, open_store
 
         store: Store | None = None
         done_at: tuple[int, int] | None = None  # the store's version when it last had the line
@@ -138,7 +138,7 @@ class Cosigner:
             while not self._stop.wait(self.poll):
                 try:
                     if store is None:
-                        store = Store.open(self.home)
+                        store = open_store(self.home, read_only=True)  # it writes nothing
                     version = store.version()
                     if version == done_at:
                         continue
@@ -155,7 +155,7 @@ class Cosigner:
     def _round(self, store: Any, v: NoteVerifier, url: str) -> bool:
         """Step 3 once; whether the served note now carries the witness's cosignature (read
         back, since another writer may have moved the checkpoint meanwhile)."""
-        from ledger.http.state import published_note
+        from ledger.core.cosigned import published_note
         from ledger.trust import cosigned_by
 
         note = published_note(store, store.checkpoint())
@@ -197,7 +197,7 @@ def witnesses_to_ask(home: Path) -> tuple[list[tuple[NoteVerifier, str]], str]:
     saying what it does (or why it asks none)."""
     from ledger import trust
     from ledger.log import LOG_KEY
-    from ledger.store.sqlite import Store
+    from ledger.store import open_store
 
     try:
         policy, witnesses, _need = trust.resolve(None, [], None)
@@ -210,7 +210,7 @@ def witnesses_to_ask(home: Path) -> tuple[list[tuple[NoteVerifier, str]], str]:
         return [], ""
     if not (home / LOG_KEY).exists():
         return [], "witnesses not asked: this ledger holds no log key (a mirror)"
-    store = Store.open(home)
+    store = open_store(home, read_only=True)
     try:
         vkey = store.meta("vkey")
     finally:

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ledger.core import merkle
+from ledger.core.cosigned import with_cosignatures as with_cosignatures  # callers' name
 from ledger.core.encoding import b64_decode, b64_encode, hex_encode
 from ledger.core.errors import (
     BadInput,
@@ -74,7 +75,7 @@ from ledger.core.note import (
 )
 
 if TYPE_CHECKING:
-    from ledger.store.sqlite import Store
+    from ledger.store import Store
 
 POLICY_ENV = "LEDGER_POLICY"
 CACHE_ENV = "LEDGER_CACHE_DIR"
@@ -538,25 +539,15 @@ def receipt_prover(
     return prove
 
 
-def with_cosignatures(note: bytes, cosigned: str | None) -> bytes:
-    """``note`` with the cosignature lines a log collected for that very checkpoint (the store's
-    ``witness.cosigned_note`` meta), else ``note`` itself."""
-    if cosigned:
-        data = cosigned.encode("utf-8")
-        if note_text(data) == note_text(note):
-            return data
-    return note
-
-
 def remember_store(
     home: Path, vkey: NoteVerifier, memory: CheckpointMemory, fix: str = "",
     witnesses: Sequence[NoteVerifier] = (), quorum: int = 0,
 ) -> str:
     """Compare the checkpoint a ledger directory holds (a mirror after a sync) with the memory,
     proving consistency from the entries it holds (and require the witness quorum on it)."""
-    from ledger.store.sqlite import Store
+    from ledger.store import open_store
 
-    store = Store.open(home)
+    store = open_store(home, read_only=True)
     try:
         return guard(
             store.checkpoint(), vkey, witnesses, quorum, memory, store_prover(store), fix
@@ -583,10 +574,10 @@ def local_store(home: Path, vkey: NoteVerifier) -> Store | None:
     """The ledger at ``home`` when it is the log ``vkey`` names (its recorded verifier key), for
     proofs an offline verification may use; None when there is none or it is another log."""
     from ledger.core.note import parse_vkey
-    from ledger.store.sqlite import Store
+    from ledger.store import open_store
 
     try:
-        store = Store.open(home)
+        store = open_store(home, read_only=True)
     except LedgerError:
         return None
     try:

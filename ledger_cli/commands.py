@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ledger.core.errors import BadInput, LedgerError
-from ledger_cli import coerce, exits, helptext, net, output, scaffold, verifying
+from ledger_cli import exits, helptext, net, output, scaffold, verifying
 from ledger_cli.home import home_dir, open_log
 from ledger_cli.options import HomeOpt, JsonOpt, new_app
 from ledger_cli.verifying import (
@@ -27,7 +27,7 @@ from ledger_cli.verifying import (
 
 if TYPE_CHECKING:  # types only: the modules load when a command needs them (fast start-up)
     from ledger.log import Log
-    from ledger.store.sqlite import Store
+    from ledger.store import Store
     from ledger.witness import Asked
     from ledger_cli.wiring import Refused, SealResult
 
@@ -35,7 +35,6 @@ if TYPE_CHECKING:  # types only: the modules load when a command needs them (fas
     Cosign = tuple[bool, str, list[Asked]]
 
 helptext.plain_types()
-coerce.light_params()  # str, int, Path values without pydantic (start-up, issue 12)
 
 app = typer.Typer(
     name="ledger",
@@ -112,7 +111,7 @@ def init(
 @app.command()
 def vkey(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     """Print the log's verifier key (C2SP / Go note format)."""
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     key = str(log.store.meta("vkey"))
     if json_out:
         output.emit_json({"origin": log.origin, "vkey": key})
@@ -124,14 +123,13 @@ def vkey(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
 def checkpoint(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     """Print the latest signed checkpoint (C2SP tlog-checkpoint signed note) with the witness
     cosignatures collected for it, as GET /checkpoint serves it."""
+    from ledger.core.cosigned import published_note
     from ledger.core.encoding import b64_encode
     from ledger.core.note import note_text, parse_checkpoint
     from ledger.cosign import cosignatures
-    from ledger.http.state import COSIGNED_META
-    from ledger.trust import with_cosignatures
 
-    log = open_log(home)
-    note = with_cosignatures(log.store.checkpoint(), log.store.meta(COSIGNED_META))
+    log = open_log(home, read_only=True)
+    note = published_note(log.store, log.store.checkpoint())
     if not json_out:
         output.note(note)  # the control and bidi characters of ledger.core.text as "?"
         return
@@ -265,7 +263,7 @@ def keys_list(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     """List the node keys registered in the log, with their status."""
     from ledger.core.encoding import b64_encode, hex_encode
 
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     rows = log.store.key_rows()
     items = [
         {
@@ -424,8 +422,10 @@ def _report_seals(
     cosign: Cosign | None = None,
 ) -> int:
     """Exactly what a batch appended and what it refused, and why (issue 9 item 19). Exit 0 when
-    everything was sealed with its receipt; 2 when the log refused a bundle; 3 when every bundle
-    was sealed but a receipt could not be written (``ledger receipt write`` makes it later)."""
+    everything was sealed (or had been sealed by this key already, issue 33 item 8) with its
+    receipt; 2 when the log refused a bundle; ``SEALED_NO_RECEIPT`` (4) when every bundle was
+    sealed but a receipt could not be written: the entry is committed, and running the same
+    ``seal`` again (or ``ledger receipt write``) writes it; 3 when the output could not be."""
     from ledger.core.encoding import hex_encode
     try:
         _print_seals(results, refused, json_out, cosign)
@@ -441,15 +441,15 @@ def _report_seals(
         if r.receipt_error is not None:
             output.error_line(
                 f"{r.directory}: sealed as entry {r.sealed.index}, but its receipt could not be "
-                f"written ({r.receipt_error}); run `ledger receipt write "
-                f"{hex_encode(r.sealed.leaf_hash)} --out {r.directory}`"
+                f"written ({r.receipt_error}); run the same `ledger seal` again, or `ledger "
+                f"receipt write {hex_encode(r.sealed.leaf_hash)} --out {r.directory}`"
             )
     for x in refused:
         output.error_line(f"{x.directory}: refused, nothing appended for it ({x.reason})")
     if refused:
         return 2
     if any(r.receipt_error is not None for r in results):
-        return 3
+        return exits.SEALED_NO_RECEIPT
     return 0
 
 
@@ -468,6 +468,8 @@ def _print_seals(
                 "report": r.report.to_json(),
                 # added to SPEC 8's item: the receipt written for it (null when none was)
                 "receipt": str(r.receipt) if r.receipt is not None else None,
+                # issue 33 item 8: nothing appended, this key had sealed the bundle as this entry
+                "already_sealed": r.sealed.already,
             }
             entries.append(item)
         obj: dict[str, Any] = {"entries": entries}  # SPEC 8's items, plus "receipt"
@@ -490,8 +492,9 @@ def _print_seals(
         output.emit_json(obj)
     else:
         for r in results:
+            done = "already sealed" if r.sealed.already else "sealed"
             output.plain(
-                f"sealed {r.directory} as entry {r.sealed.index} (verdict {r.report.verdict})"
+                f"{done} {r.directory} as entry {r.sealed.index} (verdict {r.report.verdict})"
             )
             output.plain(f"  bundle  {hex_encode(r.bundle.digest)}")
             output.plain(f"  leaf    {hex_encode(r.sealed.leaf_hash)}")
@@ -508,8 +511,8 @@ def _seal_cosign(log: Log, results: list[SealResult]) -> Cosign | None:
     then carries the cosignatures). None when no witnesses are configured; else (the quorum is
     met, one line saying so or exactly why not, what each witness answered)."""
     from ledger import trust
+    from ledger.core.cosigned import published_note
     from ledger.core.note import note_text, parse_checkpoint
-    from ledger.http.state import COSIGNED_META
     from ledger.witness import ask_witnesses
     from ledger_cli import wiring
 
@@ -535,7 +538,7 @@ def _seal_cosign(log: Log, results: list[SealResult]) -> Cosign | None:
             wiring.write_receipt(log, r.sealed.index, r.directory)
         except (LedgerError, OSError) as e:  # the receipt first written stays
             unchanged.append(f"{r.receipt} ({e})")
-    note = trust.with_cosignatures(log.store.checkpoint(), log.store.meta(COSIGNED_META))
+    note = published_note(log.store, log.store.checkpoint())
     size = parse_checkpoint(note_text(note)).size
     good, _bad = trust.check_quorum(note, witnesses, 0)
     refused = "; ".join(a.line() for a in asked if a.error is not None)
@@ -643,7 +646,7 @@ def show(
     json_out: JsonOpt = False,
 ) -> None:
     """Show one entry."""
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     item = _entry_json(log.store, log.store.resolve(hash))
     if json_out:
         output.emit_json(item)
@@ -692,7 +695,7 @@ def log_cmd(
     from ledger.core.encoding import hex_encode
     from ledger.core.entries import decode_stored
 
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     size = log.store.size()
     limit = max(1, min(limit, 10_000))
     first = max(0, size - limit) if start is None else max(0, min(start, size))
@@ -754,7 +757,7 @@ def audit(
     from ledger.core.note import parse_vkey
     from ledger.trust import CheckpointMemory
 
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     vk = parse_vkey(vkey_opt.strip()) if vkey_opt else log.verifier
     size = log.store.size()
     with output.progress("auditing", size, enabled=not json_out) as bar:
@@ -810,7 +813,7 @@ def proof_inclusion(
     """Print an RFC 9162 inclusion proof (leaf's sibling first)."""
     from ledger.core.encoding import b64_encode
 
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     index = log.store.resolve(hash)
     n = log.store.size() if size is None else size
     if not index < n <= log.store.size():
@@ -841,7 +844,7 @@ def proof_consistency(
     """Print an RFC 9162 consistency proof between two tree sizes."""
     from ledger.core.encoding import b64_encode
 
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     if not 0 <= old <= new <= log.store.size():
         raise BadInput(f"need 0 <= OLD <= NEW <= {log.store.size()}")
     proof = log.store.consistency_proof(old, new)
@@ -899,8 +902,8 @@ def receipt_refresh(
     """Bring a receipt up to the server's newest (cosigned) checkpoint with a consistency proof
     from the receipt's own checkpoint."""
     from ledger import trust
+    from ledger.core.vkeyfile import read_vkey
     from ledger.refresh import refresh_receipt
-    from ledger.submit import read_vkey
 
     pol, witnesses, need = trust.resolve(policy, witness or [], quorum)
     if vkey_opt:

@@ -19,6 +19,11 @@ from collections.abc import Callable
 from ledger.core.errors import CannotCheck, LedgerError, TamperDetected
 from ledger_cli import output
 
+# ``seal`` / ``submit`` only (issue 33 item 8): the entry was appended and committed, but its
+# receipt could not be written. Distinct from 1-3, where nothing was appended; running the same
+# command again answers with the existing entry and writes the receipt (README "Exit codes").
+SEALED_NO_RECEIPT = 4
+
 
 def os_error(e: OSError) -> str:
     where = f" ({e.filename})" if e.filename else ""

@@ -1,9 +1,11 @@
 """Help text a person reads: typer labels each value with its Python type (``<bool>``, ``<str>``,
 ``<list[Path]>``); the shell shows plain metavars instead (``TEXT``, ``PATH...``, nothing for a
 flag), and names arguments as click does (``HASH``, ``[DIR]``, ``DIRECTORIES...``; typer's plain
-help writes ``{hash}``). Typer has no public switch for this, so ``plain_types()`` wraps the two
-public parameter classes' ``display_type_rich`` and the argument's display names; on a typer
-without them it does nothing (help keeps typer's labels, nothing else changes).
+help writes ``{hash}``). Typer has no public switch for this, so ``plain_types()`` wraps public
+methods of the two public parameter classes: ``display_type_rich`` (the type label), and the
+argument's click methods ``get_usage_pieces`` and ``get_help_record`` (its name); only public
+names are read (issue 30); on a typer without them it does nothing (help keeps typer's labels,
+nothing else changes).
 ``one_line_summaries`` makes each command's line in a command list its docstring's first
 paragraph on one line."""
 
@@ -51,36 +53,51 @@ def usage_name(name: str, required: bool, many: bool) -> str:
 
 
 def plain_types() -> None:
+    """Wrap the public click methods of typer's two parameter classes (idempotent)."""
     try:
         from typer.core import TyperArgument, TyperOption
     except ImportError:  # pragma: no cover - depends on the installed typer
         return
-    if hasattr(TyperArgument, "_usage_display_name") and not getattr(
-        TyperArgument._usage_display_name, "_ledger_plain", False
-    ):
-
-        def usage(self: Any) -> str:
-            return usage_name(str(self.metavar or self.name), bool(self.required),
-                              self.nargs != 1)
-
-        def listed(self: Any) -> str:
-            return usage_name(str(self.metavar or self.name), True, self.nargs != 1)
-
-        usage._ledger_plain = listed._ledger_plain = True  # type: ignore[attr-defined]
-        TyperArgument._usage_display_name = usage  # type: ignore[method-assign]
-        if hasattr(TyperArgument, "_rich_display_name"):
-            TyperArgument._rich_display_name = listed  # type: ignore[method-assign]
+    if not getattr(TyperArgument.get_usage_pieces, "ledger_plain", False):
+        TyperArgument.get_usage_pieces = _usage_pieces  # type: ignore[method-assign]
+        wrap(TyperArgument, "get_help_record", _named_record)
     for cls in (TyperArgument, TyperOption):
-        original: Callable[..., str | None] | None = getattr(cls, "display_type_rich", None)
-        if original is None or getattr(original, "_ledger_plain", False):
-            continue
+        wrap(cls, "display_type_rich", plain)
 
-        def display(self: Any, *args: Any, _orig: Callable[..., str | None] = original,
-                    **kwargs: Any) -> str | None:
-            return plain(_orig(self, *args, **kwargs))
 
-        display._ledger_plain = True  # type: ignore[attr-defined]
-        cls.display_type_rich = display  # type: ignore[method-assign]
+def wrap(cls: Any, method: str, after: Callable[..., Any]) -> None:
+    """``cls.method`` made ``after(self, result)`` of itself (``after(result)`` for one that
+    takes one argument); nothing when the method is missing or already wrapped."""
+    original: Callable[..., Any] | None = getattr(cls, method, None)
+    if original is None or getattr(original, "ledger_plain", False):
+        return
+
+    def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
+        got = original(self, *args, **kwargs)
+        return plain(got) if after is plain else after(self, got)
+
+    wrapped.ledger_plain = True  # type: ignore[attr-defined]
+    setattr(cls, method, wrapped)
+
+
+def _usage_pieces(self: Any, ctx: Any) -> list[str]:
+    """An argument in the usage line: ``HASH``, ``[DIR]``, ``DIRECTORIES...``."""
+    return [usage_name(str(self.metavar or self.name), bool(self.required), self.nargs != 1)]
+
+
+_usage_pieces.ledger_plain = True  # type: ignore[attr-defined]
+
+
+def _named_record(self: Any, record: tuple[str, str] | None) -> tuple[str, str] | None:
+    """An argument's line in the help list named as in the usage line, always required-style
+    (``HASH``, ``DIRECTORIES...``): typer writes the name as given (``hash``), then the type."""
+    if record is None:
+        return None
+    shown = str(self.metavar or self.name)
+    label, text = record
+    rest = label[len(shown):] if label.startswith(shown) else label
+    rest = rest.removeprefix("...") if self.metavar is None and self.nargs != 1 else rest
+    return usage_name(shown, True, self.nargs != 1) + rest, text
 
 
 def one_line_summaries(app: typer.Typer) -> None:

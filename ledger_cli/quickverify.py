@@ -12,9 +12,9 @@ them. Plain means:
   ``--trust-bundle-code`` alone;
 * no word or value that is empty or starts with ``-`` (``-h``, ``--help``, ``--``, an unknown
   option, a negative number: click decides what those mean);
-* ``--seed`` and ``--quorum`` in plain decimal digits (``ledger_cli.coerce``'s subset, the seed
-  within its range); a ``PATH`` that names nothing, or something this process may read (typer
-  refuses an unreadable one); no shell completion asked for (``_LEDGER_COMPLETE``).
+* ``--seed`` and ``--quorum`` in plain decimal digits (``plain_int``: what typer reads alike,
+  the seed within its range); a ``PATH`` that names nothing, or something this process may
+  read (typer refuses an unreadable one); no shell completion asked for (``_LEDGER_COMPLETE``).
 
 Anything else returns None and the typer app answers, so every usage error, help text and
 unusual form is the app's own. tests/test_cli_quickverify.py holds ``parse`` equal to the values the
@@ -117,8 +117,6 @@ def _convert(kind: str, value: str) -> object:
             return path  # typer does not ask a PATH to exist here
         # typer's default path checks (readable); the test holds the options to those defaults
         return path if os.access(path, os.R_OK) else _NOT_PLAIN
-    from ledger_cli.coerce import plain_int
-
     if not plain_int(value):
         return _NOT_PLAIN
     number = int(value)
@@ -157,6 +155,18 @@ def _as_typer_would(run: Callable[[], int]) -> int:
         sys.stdout = _PacifyFlush(sys.stdout)
         sys.stderr = _PacifyFlush(sys.stderr)
         sys.exit(1)
+
+
+def plain_int(text: str) -> bool:
+    """``-?(0|[1-9][0-9]{0,17})``: what ``int()`` and typer's conversion read alike (no sign
+    ``+``, no spaces, no ``_``, no ``1.0``: the app answers those its own way)."""
+    digits = text[1:] if text.startswith("-") else text
+    return (
+        0 < len(digits) <= 18
+        and digits.isascii()
+        and digits.isdigit()
+        and (digits == "0" or digits[0] != "0")
+    )
 
 
 class _PacifyFlush:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ledger.core.note import NoteVerifier
-    from ledger.store.sqlite import Store
+    from ledger.store import Store
     from verify.context import Options
     from verify.report import Report
 
@@ -116,9 +116,10 @@ def verify(
                     "give the bundle's directory with --bundle DIR)"
                 ) from e
         ev = Evidence(rec.item, rec.checkpoint, rec.signer, rec.revocation, False,
-                      receipt_problem=rec.problem(vk.name))
+                      receipt_problem=rec.problem(vk.name), revoked=rec.revoked,
+                      later=wiring.later_at_hand(local, rec.item.entry))
     else:
-        log = open_log(home)
+        log = open_log(home, read_only=True)
         index = log.store.resolve(hash)
         vk = parse_vkey(vkey_opt) if vkey_opt else pol.log if pol and pol.log else log.verifier
         ev = wiring.evidence_from_store(log, index)

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,13 +32,16 @@ from ledger.core.errors import (
     UnknownHash,
     VerificationFailed,
 )
+from ledger.core.faults import kill_point
 from ledger.core.fsutil import write_atomic
 from ledger.core.note import NoteVerifier
 from ledger.core.receipt import FILE_NAME, Included, Receipt
 from ledger.log import Log, Sealed
-from ledger.store.sqlite import checkpoint_of
+from ledger.revocation import revoked_list
+from ledger.store import Store
+from ledger.store.common import checkpoint_of
 from verify.context import Options
-from verify.integrity import Evidence, check_evidence
+from verify.integrity import Evidence, Later, check_evidence
 from verify.report import Check, Report, failed, passed
 from verify.runner import check_bundle, compare_recorded
 
@@ -132,7 +134,8 @@ def seal_checked(
 ) -> list[SealResult]:
     """Append each checked bundle in its own transaction and write its receipt.
 
-    A bundle the log refuses (sealed by this key already, the key revoked meanwhile, an entry
+    A bundle this key sealed before is answered with that entry (``Sealed.already``) and its
+    receipt written afresh. A bundle the log refuses (the key revoked meanwhile, an entry
     over the size limit) is recorded in ``refused`` with the reason and the others go on; with
     ``refused`` None the first refusal is raised (after the earlier ones were appended). A
     receipt that cannot be written (disk full) does not undo or hide the seal: the result says
@@ -142,6 +145,7 @@ def seal_checked(
     for d, bundle, report in checked:
         if progress is not None:
             progress(str(d))
+        kill_point("seal.checked")
         try:
             sealed = log.seal(bundle, contract_fields(bundle, report), node)
         except BadInput as e:
@@ -154,6 +158,7 @@ def seal_checked(
         if write_receipts:
             try:
                 receipt_path = write_receipt(log, sealed.index, d)
+                kill_point("seal.receipt-written")
             except (LedgerError, OSError) as e:
                 receipt_error = str(e) if isinstance(e, LedgerError) else (e.strerror or str(e))
         results.append(SealResult(d, sealed, bundle, report, receipt_path, receipt_error))
@@ -178,7 +183,7 @@ def make_receipt(log: Log, index: int) -> Receipt:
     from ledger.trust import with_cosignatures  # issue 14: cosignatures collected for it
 
     note = with_cosignatures(ev.checkpoint, log.store.meta("witness.cosigned_note"))
-    return Receipt(log.origin, ev.item, note, ev.signer, ev.revocation)
+    return Receipt(log.origin, ev.item, note, ev.signer, ev.revocation, revoked=ev.revoked)
 
 
 def _key_events(
@@ -189,7 +194,6 @@ def _key_events(
     when the entries do not rebuild the checkpoint's tree (then a revocation could be hidden)."""
     store = log.store
     stack: list[bytes] = []  # roots of the complete subtrees so far, left to right
-    sha256 = hashlib.sha256
     reg = rev = None
     needle = f'"key_id":"{signer}"'.encode()
     expect = 0
@@ -199,10 +203,10 @@ def _key_events(
         data = bytes(data)
         if idx != expect:
             return reg, rev, f"entry {expect} is missing from the stored log (run `ledger audit`)"
-        h = sha256(b"\x00" + data).digest()
+        h = merkle.leaf_hash(data)
         n = expect
         while n & 1:
-            h = sha256(b"\x01" + stack.pop() + h).digest()
+            h = merkle.node_hash(stack.pop(), h)
             n >>= 1
         stack.append(h)
         expect += 1
@@ -219,7 +223,7 @@ def _key_events(
                 rev = idx
     if expect != size:
         return reg, rev, f"the stored log ends at {expect} entries, before its checkpoint of {size}"
-    if root is not None and _fold(stack) != root:
+    if root is not None and merkle.combine(stack) != root:
         return (
             reg,
             rev,
@@ -229,16 +233,6 @@ def _key_events(
             ),
         )
     return reg, rev, None
-
-
-def _fold(stack: list[bytes]) -> bytes:
-    """RFC 6962 root from the complete-subtree roots of a tree, left to right."""
-    if not stack:
-        return merkle.EMPTY_ROOT
-    r = stack[-1]
-    for h in reversed(stack[:-1]):
-        r = hashlib.sha256(b"\x01" + h + r).digest()
-    return r
 
 
 def evidence_from_store(log: Log, index: int) -> Evidence:
@@ -276,7 +270,8 @@ def evidence_from_store(log: Log, index: int) -> Evidence:
             signer = Included(reg, store.entry(reg), proof(reg))
         if rev is not None:
             revocation = Included(rev, store.entry(rev), proof(rev))
-    return Evidence(Included(index, entry, proof(index)), note, signer, revocation, True, problem)
+    return Evidence(Included(index, entry, proof(index)), note, signer, revocation, True, problem,
+                    revoked=revoked_list(store, size))
 
 
 def verify_evidence(
@@ -336,6 +331,20 @@ def files_from_store(
         if data is not None:
             out[rel] = data
     return out
+
+
+def later_at_hand(local: Store | None, entry: bytes) -> Later | None:
+    """Offline, with the log's own ledger at hand: what it proves about the entry's signer in its
+    newer tree (``ledger.revocation.later_evidence``), for ``integrity.signer``."""
+    from ledger.core.encoding import hex_decode
+    from ledger.revocation import later_evidence
+
+    try:
+        signer = decode_entry(entry).signer
+    except LedgerError:
+        return None
+    got = None if local is None or signer is None else later_evidence(local, hex_decode(signer))
+    return None if got is None else Later(*got)
 
 
 def entry_type(entry: bytes) -> str:

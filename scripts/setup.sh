@@ -52,6 +52,9 @@ fi
 # skipped with the reason
 pkgs=()
 command -v bwrap >/dev/null 2>&1 || pkgs+=(bubblewrap)
+# the shared libsodium ledger.core.native's sign_many/verify_many load (issue 30: not PyNaCl's
+# private copy); without it they run their pure-Python twins
+{ ldconfig -p 2>/dev/null | grep -q 'libsodium\.so'; } || pkgs+=(libsodium23)
 if [ $want_test = 1 ]; then
   command -v b3sum >/dev/null 2>&1 || pkgs+=(b3sum)
   command -v go >/dev/null 2>&1 || pkgs+=(golang-go)

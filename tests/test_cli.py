@@ -37,8 +37,11 @@ def test_seal_json_shape(sealed: dict[str, object]) -> None:
     out = sealed["seal"]
     assert isinstance(out, dict)
     (item,) = out["entries"]
-    # SPEC 8's item, plus the receipt written for it (issue 11)
-    assert set(item) == {"index", "bundle_digest", "leaf_hash", "report", "receipt"}
+    # SPEC 8's item, plus the receipt written for it (issue 11) and whether the key had sealed
+    # the bundle before (issue 33 item 8)
+    assert set(item) == {"index", "bundle_digest", "leaf_hash", "report", "receipt",
+                         "already_sealed"}
+    assert item["already_sealed"] is False
     assert item["receipt"] and Path(item["receipt"]).name == "ledger-receipt.json"
     assert item["index"] == 1
     assert len(item["bundle_digest"]) == 64 and len(item["leaf_hash"]) == 64

@@ -11,7 +11,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -117,7 +116,7 @@ def test_witness_commands_take_json(tmp_path: pytest.TempPathFactory) -> None:
     assert code == 0 and json.loads(out) == {"vkey": made["vkey"]}
     # add-log and add-checkpoint too, against the witness served on a loopback port
     from ledger.core.note import open_note, parse_vkey
-    from ledger.witness import make_witness_app
+    from ledger.http.witness import make_witness_app
     from tests.helpers.ledgers import cli_json
     from tests.helpers.server import BackgroundServer
 
@@ -196,78 +195,3 @@ def test_quick_help_steps_aside(monkeypatch: pytest.MonkeyPatch) -> None:
     assert quickhelp.answer([]) is None
 
 
-def _typer_params() -> list[tuple[str, Any, Any]]:
-    """Every parameter of every command of the tree: (command path, command, parameter)."""
-    from typer.main import get_command
-
-    from ledger_cli import app
-
-    out: list[tuple[str, Any, Any]] = []
-
-    def walk(cmd: Any, path: str) -> None:
-        out.extend((path, cmd, p) for p in cmd.params)
-        for name, sub in sorted(getattr(cmd, "commands", {}).items()):
-            walk(sub, f"{path} {name}")
-
-    walk(get_command(app), "ledger")
-    return out
-
-
-def _outcome(conv: Any, value: Any, param: Any, ctx: Any) -> tuple[Any, ...]:
-    """What a conversion makes of ``value``: its result, or its refusal as the user reads it."""
-    try:
-        got = conv.coerce(value, param=param, ctx=ctx)
-    except Exception as e:  # compared, not swallowed
-        fmt = getattr(e, "format_message", None)
-        return ("refused", type(e).__name__, fmt() if callable(fmt) else str(e))
-    return ("value", type(got).__name__, repr(got))
-
-
-def test_light_params_convert_as_typer_does(tmp_path: Path) -> None:
-    """``ledger_cli.coerce`` (no pydantic on start-up, issue 12) gives every value typer's own
-    conversion gives, and the same refusal for every value typer refuses, for every parameter of
-    every command it covers: digits, signs, spaces, underscores, leading zeros, ranges, paths
-    that exist or not, files given where a directory is expected, lists."""
-    coercion = pytest.importorskip("typer._coercion")  # the typer whose conversion it replaces
-    from typer._param_types import coerce_cli_path
-
-    from ledger_cli.coerce import LightParam, _light_kind
-
-    afile = tmp_path / "f.txt"
-    afile.write_text("x")
-    samples: list[Any] = [
-        "1", "0", "-0", "-3", "42", "007", "+1", " 1", "1 ", "1_0", "1.0", "1e3", "0x10", "٣",
-        "999999999999999999", "9999999999999999999", "x", "", ".", "a//b/", "-", "~",
-        str(tmp_path), str(afile), f"{afile}/", "/nonexistent/x", "yes", True, False, 3, 1.5,
-    ]
-    covered = 0
-    for path, cmd, param in _typer_params():
-        desc = getattr(param, "type_descriptor", None)
-        if desc is None or not _light_kind(desc):
-            continue
-        covered += 1
-        light = LightParam(desc, coercion.build_runtime_param, coerce_cli_path)
-        full = coercion.build_runtime_param(desc)
-        ctx = cmd.context_class(cmd, info_name=path.rsplit(" ", 1)[-1])
-        many = param.multiple or param.nargs == -1
-        values = [None, *samples]
-        if many:
-            values += [(), ("1",), ("1", "2"), ("x", str(afile)), ("+1",), [str(tmp_path)]]
-
-        for value in values:
-            assert _outcome(light, value, param, ctx) == _outcome(full, value, param, ctx), \
-                (path, param.name, value)
-    assert covered > 100  # the walk saw the tree (str, int, Path, flags, lists of them)
-
-
-def test_light_params_are_the_ones_typer_uses() -> None:
-    from ledger_cli.coerce import LightParam
-
-    kinds = {
-        (path, p.name): type(p.get_runtime_param()).__name__
-        for path, _, p in _typer_params()
-        if path == "ledger verify"
-    }
-    assert kinds[("ledger verify", "hash")] == LightParam.__name__
-    assert kinds[("ledger verify", "seed")] == LightParam.__name__
-    assert kinds[("ledger verify", "bundle")] == LightParam.__name__

@@ -21,13 +21,14 @@ import httpx
 import pytest
 
 from ledger import cosign
+from ledger.core.cosigned import COSIGNED_META
 from ledger.core.errors import LedgerError
 from ledger.core.note import note_text, open_note, parse_checkpoint, parse_vkey
 from ledger.http.server import make_app
-from ledger.http.state import COSIGNED_META
+from ledger.http.witness import make_witness_app
 from ledger.log import Log
-from ledger.store.sqlite import Store
-from ledger.witness import Witness, make_witness_app, merge_cosigned, request_cosignature
+from ledger.store import open_store
+from ledger.witness import Witness, merge_cosigned, request_cosignature
 from tests.helpers.ledgers import REPO, run_cli
 from tests.helpers.server import BackgroundServer
 from tests.helpers.tcpserver import serving
@@ -199,7 +200,7 @@ def test_a_late_answer_never_replaces_a_newer_cosigned_note(setup: Setup) -> Non
 
         seal_fake(s.log, node_key(s.log), s.tmp / "more", "y1")
         newer = request_cosignature(s.log.home, ws1.url, w1.vkey)
-    store = Store.open(s.log.home)
+    store = open_store(s.log.home)
     try:
         back = merge_cosigned(store, old, b"")  # an answer about the older checkpoint
         assert back == old

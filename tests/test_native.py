@@ -278,10 +278,30 @@ def test_a_verifying_thread_that_fails_is_not_taken_for_good_signatures() -> Non
 
 
 @needs_c
+def test_libsodium_is_the_systems_loaded_by_name() -> None:
+    """Issue 30: ``bind_sodium`` loads a shared libsodium by name through its public C API (not
+    PyNaCl's private extension); a name it cannot load, or a library without libsodium's
+    functions, is an ``OSError`` that leaves what was bound working."""
+    from ledger.core import _native  # type: ignore[attr-defined]
+
+    with pytest.raises(OSError, match="cannot load libsodium"):
+        _native.bind_sodium("libno-such-sodium.so.0")
+    with pytest.raises(OSError, match="does not export libsodium's functions"):
+        _native.bind_sodium("libc.so.6")
+    if not native.SIGNING:
+        pytest.skip("no shared libsodium here (Debian: libsodium23): the twins sign")
+    sk64, pk = _key()
+    msgs = [b"a", b"b" * 1000]
+    sigs = native.sign_many(sk64, msgs)
+    assert sigs == native.sign_many_py(sk64, msgs)  # Ed25519 is deterministic
+    assert native.verify_many([(pk, msgs[0], sigs[0]), (pk, msgs[1], sigs[0])]) == [1]
+
+
+@needs_c
 def test_the_module_is_built_and_the_switch_turns_it_off() -> None:
     env = dict(os.environ, LEDGER_NATIVE="0")
     out = subprocess.run(
-        [sys.executable, "-c", "from ledger import native; print(native.AVAILABLE)"],
+        [sys.executable, "-c", "from ledger.core import native; print(native.AVAILABLE)"],
         env=env, capture_output=True, text=True, check=True,
     )
     assert out.stdout.strip() == "False"

@@ -20,7 +20,7 @@ from starlette.types import Receive, Scope, Send
 from ledger.core.tiles import TILE_WIDTH
 from ledger.http.server import MAX_HEAD_BYTES, event_loop, http_parser, make_app, server_config
 from ledger.log import Log
-from ledger.store.sqlite import Store
+from ledger.store import open_store
 from tests.helpers.ledgers import REPO
 from tests.helpers.server import BackgroundServer
 from tests.test_mirror import make_origin, node_key
@@ -78,7 +78,7 @@ def test_serve_names_its_loop_and_parser_and_sees_new_checkpoints(tmp_path: Path
             assert full.status_code == 200 and full.content[: 255 * 32] == part.content
             assert "immutable" in full.headers["cache-control"]
             assert c.get(url + "/tile/0/001.p/4").status_code == 200
-            store = Store.open(log.home)
+            store = open_store(log.home)
             try:
                 assert full.content[255 * 32 :] == store.stored_hash(0, 255)
             finally:
@@ -116,7 +116,7 @@ def test_background_server_runs_the_named_loop_and_parser() -> None:
         protocol = server_config(app).http
     assert seen["loop"].startswith("uvloop" if event_loop() == "uvloop" else "asyncio")
     base = {"httptools": "HttpToolsProtocol", "h11": "H11Protocol"}[http_parser()]
-    assert protocol.__mro__[1].__name__ == base
+    assert protocol.inner_class.__name__ == base  # uvicorn's protocol, held by the guard
 
 
 def test_request_head_limit(tmp_path: Path) -> None:
@@ -201,5 +201,41 @@ def test_fast_paths_fall_back_on_errors(tmp_path: Path, path: str) -> None:
         with BackgroundServer(make_app(log.home)) as srv:
             r = httpx.get(srv.url + path, timeout=10)
         assert r.status_code in (400, 404) and "error" in r.json()
+    finally:
+        log.close()
+
+
+@pytest.mark.skipif(http_parser() != "httptools", reason="the fast path runs over httptools only")
+def test_fast_path_skips_the_app_and_the_guard_sees_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ledger.http.guard``: a keep-alive GET of the checkpoint is answered without the app
+    (the ``Tracker`` never tells the guard of a request); ``Connection: close`` and a query go
+    through the app, and the guard is told of each (it is what marks a connection busy)."""
+    from ledger.http import guard
+
+    begun: list[int] = []
+    original = guard.Guard.begin
+
+    def counting(self: guard.Guard) -> None:
+        begun.append(1)
+        original(self)
+
+    monkeypatch.setattr(guard.Guard, "begin", counting)
+    log = make_origin(tmp_path / "o", 3)
+    try:
+        with BackgroundServer(make_app(log.home)) as srv:
+            host, port = srv.url.removeprefix("http://").split(":")
+            with socket.create_connection((host, int(port)), timeout=10) as s:
+                for head, through_app in ((b"", 0), (b"?x=1", 1), (b"", 0)):
+                    s.sendall(b"GET /checkpoint" + head + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+                    got = b""
+                    while b"\r\n\r\n" not in got or not got.endswith(b"\n"):
+                        got += s.recv(65536)
+                    assert got.startswith(b"HTTP/1.1 200 OK\r\ndate: ")
+                    assert len(begun) == through_app, (head, begun)
+                    begun.clear()
+            r = httpx.get(srv.url + "/checkpoint", headers={"Connection": "close"}, timeout=10)
+            assert r.status_code == 200 and len(begun) == 1
     finally:
         log.close()

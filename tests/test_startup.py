@@ -27,7 +27,7 @@ NOT_LOADED = (
     "ledger_cli.options",
     "ledger_cli.scaffold",
     "ledger.keys",  # key files and their passphrase crypto: verify reads no key file
-    "pydantic",  # typer's parameter conversion (ledger_cli.coerce converts without it)
+    "pydantic",  # typer's parameter conversion: a plain verify runs without typer
     "pydantic_core",
     "annotated_types",
     "typer._adapters",

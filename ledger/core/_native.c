@@ -16,8 +16,9 @@
    3. join_plain(parts, shapes): canonical JSON of plain values joined with bytes, for the
       entries a batch seal encodes, with the bundle shape rules of 2 judged on the way.
    4. sign_many / verify_many: libsodium's Ed25519 over many messages in one call, without the
-      GIL, so other threads run Python meanwhile. libsodium is the one PyNaCl carries: its
-      functions are looked up once (bind_sodium) in PyNaCl's own extension module.
+      GIL, so other threads run Python meanwhile. libsodium is the system's shared library (Debian
+      libsodium23), loaded once by bind_sodium through its public C API (issue 30: PyNaCl's
+      private extension module is no longer reached into).
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -946,29 +947,39 @@ done:
     return result;
 }
 
-/* -- Ed25519 through PyNaCl's libsodium ------------------------------------------------------ */
+/* -- Ed25519 through the system's libsodium -------------------------------------------------- */
 
 typedef int (*sign_fn)(unsigned char *sig, unsigned long long *siglen, const unsigned char *m,
                        unsigned long long mlen, const unsigned char *sk);
 typedef int (*verify_fn)(const unsigned char *sig, const unsigned char *m,
                          unsigned long long mlen, const unsigned char *pk);
+typedef int (*init_fn)(void);
 static sign_fn sodium_sign = NULL;
 static verify_fn sodium_verify = NULL;
 
+/* bind_sodium(name): load the shared libsodium ``name`` (a soname the dynamic loader finds, or
+   a path) through its public C API: sodium_init, then crypto_sign_detached and
+   crypto_sign_verify_detached. The library stays loaded for the life of the process. */
 static PyObject *bind_sodium(PyObject *self, PyObject *args) {
     (void)self;
-    const char *path;
-    if (!PyArg_ParseTuple(args, "s:bind_sodium", &path)) return NULL;
-    /* PyNaCl's extension is loaded already: take its handle, never load another copy */
-    void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s:bind_sodium", &name)) return NULL;
+    void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
-        PyErr_Format(PyExc_OSError, "libsodium of PyNaCl is not loaded: %s", dlerror());
+        PyErr_Format(PyExc_OSError, "cannot load libsodium: %s", dlerror());
         return NULL;
     }
+    init_fn init = (init_fn)dlsym(h, "sodium_init");
     void *s = dlsym(h, "crypto_sign_detached");
     void *v = dlsym(h, "crypto_sign_verify_detached");
-    if (s == NULL || v == NULL) {
-        PyErr_SetString(PyExc_OSError, "PyNaCl's module does not export libsodium's functions");
+    if (init == NULL || s == NULL || v == NULL) {
+        dlclose(h);
+        PyErr_Format(PyExc_OSError, "%s does not export libsodium's functions", name);
+        return NULL;
+    }
+    if (init() < 0) { /* 0: initialised now, 1: already; -1: it cannot run */
+        dlclose(h);
+        PyErr_Format(PyExc_OSError, "%s: sodium_init failed", name);
         return NULL;
     }
     sodium_sign = (sign_fn)s;
@@ -1097,7 +1108,7 @@ static PyMethodDef methods[] = {
     {"join_plain", join_plain, METH_VARARGS,
      "join_plain(parts, shapes) -> bytes, None (a shape rule not kept) or NotImplemented"},
     {"bind_sodium", bind_sodium, METH_VARARGS,
-     "bind_sodium(path): take libsodium's Ed25519 functions from PyNaCl's loaded module"},
+     "bind_sodium(name): load the shared libsodium name and take its Ed25519 functions"},
     {"sign_many", sign_many, METH_VARARGS,
      "sign_many(sk64, messages) -> signatures (64 bytes each), without the GIL"},
     {"verify_many", verify_many, METH_VARARGS,

@@ -17,8 +17,11 @@ pure-Python twin when it is not, with the same answers (``tests/test_native.py``
   which
   run whenever it gives None;
 * ``sign_many(sk64, messages)`` / ``verify_many(jobs)``: Ed25519 over many messages in one call
-  to libsodium (the copy PyNaCl carries) without the GIL, so a thread can sign or verify while
-  another runs Python; the twins call PyNaCl once per message, holding the GIL.
+  to libsodium without the GIL, so a thread can sign or verify while another runs Python; the
+  twins call PyNaCl once per message, holding the GIL. The C side loads the system's shared
+  libsodium (``SODIUM_NAMES``; Debian ``libsodium23``) through its public C API, not PyNaCl's
+  private extension module (issue 30); where none is found these two run their twins
+  (``SIGNING`` is False) and the rest of the module still runs.
 
 ``LEDGER_NATIVE=0`` in the environment runs the twins even where the module is built (tests,
 and benchmarks that compare the two in one run). Nothing here decides what is accepted: both
@@ -35,6 +38,9 @@ from typing import Any
 import nacl.bindings
 import nacl.exceptions
 
+# the shared libsodium sign_many/verify_many call, by soname (1.0.19 on: .26; Debian 12's
+# libsodium23: .23), found by the dynamic loader; scripts/setup.sh installs it
+SODIUM_NAMES = ("libsodium.so.26", "libsodium.so.23", "libsodium.so", "libsodium.dylib")
 NOT_PLAIN: Any = object()  # parse_plain's "outside the subset: run the full parse"
 VerifyJob = tuple[bytes, bytes, bytes]  # (32-byte public key, message, 64-byte signature)
 
@@ -46,17 +52,24 @@ def _load() -> Any:
         from ledger.core import _native  # type: ignore[attr-defined]
     except ImportError:
         return None
-    try:
-        import nacl._sodium
-
-        _native.bind_sodium(nacl._sodium.__file__)
-    except (ImportError, OSError, AttributeError):
-        return None  # the parser alone would do, but one switch for the module keeps it simple
     return _native
 
 
+def _bind(module: Any) -> Any:
+    """``module`` once its Ed25519 functions are bound to a shared libsodium, else None."""
+    for name in SODIUM_NAMES if module is not None else ():
+        try:
+            module.bind_sodium(name)
+        except OSError:
+            continue
+        return module
+    return None
+
+
 _C = _load()
+_SIGN = _bind(_C)  # sign_many/verify_many: the parsers run without libsodium, these do not
 AVAILABLE = _C is not None  # which side runs (tests; docs/design.md says how to ask)
+SIGNING = _SIGN is not None  # whether sign_many/verify_many run in C (a libsodium was found)
 
 
 def parse_plain(data: bytes, max_depth: int) -> Any:
@@ -71,20 +84,21 @@ def parse_plain(data: bytes, max_depth: int) -> Any:
     return NOT_PLAIN if value is NotImplemented else value
 
 
-BundleView = tuple[str, int, str, int, bytes, bytes, str, bytes, bytes, list[bytes], bool]
+# ``ledger.core.entries.BundleView`` names these members
+BundleTuple = tuple[str, int, str, int, bytes, bytes, str, bytes, bytes, list[bytes], bool]
 
 
-def bundle_view(data: bytes) -> BundleView | None:
+def bundle_view(data: bytes) -> BundleTuple | None:
     """The members of a ``bundle`` entry that ``ledger audit`` judges, from the C scanner (its
     comment in ``ledger/core/_native.c`` says which and how they are judged), or None: not such an
     entry by those rules, or no C module (``ledger.core.entries.bundle_view`` has the twin)."""
     if _C is None:
         return None
-    view: BundleView | None = _C.bundle_view(data)
+    view: BundleTuple | None = _C.bundle_view(data)
     return view
 
 
-def bundle_view_c() -> Callable[[bytes], BundleView | None] | None:
+def bundle_view_c() -> Callable[[bytes], BundleTuple | None] | None:
     """The compiled ``bundle_view`` itself (no Python frame per call), or None."""
     return None if _C is None else _C.bundle_view
 
@@ -124,9 +138,9 @@ def verify_many_py(jobs: Sequence[VerifyJob]) -> list[int]:
 def sign_many(sk64: bytes, messages: list[bytes]) -> list[bytes]:
     """The Ed25519 signatures (64 bytes each) of ``messages`` under libsodium's 64-byte secret
     key ``sk64``, in order; in C without the GIL where built."""
-    if _C is None:
+    if _SIGN is None:
         return sign_many_py(sk64, messages)
-    return list(_C.sign_many(sk64, messages))
+    return list(_SIGN.sign_many(sk64, messages))
 
 
 class Verifying:
@@ -141,7 +155,7 @@ class Verifying:
         jobs = list(jobs)
         self._bad: list[int] | None = None
         self._threads: list[threading.Thread] = []
-        if _C is None:
+        if _SIGN is None:
             self._bad = verify_many_py(jobs)
             return
         step = max(1, -(-len(jobs) // max(1, threads)))
@@ -151,7 +165,7 @@ class Verifying:
 
         def run(k: int) -> None:
             try:
-                self._found[k] = [k * step + i for i in _C.verify_many(parts[k])]
+                self._found[k] = [k * step + i for i in _SIGN.verify_many(parts[k])]
             except BaseException as e:  # fail closed: result() raises it, never "all good"
                 self._failed.append(e)
 
@@ -174,9 +188,9 @@ def verify_many(jobs: Sequence[VerifyJob], threads: int = 1) -> list[int]:
     """The positions in ``jobs`` whose signature does not verify, in order (a key or signature
     of the wrong length does not verify); in C without the GIL where built, on ``threads``
     threads of its own (``Verifying``) for a batch large enough."""
-    if _C is None:
+    if _SIGN is None:
         return verify_many_py(jobs)
     jobs = list(jobs)
     if threads <= 1 or len(jobs) < 64:
-        return list(_C.verify_many(jobs))
+        return list(_SIGN.verify_many(jobs))
     return Verifying(jobs, threads).result()

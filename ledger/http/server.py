@@ -10,8 +10,8 @@ uvicorn. Everything served is read from the store and bounded:
   a tile beyond that tree is 404;
 * ``GET /api/v1/...``: entries, hash lookup, inclusion and consistency proofs (SPEC 6 JSON), bundle
   files and blobs by BLAKE3 digest (never by a file-system path), and the OpenAPI description;
-* the HTML pages of ``ledger.http.web.pages``; ``POST /api/v1/submit`` (``ledger.submit``) only with
-  ``accept_submissions``.
+* the HTML pages of ``ledger.http.web.pages``; ``POST /api/v1/submit`` (``ledger.http.submit``) only
+  with ``accept_submissions``.
 
 Hostile input gets a 4xx answer: ``BadInput`` -> 400, ``UnknownHash`` and anything outside the tree
 -> 404. A last-resort handler logs and answers 500 (the tests assert it never fires).
@@ -44,7 +44,7 @@ from ledger.core.bundle import parse_manifest
 from ledger.core.canonical import loads_canonical
 from ledger.core.encoding import b64_encode, hex_decode, hex_encode
 from ledger.core.errors import BadInput, LedgerError
-from ledger.http import cosigners
+from ledger.http import cosigners, guard
 from ledger.http.state import (  # re-exported: the per-request layer below the handlers
     MAX_PARAM_DIGITS,
     TILE_CACHE_BYTES,
@@ -57,9 +57,9 @@ from ledger.http.state import (  # re-exported: the per-request layer below the 
     tile_bytes,
     tree_index,
 )
+from ledger.http.submit import submit_endpoint
 from ledger.http.web import compress, feed, pages, receipts
-from ledger.store.sqlite import Store
-from ledger.submit import submit_endpoint
+from ledger.store import Store, open_store
 
 log = logging.getLogger("ledger.http.server")
 
@@ -532,6 +532,7 @@ def routes(accept_submissions: bool) -> list[BaseRoute]:
         Route("/key/{key_id}", pages.key_page, methods=["GET"]),
         Route("/keys", pages.keys_page, methods=["GET"]),
         Route("/api/v1/entries/{index:uint}/receipt", receipts.api_receipt, methods=["GET"]),
+        Route("/api/v1/revoked", receipts.api_revoked, methods=["GET"]),
         Route("/feed.atom", feed.atom_feed, methods=["GET"]),
         Route("/api/v1/witnesses", cosigners.api_witnesses, methods=["GET"]),  # issue 34
     ]
@@ -580,6 +581,7 @@ def make_app(
 MAX_CONNECTIONS = 4096  # open connections at once (fewer when the file-descriptor limit is low)
 IDLE_TIMEOUT = 10.0  # seconds a connection may stay without a complete request head
 KEEP_ALIVE = 5.0  # seconds an idle keep-alive connection is kept after an answer
+UVICORN_KEEP_ALIVE = 3600  # uvicorn's own timer, never the first to fire (server_config)
 REQUEST_TIMEOUT = 120.0  # seconds one request may take, from its head to the end of its answer
 MAX_HEAD_BYTES = 16 << 10  # request line and headers
 MAX_BACKLOG = 1024  # listen queue; also how many connections asyncio accepts per wake-up
@@ -642,200 +644,6 @@ def event_loop() -> str:
     return "uvloop"
 
 
-def guarded_protocol(
-    max_connections: int, idle_timeout: float = IDLE_TIMEOUT,
-    request_timeout: float = REQUEST_TIMEOUT, parser: str | None = None,
-    answers: Answers | None = None,
-) -> type:
-    """uvicorn's HTTP protocol (``http_parser()``: httptools, else h11) with connection limits
-    that hostile clients cannot exhaust.
-
-    * at most ``max_connections`` open: a new connection over the cap closes the oldest **idle**
-      one (no request in progress), or itself when every connection is busy;
-    * a connection must complete a request head within ``idle_timeout`` seconds of opening or of
-      its last answer, however it trickles bytes (uvicorn's own keep-alive timer restarts on every
-      byte received);
-    * a request in progress for more than ``request_timeout`` seconds (a client that never reads
-      its answer, or uploads forever) is closed;
-    * a request head (request line and headers) over ``MAX_HEAD_BYTES`` is answered 400 and the
-      connection closed (h11 counts it itself; over httptools, which buffers a header without
-      bound, the URL and headers parsed and the bytes received while a head is incomplete are
-      counted here).
-
-    With ``answers`` (``make_app``'s prebuilt tile and checkpoint answers) and httptools, a plain
-    keep-alive HTTP/1.1 ``GET`` of a path ``answers`` holds, on a connection with nothing else in
-    flight, is answered from the parser's callback in one write: the same status, date and
-    header lines and body the ASGI app sends, without a task, the ASGI layers or Starlette
-    (issue 12). Everything else (HEAD, ``If-None-Match``, a query, ``%``-escapes, pipelined
-    requests, ``Connection: close``, HTTP/1.0, the access log on, a client not reading) takes
-    the ASGI path.
-    """
-    base: type
-    if (parser or http_parser()) == "httptools":
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as base
-    else:
-        from uvicorn.protocols.http.h11_impl import H11Protocol as base
-
-    head_limited = base.__name__ == "HttpToolsProtocol"
-    conns: dict[Any, None] = {}  # insertion order: oldest first
-
-    class Guarded(base):  # type: ignore[misc]
-        _timer: Any = None
-        _busy_since: float | None = None
-        _head_bytes = 0  # bytes received while a request head is incomplete (httptools)
-        _head_seen = 0  # bytes of the current head's URL and headers parsed so far (httptools)
-        _marks = 0  # heads and bodies completed on this connection (httptools)
-        _in_body = False
-
-        if head_limited:
-
-            def data_received(self, data: bytes) -> None:
-                marks = self._marks
-                super().data_received(data)
-                if self._marks != marks:  # a head or body ended in this chunk: count anew
-                    self._head_bytes = 0
-                elif not self._in_body and self.parser is not None:
-                    # a head still incomplete (httptools holds a partial header unbounded)
-                    self._head_bytes += len(data)
-                    if self._head_bytes > MAX_HEAD_BYTES and not self.transport.is_closing():
-                        self.logger.warning("Request head too large.")
-                        self.send_400_response("Request head too large.")
-
-            def _count_head(self, n: int) -> None:
-                self._head_seen += n
-                if self._head_seen > MAX_HEAD_BYTES:  # the parser answers 400 and closes
-                    raise ValueError("request head too large")
-
-            def on_url(self, url: bytes) -> None:
-                self._count_head(len(url))
-                super().on_url(url)
-
-            def on_header(self, name: bytes, value: bytes) -> None:
-                self._count_head(len(name) + len(value) + 4)
-                super().on_header(name, value)
-
-            _answered = False  # this request was answered by the fast path
-
-            def on_message_begin(self) -> None:
-                self._head_seen = 0
-                self._answered = False
-                super().on_message_begin()
-
-            def on_headers_complete(self) -> None:
-                self._marks += 1
-                self._in_body = True
-                if answers is not None and self._answer_fast():
-                    self._answered = True
-                    return
-                super().on_headers_complete()
-
-            def on_body(self, body: bytes) -> None:
-                if not self._answered:
-                    super().on_body(body)
-
-            def on_message_complete(self) -> None:
-                self._marks += 1
-                self._in_body = False
-                if not self._answered:
-                    super().on_message_complete()
-
-            def _answer_fast(self) -> bool:
-                cycle = self.cycle
-                if (cycle is not None and not cycle.response_complete) or self.pipeline:
-                    return False
-                url: bytes = self.url
-                parser = self.parser
-                if (
-                    answers is None
-                    or (url[:6] != b"/tile/" and url != b"/checkpoint")
-                    or b"%" in url or b"?" in url or b"#" in url
-                    or self.access_log or self.flow.write_paused or self.transport.is_closing()
-                    or parser.get_method() != b"GET" or parser.get_http_version() != "1.1"
-                    or not parser.should_keep_alive() or parser.should_upgrade()
-                    or any(k == b"if-none-match" for k, _ in self.headers)
-                ):
-                    return False
-                try:
-                    answer = answers.get(url.decode("ascii"), self.headers)
-                except Exception:  # the ASGI path answers (or reports) it
-                    return False
-                if answer is None:
-                    return False
-                self.transport.write(_status_and_defaults(self.server_state) + answer.wire)
-                self.on_response_complete()  # keep-alive and idle timers, request count
-                return True
-
-        def connection_made(self, transport: Any) -> None:
-            super().connection_made(transport)
-            if len(conns) >= max_connections:
-                victim = next((p for p in conns if not p.busy()), None)
-                if victim is None:
-                    transport.close()
-                    return
-                victim.drop()
-            conns[self] = None
-            self.arm(idle_timeout)
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            conns.pop(self, None)
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-            super().connection_lost(exc)
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            self._busy_since = None
-            if not self.transport.is_closing():
-                self.arm(idle_timeout)
-
-        def busy(self) -> bool:
-            return self.cycle is not None and not self.cycle.response_complete
-
-        def drop(self) -> None:
-            conns.pop(self, None)
-            if not self.transport.is_closing():
-                self.transport.close()
-
-        def arm(self, delay: float) -> None:
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer = self.loop.call_later(delay, self.check)
-
-        def check(self) -> None:
-            self._timer = None
-            if self.transport.is_closing():
-                return
-            if not self.busy():
-                self.drop()  # no complete request head in time
-                return
-            now = self.loop.time()
-            if self._busy_since is None:
-                self._busy_since = now
-            if now - self._busy_since >= request_timeout:
-                self.drop()
-                return
-            self.arm(min(idle_timeout, request_timeout))
-
-    return Guarded
-
-
-_DEFAULTS: list[Any] = [None, b""]  # uvicorn's default header list, and it as bytes
-
-
-def _status_and_defaults(server_state: Any) -> bytes:
-    """``200 OK`` and uvicorn's default header lines (the date, refreshed each second) as the
-    ASGI path writes them."""
-    headers = server_state.default_headers
-    if headers is not _DEFAULTS[0]:
-        _DEFAULTS[1] = b"HTTP/1.1 200 OK\r\n" + b"".join(
-            k.lower() + b": " + v + b"\r\n" for k, v in headers
-        )
-        _DEFAULTS[0] = headers
-    line: bytes = _DEFAULTS[1]
-    return line
-
-
 def server_config(
     app: ASGIApp,
     host: str = "127.0.0.1",
@@ -846,24 +654,36 @@ def server_config(
     request_timeout: float = REQUEST_TIMEOUT,
 ) -> Any:
     """The uvicorn configuration of every server of the ledger (``serve``, ``witness serve``,
-    the tests' ``BackgroundServer``): the guarded protocol, keep-alive and head limits."""
+    the tests' ``BackgroundServer``): uvicorn's HTTP protocol behind ``ledger.http.guard``'s
+    connection limits (the app wrapped in its ``Tracker``), head limits, keep-alive.
+
+    Proxy headers are off: a request's ``client`` is the socket's peer (the guard finds its
+    connection by it; nothing here reads ``X-Forwarded-For``). uvicorn's own keep-alive timer is
+    set long, since the guard closes a connection idle after an answer (``KEEP_ALIVE``) and
+    answers some requests uvicorn never sees."""
     import uvicorn
 
     cap = connection_cap() if max_connections is None else max_connections
     answers = getattr(getattr(app, "state", None), "answers", None)
-    if not isinstance(answers, Answers):
-        answers = None
+    parser = http_parser()
+    limits = guard.Limits(
+        max_connections=cap, idle_timeout=idle_timeout, request_timeout=request_timeout,
+        keep_alive=KEEP_ALIVE, head_bytes=MAX_HEAD_BYTES if parser == "httptools" else None,
+        answers=answers if isinstance(answers, Answers) else None, access_log=access_log,
+    )
+    protocol = guard.guarded(limits, parser)
     return uvicorn.Config(
-        app,
+        guard.Tracker(app, protocol.guards),
         host=host,
         port=port,
         log_level="warning",
         access_log=access_log,
         server_header=False,
+        proxy_headers=False,
         lifespan="on",
-        http=guarded_protocol(cap, idle_timeout, request_timeout, answers=answers),
+        http=protocol,
         loop="auto",  # uvloop when installed (event_loop())
-        timeout_keep_alive=int(KEEP_ALIVE),
+        timeout_keep_alive=UVICORN_KEEP_ALIVE,
         limit_concurrency=cap + 1,  # busy requests over the cap are answered 503
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         backlog=listen_backlog(),
@@ -912,7 +732,7 @@ def serve(
     public_url: str | None = None,
 ) -> None:
     """Run the mirror under uvicorn until interrupted."""
-    Store.open(home).close()
+    open_store(home, read_only=True).close()
     raise_file_limit()
     config = server_config(make_app(home, accept_submissions, public_url), host, port,
                            access_log)

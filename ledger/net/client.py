@@ -164,20 +164,76 @@ def shared_tls_context() -> ssl.SSLContext:
         return ctx
 
 
-def bounded_transport(max_connections: int = 8) -> httpx.HTTPTransport:
-    """An httpx transport whose sockets obey the per-thread deadline of ``HttpClient``."""
-    t = httpx.HTTPTransport(
-        verify=shared_tls_context(), limits=httpx.Limits(max_connections=max_connections)
-    )
-    old = t._pool
-    t._pool = httpcore.ConnectionPool(
-        ssl_context=old._ssl_context,
+def bounded_transport(max_connections: int = 8) -> httpx.BaseTransport:
+    """An httpx transport whose sockets obey the per-thread deadline of ``HttpClient``: an
+    httpcore pool over ``_Backend``, behind ``PoolTransport``."""
+    return PoolTransport(httpcore.ConnectionPool(
+        ssl_context=shared_tls_context(),
         max_connections=max_connections,
         max_keepalive_connections=max_connections,
         network_backend=_Backend(),
-    )
-    old.close()
-    return t
+    ))
+
+
+class PoolTransport(httpx.BaseTransport):
+    """What ``httpx.HTTPTransport`` does over an httpcore pool of our own (httpx has no public
+    way to give its transport a network backend), on both libraries' public API only (issue
+    30): each request handed to ``pool`` as an httpcore request, each of httpcore's errors
+    raised as httpx's of the same name (``httpx_errors``)."""
+
+    def __init__(self, pool: httpcore.ConnectionPool) -> None:
+        self.pool = pool
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        req = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port,
+                             target=url.raw_path),
+            headers=request.headers.raw,
+            content=typing.cast(Iterable[bytes], request.stream),
+            extensions=request.extensions,
+        )
+        with httpx_errors():
+            resp = self.pool.handle_request(req)
+        body = typing.cast(Iterable[bytes], resp.stream)  # a sync pool's answers are sync
+        return httpx.Response(status_code=resp.status, headers=resp.headers,
+                              stream=_Body(body), extensions=resp.extensions)
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+class _Body(httpx.SyncByteStream):
+    """An httpcore answer's body as httpx reads it, errors mapped as ``httpx_errors``."""
+
+    def __init__(self, stream: Iterable[bytes]) -> None:
+        self.stream = stream
+
+    def __iter__(self) -> Iterator[bytes]:
+        with httpx_errors():
+            yield from self.stream
+
+    def close(self) -> None:
+        close = getattr(self.stream, "close", None)
+        if close is not None:
+            close()
+
+
+@contextmanager
+def httpx_errors() -> Iterator[None]:
+    """httpcore's exceptions raised as httpx's of the same name (``ReadTimeout``,
+    ``ConnectError``, ...), the nearest class of its ancestry that httpx has, as
+    ``httpx.HTTPTransport`` maps them; anything else unchanged."""
+    try:
+        yield
+    except Exception as e:
+        for cls in type(e).__mro__:
+            mapped = getattr(httpx, cls.__name__, None) if cls.__module__.startswith(
+                "httpcore") else None
+            if isinstance(mapped, type) and issubclass(mapped, httpx.HTTPError):
+                raise mapped(str(e)) from e
+        raise
 
 
 def oneline(text: str, limit: int = 200) -> str:

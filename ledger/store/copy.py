@@ -18,9 +18,11 @@ from pathlib import Path
 from ledger.core import merkle
 from ledger.core.encoding import hex_encode
 from ledger.core.errors import LedgerStateError, TamperDetected
+from ledger.store.base import Store
+from ledger.store.common import DB_NAME, URL_NAME, checkpoint_of
 from ledger.store.postgres import (
-    PgBackend,
     PgConn,
+    PgStore,
     check_url,
     connect,
     create_tables,
@@ -28,7 +30,7 @@ from ledger.store.postgres import (
     rollback_quietly,
     write_url,
 )
-from ledger.store.sqlite import DB_NAME, URL_NAME, Store, checkpoint_of
+from ledger.store.sqlite import SqliteStore
 
 COPY_TABLES = (
     ("meta", "key, value"),
@@ -67,7 +69,7 @@ def copy_home(home: Path, url: str) -> Copied:
     check_url(url)
     if os.path.lexists(home / URL_NAME):
         raise LedgerStateError(f"{home}: this ledger is on PostgreSQL already ({URL_NAME})")
-    src = Store.open(home)
+    src = SqliteStore.open(home)
     try:
         with src._write_lock():
             src.conn.execute("BEGIN IMMEDIATE")
@@ -75,7 +77,7 @@ def copy_home(home: Path, url: str) -> Copied:
                 dst = connect(url)
                 try:
                     rows = _copy_rows(src, dst, url)
-                    size, sqlite_root, pg_root = _compare(src, Store(dst, home, PgBackend(dst)))
+                    size, sqlite_root, pg_root = _compare(src, PgStore(dst, home))
                 finally:
                     dst.close()
             finally:

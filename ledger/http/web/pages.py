@@ -31,13 +31,13 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from ledger.core import merkle
 from ledger.core.bundle import parse_manifest
 from ledger.core.canonical import loads_canonical
+from ledger.core.cosigned import published_note
 from ledger.core.encoding import b64_encode, hex_encode
 from ledger.core.errors import BadInput, UnknownHash
 from ledger.http.state import (
     Served,
     base_url,
     int_param,
-    published_note,
     resolve,
     served,
     text_param,
