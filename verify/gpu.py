@@ -14,8 +14,9 @@ through CuPy").
    divergence or bounds: ``verify.falsify`` checks coverage from the 0xFF poison and runs the
    interpreter on the smallest size for the rest.
 
-CuPy is optional (``pip install kernel-ledger[gpu]``); nothing here imports it at module load, and
-the tests inject a fake ``cupy`` module to exercise both the selection logic and the marshalling.
+CuPy is optional (the ``gpu-cuda12`` or ``gpu-cuda13`` extra, matching the installed CUDA:
+``scripts/setup.sh --gpu`` picks it); nothing here imports it at module load, and the tests
+inject a fake ``cupy`` module to exercise both the selection logic and the marshalling.
 """
 
 from __future__ import annotations

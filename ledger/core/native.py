@@ -41,6 +41,7 @@ import nacl.exceptions
 # the shared libsodium sign_many/verify_many call, by soname (1.0.19 on: .26; Debian 12's
 # libsodium23: .23), found by the dynamic loader; scripts/setup.sh installs it
 SODIUM_NAMES = ("libsodium.so.26", "libsodium.so.23", "libsodium.so", "libsodium.dylib")
+ABI = 2  # _native.c's NATIVE_ABI: the calling convention this module expects of it
 NOT_PLAIN: Any = object()  # parse_plain's "outside the subset: run the full parse"
 VerifyJob = tuple[bytes, bytes, bytes]  # (32-byte public key, message, 64-byte signature)
 
@@ -51,6 +52,8 @@ def _load() -> Any:
     try:
         from ledger.core import _native  # type: ignore[attr-defined]
     except ImportError:
+        return None
+    if getattr(_native, "ABI", None) != ABI:  # built from another _native.c: never call it
         return None
     return _native
 

@@ -20,6 +20,7 @@ from ledger.core.encoding import hex_encode
 from ledger.core.errors import LedgerStateError, TamperDetected
 from ledger.store.base import Store
 from ledger.store.common import DB_NAME, URL_NAME, checkpoint_of
+from ledger.store.pgdriver import import_psycopg
 from ledger.store.postgres import (
     PgConn,
     PgStore,
@@ -98,7 +99,7 @@ def copy_home(home: Path, url: str) -> Copied:
 
 
 def _copy_rows(src: Store, dst: PgConn, url: str) -> dict[str, int]:
-    import psycopg
+    psycopg = import_psycopg()
 
     counts: dict[str, int] = {}
     create_tables(dst, url)  # its transaction stays open for the rows

@@ -56,6 +56,7 @@ from ledger.store.common import (
     bring_up_to_date,
     refuse_lost_rows,
 )
+from ledger.store.pgdriver import import_psycopg
 from ledger.store.writer import Writer
 
 if TYPE_CHECKING:
@@ -354,7 +355,7 @@ def connect(url: str, *, read_only: bool = False) -> PgConn:
     """A session on the ledger's database; ``read_only``: every transaction of the session is
     read-only (``default_transaction_read_only``), so the server refuses any write and assigns
     no transaction id."""
-    import psycopg
+    psycopg = import_psycopg()
 
     try:
         raw = psycopg.connect(
