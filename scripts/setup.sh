@@ -82,7 +82,7 @@ if [ $want_test = 1 ]; then
   [ -d /usr/share/gocode/src/golang.org/x/mod/sumdb ] || pkgs+=(golang-golang-x-mod-dev)
   command -v chromium >/dev/null 2>&1 || pkgs+=(chromium)
   # the serving benchmark's peer and load generator (bench/bench_serve.py, test_serve_nginx);
-  # nginx also serves a published directory in tests/test_publish.py
+  # nginx also serves a published directory in tests/ledger/test_publish.py
   command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || pkgs+=(nginx-light)
   command -v wrk >/dev/null 2>&1 || pkgs+=(wrk)
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || pkgs+=(postgresql)  # tests/test_postgres*

@@ -15,7 +15,8 @@ The Futhark command line used (and nothing else; a stand-in for tests implements
 
 Binary data format (Futhark's documentation, "Binary Data Format"), implemented here
 (``encode_value`` / ``decode_values``) rather than through the ``futhark-data`` package, which
-writes the same bytes (tests/test_futhark_data.py) but whose reader also parses the text format,
+writes the same bytes (tests/verify/test_futhark_data.py) but whose reader also parses the text
+format,
 in quadratic time, and has no bound (docs/dependencies.md): each value is ``b``, the format
 version byte 2, the number of dimensions (one byte, 0 for a scalar), a 4-character type
 (``"  i8"``, ``" i16"``, ``" i32"``, ``" i64"``, ``"  u8"``, ``" u16"``, ``" u32"``, ``" u64"``,
