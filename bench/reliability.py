@@ -17,8 +17,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.campaigns.test_reliability import concurrent_seal, crash_rounds  # noqa: E402
 from tests.helpers.ledgers import add_node, new_ledger  # noqa: E402
+from tests.helpers.reliability import concurrent_seal, crash_rounds  # noqa: E402
 
 
 def main() -> None:

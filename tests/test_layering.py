@@ -522,3 +522,16 @@ def test_one_proof_walk() -> None:
     for i in range(7):  # the walk read from memory and from stored hashes: the same proof
         assert levels.inclusion_proof(i, 7) == merkle.inclusion_proof(i, 7, get)
         assert levels.consistency_proof(i + 1, 7) == merkle.consistency_proof(i + 1, 7, get)
+
+
+def test_bench_imports_no_test_module() -> None:
+    """``bench/`` may use the test helpers (``tests/helpers``) but never a test module: a
+    benchmark must not depend on what a test file happens to define (issue 30)."""
+    bad = []
+    for path in sorted((REPO / "bench").rglob("*.py")):
+        for n in ast.walk(_tree(path)):
+            names = [a.name for a in n.names] if isinstance(n, ast.Import) else (
+                [n.module or ""] if isinstance(n, ast.ImportFrom) and not n.level else [])
+            bad += [f"{path.name}:{n.lineno} {m}" for m in names
+                    if m.startswith("tests.") and m.rsplit(".", 1)[-1].startswith("test_")]
+    assert bad == []
