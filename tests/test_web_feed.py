@@ -78,7 +78,7 @@ def test_entry_page_tells_an_auditor_the_verdict_signer_and_how_to_check(tmp_pat
     with BackgroundServer(make_app(log.home)) as srv:
         text = httpx.get(srv.url + "/entry/1", timeout=30).text
     assert "Verdict at seal time: verified" in text
-    assert "alice (<code>" in text and "registered by entry 0 (" in text
+    assert "alice (<code class=\"h\"" in text and "registered by entry 0 (" in text
     assert "Z), not revoked" in text
     assert "Verify it yourself" in text and f"ledger mirror {srv.url} --vkey" in text
     assert 'name="viewport"' in text
