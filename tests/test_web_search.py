@@ -190,3 +190,18 @@ def test_whole_bundle_tar_gz_is_reproducible_and_its_digest_is_shown(site: Any,
             assert f is not None and blake3_digest(f.read()) == digest, rel
     key_entry = c.get(url + "/api/v1/bundles/0/bundle.tar.gz")
     assert key_entry.status_code == 404
+
+
+def test_the_index_follows_the_growing_log(tmp_path: Path) -> None:
+    """Entries appended while the server runs are found by the next search (the server's index
+    reads what is new), and the first entry stays findable."""
+    log = new_ledger(tmp_path / "home")
+    sk = add_node(log, "carol")
+    first = seal(log, sk, tmp_path, "first_kernel", "1")
+    with BackgroundServer(make_app(log.home)) as srv, httpx.Client(timeout=60) as c:
+        assert listed(c.get(srv.url + "/search", params={"q": "kernel"}).text) == [first]
+        later = [seal(log, sk, tmp_path, f"later_kernel_{i}", "1") for i in range(3)]
+        page = c.get(srv.url + "/search", params={"q": "KERNEL"}).text
+        assert listed(page) == [*reversed(later), first]
+        assert listed(c.get(srv.url + "/kernel/later_kernel_2@1").text) == [later[2]]
+    log.close()

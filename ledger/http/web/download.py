@@ -23,6 +23,7 @@ from starlette.responses import Response
 
 from ledger.core.bundle import parse_manifest
 from ledger.core.canonical import loads_canonical
+from ledger.core.encoding import hex_encode
 from ledger.http.state import Served, served, tree_index
 
 DIGEST_CACHE = 4096  # entries whose archive digest is remembered (64-hex strings)
@@ -64,7 +65,7 @@ def archive_digest(s: Served, index: int) -> str:
     hit = _digests.get(key)
     if hit is None:
         try:
-            hit = hashlib.sha256(bundle_archive(s, index)).hexdigest()
+            hit = hex_encode(hashlib.sha256(bundle_archive(s, index)).digest())
         except HTTPException:
             return ""
         _digests[key] = hit
@@ -80,5 +81,5 @@ async def api_bundle_archive(request: Request) -> Response:
     return Response(data, media_type="application/gzip", headers={
         "Content-Disposition": f'attachment; filename="{archive_name(index)}"',
         "Cache-Control": "public, max-age=31536000, immutable",
-        "X-Content-SHA256": hashlib.sha256(data).hexdigest(),
+        "X-Content-SHA256": hex_encode(hashlib.sha256(data).digest()),
     })
