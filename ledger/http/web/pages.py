@@ -44,7 +44,7 @@ from ledger.http.state import (
 )
 from ledger.http.web import download, explain, search
 from ledger.http.web.render import render
-from ledger.search import verdict_of
+from ledger.search import row_of, verdict_of
 
 PAGE_ENTRIES = 25
 MAX_FOUND = 100  # entries a key page lists at most
@@ -103,10 +103,10 @@ def _keys(s: Served, size: int) -> list[dict[str, Any]]:
 
 
 def _rows(s: Served, size: int, indices: list[int]) -> list[dict[str, Any]]:
-    """The list rows (verdict, signer, ...) of entries ``indices``, from the server's index."""
-    index = search.index_of(s, size)
+    """The list rows (verdict, signer, ...) of entries ``indices``, read from the store (a page of
+    recent entries needs no whole-log index)."""
     names = search.key_names(s, size)
-    return [search.row_view(index.rows[i], names) for i in indices]
+    return [search.row_view(row_of(i, s.store.entry(i)), names) for i in indices]
 
 
 # --- pages --------------------------------------------------------------------------------------
@@ -144,7 +144,8 @@ async def key_page(request: Request) -> Response:
     index = search.index_of(s, view.size)
     signed = [i for i in index.by_signers([kid]) if index.rows[i].type == "bundle"]
     return render("key.html", {"title": f"node key {key['name']}", "key": key,
-                               "rows": _rows(s, view.size, signed[:MAX_FOUND]),
+                               "rows": [search.row_view(index.rows[i], {kid: key["name"]})
+                                        for i in signed[:MAX_FOUND]],
                                "count": len(signed), "limit": MAX_FOUND})
 
 
