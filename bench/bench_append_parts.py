@@ -52,7 +52,7 @@ from ledger import sealers  # noqa: E402
 from ledger.core import entries as entries_mod  # noqa: E402
 from ledger.keys import load_node_secret  # noqa: E402
 from ledger.log import Log  # noqa: E402
-from ledger.store.sqlite import sqlite as store_mod  # noqa: E402
+from ledger.store import writer as store_mod  # noqa: E402
 from tests.helpers.ledgers import add_node  # noqa: E402
 
 

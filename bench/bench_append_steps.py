@@ -42,7 +42,7 @@ from ledger.core import entries as entries_mod  # noqa: E402
 from ledger.core import native  # noqa: E402
 from ledger.core.entries import BatchEncoder, chain_link  # noqa: E402
 from ledger.log import Log  # noqa: E402
-from ledger.store.sqlite import sqlite as store_mod  # noqa: E402
+from ledger.store import writer as store_mod  # noqa: E402
 from tests.helpers.ledgers import add_node  # noqa: E402
 
 

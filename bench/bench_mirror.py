@@ -47,7 +47,7 @@ from ledger.keys import load_node_secret, new_node_key
 from ledger.log import Log
 from ledger.mirror import BLOBS_PER_REQUEST, Mirror, Remote
 from ledger.publish import DirTarget, publish
-from ledger.store.sqlite import Store
+from ledger.store import open_store
 from tests.helpers.nginx import free_port, nginx_serving
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -107,7 +107,7 @@ def mirror_paths(home: Path, batch: bool) -> list[str]:
     """The files a mirror fetches from scratch (after the checkpoint and a few hash tiles):
     every entry tile, and every distinct bundle file in order of first use (batched as the
     mirror batches them against ``ledger serve``, single files from a static location)."""
-    store = Store.open(home)
+    store = open_store(home)
     try:
         size = store.size()
         paths: list[str] = []
@@ -220,7 +220,7 @@ def main() -> None:
         build_origin(origin, args.entries)
         print(f"built origin of {args.entries} bundles in {time.perf_counter() - t0:.1f} s",
               file=sys.stderr)
-    store = Store.open(origin)
+    store = open_store(origin)
     size, vkey = store.size(), str(store.meta("vkey"))
     store.close()
     loads = [os.getloadavg()[0]]

@@ -32,7 +32,7 @@ import httpx
 from bench_mirror import build_origin, free_port
 
 from ledger.mirror import Mirror, Remote
-from ledger.store.sqlite import Store
+from ledger.store import open_store
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -63,7 +63,7 @@ def main() -> None:
     if not (origin / "ledger.db").exists():
         shutil.rmtree(origin, ignore_errors=True)
         build_origin(origin, args.entries)
-    store = Store.open(origin)
+    store = open_store(origin)
     vkey = str(store.meta("vkey"))
     store.close()
     port = free_port()

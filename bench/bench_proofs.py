@@ -42,7 +42,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ledger.core.encoding import b64_encode
-from ledger.store.sqlite import PRELOAD_AFTER_PROOFS, Store
+from ledger.store import create_store, open_store
+from ledger.store.base import PRELOAD_AFTER_PROOFS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rounds import cpu
@@ -59,7 +60,7 @@ def load() -> str:
 
 
 def build_store(home: Path, count: int) -> None:
-    store = Store.create(home, "bench.example/proofs")
+    store = create_store(home, "bench.example/proofs")
     try:
         for start in range(0, count, 100_000):
             with store.writer() as w:
@@ -138,7 +139,7 @@ def main() -> int:
     idx_file.write_text("".join(f"{i}\n" for i in indices))
 
     # a fresh Store: the first proofs (one batched read each), as a one-off command runs them
-    store = Store.open(home)
+    store = open_store(home)
     cold, _ = batches(lambda i: store.inclusion_proof(i, n), indices, PRELOAD_AFTER_PROOFS - 1, 1)
     t0 = time.perf_counter()
     calls, worst = 0, 0.0

@@ -43,7 +43,7 @@ from bench_mirror import build_origin, cpu, free_port
 
 from ledger.core.tiles import entries_tile_path, tile_path, tiles_for_size
 from ledger.export import export_tiles
-from ledger.store.sqlite import Store
+from ledger.store import open_store
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -220,7 +220,7 @@ def main() -> int:
         t0 = time.perf_counter()
         build_origin(home, args.entries)
         print(f"built {args.entries} entries in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    store = Store.open(home)
+    store = open_store(home)
     size = store.size()
     store.close()
     tiles = args.work / f"tiles-{args.entries}"

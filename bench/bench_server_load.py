@@ -36,7 +36,7 @@ from bench_mirror import build_origin, cpu, free_port  # type: ignore[import-not
 
 from ledger.core.tiles import entries_tile_path, tile_path, tiles_for_size
 from ledger.export import export_tiles
-from ledger.store.sqlite import Store
+from ledger.store import open_store
 
 REPO = Path(__file__).resolve().parent.parent
 STATIC_APP = """
@@ -122,7 +122,7 @@ def main() -> None:
     origin = args.work / f"origin-{args.entries}"
     if not (origin / "ledger.db").exists():
         build_origin(origin, args.entries)
-    store = Store.open(origin)
+    store = open_store(origin)
     size = store.size()
     store.close()
     static = args.work / f"static-{args.entries}"

@@ -23,15 +23,17 @@ connection), by this process for a small one (``audit_chunk``):
 4. every stored checkpoint verifies under the log key and its root equals the recomputed root at
    its size;
 5. every blob hashes to its BLAKE3 address (part by part, beside the chunks), and every file a
-   bundle manifest names is present in the entry's part (``ledger.store.sqlite``, "Parts"; or in the
+   bundle manifest names is present in the entry's part (``ledger.store.common``, "Parts"; or in the
    part of the files stored before parts existed; only the digests are read from the manifest:
    judging its paths is ``integrity.manifest``'s job, and the node that signed it answered for
    it);
 6. the ``keys`` / ``revocations`` index equals the registry the log's history defines;
-7. the append-only triggers are all still in place as the schema wrote them, and no other
-   trigger is on the ledger's tables (``Store.trigger_problems``;
-   on PostgreSQL ``PgBackend.audit_problems``: enabled, unaltered, their functions as written, no
-   other trigger or rule on the ledger's tables, and the tree head names the audited size);
+7. the database's own checks (``Store.audit_problems``): the append-only triggers (on the
+   history and on the schema's bookkeeping) are all still in place as the schema wrote them, and
+   no other trigger is on the ledger's tables; the ``migrations`` table records every migration
+   the schema shows, each once (``ledger.store.common.SchemaState``); on PostgreSQL also the
+   triggers enabled, their functions as written, no rule on the ledger's tables, and the tree
+   head names the audited size (``ledger.store.postgres.PgStore.audit_problems``);
 8. no entry row lies outside the log (a negative index), and in a log (not a mirror) the newest
    checkpoint covers every entry;
 9. (``check_memory``, run by the ``audit`` command) the ledger's checkpoint against this
@@ -44,7 +46,6 @@ verifier key recorded at init (or the one a mirror pinned).
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import multiprocessing
 import os
@@ -76,7 +77,8 @@ from ledger.core.errors import LedgerError, TamperDetected, VerificationFailed
 from ledger.core.gcpause import collector_paused
 from ledger.core.native import verify_many
 from ledger.core.note import NoteVerifier, open_note, parse_checkpoint
-from ledger.store.sqlite import LEGACY_PART, MIRROR_URL_META, Store, part_of, part_start
+from ledger.store import Store, open_store
+from ledger.store.common import LEGACY_PART, MIRROR_URL_META, part_of, part_start
 
 if TYPE_CHECKING:
     from ledger.trust import CheckpointMemory
@@ -361,21 +363,21 @@ class _Pass:
         key_events, origin, spans = ctx.key_events, ctx.origin, self.spans
         jobs, job_index, links, files, present = (
             self.jobs, self.job_index, self.links, self.files, self.present)
-        view_of, sha256, b3 = self.view_of, hashlib.sha256, blake3.blake3
+        view_of, leaf_hash, b3 = self.view_of, merkle.leaf_hash, blake3.blake3
         part = part_of(rows[0][0])  # where the files of the entries are kept
         held, part_end = present.get(part), part_start(part + 1)
         pos = r.start + len(leaves)
         for row in rows:
             idx, stored_lh, data, etype, digest = row
             view = None if idx in key_events else view_of(data)
-            if (view is None or view[0] != origin or etype != "bundle" or digest != view[4]
-                    or idx != pos):
+            if (view is None or view.origin != origin or etype != "bundle"
+                    or digest != view.bundle_digest or idx != pos):
                 if not self.entry(*row):
                     return False
                 pos += 1
                 continue
             pos += 1
-            lh = sha256(b"\x00" + data).digest()
+            lh = leaf_hash(data)
             leaves.append(lh)
             if lh != stored_lh:
                 r.add(idx, f"entry {idx}: bytes do not hash to the stored leaf hash")
@@ -734,7 +736,7 @@ def check_memory(
 
 def _blob_ranges(size: int) -> list[tuple[int, int | None]]:
     """Ranges of parts that split the blobs table for step 5's hashing: each part of the log
-    (``ledger.store.sqlite``, "Parts"), the legacy part with the first, the last open-ended."""
+    (``ledger.store.common``, "Parts"), the legacy part with the first, the last open-ended."""
     last = part_of(max(size - 1, 0))
     cuts = [LEGACY_PART, *range(1, last + 1)]
     return [(cuts[i], cuts[i + 1] if i + 1 < len(cuts) else None) for i in range(len(cuts))]
@@ -762,7 +764,7 @@ _WORKER: Store | None = None
 
 def _init_worker(home: Path) -> None:
     global _WORKER
-    _WORKER = Store.open(home)
+    _WORKER = open_store(home, read_only=True)
 
 
 def _chunk_job(ctx: AuditContext, start: int, end: int) -> ChunkResult:
@@ -833,11 +835,8 @@ def _check_checkpoint_order(store: Store, res: AuditResult) -> None:
 
 
 def _check_triggers(store: Store, res: AuditResult) -> None:
-    if store.backend is not None:  # PostgreSQL: all its triggers, rules and the tree head
-        for message in store.backend.audit_problems(res.size):
-            res.add(None, message)
-        return
-    for message in store.trigger_problems():
+    """Step 7: the database's own checks (``Store.audit_problems``, each engine's)."""
+    for message in store.audit_problems(res.size):
         res.add(None, message)
 
 

@@ -44,13 +44,12 @@ from ledger.core.errors import (
     LedgerStateError,
     TamperDetected,
 )
+from ledger.core.faults import kill_point
 from ledger.core.fsutil import check_private_dir, fsync_dir, read_small, write_atomic
 from ledger.core.gcpause import collector_paused
 from ledger.core.note import (
-    Checkpoint,
     NoteSigner,
     NoteVerifier,
-    format_checkpoint,
     format_skey,
     format_vkey,
     parse_skey,
@@ -58,7 +57,11 @@ from ledger.core.note import (
     sign_note,
 )
 from ledger.core.text import check_text
-from ledger.store.sqlite import DB_NAME, LOCK_NAME, URL_NAME, Store, Writer
+from ledger.core.vkeyfile import read_vkey_file
+from ledger.revocation import checkpoint_body
+from ledger.store import Store, create_store, open_store
+from ledger.store.common import DB_NAME, LOCK_NAME, URL_NAME
+from ledger.store.writer import Writer
 
 if TYPE_CHECKING:  # key files (and their passphrase crypto) load only where a key is read
     from ledger.keys import NodePublic
@@ -85,11 +88,7 @@ def pinned_vkey(home: Path) -> NoteVerifier | None:
     path = home / LOG_VKEY
     if not os.path.lexists(path):
         return None
-    try:
-        text = read_small(path, 4096, "verifier key file").decode("utf-8").strip()
-    except UnicodeDecodeError as e:
-        raise KeyFileError(f"{path} is not UTF-8") from e
-    return parse_vkey(text)
+    return read_vkey_file(path)
 
 
 def check_origin(origin: str) -> str:
@@ -108,11 +107,13 @@ def check_origin(origin: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Sealed:
-    """One entry appended: its index, leaf hash and bytes."""
+    """One entry appended: its index, leaf hash and bytes. ``already``: nothing was appended, the
+    key had sealed this bundle before and this is that entry (``Log.seal`` is idempotent)."""
 
     index: int
     leaf_hash: bytes
     entry: bytes
+    already: bool = False
 
 
 class Log:
@@ -175,7 +176,7 @@ class Log:
         signer = parse_skey(format_skey(origin, seed))
         vkey = format_vkey(origin, signer.public)
         write_atomic(home / LOG_VKEY, (vkey + "\n").encode(), 0o644)
-        store = Store.create(home, origin, db)
+        store = create_store(home, origin, db)
         try:
             store.set_meta("vkey", vkey)
             log = cls(store, signer, parse_vkey(vkey))
@@ -187,7 +188,7 @@ class Log:
         # disk while it checkpoints its WAL at close) must not become a ledger that is broken.
         # The WAL files stay: they may hold committed pages that close could not copy back.
         try:
-            check = Store.open(home)
+            check = open_store(home, read_only=True)
             try:
                 ok = check.meta("vkey") == vkey and check.size() == 0 and bool(check.checkpoint())
             finally:
@@ -222,10 +223,13 @@ class Log:
         fsync_dir(home)
 
     @classmethod
-    def open(cls, home: Path) -> Log:
+    def open(cls, home: Path, *, read_only: bool = False) -> Log:
+        """The ledger in ``home``; ``read_only`` (every command that only reads): its database
+        opened so that nothing can be written, and a schema older than this program reported
+        (``ledger db migrate``), never migrated."""
         if os.path.lexists(home):
             check_private_dir(home)
-        store = Store.open(home)
+        store = open_store(home, read_only=read_only)
         try:
             return cls._open(home, store)
         except BaseException:
@@ -290,7 +294,7 @@ class Log:
         return nacl.signing.SigningKey(self._require_signer().seed)
 
     def _checkpoint(self, w: Writer) -> bytes:
-        text = format_checkpoint(Checkpoint(self.origin, w.size, w.root(), ()))
+        text = checkpoint_body(self.store, w.size, w.root())
         note = sign_note(text, [self._require_signer()])
         w.put_checkpoint(note, w.size)
         return note
@@ -366,23 +370,32 @@ class Log:
         node: nacl.signing.SigningKey,
     ) -> Sealed:
         """Append a ``bundle`` entry for ``bundle`` with the extra ``fields`` (kernel, obligations,
-        checks), signed by the node key; store every file as a blob."""
+        checks), signed by the node key; store every file as a blob. Idempotent (issue 33 item
+        8): a bundle this key sealed before is answered with that entry (``Sealed.already``),
+        nothing appended, so a retry after a crash or a lost receipt never makes a second one."""
         kid = node_key_id(bytes(node.verify_key))
         with self.store.writer() as w:
             self.check_may_seal(kid)
-            for idx in self.store.indices_for_digest(bundle.digest):
-                if self._signer_of(idx) == hex_encode(kid):
-                    raise BadInput(
-                        f"bundle {hex_encode(bundle.digest)} was sealed by this key already "
-                        f"(entry {idx})"
-                    )
+            held = self.sealed_by(bundle.digest, kid)
+            if held is not None:
+                data = self.store.entry(held)
+                return Sealed(held, merkle.leaf_hash(data), data, already=True)
             obj = bundle_fields(self._chain(w), bundle, fields, kid)
             check_entry_shape(obj)
             entry = sign_entry(obj, node)
             w.put_blobs((f.digest, f.data) for f in bundle.files)
             idx = w.append(entry, "bundle", bundle.digest)
             self._checkpoint(w)
+            kill_point("seal.appended")
+        kill_point("seal.committed")
         return Sealed(idx, merkle.leaf_hash(entry), entry)
+
+    def sealed_by(self, digest: bytes, key_id: bytes) -> int | None:
+        """The entry by which node key ``key_id`` sealed the bundle ``digest``, if it did."""
+        for idx in self.store.indices_for_digest(digest):
+            if self._signer_of(idx) == hex_encode(key_id):
+                return idx
+        return None
 
     def seal_many(
         self,

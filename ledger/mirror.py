@@ -44,6 +44,7 @@ from ledger.core.entries import (
     ENTRY_V1,
     ENTRY_V2,
     KEY_TYPES,
+    BundleView,
     ChainCheck,
     Registry,
     bundle_view,
@@ -65,7 +66,7 @@ from ledger.core.errors import (
 )
 from ledger.core.fsutil import write_atomic
 from ledger.core.gcpause import collector_paused
-from ledger.core.native import BundleView, Verifying, VerifyJob, verify_many
+from ledger.core.native import Verifying, VerifyJob, verify_many
 from ledger.core.note import (
     Checkpoint,
     NoteVerifier,
@@ -75,6 +76,7 @@ from ledger.core.note import (
     parse_checkpoint,
     tells_more,
 )
+from ledger.core.revoked import Revoked, check_list
 from ledger.core.tiles import TILE_WIDTH, entries_tile_path, parse_entry_bundle, tile_path
 from ledger.net.client import (
     BYTES,
@@ -87,7 +89,8 @@ from ledger.net.client import (
     oneline,
 )
 from ledger.net.pipeline import Check, HandBack, PipelinedGet
-from ledger.store.sqlite import Store, part_of, part_start
+from ledger.store import Store, create_store, open_store
+from ledger.store.common import part_of, part_start
 
 MAX_CHECKPOINT_BYTES = 1 << 20
 MAX_ENTRY_TILE_BYTES = TILE_WIDTH * (2 + 65535)
@@ -459,11 +462,11 @@ class Mirror:
 
     def open_store(self, origin: str) -> Store:
         try:
-            store = Store.open(self.home)
+            store = open_store(self.home)
         except LedgerStateError:
             if (self.home / "ledger.db").exists():
                 raise
-            store = Store.create(self.home, origin)
+            store = create_store(self.home, origin)
             store.set_meta(VKEY_META, self.vkey_text)
             store.set_meta(URL_META, self.remote.url)
             return store
@@ -588,6 +591,7 @@ class Mirror:
         # a new row only when the tree moved or a checked key signed it that the kept note
         # lacks: the table grows by at most one row per key and tree size (issue 33 item 5)
         if verified is None or tells_more(note, verified):
+            check_revoked(self.registry(store, cp.size), cp)
             if self.before_store is not None:
                 self.before_store(store, note)  # e.g. the user's checkpoint memory (issue 14)
             store.put_checkpoint(note, cp.size)
@@ -870,7 +874,7 @@ class Mirror:
         """Steps 4 and 5 of ``_batch``, committed once ``verifying`` has found every signature
         good."""
         # the files each part of the batch lacks: an entry's files are stored in its part
-        # (ledger.store.sqlite, "Parts"), so a file this mirror holds in an older part is copied
+        # (ledger.store.common, "Parts"), so a file this mirror holds in an older part is copied
         wanted: dict[int, dict[bytes, None]] = {}
         for f in fetched:
             part = part_of(f.at)
@@ -952,11 +956,11 @@ def _early_signatures(
         if f.view is None:
             continue
         try:
-            key = keys.get(hex_decode(f.view[6]))
+            key = keys.get(hex_decode(f.view.signer))
         except BadInput:
             continue  # _rules says what is wrong with it
         if key is not None:
-            job = (key.public, f.view[8], f.view[7])
+            job = (key.public, f.view.signed, f.view.signature)
             at[f.at] = (len(jobs), job)
             jobs.append(job)
     return Verifying(jobs, threads=VERIFY_THREADS), at
@@ -991,6 +995,18 @@ class _Signatures:
         bad = [k for k, e in self.reused if e in bad_early]
         bad.extend(self.rest[i] for i in self.late.result())
         return sorted(bad)
+
+
+def check_revoked(registry: Registry, cp: Checkpoint) -> None:
+    """The remote checkpoint's revoked-key line (``ledger.core.revoked``) must commit to the
+    revocations the verified entries of its tree hold (``registry``, replayed up to its size):
+    a log that signs a list hiding a revocation is caught here, before its checkpoint is kept."""
+    items = [Revoked(k.key_id, k.revoked_at) for k in registry.keys.values()
+             if k.revoked_at is not None and k.revoked_at < cp.size]
+    try:
+        check_list(cp, items)
+    except (BadInput, VerificationFailed) as e:
+        raise TamperDetected(f"the remote checkpoint of size {cp.size}: {e}") from e
 
 
 def gunzip_bundle(data: bytes) -> bytes:
@@ -1036,7 +1052,7 @@ class Fetched(NamedTuple):
     def files(self) -> list[bytes]:
         """The digests of the bundle files the entry names (none for a key entry)."""
         if self.view is not None:
-            return self.view[9]
+            return self.view.file_digests
         if self.obj is not None and self.obj["type"] == "bundle":
             return manifest_digests(self.obj["manifest"])
         return []
@@ -1044,7 +1060,7 @@ class Fetched(NamedTuple):
     def digest(self) -> bytes:
         """A bundle entry's bundle digest."""
         if self.view is not None:
-            return self.view[4]
+            return self.view.bundle_digest
         assert self.obj is not None
         return hex_decode(self.obj["bundle_digest"])
 

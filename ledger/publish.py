@@ -87,7 +87,7 @@ from ledger.core.tiles import (
     tile_path,
     tiles_for_size,
 )
-from ledger.store.sqlite import Store
+from ledger.store import Store, open_store
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 NO_CACHE = "no-cache"
@@ -391,7 +391,7 @@ class S3Target:
             return False
         etag = str(head.get("ETag", "")).strip('"')
         if _MD5_HEX.fullmatch(etag):
-            return etag == hashlib.md5(data, usedforsecurity=False).hexdigest()
+            return etag == hex_encode(hashlib.md5(data, usedforsecurity=False).digest())
         return self.read(key, len(data)) == data
 
     def put(self, obj: Obj) -> None:
@@ -717,10 +717,11 @@ def publish(
     total)`` counts every file but the checkpoint: tiles, entry bundles, then blobs.
     ``blobs=False, compress=False`` is ``ledger export-tiles`` (tiles only, entry bundles
     uncompressed, for any host)."""
+
     t0 = time.perf_counter()
     if isinstance(target, DirTarget):
         check_outside_home(home, target.root)
-    store = Store.open(home)
+    store = open_store(home, read_only=True)
     try:
         note, cp, vk = signed_checkpoint(home, store)
         target.lock()
@@ -749,7 +750,7 @@ def signed_checkpoint(home: Path, store: Store) -> tuple[bytes, Checkpoint, Note
     """(the note to publish, its checkpoint, the log's key): only what the log signed, the note
     under the log's key, its root that of the stored tree as the tiles show it (each tile is
     checked as it is made: ``tile_objects``); ``TamperDetected`` otherwise."""
-    from ledger.http.state import published_note
+    from ledger.core.cosigned import published_note
 
     vk = log_verifier(home, store)
     try:

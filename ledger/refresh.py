@@ -8,8 +8,11 @@ Steps, every request through the bounded ``HttpClient``:
    when witnesses are configured, required to carry the quorum;
 3. ``GET /api/v1/proof/consistency?old=&new=``: verified from the receipt's root to the new root
    (the same size must have the same root; a smaller one is refused);
-4. ``GET /api/v1/proof/inclusion`` for the entry, its signer's registration and any revocation at
-   the new size: each verified against the new root;
+4. ``GET /api/v1/proof/inclusion`` for the entry and its signer's registration at the new size,
+   each verified against the new root; ``GET /api/v1/revoked?size=N``: the new tree's revoked-key
+   list, checked against the new checkpoint's commitment (``ledger.core.revoked``), and when it
+   names the signer, its revocation entry (``GET /api/v1/entries/V``) with its inclusion proof:
+   a revocation made after the old receipt is found, never copied from the old receipt;
 5. the checkpoint memory sees the new checkpoint (consistency proofs from the server; a server
    behind the remembered tree is refused, ``trust.Unproven``, and the receipt left as it was);
 6. the receipt is rewritten atomically: the new checkpoint (its ``tlog_proof`` text then carries
@@ -28,15 +31,18 @@ from typing import Any
 import httpx
 
 from ledger.core import merkle
-from ledger.core.encoding import b64_decode, b64_encode
+from ledger.core.encoding import b64_decode, b64_encode, hex_decode
+from ledger.core.entries import decode_entry
 from ledger.core.errors import BadInput, LedgerError, VerificationFailed
 from ledger.core.fsutil import read_small, write_atomic
 from ledger.core.note import MAX_NOTE_SIZE, Checkpoint, NoteVerifier, open_note, parse_checkpoint
 from ledger.core.receipt import MAX_RECEIPT_BYTES, Included, Receipt
+from ledger.core.revoked import Revoked, check_list, commitment, key_status, parse_answer
 from ledger.net.client import JSON, TEXT, BadAnswer, HttpClient, oneline
 from ledger.trust import CheckpointMemory, cosigned_by, guard, witness_groups
 
 MAX_PROOF_ANSWER = 64 * 1024
+MAX_REVOKED_ANSWER = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,43 @@ def _reinclude(http: HttpClient, it: Included, cp: Checkpoint) -> Included:
     )
     merkle.verify_inclusion(merkle.leaf_hash(it.entry), it.index, cp.size, proof, cp.root)
     return replace(it, inclusion=tuple(proof))
+
+
+def fetch_status(
+    http: HttpClient, entry: bytes, cp: Checkpoint, inline: tuple[Revoked, ...] | None = None
+) -> tuple[tuple[Revoked, ...] | None, Included | None]:
+    """The revoked-key list of the new tree (``GET /api/v1/revoked?size=N``, checked against the
+    checkpoint's commitment) and, when it names the entry's signer, that key's revocation entry
+    with its inclusion proof: fetched from the server, never copied from the old receipt (which
+    could not know of a revocation made after it). (None, None) for a checkpoint that commits
+    to no list (a server older than the list: the receipt then proves no status). ``inline``: the
+    list sent with an answer already (``ledger submit``), checked the same way, no GET."""
+    if commitment(cp) is None:
+        return None, None
+    items = inline
+    if items is None:
+        a = http.get_ok("api/v1/revoked", MAX_REVOKED_ANSWER, [("size", str(cp.size))],
+                        types=JSON)
+        try:
+            items = parse_answer(a.body, cp.size)
+        except BadInput as e:
+            raise BadAnswer(f"{a.url}: {oneline(str(e))}") from e
+    try:
+        signer = decode_entry(entry).signer
+    except LedgerError:
+        signer = None
+    if signer is None:
+        check_list(cp, items)
+        return items, None
+    at = key_status(hex_decode(signer, 8), cp, items).revoked_at
+    if at is None:
+        return items, None
+    got = http.get_ok(f"api/v1/entries/{at}", MAX_PROOF_ANSWER, types=JSON)
+    try:
+        data = b64_decode(str(json.loads(got.body)["entry_b64"]), what="entry")
+    except (ValueError, KeyError, TypeError, LedgerError) as err:
+        raise BadAnswer(f"{got.url}: not an entry ({oneline(str(err))})") from err
+    return items, _reinclude(http, Included(at, data, ()), cp)
 
 
 def refresh_receipt(
@@ -118,9 +161,7 @@ def refresh_receipt(
             merkle.verify_consistency(old.size, new.size, old.root, new.root, proof)
         item = _reinclude(http, rec.item, new)
         signer = _reinclude(http, rec.signer, new) if rec.signer is not None else None
-        revocation = (
-            _reinclude(http, rec.revocation, new) if rec.revocation is not None else None
-        )
+        revoked, revocation = fetch_status(http, rec.item.entry, new)
 
         def prove(a: int, b: int) -> list[bytes] | None:
             if (a, b) == (old.size, new.size):
@@ -137,7 +178,7 @@ def refresh_receipt(
         )
     finally:
         http.close()
-    fresh = Receipt(rec.origin, item, note, signer, revocation)
+    fresh = Receipt(rec.origin, item, note, signer, revocation, revoked=revoked)
     obj: dict[str, Any] = fresh.to_json()
     obj["consistency"] = {
         "old_checkpoint": rec.checkpoint.decode("utf-8"),

@@ -9,9 +9,14 @@ Witness quorum (``check_quorum``)
     no witness (``BadInput``).
 
 Trust policy (``load_policy``)
-    A JSON file ``{"log": VKEY, "witnesses": [WVKEY | {"vkey": WVKEY, "url": URL}, ...],
-    "quorum": K}`` (every field optional; K defaults to the number of witnesses; a witness's
-    ``url`` is where a log sealed on this machine asks it to cosign, ``ledger seal``). Found at
+    A JSON file ``{"log": VKEY | [VKEY, ...], "witnesses": [WVKEY | {"vkey": WVKEY, "url": URL},
+    ...], "quorum": K, "checks": [GLOB, ...], "obligations": {"PO1": "ok"|"partial"},
+    "signers": [KEY_ID | NAME, ...], "allow_revoked": BOOL, "verdict": "partial"|"verified",
+    "oracles": ["trusted", "bundle", "futhark"], "oldest_checkpoint": SIZE}`` (every field
+    optional; K defaults to the number of witnesses; a witness's ``url`` is where a log sealed on
+    this machine asks it to cosign, ``ledger seal``; an unknown field is an error). The rules
+    past ``quorum`` are applied by the library's ``Verifier`` (``ledger.library``), which
+    ``ledger verify`` calls. Found at
     ``--policy FILE``, else ``$LEDGER_POLICY``, else
     ``$XDG_CONFIG_HOME/kernel-ledger/policy.json`` (``~/.config/...`` when unset); absent means no
     policy. Command-line ``--witness`` / ``--quorum`` / ``--vkey`` override it.
@@ -51,6 +56,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ledger.core import merkle
+from ledger.core.cosigned import with_cosignatures as with_cosignatures  # callers' name
 from ledger.core.encoding import b64_decode, b64_encode, hex_encode
 from ledger.core.errors import (
     BadInput,
@@ -74,7 +80,7 @@ from ledger.core.note import (
 )
 
 if TYPE_CHECKING:
-    from ledger.store.sqlite import Store
+    from ledger.store import Store
 
 POLICY_ENV = "LEDGER_POLICY"
 CACHE_ENV = "LEDGER_CACHE_DIR"
@@ -163,13 +169,62 @@ def check_quorum(
 # -- trust policy --------------------------------------------------------------------------------
 
 
+VERDICTS = ("partial", "verified")  # the least verdict a policy may ask for, weakest first
+ORACLE_KINDS = ("trusted", "bundle", "futhark")  # SPEC 3: what a falsify check compared with
+PO_STATUSES = ("failed", "partial", "ok")  # a proof obligation's status, weakest first
+POLICY_FIELDS = ("log", "witnesses", "quorum", "checks", "obligations", "signers",
+                 "allow_revoked", "verdict", "oracles", "oldest_checkpoint")
+
+
 @dataclass(frozen=True)
 class Policy:
-    log: NoteVerifier | None
-    witnesses: tuple[NoteVerifier, ...]
-    quorum: int
+    """What a consumer requires before it trusts a kernel (SPEC 10 "Library"): the log's key,
+    witnesses and quorum, and the team's rules on the entry itself. Every field has the most
+    lenient default, so ``Policy(log=VKEY)`` asks only for a valid, included entry.
+
+    ``checks``: check ids (globs: ``falsify.*``) that must have run and passed; ``obligations``:
+    (``PO1``..``PO8``, least status ``ok``|``partial``) pairs the ``certificate`` must show;
+    ``signers``: node key ids (hex) or registered names allowed to have sealed it (empty: any
+    registered key); ``allow_revoked``: a signer revoked after it sealed the entry is accepted;
+    ``verdict``: the least verdict (``partial`` or ``verified``); ``oracles``: the oracle kinds
+    whose ``falsify.*`` results count; ``oldest_checkpoint``: the least tree size of the
+    checkpoint a verification rests on. ``log_keys``: every accepted log key (``log`` is the
+    first)."""
+
+    log: NoteVerifier | None = None
+    witnesses: tuple[NoteVerifier, ...] = ()
+    quorum: int = 0
     source: str = ""
     urls: tuple[tuple[str, str], ...] = ()  # (witness vkey, URL a local log asks it at)
+    checks: tuple[str, ...] = ()
+    obligations: tuple[tuple[str, str], ...] = ()
+    signers: tuple[str, ...] = ()
+    allow_revoked: bool = False
+    verdict: str = "partial"
+    oracles: tuple[str, ...] = ORACLE_KINDS
+    oldest_checkpoint: int = 0
+    log_keys: tuple[NoteVerifier, ...] = ()
+
+    def __post_init__(self) -> None:
+        where = f"trust policy {self.source}" if self.source else "trust policy"
+        if self.verdict not in VERDICTS:
+            raise BadInput(f"{where}: verdict must be one of {', '.join(VERDICTS)}")
+        bad = [k for k in self.oracles if k not in ORACLE_KINDS]
+        if bad:
+            raise BadInput(f"{where}: unknown oracle kind {bad[0]!r} (known: "
+                           f"{', '.join(ORACLE_KINDS)})")
+        for po, status in self.obligations:
+            if not (po.startswith("PO") and po[2:].isdigit()) or status not in PO_STATUSES[1:]:
+                raise BadInput(f"{where}: obligations map PO1..PO8 to ok or partial, not "
+                               f"{po}: {status}")
+        if not 0 <= self.quorum <= len(self.witnesses):
+            raise BadInput(f"{where}: quorum must be 0..{len(self.witnesses)}")
+        if self.oldest_checkpoint < 0:
+            raise BadInput(f"{where}: oldest_checkpoint is a tree size, at least 0")
+        if self.log is not None and not self.log_keys:
+            object.__setattr__(self, "log_keys", (self.log,))
+        elif self.log is None and self.log_keys:
+            object.__setattr__(self, "log", self.log_keys[0])
 
     def url(self, w: NoteVerifier) -> str | None:
         return dict(self.urls).get(w.vkey)
@@ -221,16 +276,20 @@ def _policy_witness(item: object, path: Path) -> tuple[NoteVerifier, str | None]
 
 
 def load_policy(path: Path) -> Policy:
+    """The policy file at ``path`` (the module docstring; docs/using-verified-kernels.md): a JSON
+    object of ``POLICY_FIELDS`` only; an unknown field is an error, never ignored."""
     data = read_small(path, MAX_POLICY_BYTES, "trust policy")
     try:
         obj = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise BadInput(f"trust policy {path} is not JSON") from e
-    if not isinstance(obj, dict) or set(obj) - {"log", "witnesses", "quorum"}:
-        raise BadInput(f'trust policy {path}: expected {{"log", "witnesses", "quorum"}} only')
-    log = obj.get("log")
-    if log is not None and not isinstance(log, str):
-        raise BadInput(f"trust policy {path}: log must be a verifier key string")
+    if not isinstance(obj, dict):
+        raise BadInput(f"trust policy {path}: expected a JSON object")
+    unknown = sorted(set(obj) - set(POLICY_FIELDS))
+    if unknown:
+        raise BadInput(f"trust policy {path}: unknown field {unknown[0]!r} (known: "
+                       f"{', '.join(POLICY_FIELDS)})")
+    logs = _policy_logs(obj.get("log"), path)
     ws = obj.get("witnesses", [])
     if not isinstance(ws, list) or len(ws) > MAX_WITNESSES:
         raise BadInput(f"trust policy {path}: witnesses must be a list of at most 64 keys")
@@ -240,7 +299,72 @@ def load_policy(path: Path) -> Policy:
     quorum = obj.get("quorum", len(witnesses))
     if not isinstance(quorum, int) or isinstance(quorum, bool) or not 0 <= quorum <= len(ws):
         raise BadInput(f"trust policy {path}: quorum must be 0..{len(ws)}")
-    return Policy(parse_vkey(log) if log else None, witnesses, quorum, str(path), urls)
+    return Policy(
+        logs[0] if logs else None, witnesses, quorum, str(path), urls,
+        checks=_strings(obj, "checks", path),
+        obligations=_obligations(obj.get("obligations", {}), path),
+        signers=_strings(obj, "signers", path),
+        allow_revoked=_flag(obj, "allow_revoked", path),
+        verdict=_choice(obj, "verdict", VERDICTS, "partial", path),
+        oracles=_strings(obj, "oracles", path, ORACLE_KINDS),
+        oldest_checkpoint=_size(obj, "oldest_checkpoint", path),
+        log_keys=logs,
+    )
+
+
+def _policy_logs(value: object, path: Path) -> tuple[NoteVerifier, ...]:
+    """``log``: one verifier key string, or a list of them (any of which may sign)."""
+    items = [value] if isinstance(value, str) else value if isinstance(value, list) else None
+    if value is None:
+        return ()
+    if not items or len(items) > MAX_WITNESSES or not all(isinstance(v, str) for v in items):
+        raise BadInput(f"trust policy {path}: log must be a verifier key string or a list of them")
+    return tuple(parse_vkey(str(v)) for v in items)
+
+
+def _strings(
+    obj: dict[str, object], name: str, path: Path, default: tuple[str, ...] = ()
+) -> tuple[str, ...]:
+    value = obj.get(name, list(default))
+    if (not isinstance(value, list) or len(value) > 256
+            or not all(isinstance(v, str) and 0 < len(v) <= 200 for v in value)):
+        raise BadInput(f"trust policy {path}: {name} must be a list of strings")
+    return tuple(str(v) for v in value)
+
+
+def _obligations(value: object, path: Path) -> tuple[tuple[str, str], ...]:
+    """``obligations``: ``{"PO1": "ok", "PO7": "partial"}``, or a list of POs (each ``ok``)."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        value = {str(v): "ok" for v in value}
+    if not isinstance(value, dict) or len(value) > 64 or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise BadInput(f'trust policy {path}: obligations must map POs to a status '
+                       '({"PO1": "ok"})')
+    return tuple(sorted((str(k), str(v)) for k, v in value.items()))
+
+
+def _flag(obj: dict[str, object], name: str, path: Path) -> bool:
+    value = obj.get(name, False)
+    if not isinstance(value, bool):
+        raise BadInput(f"trust policy {path}: {name} must be true or false")
+    return value
+
+
+def _choice(
+    obj: dict[str, object], name: str, allowed: tuple[str, ...], default: str, path: Path
+) -> str:
+    value = obj.get(name, default)
+    if value not in allowed:
+        raise BadInput(f"trust policy {path}: {name} must be one of {', '.join(allowed)}")
+    return str(value)
+
+
+def _size(obj: dict[str, object], name: str, path: Path) -> int:
+    value = obj.get(name, 0)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 1 << 63:
+        raise BadInput(f"trust policy {path}: {name} must be a tree size (an integer >= 0)")
+    return value
 
 
 def resolve(
@@ -538,25 +662,15 @@ def receipt_prover(
     return prove
 
 
-def with_cosignatures(note: bytes, cosigned: str | None) -> bytes:
-    """``note`` with the cosignature lines a log collected for that very checkpoint (the store's
-    ``witness.cosigned_note`` meta), else ``note`` itself."""
-    if cosigned:
-        data = cosigned.encode("utf-8")
-        if note_text(data) == note_text(note):
-            return data
-    return note
-
-
 def remember_store(
     home: Path, vkey: NoteVerifier, memory: CheckpointMemory, fix: str = "",
     witnesses: Sequence[NoteVerifier] = (), quorum: int = 0,
 ) -> str:
     """Compare the checkpoint a ledger directory holds (a mirror after a sync) with the memory,
     proving consistency from the entries it holds (and require the witness quorum on it)."""
-    from ledger.store.sqlite import Store
+    from ledger.store import open_store
 
-    store = Store.open(home)
+    store = open_store(home, read_only=True)
     try:
         return guard(
             store.checkpoint(), vkey, witnesses, quorum, memory, store_prover(store), fix
@@ -583,10 +697,10 @@ def local_store(home: Path, vkey: NoteVerifier) -> Store | None:
     """The ledger at ``home`` when it is the log ``vkey`` names (its recorded verifier key), for
     proofs an offline verification may use; None when there is none or it is another log."""
     from ledger.core.note import parse_vkey
-    from ledger.store.sqlite import Store
+    from ledger.store import open_store
 
     try:
-        store = Store.open(home)
+        store = open_store(home, read_only=True)
     except LedgerError:
         return None
     try:

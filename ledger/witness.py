@@ -1,9 +1,10 @@
 """A checkpoint witness and the log side that asks it to cosign (SPEC 9; C2SP tlog-witness and
 tlog-cosignature/v1 through ``ledger.core.note.cosign`` / ``verify_cosignature``).
 
-Witness side (``Witness``, ``make_witness_app``): a directory holding ``witness.key`` (mode 0600),
-``witness.vkey`` (the cosignature/v1 verifier key, alg 0x04), ``logs.json`` (origin -> the log's
-verifier key) and ``checkpoints/`` (the latest checkpoint cosigned per log).
+Witness side (``Witness``; its HTTP app is ``ledger.http.witness.make_witness_app``): a
+directory holding ``witness.key`` (mode 0600), ``witness.vkey`` (the cosignature/v1 verifier
+key, alg 0x04), ``logs.json`` (origin -> the log's verifier key) and ``checkpoints/`` (the
+latest checkpoint cosigned per log).
 ``POST /add-checkpoint`` takes ``old <size>\\n``, the consistency proof (one base64 hash per
 line), an empty line and the log's signed checkpoint note, and:
 
@@ -23,7 +24,7 @@ line), an empty line and the log's signed checkpoint note, and:
 Log side (``request_cosignature``): send the log's latest checkpoint and a consistency proof from
 the size the witness last saw (learning it from a 409), check the returned cosignature against the
 witness's verifier key, and store the note with the cosignatures collected so far in the store's
-meta (``ledger.http.state.COSIGNED_META``), which ``GET /checkpoint`` then serves.
+meta (``ledger.core.cosigned.COSIGNED_META``), which ``GET /checkpoint`` then serves.
 ``ask_witnesses`` does that for each witness a trust policy names with a URL (``ledger seal``) and
 says, per witness, why it did not cosign.
 """
@@ -36,19 +37,15 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import nacl.signing
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
 
 from ledger.core import merkle
+from ledger.core.cosigned import COSIGNED_META, merge_cosignatures
 from ledger.core.encoding import b64_decode, b64_encode, hex_encode
 from ledger.core.errors import (
     BadInput,
@@ -74,10 +71,9 @@ from ledger.core.note import (
     parse_skey,
     parse_vkey,
 )
-from ledger.http.body import ClientGone, read_limited_body
-from ledger.http.state import COSIGNED_META
 from ledger.net.client import TEXT, BadAnswer, HttpClient, oneline
-from ledger.store.sqlite import Store, checkpoint_of
+from ledger.store import Store, open_store
+from ledger.store.common import checkpoint_of
 from ledger.trust import witness_groups
 
 KEY_FILE = "witness.key"
@@ -263,44 +259,6 @@ def parse_request(body: bytes) -> tuple[int, list[bytes], bytes]:
     return int(first[4:]), proof, note
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    return await read_limited_body(
-        request, limit, lambda: WitnessReject(413, f"request over {limit} bytes")
-    )
-
-
-def make_witness_app(home: Path) -> Starlette:
-    """The witness's HTTP app: ``POST /add-checkpoint`` and ``GET /`` (its verifier key)."""
-    witness = Witness(home)
-
-    async def add_checkpoint(request: Request) -> Response:
-        try:
-            body = await _read_body(request, MAX_BODY)
-            line = witness.add_checkpoint(body)
-        except WitnessReject as e:
-            if e.status == 409 and e.body[:1].isdigit():  # exactly text/x.tlog.size, no charset
-                return Response(e.body, 409, headers={"Content-Type": SIZE_MEDIA})
-            return Response(e.body, e.status, media_type="text/plain")
-        except ClientGone:
-            return Response(status_code=400)  # nobody is listening: no answer, no traceback
-        return Response(line, 200, media_type="text/plain; charset=utf-8")
-
-    async def info(request: Request) -> Response:
-        return Response((witness.vkey + "\n").encode(), media_type="text/plain; charset=utf-8")
-
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        yield
-
-    return Starlette(
-        routes=[
-            Route("/add-checkpoint", add_checkpoint, methods=["POST"]),
-            Route("/", info, methods=["GET"]),
-        ],
-        lifespan=lifespan,
-    )
-
-
 # --- log side ---------------------------------------------------------------------------------
 
 
@@ -322,15 +280,7 @@ def require_cosignatures(note: bytes, text: bytes, witnesses: Sequence[NoteVerif
 
 def merge_cosigned(store: Store, note: bytes, lines: bytes) -> bytes:
     """Store ``note`` with the cosignature ``lines`` added to those already kept for it."""
-    kept = store.meta(COSIGNED_META)
-    base = note
-    if kept:
-        data = kept.encode("utf-8")
-        if note_text(data) == note_text(note):
-            base = data
-    have = set(base.splitlines(keepends=True))
-    extra = b"".join(ln for ln in lines.splitlines(keepends=True) if ln not in have)
-    merged = base + extra
+    merged = merge_cosignatures(note, store.meta(COSIGNED_META), lines)
     store.set_meta(COSIGNED_META, merged.decode("utf-8"))
     return merged
 
@@ -347,7 +297,7 @@ def request_cosignature(
     ``HttpClient`` (``timeout`` seconds in all, answers capped, no redirects)."""
     wv = parse_cosigner_vkey(witness_vkey)
     http = HttpClient(url, "the witness", timeout=timeout, client=client)
-    store = Store.open(home)
+    store = open_store(home)
     try:
         note = store.checkpoint()
         cp = checkpoint_of(note)

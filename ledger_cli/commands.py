@@ -27,7 +27,7 @@ from ledger_cli.verifying import (
 
 if TYPE_CHECKING:  # types only: the modules load when a command needs them (fast start-up)
     from ledger.log import Log
-    from ledger.store.sqlite import Store
+    from ledger.store import Store
     from ledger.witness import Asked
     from ledger_cli.wiring import Refused, SealResult
 
@@ -111,7 +111,7 @@ def init(
 @app.command()
 def vkey(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     """Print the log's verifier key (C2SP / Go note format)."""
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     key = str(log.store.meta("vkey"))
     if json_out:
         output.emit_json({"origin": log.origin, "vkey": key})
@@ -125,7 +125,7 @@ def checkpoint(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     from ledger.core.encoding import b64_encode
     from ledger.core.note import note_text, parse_checkpoint
 
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     note = log.store.checkpoint()
     if not json_out:
         output.note(note)  # the control and bidi characters of ledger.core.text as "?"
@@ -234,7 +234,7 @@ def keys_list(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
     """List the node keys registered in the log, with their status."""
     from ledger.core.encoding import b64_encode, hex_encode
 
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     rows = log.store.key_rows()
     items = [
         {
@@ -359,14 +359,14 @@ def seal(
                 {
                     "entries": [],
                     "refused": [
-                        {"directory": str(d), "reason": why, "report": rep.to_json()}
+                        {"directory": str(d), "reason": why, "report": verifying.report_json(rep)}
                         for (d, rep), why in zip(bad, whys, strict=True)
                     ]
                     + [
                         {
                             "directory": str(d),
                             "reason": "not sealed: another bundle of the batch failed a check",
-                            "report": rep.to_json(),
+                            "report": verifying.report_json(rep),
                         }
                         for d, _, rep in checked
                         if rep.verdict != "failed"
@@ -393,8 +393,10 @@ def _report_seals(
     cosign: Cosign | None = None,
 ) -> int:
     """Exactly what a batch appended and what it refused, and why (issue 9 item 19). Exit 0 when
-    everything was sealed with its receipt; 2 when the log refused a bundle; 3 when every bundle
-    was sealed but a receipt could not be written (``ledger receipt write`` makes it later)."""
+    everything was sealed (or had been sealed by this key already, issue 33 item 8) with its
+    receipt; 2 when the log refused a bundle; ``SEALED_NO_RECEIPT`` (4) when every bundle was
+    sealed but a receipt could not be written: the entry is committed, and running the same
+    ``seal`` again (or ``ledger receipt write``) writes it; 3 when the output could not be."""
     from ledger.core.encoding import hex_encode
     try:
         _print_seals(results, refused, json_out, cosign)
@@ -410,15 +412,15 @@ def _report_seals(
         if r.receipt_error is not None:
             output.error_line(
                 f"{r.directory}: sealed as entry {r.sealed.index}, but its receipt could not be "
-                f"written ({r.receipt_error}); run `ledger receipt write "
-                f"{hex_encode(r.sealed.leaf_hash)} --out {r.directory}`"
+                f"written ({r.receipt_error}); run the same `ledger seal` again, or `ledger "
+                f"receipt write {hex_encode(r.sealed.leaf_hash)} --out {r.directory}`"
             )
     for x in refused:
         output.error_line(f"{x.directory}: refused, nothing appended for it ({x.reason})")
     if refused:
         return 2
     if any(r.receipt_error is not None for r in results):
-        return 3
+        return exits.SEALED_NO_RECEIPT
     return 0
 
 
@@ -434,9 +436,11 @@ def _print_seals(
                 "index": r.sealed.index,
                 "bundle_digest": hex_encode(r.bundle.digest),
                 "leaf_hash": hex_encode(r.sealed.leaf_hash),
-                "report": r.report.to_json(),
+                "report": verifying.report_json(r.report),
                 # added to SPEC 8's item: the receipt written for it (null when none was)
                 "receipt": str(r.receipt) if r.receipt is not None else None,
+                # issue 33 item 8: nothing appended, this key had sealed the bundle as this entry
+                "already_sealed": r.sealed.already,
             }
             entries.append(item)
         obj: dict[str, Any] = {"entries": entries}  # SPEC 8's items, plus "receipt"
@@ -459,13 +463,16 @@ def _print_seals(
         output.emit_json(obj)
     else:
         for r in results:
+            done = "already sealed" if r.sealed.already else "sealed"
             output.plain(
-                f"sealed {r.directory} as entry {r.sealed.index} (verdict {r.report.verdict})"
+                f"{done} {r.directory} as entry {r.sealed.index} (verdict {r.report.verdict})"
             )
             output.plain(f"  bundle  {hex_encode(r.bundle.digest)}")
             output.plain(f"  leaf    {hex_encode(r.sealed.leaf_hash)}")
             if r.receipt is not None:
                 output.plain(f"  receipt {r.receipt}")
+            if verifying.partial_text(r.report):
+                output.plain(f"  {verifying.partial_text(r.report)}")
         if cosign is not None:  # sealed all the same (exit 0); a note says why not cosigned
             output.plain(cosign[1] if cosign[0] else f"note: {cosign[1]}")
 
@@ -477,8 +484,8 @@ def _seal_cosign(log: Log, results: list[SealResult]) -> Cosign | None:
     then carries the cosignatures). None when no witnesses are configured; else (the quorum is
     met, one line saying so or exactly why not, what each witness answered)."""
     from ledger import trust
+    from ledger.core.cosigned import published_note
     from ledger.core.note import note_text, parse_checkpoint
-    from ledger.http.state import COSIGNED_META
     from ledger.witness import ask_witnesses
     from ledger_cli import wiring
 
@@ -504,7 +511,7 @@ def _seal_cosign(log: Log, results: list[SealResult]) -> Cosign | None:
             wiring.write_receipt(log, r.sealed.index, r.directory)
         except (LedgerError, OSError) as e:  # the receipt first written stays
             unchanged.append(f"{r.receipt} ({e})")
-    note = trust.with_cosignatures(log.store.checkpoint(), log.store.meta(COSIGNED_META))
+    note = published_note(log.store, log.store.checkpoint())
     size = parse_checkpoint(note_text(note)).size
     good, _bad = trust.check_quorum(note, witnesses, 0)
     refused = "; ".join(a.line() for a in asked if a.error is not None)
@@ -540,7 +547,8 @@ def _only_key(keydir: Path) -> str:
 
 @app.command()
 def verify(
-    hash: Annotated[str, typer.Argument(help="Bundle digest, leaf hash (>= 8 hex) or index.")],
+    hash: Annotated[str, typer.Argument(
+        help="Bundle digest, leaf hash (>= 8 hex), index, NAME@VERSION or a bundle directory.")],
     bundle: Annotated[
         Path | None,
         typer.Option("--bundle", help="Check this directory instead of the stored files."),
@@ -607,13 +615,16 @@ def _entry_json(store: Store, index: int) -> dict[str, Any]:
 
 @app.command()
 def show(
-    hash: Annotated[str, typer.Argument(help="Bundle digest, leaf hash (>= 8 hex) or index.")],
+    hash: Annotated[str, typer.Argument(
+        help="Bundle digest, leaf hash (>= 8 hex), index or NAME@VERSION.")],
     home: HomeOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Show one entry."""
-    log = open_log(home)
-    item = _entry_json(log.store, log.store.resolve(hash))
+    from ledger.kernels import resolve_ref
+
+    log = open_log(home, read_only=True)
+    item = _entry_json(log.store, resolve_ref(log.store, hash))
     if json_out:
         output.emit_json(item)
         return
@@ -671,7 +682,7 @@ def log_cmd(
     """List entries, with each bundle's verdict and signer."""
     from ledger_cli import logview
 
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     size = log.store.size()
     limit = max(1, min(limit, 10_000))
     title = f"{log.origin}: {size} entries"
@@ -707,7 +718,7 @@ def audit(
     from ledger.core.note import parse_vkey
     from ledger.trust import CheckpointMemory
 
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     vk = parse_vkey(vkey_opt.strip()) if vkey_opt else log.verifier
     size = log.store.size()
     with output.progress("auditing", size, enabled=not json_out) as bar:
@@ -763,7 +774,7 @@ def proof_inclusion(
     """Print an RFC 9162 inclusion proof (leaf's sibling first)."""
     from ledger.core.encoding import b64_encode
 
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     index = log.store.resolve(hash)
     n = log.store.size() if size is None else size
     if not index < n <= log.store.size():
@@ -794,7 +805,7 @@ def proof_consistency(
     """Print an RFC 9162 consistency proof between two tree sizes."""
     from ledger.core.encoding import b64_encode
 
-    log = open_log(home)
+    log = open_log(home, read_only=True)
     if not 0 <= old <= new <= log.store.size():
         raise BadInput(f"need 0 <= OLD <= NEW <= {log.store.size()}")
     proof = log.store.consistency_proof(old, new)
@@ -809,7 +820,8 @@ def proof_consistency(
 
 @receipt_app.command("write")
 def receipt_write(
-    hash: Annotated[str, typer.Argument(help="Bundle digest, leaf hash (>= 8 hex) or index.")],
+    hash: Annotated[str, typer.Argument(
+        help="Bundle digest, leaf hash (>= 8 hex), index or NAME@VERSION.")],
     out: Annotated[
         Path, typer.Option("--out", help="Directory to write ledger-receipt.json into.")
     ] = Path("."),
@@ -817,10 +829,11 @@ def receipt_write(
     json_out: JsonOpt = False,
 ) -> None:
     """Write a fresh offline receipt for any sealed entry (e.g. after a crash lost one)."""
+    from ledger.kernels import resolve_ref
     from ledger_cli import wiring
 
     log = open_log(home)
-    index = log.store.resolve(hash)
+    index = resolve_ref(log.store, hash)
     if not out.is_dir():
         raise BadInput(f"--out {out}: not a directory")
     path = wiring.write_receipt(log, index, out)
@@ -852,8 +865,8 @@ def receipt_refresh(
     """Bring a receipt up to the server's newest (cosigned) checkpoint with a consistency proof
     from the receipt's own checkpoint."""
     from ledger import trust
+    from ledger.core.vkeyfile import read_vkey
     from ledger.refresh import refresh_receipt
-    from ledger.submit import read_vkey
 
     pol, witnesses, need = trust.resolve(policy, witness or [], quorum)
     if vkey_opt:
@@ -878,12 +891,14 @@ def receipt_refresh(
 
 
 from ledger_cli import db as db_cli  # noqa: E402
+from ledger_cli import lock as lock_cli  # noqa: E402
 from ledger_cli import publish as publish_cli  # noqa: E402
 
 net.register(app)  # serve, export-tiles, mirror, witness, submit
 scaffold.register(app)  # new
 publish_cli.register(app)  # publish (issue 13)
 db_cli.register(app)  # db copy (issue 13)
+lock_cli.register(app)  # lock add, lock verify (issue 31)
 helptext.one_line_summaries(app)
 
 

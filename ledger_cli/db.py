@@ -3,7 +3,10 @@
 ``ledger db copy --to postgresql://...`` moves the SQLite ledger of LEDGER_HOME into an empty
 PostgreSQL database, proves both trees equal (roots recomputed from the entry bytes on each side,
 both printed) and then makes LEDGER_HOME use PostgreSQL (``ledger.store.copy.copy_home``).
-``register(app)`` adds the ``db`` group to the typer app (``ledger_cli.commands``)."""
+``ledger db migrate`` brings the ledger's schema up to this program's (issue 33 item 4): the only
+command besides ``init`` that changes a schema; every read command opens the database read-only
+and names this command when the schema is older. ``register(app)`` adds the ``db`` group to the
+typer app (``ledger_cli.commands``)."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from ledger_cli import output
 from ledger_cli.home import home_dir
 from ledger_cli.options import HomeOpt, JsonOpt, new_app
 
-app = new_app("The ledger's database: move it to PostgreSQL.")
+app = new_app("The ledger's database: move it to PostgreSQL, migrate its schema.")
 
 
 def register(root: typer.Typer) -> None:
@@ -65,3 +68,22 @@ def copy(
     output.plain(f"  sqlite      {b64_encode(got.sqlite_root)}")
     output.plain(f"  postgresql  {b64_encode(got.pg_root)}")
     output.plain(f"roots equal; {h} now uses the PostgreSQL database (SQLite file kept as {kept})")
+
+
+@app.command("migrate")
+def migrate(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
+    """Bring the ledger's schema up to this program's version (back it up first). Read commands
+    never migrate; they name this command when the schema is older. Refused, nothing written,
+    where the schema's bookkeeping was altered (exit 1)."""
+    from ledger.store import migrate_store
+
+    h = home_dir(home)
+    before, after = migrate_store(h)
+    if json_out:
+        output.emit_json({"home": str(h), "from": before, "to": after,
+                          "migrated": after != before})
+        return
+    if after == before:
+        output.plain(f"schema version {after}: up to date, nothing to do")
+    else:
+        output.plain(f"schema migrated from version {before} to {after}")

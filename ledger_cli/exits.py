@@ -8,16 +8,27 @@ Ctrl-C exits 130. Anything else is a bug: it still reaches the user as one line 
 ``LEDGER_DEBUG=1`` for the traceback), never as a traceback. ``ledger_cli.commands.main`` runs
 the typer app through it (typer's own exits and usage errors mapped first, there), and
 ``ledger_cli.quickverify`` runs ``ledger verify`` through it without the app.
+
+Under ``--json`` (SPEC 7) an error of the project's tree is also printed on stdout as one JSON
+object, ``{"error": {"message": TEXT, "exit_code": N, "type": NAME}}``
+(docs/schemas/error.json), so a program reading stdout learns why as a person reading stderr
+does.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import sys
 from collections.abc import Callable
 
 from ledger.core.errors import CannotCheck, LedgerError, TamperDetected
 from ledger_cli import output
+
+# ``seal`` / ``submit`` only (issue 33 item 8): the entry was appended and committed, but its
+# receipt could not be written. Distinct from 1-3, where nothing was appended; running the same
+# command again answers with the existing entry and writes the receipt (README "Exit codes").
+SEALED_NO_RECEIPT = 4
 
 
 def os_error(e: OSError) -> str:
@@ -25,13 +36,27 @@ def os_error(e: OSError) -> str:
     return f"could not complete: {e.strerror or e}{where}"
 
 
+def json_wanted(argv: list[str] | None = None) -> bool:
+    """Whether the command line asks for ``--json`` (before a ``--`` ending the options)."""
+    args = sys.argv[1:] if argv is None else argv
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
+def fail(e: LedgerError) -> int:
+    """One line on stderr (and the JSON error object under ``--json``); the error's exit code."""
+    output.error_line(str(e))
+    if json_wanted():
+        output.emit_json({"error": {"message": " ".join(output.clean(str(e)).split()),
+                                    "exit_code": e.exit_code, "type": type(e).__name__}})
+    return e.exit_code
+
+
 def exit_code(run: Callable[[], int]) -> int:
     """``run()``'s exit code, or the code of the error it raised (after one line on stderr)."""
     try:
         return run()
     except LedgerError as e:
-        output.error_line(str(e))
-        return e.exit_code
+        return fail(e)
     except sqlite3.Error as e:  # the database could not be used (locked, I/O), or is damaged
         from ledger.store.sqlite import damaged
 

@@ -24,7 +24,9 @@ def home_dir(home: Path | None) -> Path:
     return Path(DEFAULT_HOME).expanduser()
 
 
-def open_log(home: Path | None) -> Log:
+def open_log(home: Path | None, *, read_only: bool = False) -> Log:
+    """The ledger a command works on; ``read_only`` for a command that only reads (its database
+    opened so that nothing can be written)."""
     from ledger.log import Log
 
-    return Log.open(home_dir(home))
+    return Log.open(home_dir(home), read_only=read_only)

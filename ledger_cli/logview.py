@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ledger.core.encoding import hex_encode
+from ledger.core.entries import decode_stored
 from ledger.search import Index, row_of
-from ledger.store.sqlite import Store
+from ledger.store import Store
 
 HASH_CHARS = 16  # hex digits of a digest or leaf hash the table shows
 # (heading, item key, priority): the columns, the lowest priority dropped first when too wide
@@ -25,16 +26,19 @@ MIN_WHAT = 12  # columns the kernel column keeps before later columns are droppe
 
 
 def _item(index: int, leaf: bytes, data: bytes, names: dict[str, str]) -> dict[str, Any]:
+    decode_stored(index, data)  # an entry that no longer decodes is an error, as before
     r = row_of(index, data)
     lh = hex_encode(leaf)
     signer = r.signer if r.type == "bundle" else ""
     what = f"{r.name} {r.version}".strip() if r.type == "bundle" else (r.name or r.signer)
     return {
         "index": index, "leaf_hash": lh, "type": r.type, "time": r.time,
-        "bundle_digest": r.digest or None, "kernel": (r.name or r.signer) or None,
-        # a bundle's signer; a key entry has none (its key is in "kernel", as before)
-        "version": r.version or None, "verdict": r.verdict or None,
-        "signer": signer or None, "signer_name": names.get(signer) if signer else None,
+        "bundle_digest": r.digest or None,
+        # one shape of "kernel" everywhere (issue 31): {"name", "version"} or null
+        "kernel": {"name": r.name, "version": r.version} if r.type == "bundle" else None,
+        "key": (r.name or r.signer) or None if r.type != "bundle" else None,  # a key entry's key
+        "signer": signer or None, "verdict": r.verdict or None,
+        "signer_name": names.get(signer) if signer else None,
         # for the table only
         "what": what, "verdict_shown": r.verdict,
         "signer_shown": names.get(r.signer, r.signer[:HASH_CHARS]),

@@ -3,7 +3,9 @@ docs/seal-your-own-kernel.md).
 
 1. refuse bad input (exit 2): DIR exists and is not an empty directory; FILE is missing, not a
    regular ``.cu`` file, over ``MAX_CU_BYTES``, or not UTF-8;
-2. build the PTX with ``nvcc -arch=sm_86 -ptx`` in a scratch directory (no nvcc: exit 3; the
+2. build the PTX with ``nvcc -arch=sm_86 -ptx`` in a scratch directory, bound inside the
+   sandbox at ``verify.confine.BUILD_DIR`` where ``rebuild.ptx`` builds too (nvcc's module id is
+   hashed from the source's absolute path), when a sandbox runs here (no nvcc: exit 3; the
    source does not compile: exit 2 with nvcc's first error);
 3. read the entries and their parameters from the PTX (``verify.ptx.parse_ptx``); pick the
    ``--entry`` (the PTX name or the ``__global__`` function's name in the source) or the only one;
@@ -47,6 +49,9 @@ _CTYPES = {
     "double": "f64",
     "__half": "f16",
     "half": "f16",
+    "__nv_bfloat16": "bf16",
+    "nv_bfloat16": "bf16",
+    "__bf16": "bf16",
     "int": "s32",
     "signed": "s32",
     "signed int": "s32",
@@ -139,14 +144,19 @@ _VECTORS = {
                         ("char", "s8"), ("uchar", "u8"), ("longlong", "s64"),
                         ("ulonglong", "u64"))
     for k in (1, 2, 3, 4)
-} | {"__half2": ("f16", 2), "half2": ("f16", 2)}
-# no contract dtype: described by their bytes (u8), the reference decodes them
-_BYTES_OF = {"__nv_bfloat16": 2, "nv_bfloat16": 2, "__nv_bfloat162": 4, "nv_bfloat162": 4}
+} | {"__half2": ("f16", 2), "half2": ("f16", 2), "__nv_bfloat162": ("bf16", 2),
+     "nv_bfloat162": ("bf16", 2)}
+_HALF_BY_VALUE = ("", "half", "__half", "__nv_bfloat16", "nv_bfloat16", "__bf16")
+_TYPEDEF = re.compile(
+    r"\btypedef\s+(?:const\s+)?([A-Za-z_][\w:]*(?:\s+[A-Za-z_][\w:]*)*?)\s+([A-Za-z_]\w*)\s*;"
+    r"|\busing\s+([A-Za-z_]\w*)\s*=\s*(?:const\s+)?([A-Za-z_][\w:]*(?:\s+[A-Za-z_][\w:]*)*?)\s*;"
+)
 # Itanium codes of builtin types, for a template instantiation's arguments (``I f E``)
 _MANGLED = {
     "f": "float", "d": "double", "i": "int", "j": "unsigned int", "l": "long",
     "m": "unsigned long", "x": "long long", "y": "unsigned long long", "c": "char",
-    "a": "signed char", "h": "unsigned char",
+    "a": "signed char", "h": "unsigned char", "s": "short", "t": "unsigned short",
+    "b": "bool", "v": "void",
 }
 
 
@@ -275,6 +285,91 @@ def _template_types(name: str, template: list[str]) -> dict[str, str]:
     return dict(zip(template, types, strict=False)) if len(types) == len(template) else {}
 
 
+def _typedefs(src: str) -> dict[str, str]:
+    """``typedef __nv_bfloat16 floatX;`` and ``using floatX = __nv_bfloat16;`` in the source:
+    alias -> the type it names (``std::``/``::`` prefixes dropped)."""
+    out: dict[str, str] = {}
+    for m in _TYPEDEF.finditer(_COMMENTS.sub(" ", src)):
+        alias, target = (m.group(2), m.group(1)) if m.group(2) else (m.group(3), m.group(4))
+        out[alias] = target.split("::")[-1].strip()
+    return out
+
+
+def _resolve(ctype: str, typedefs: dict[str, str]) -> str:
+    """``ctype`` through the source's typedefs (a chain of at most 8)."""
+    for _ in range(8):
+        if ctype not in typedefs or typedefs[ctype] == ctype:
+            break
+        ctype = typedefs[ctype]
+    return ctype
+
+
+def _mangled_type(name: str, i: int, subs: list[tuple[str, int]],
+                  targs: list[tuple[str, int]]) -> tuple[tuple[str, int], int]:
+    """One Itanium ``<type>`` at ``name[i]``: ((base C type, pointer depth), next offset);
+    raises ValueError on anything it does not read. ``subs`` collects substitution candidates."""
+    c = name[i] if i < len(name) else ""
+    if c == "P":
+        (base, depth), j = _mangled_type(name, i + 1, subs, targs)
+        subs.append((base, depth + 1))
+        return (base, depth + 1), j
+    if c in ("K", "V", "r"):
+        t, j = _mangled_type(name, i + 1, subs, targs)
+        subs.append(t)
+        return t, j
+    if c.isdigit():
+        m = re.compile(r"\d+").match(name, i)
+        assert m is not None
+        n = int(m.group(0))
+        t = (name[m.end() : m.end() + n], 0)
+        subs.append(t)
+        return t, m.end() + n
+    if c in ("S", "T"):
+        m = re.compile(r"[ST]([0-9A-Z]*)_").match(name, i)
+        if m is None:
+            raise ValueError(name[i:])
+        k = int(m.group(1), 36) + 1 if m.group(1) else 0
+        table = subs if c == "S" else targs
+        if k >= len(table):
+            raise ValueError(name[i:])
+        if c == "T":
+            subs.append(table[k])
+        return table[k], m.end()
+    if c in _MANGLED:
+        return (_MANGLED[c], 0), i + 1
+    raise ValueError(name[i:])
+
+
+def _mangled_params(name: str) -> list[tuple[str, int]]:
+    """The parameter types of a mangled entry as (base C type, pointer depth)
+    (``_Z2k1PK13__nv_bfloat16PS_fi`` -> ``[(__nv_bfloat16, 1), (__nv_bfloat16, 1), (float, 0),
+    (int, 0)]``); [] when not mangled or not understood."""
+    parts, i = _mangled_name(name)
+    if not parts:
+        return []
+    subs: list[tuple[str, int]] = [(p, 0) for p in parts[:-1]]  # a nested name's prefixes
+    targs: list[tuple[str, int]] = []
+    out: list[tuple[str, int]] = []
+    try:
+        if name.startswith("I", i):  # a template: its name, its arguments, its return type
+            subs.append((parts[-1], 0))
+            i += 1
+            while i < len(name) and name[i] != "E":
+                lit = re.compile(r"L[a-z]n?\d+E").match(name, i)
+                if lit:
+                    i = lit.end()
+                    continue
+                t, i = _mangled_type(name, i, subs, targs)
+                targs.append(t)
+            _, i = _mangled_type(name, i + 1, subs, targs)
+        while i < len(name):
+            t, i = _mangled_type(name, i, subs, targs)
+            out.append(t)
+    except (ValueError, IndexError):
+        return []
+    return [] if out == [("void", 0)] else out
+
+
 # --- building --------------------------------------------------------------------------------
 
 
@@ -308,6 +403,7 @@ def _stem(cu: Path) -> str:
 
 def new_bundle(directory: Path, cu: Path, entry: str | None = None) -> Scaffold:
     """Write the scaffold (module docstring); raises ``BadInput`` / ``CannotCheck``."""
+    from verify.confine import BUILD_DIR, confined_argv, sandbox_status
     from verify.ptx import parse_ptx, run_ptxas
     from verify.tools import find_tool, run_tool
 
@@ -320,9 +416,11 @@ def new_bundle(directory: Path, cu: Path, entry: str | None = None) -> Scaffold:
     with tempfile.TemporaryDirectory(prefix="ledger-new-") as tmp:
         work = Path(tmp)
         (work / f"{stem}.cu").write_text(source, encoding="utf-8")
-        res = run_tool(
-            [nvcc, f"-arch={TARGET}", "-ptx", "-o", f"{stem}.ptx", f"{stem}.cu"], cwd=work
-        )
+        argv = [nvcc, f"-arch={TARGET}", "-ptx", "-o", f"{stem}.ptx", f"{stem}.cu"]
+        bwrap, _ = sandbox_status()
+        if bwrap is not None:  # at rebuild.ptx's fixed path: the same module id (verify.confine)
+            argv = confined_argv(bwrap, nvcc, work, argv, at=BUILD_DIR)
+        res = run_tool(argv, cwd=work)
         if not res.ok:
             lines = [ln for ln in (res.stderr + res.stdout).splitlines() if "error" in ln]
             first = (lines or (res.stderr + res.stdout).strip().splitlines() or ["?"])[0]
@@ -342,7 +440,7 @@ def new_bundle(directory: Path, cu: Path, entry: str | None = None) -> Scaffold:
     kernels = _source_kernels(source)
     function = _demangle(chosen.name)
     sk = kernels.get(function)
-    params, todo = _params(chosen, sk, cu)
+    params, todo = _params(chosen, sk, cu, _typedefs(source))
     text = ptx.decode("utf-8", "replace")
     block = (sk.launch_bounds if sk is not None else None) or _maxntid(text, chosen.name) or 256
     todo += _module_notes(text, chosen.name)
@@ -402,51 +500,38 @@ def _module_notes(ptx: str, entry: str) -> list[str]:
 
 
 def _params(
-    entry: "PtxEntry", sk: _SourceKernel | None, cu: Path
+    entry: "PtxEntry", sk: _SourceKernel | None, cu: Path, typedefs: dict[str, str]
 ) -> tuple[list[NewParam], list[str]]:
+    """Each PTX parameter named and typed from the source's signature (through its typedefs),
+    else from the entry's mangled name, else from the PTX type (a clear TODO, never a guess
+    presented as a fact)."""
     todo: list[str] = []
     out: list[NewParam] = []
     src = sk.params if sk is not None and len(sk.params) == len(entry.params) else None
     if src is None:
         todo.append("the kernel's signature was not found in the source: name and type every param")
     tmpl = _template_types(entry.name, sk.template) if sk is not None else {}
+    mangled = _mangled_params(entry.name)
+    mangled = mangled if len(mangled) == len(entry.params) else []
     for i, pp in enumerate(entry.params):
         name, ctype, pointer, const = src[i] if src else ("", "", pp.type in (".u64",), False)
         name = name if re.fullmatch(r"[A-Za-z_]\w*", name or "") else f"p{i}"
-        ctype = tmpl.get(ctype, ctype)
+        ctype = _resolve(tmpl.get(ctype, ctype), typedefs)
+        if mangled and ctype not in _CTYPES and ctype not in _VECTORS:
+            ctype = mangled[i][0]  # the C++ name says it (template, typedef from a header)
         aggregate = pp.array is not None and pp.type == ".b8"
-        if aggregate and not pointer and not (pp.array == 2 and ctype in ("", "half", "__half")):
+        if aggregate and not pointer and not (pp.array == 2 and ctype in _HALF_BY_VALUE):
             raise BadInput(
                 f"--cu {cu}: {entry.name} takes parameter {i} ({ctype or '?'} {name}) by value "
                 f"as a {pp.array}-byte aggregate; a contract's parameters are pointers and "
                 "number scalars: pass its fields as separate scalars, or a pointer to it"
             )
         if pointer:
-            dtype = _CTYPES.get(ctype, "")
-            guess = ""
-            lanes = 1
-            if not dtype and ctype in _VECTORS:
-                dtype, lanes = _VECTORS[ctype]
-                guess = f"{ctype} elements: {lanes} {dtype} each (shape {lanes} * n)"
-            elif not dtype and ctype in _BYTES_OF:
-                dtype, lanes = "u8", _BYTES_OF[ctype]
-                guess = (
-                    f"{ctype} has no contract dtype: its {lanes} bytes as u8 (shape {lanes} * n); "
-                    "the reference decodes them (view as uint16, shift left 16, view as float32)"
-                )
-            if not dtype:
-                dtype = "f32"
-                guess = f"element type {ctype or '?'} unknown: f32 assumed"
-            if const:
-                intent = "in"
-            else:
-                intent, why = _intent(name, sk.body) if sk is not None else ("inout", "check")
-                guess = f"{guess}; {why}" if guess else why
-            out.append(NewParam(name, "ptr", dtype, intent, guess, lanes))
+            out.append(_pointer_param(name, ctype, const, sk))
         else:
             dtype = _CTYPES.get(ctype, "") or _PTX_SCALAR.get(pp.type, "u32")
             if pp.array is not None and pp.type == ".b8" and pp.array == 2:
-                dtype = "f16"
+                dtype = _CTYPES.get(ctype, "f16")
             out.append(NewParam(name, "scalar", dtype, guessed="" if ctype else "type from PTX"))
     sizes = [p.name for p in out if p.kind == "scalar" and p.dtype in _INTEGER]
     if not sizes:
@@ -455,6 +540,28 @@ def _params(
         if p.guessed:
             todo.append(f"kernel.params {p.name}: {p.guessed}")
     return out, todo
+
+
+def _pointer_param(name: str, ctype: str, const: bool, sk: _SourceKernel | None) -> NewParam:
+    """A pointer parameter: its element dtype (a vector type: its lanes), and its intent."""
+    dtype = _CTYPES.get(ctype, "")
+    guess = ""
+    lanes = 1
+    if not dtype and ctype in _VECTORS:
+        dtype, lanes = _VECTORS[ctype]
+        guess = f"{ctype} elements: {lanes} {dtype} each (shape {lanes} * n)"
+    if not dtype:
+        dtype = "u8"
+        guess = (
+            f"element type {ctype or '?'} is unknown here: set ptr: to its element dtype "
+            "and shape: to its element count (u8 is only a placeholder, not a guess)"
+        )
+    if const:
+        intent = "in"
+    else:
+        intent, why = _intent(name, sk.body) if sk is not None else ("inout", "check")
+        guess = f"{guess}; {why}" if guess else why
+    return NewParam(name, "ptr", dtype, intent, guess, lanes)
 
 
 def _size_var(params: list[NewParam]) -> str:
@@ -473,11 +580,8 @@ def _yq(word: str) -> str:
     return word if plain else f"'{word}'"
 
 
-def _contract(sc: Scaffold, stem: str, has_domain: bool) -> str:
-    n = _size_var(sc.params)
-    ny = _yq(n)
-    ns = sc.function.capitalize()
-    b = sc.block
+def _param_lines(sc: Scaffold, n: str) -> list[str]:
+    """The ``kernel.params`` lines of the contract, each guess marked TODO."""
     plines = []
     for p in sc.params:
         name = _yq(p.name)
@@ -488,10 +592,19 @@ def _contract(sc: Scaffold, stem: str, has_domain: bool) -> str:
             plines.append(f"{line}  # TODO: {note}")
         elif p.dtype in _INTEGER:
             plines.append(f"    - {{name: {name}, scalar: {p.dtype}, value: {name}}}")
-        elif p.dtype in ("f16", "f32", "f64"):
+        elif p.dtype in ("f16", "bf16", "f32", "f64"):
             plines.append(f"    - {{name: {name}, scalar: {p.dtype}, value: random}}")
         else:
             plines.append(f"    - {{name: {name}, scalar: {p.dtype}, value: 0}}  # TODO")
+    return plines
+
+
+def _contract(sc: Scaffold, stem: str, has_domain: bool) -> str:
+    n = _size_var(sc.params)
+    ny = _yq(n)
+    ns = sc.function.capitalize()
+    b = sc.block
+    plines = _param_lines(sc, n)
     regs = f"max_registers: {sc.registers}, " if sc.registers else ""
     shared = sc.shared_bytes if sc.shared_bytes is not None else 0
     sizes = ", ".join(f"{{{ny}: {v}}}" for v in (1, b - 1 if b > 1 else 2, b + 1, 3 * b + 7))
@@ -568,7 +681,8 @@ Numpy only. It runs in the verifier's sandbox (no network, no files but the bund
 ``inputs`` (every in/inout pointer parameter as a flat array, every scalar as a 0-d array:
 {", ".join(ins) or "none"}) and ``sizes`` (the test's size bindings), and returns every out/inout
 pointer parameter by name ({", ".join(outs) or "none"}). Compute in float64 and let the verifier
-cast to the parameter's dtype. Delete the marker line when it is done.
+cast to the parameter's dtype (bf16 buffers arrive as float32 values and are rounded back).
+Delete the marker line when it is done.
 """
 
 import numpy as np

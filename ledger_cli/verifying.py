@@ -4,33 +4,35 @@ typer app and calls ``verify`` here; ``ledger_cli.quickverify`` calls the same f
 plain command line without building the app (issue 12, start-up). Every module ``verify`` uses
 is imported when it runs.
 
-``verify``:
+``verify`` is a thin caller of the library's ``Verifier`` (``ledger.library.verifier``):
 
-1. resolve the trust (``--policy``, ``--witness``, ``--quorum``) and the checkpoint memory;
-2. gather the evidence: from a receipt (``--receipt``, offline, proofs also from this machine's
-   ledger of that log) or from the ledger's store; the files from ``--bundle``, the receipt's
-   directory or the store;
-3. run the integrity checks and every other check (``ledger_cli.wiring.verify_evidence``);
-4. guard the checkpoint (witness quorum, the memory of the largest checkpoint verified), folded
-   into ``integrity.checkpoint``;
-5. print the report (SPEC 8, with ``index`` and ``signer`` under ``--json``) and return the exit
-   code (``report_exit``).
+1. resolve the trust (``--policy``, ``--witness``, ``--quorum``, ``--vkey``) into one ``Policy``;
+2. name the entry: from a receipt (``--receipt``, offline, proofs also from this machine's
+   ledger of that log) or from the ledger (a digest, prefix, index, ``NAME@VERSION`` or bundle
+   directory); the files from ``--bundle``, the receipt's directory or the store;
+3. ``Verifier.examine``: the integrity checks and every other check, the checkpoint guard
+   (witness quorum, checkpoint memory) folded into ``integrity.checkpoint``;
+4. ``Verifier.certify``: the policy's rules on a bundle that did not fail (one line, exit 1);
+5. print the report (SPEC 8, with ``index``, ``signer`` and the ``partial`` line under
+   ``--json``) and return the exit code (``report_exit``).
 """
 
 from __future__ import annotations
 
 from ledger.core.errors import BadInput, LedgerError
 from ledger_cli import output
-from ledger_cli.home import home_dir, open_log
+from ledger_cli.home import home_dir
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
+    from typing import Any
 
     from ledger.core.note import NoteVerifier
-    from ledger.store.sqlite import Store
+    from ledger.library.evidence import Found
+    from ledger.library.verifier import Verifier
     from verify.context import Options
     from verify.report import Report
 
@@ -76,79 +78,115 @@ def verify(
     no_gpu: bool,
     trust_bundle_code: bool,
 ) -> int:
-    """Rebuild a sealed bundle, re-run every check, confirm hashes, signatures and proofs; the
-    exit code (SPEC 7). Errors are raised (``ledger_cli.exits`` maps them)."""
+    """Rebuild a sealed bundle, re-run every check, confirm hashes, signatures and proofs, apply
+    the trust policy; the exit code (SPEC 7). A thin caller of the library's ``Verifier``
+    (``ledger.library.verifier``). Errors are raised (``ledger_cli.exits`` maps them)."""
+    from ledger.core.errors import PolicyError
+    from ledger.library.evidence import check_given_files
+
+    options = options_of(seed, no_gpu, trust_bundle_code)
+    required = [r.strip() for r in (require or "").split(",") if r.strip()]
+    files = _bundle_files(bundle) if bundle is not None else None
+    verifier, found = _found(hash, bundle, receipt, files, vkey_opt, witness, quorum, policy,
+                             home, options)
+    try:
+        check_given_files(found.evidence, bundle, receipt)
+        with output.progress("verifying", check_steps(), enabled=not json_out) as bar:
+            done = verifier.examine(found, table_steps(bar, json_out))
+    finally:
+        if verifier.log is not None:
+            verifier.log.close()
+    report = done.report
+    if done.error is not None:
+        output.error_line(str(done.error))
+    refused: str | None = None
+    if done.error is None and report.verdict != "failed" and _is_bundle(found):
+        try:
+            verifier.certify(done)
+        except PolicyError as e:
+            refused = str(e)
+            output.error_line(refused)
+    if json_out:  # SPEC 8's report, plus which entry it verified and who signed it
+        obj = report_json(report)
+        obj["index"] = found.evidence.item.index
+        obj["signer"] = entry_signer(found.evidence.item.entry)
+        if refused is not None:
+            obj["policy"] = refused
+        output.emit_json(obj)
+    else:
+        print_report(report, json_out)
+    return 1 if refused is not None else report_exit(report, required)
+
+
+def _bundle_files(path: Path) -> dict[str, bytes]:
+    from ledger.library.evidence import read_bundle_dir
+
+    return read_bundle_dir(path)
+
+
+def _is_bundle(found: Found) -> bool:
+    from ledger.library.evidence import entry_type
+
+    return entry_type(found.evidence.item.entry) == "bundle"
+
+
+def _found(
+    hash: str, bundle: Path | None, receipt: Path | None, files: dict[str, bytes] | None,
+    vkey_opt: str | None, witness: list[str] | None, quorum: int | None, policy: Path | None,
+    home: Path | None, options: Options,
+) -> tuple[Verifier, Found]:
+    """The verifier (the policy in force, ``--vkey``/``--witness``/``--quorum`` over it) and
+    the evidence ``hash`` names: from ``--receipt`` (offline; proofs also from this machine's
+    ledger of that log), else from the ledger at ``--home``."""
     import dataclasses
 
     from ledger import trust
     from ledger.core.note import parse_vkey
-    from ledger.core.receipt import Receipt
-    from ledger_cli import wiring
-    from verify.integrity import Evidence
+    from ledger.library.logs import LocalLog
+    from ledger.library.verifier import Verifier
 
-    options = options_of(seed, no_gpu, trust_bundle_code)
-    prove: trust.Prover | None = None
-    local: Store | None = None  # offline: this log's own ledger at LEDGER_HOME, for proofs
     pol, witnesses, need = trust.resolve(policy, witness or [], quorum)
-    memory = trust.CheckpointMemory.default()
-    required = [r.strip() for r in (require or "").split(",") if r.strip()]
-    files = wiring.read_bundle_dir(bundle) if bundle is not None else None
+    base = pol or trust.Policy()
     if receipt is not None:
         from ledger.core.fsutil import read_small
-        from ledger.core.receipt import MAX_RECEIPT_BYTES
+        from ledger.core.receipt import MAX_RECEIPT_BYTES, Receipt
+        from ledger.library import evidence
 
-        data = read_small(receipt, MAX_RECEIPT_BYTES, "receipt")
-        rec = Receipt.from_bytes(data)
-        wiring.match_receipt(rec, hash)
-        vk = parse_vkey(vkey_opt) if vkey_opt else pol.log if pol and pol.log else home_vkey(home)
-        prove = trust.receipt_prover(data, vk, memory)
-        local = trust.local_store(home_dir(home), vk)  # this log's ledger here, if any
-        if local is not None:
-            prove = trust.first_proof(prove, trust.store_prover(local))
-        fix = (f"bring the receipt forward with `ledger receipt refresh {receipt} --server URL` "
-               "(a newer checkpoint and a consistency proof), then verify again")
-        if files is None and wiring.entry_type(rec.item.entry) == "bundle":
+        rec = Receipt.from_bytes(read_small(receipt, MAX_RECEIPT_BYTES, "receipt"))
+        evidence.match_receipt(rec, hash)
+        vk = parse_vkey(vkey_opt) if vkey_opt else base.log or home_vkey(home)
+        store = trust.local_store(home_dir(home), vk)  # this log's ledger here, if any
+        log = LocalLog.of(store) if store is not None else None
+        keys = base.log_keys if vk is base.log else (vk,)
+        verifier = Verifier(dataclasses.replace(base, log=vk, log_keys=keys,
+                                                witnesses=witnesses, quorum=need),
+                            log, rerun=True, options=options)
+        if files is None and evidence.entry_type(rec.item.entry) == "bundle":
             try:
-                files = wiring.read_bundle_dir(receipt.parent)
+                files = evidence.read_bundle_dir(receipt.parent)
             except BadInput as e:  # a receipt copied out of its bundle, say
                 raise BadInput(
                     f"{e} (the receipt's directory {receipt.parent} is taken as the bundle; "
                     "give the bundle's directory with --bundle DIR)"
                 ) from e
-        ev = Evidence(rec.item, rec.checkpoint, rec.signer, rec.revocation, False,
-                      receipt_problem=rec.problem(vk.name))
-    else:
-        log = open_log(home)
-        index = log.store.resolve(hash)
-        vk = parse_vkey(vkey_opt) if vkey_opt else pol.log if pol and pol.log else log.verifier
-        ev = wiring.evidence_from_store(log, index)
-        ev = dataclasses.replace(ev, checkpoint=trust.with_cosignatures(
-            ev.checkpoint, log.store.meta("witness.cosigned_note")))  # server.COSIGNED_META
-        prove = trust.store_prover(log.store)
-        fix = (f"the ledger at {log.home} holds an older tree: bring it up to date (`ledger "
-               f"mirror URL --home {log.home}`) or verify against one that holds the newer tree")
-        if files is None:
-            files = wiring.files_from_store(log, ev.item.entry, index)
-    wiring.check_given_files(ev, bundle, receipt)
-    with output.progress("verifying", check_steps(), enabled=not json_out) as bar:
-        report = wiring.verify_evidence(ev, vk, files, options, table_steps(bar, json_out))
+        return verifier, verifier.receipt(receipt, files)
+    from ledger_cli.home import open_log
+
+    opened = open_log(home)  # checks the directory and the recorded verifier key
+    local = LocalLog.of(opened.store)
     try:
-        report, problem = wiring.apply_guard(
-            report, lambda: trust.guard(ev.checkpoint, vk, witnesses, need, memory, prove, fix)
-        )
-    finally:
-        if local is not None:
-            local.close()
-    if problem is not None:
-        output.error_line(problem)
-    if json_out:  # SPEC 8's report, plus which entry it verified and who signed it
-        obj = report.to_json()
-        obj["index"] = ev.item.index
-        obj["signer"] = entry_signer(ev.item.entry)
-        output.emit_json(obj)
-        return report_exit(report, required)
-    print_report(report, json_out)
-    return report_exit(report, required)
+        vk = parse_vkey(vkey_opt) if vkey_opt else base.log or opened.verifier
+        keys = base.log_keys if vk is base.log else (vk,)
+        verifier = Verifier(dataclasses.replace(base, log=vk, log_keys=keys,
+                                                witnesses=witnesses, quorum=need),
+                            local, rerun=True, options=options)
+        found = verifier.find(hash)
+    except BaseException:
+        local.close()
+        raise
+    fix = (f"the ledger at {local.home} holds an older tree: bring it up to date (`ledger "
+           f"mirror URL --home {local.home}`) or verify against one that holds the newer tree")
+    return verifier, dataclasses.replace(found, files=files or found.files, fix=fix)
 
 
 def home_vkey(home: Path | None) -> NoteVerifier:
@@ -171,11 +209,36 @@ def entry_signer(entry: bytes) -> str | None:
         return None
 
 
+def partial_text(report: Report) -> str:
+    """The one line naming a ``partial`` verdict's skipped checks (SPEC 7), "" otherwise."""
+    from ledger.library.certificate import partial_line
+
+    return partial_line(report.checks)
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    """SPEC 8's report object, each check with its ``tool`` and ``version``, plus ``partial``
+    (the one line of a partial verdict, "" else) and ``obligations``: the ``certificate``
+    check's proof obligations as data (``{"id", "status", "evidence"}``, docs/schemas/)."""
+    from ledger.core.verdict import obligation_states
+
+    obj = report.to_json()
+    obj["checks"] = [c.to_record() for c in report.checks]
+    obj["partial"] = partial_text(report)
+    cert = report.get("certificate")
+    obj["obligations"] = [{"id": po, "status": status, "evidence": ev}
+                          for po, status, ev in obligation_states(cert.detail if cert else "")]
+    return obj
+
+
 def print_report(report: Report, json_out: bool) -> None:
     if json_out:
-        output.emit_json(report.to_json())
+        output.emit_json(report_json(report))
     else:
         output.report_table(report)
+        line = partial_text(report)
+        if line:
+            output.plain(line)
 
 
 def report_exit(report: Report, required: list[str]) -> int:

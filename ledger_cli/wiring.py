@@ -5,16 +5,12 @@
 * ``seal``: read each bundle, refuse an unregistered or revoked key, run every check, refuse the
   whole batch if any bundle has a failed check (nothing is appended), then append each bundle in
   its own transaction and write its offline receipt;
-* ``verify``: gather evidence from the store (or a receipt), rebuild the bundle from the stored
-  blobs (or take a directory), run the integrity checks and then every other check, and compare
-  with what was recorded at seal time.
+* ``verify``: the evidence and the checks live in the library (``ledger.library.evidence``);
+  the names the shell used are kept here.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,26 +18,21 @@ from typing import Any
 
 import nacl.signing
 
-from ledger.core import merkle
-from ledger.core.bundle import Bundle, parse_manifest
-from ledger.core.encoding import hex_encode
-from ledger.core.entries import MAX_DETAIL, Entry, decode_entry, node_key_id
+from ledger.core.bundle import Bundle
+from ledger.core.entries import MAX_DETAIL, node_key_id
 from ledger.core.errors import (
     BadInput,
     LedgerError,
     TamperDetected,
-    UnknownHash,
-    VerificationFailed,
 )
 from ledger.core.fsutil import write_atomic
-from ledger.core.note import NoteVerifier
-from ledger.core.receipt import FILE_NAME, Included, Receipt
+from ledger.core.receipt import FILE_NAME, Receipt
+from ledger.library import evidence
 from ledger.log import Log, Sealed
-from ledger.store.sqlite import checkpoint_of
 from verify.context import Options
-from verify.integrity import Evidence, check_evidence
-from verify.report import Check, Report, failed, passed
-from verify.runner import check_bundle, compare_recorded
+from verify.integrity import Evidence
+from verify.report import Check, Report
+from verify.runner import check_bundle
 
 Progress = Callable[[str], None]
 
@@ -178,196 +169,19 @@ def make_receipt(log: Log, index: int) -> Receipt:
     from ledger.trust import with_cosignatures  # issue 14: cosignatures collected for it
 
     note = with_cosignatures(ev.checkpoint, log.store.meta("witness.cosigned_note"))
-    return Receipt(log.origin, ev.item, note, ev.signer, ev.revocation)
-
-
-def _key_events(
-    log: Log, signer: str, size: int, root: bytes | None
-) -> tuple[int | None, int | None, str | None]:
-    """Replay the stored entries ``0 .. size-1`` (never the ``keys``/``revocations`` index, which
-    is only a hint): the index of the signer's registration and of its revocation, and a problem
-    when the entries do not rebuild the checkpoint's tree (then a revocation could be hidden)."""
-    store = log.store
-    stack: list[bytes] = []  # roots of the complete subtrees so far, left to right
-    sha256 = hashlib.sha256
-    reg = rev = None
-    needle = f'"key_id":"{signer}"'.encode()
-    expect = 0
-    for idx, data in store.scan(
-        "SELECT idx, data FROM entries WHERE idx >= 0 AND idx < ? ORDER BY idx", (size,)
-    ):
-        data = bytes(data)
-        if idx != expect:
-            return reg, rev, f"entry {expect} is missing from the stored log (run `ledger audit`)"
-        h = sha256(b"\x00" + data).digest()
-        n = expect
-        while n & 1:
-            h = sha256(b"\x01" + stack.pop() + h).digest()
-            n >>= 1
-        stack.append(h)
-        expect += 1
-        if needle in data:
-            try:
-                obj = decode_entry(data)
-            except LedgerError:
-                continue
-            if obj.key_id != signer:
-                continue
-            if obj.type == "key-registration" and reg is None:
-                reg = idx
-            elif obj.type == "key-revocation" and rev is None:
-                rev = idx
-    if expect != size:
-        return reg, rev, f"the stored log ends at {expect} entries, before its checkpoint of {size}"
-    if root is not None and _fold(stack) != root:
-        return (
-            reg,
-            rev,
-            (
-                "the stored entries do not rebuild the checkpoint's tree, so a revocation could be "
-                "hidden (run `ledger audit`)"
-            ),
-        )
-    return reg, rev, None
-
-
-def _fold(stack: list[bytes]) -> bytes:
-    """RFC 6962 root from the complete-subtree roots of a tree, left to right."""
-    if not stack:
-        return merkle.EMPTY_ROOT
-    r = stack[-1]
-    for h in reversed(stack[:-1]):
-        r = hashlib.sha256(b"\x01" + h + r).digest()
-    return r
+    return Receipt(log.origin, ev.item, note, ev.signer, ev.revocation, revoked=ev.revoked)
 
 
 def evidence_from_store(log: Log, index: int) -> Evidence:
-    """Collect the evidence for entry ``index`` from a (possibly tampered) store. Whatever cannot
-    be produced is left empty, so the matching check fails with its own message instead of the
-    command stopping. The signer's registration and revocation come from replaying the signed
-    entries up to the checkpoint, never from the key index tables."""
-    store = log.store
-    note = store.checkpoint()
-    entry = store.entry(index)
-    root: bytes | None = None
-    try:
-        cp = checkpoint_of(note)
-        size, root = min(cp.size, store.size()), cp.root
-        if cp.size > store.size():
-            root = None  # the checkpoint claims more than is stored: inclusion fails anyway
-    except LedgerError:
-        size = store.size()
-
-    def proof(i: int) -> tuple[bytes, ...]:
-        try:
-            return tuple(store.inclusion_proof(i, size)) if i < size else ()
-        except LedgerError:
-            return ()
-
-    signer = revocation = None
-    problem = None
-    try:
-        signer_id = decode_entry(entry).signer
-    except LedgerError:
-        signer_id = None
-    if signer_id is not None:
-        reg, rev, problem = _key_events(log, signer_id, size, root)
-        if reg is not None:
-            signer = Included(reg, store.entry(reg), proof(reg))
-        if rev is not None:
-            revocation = Included(rev, store.entry(rev), proof(rev))
-    return Evidence(Included(index, entry, proof(index)), note, signer, revocation, True, problem)
-
-
-def verify_evidence(
-    ev: Evidence,
-    vkey: NoteVerifier,
-    files: dict[str, bytes] | None,
-    options: Options,
-    progress: Progress | None = None,
-) -> Report:
-    integrity, entry = check_evidence(ev, vkey, files)
-    digest = (entry.bundle_digest if entry is not None else None) or ""
-    if entry is None or entry.type != "bundle":
-        return Report(digest, tuple(integrity))
-    bundle = None
-    if files is not None and not any(c.status == "failed" for c in integrity):
-        try:
-            bundle = Bundle.from_files(files)
-        except LedgerError as e:
-            integrity.append(failed("integrity.manifest", f"bundle cannot be rebuilt: {e}"))
-    if bundle is None or any(c.status == "failed" for c in integrity):
-        return Report(digest, tuple(integrity))
-    report = check_bundle(bundle, options, integrity=integrity, progress=progress)
-    return compare_recorded(report, recorded_checks(entry))
-
-
-def recorded_checks(entry: Entry) -> list[Check]:
-    """The seal-time checks an entry records, skipping any item of an odd shape (entries stored
-    before shapes were validated must still be verifiable, never a crash)."""
-    out: list[Check] = []
-    for r in entry.checks or ():
-        if not isinstance(r, dict):
-            continue
-        try:
-            out.append(Check.from_record(r))
-        except (KeyError, ValueError, TypeError):
-            continue
-    return out
+    """``ledger.library.evidence.evidence_from_store`` of the log's store."""
+    return evidence.evidence_from_store(log.store, index)
 
 
 def files_from_store(
     log: Log, entry_bytes: bytes, index: int | None = None
 ) -> dict[str, bytes] | None:
-    """The files of a bundle entry from the store (``index``: the entry's, where its files are
-    kept), or None when it is no bundle entry, or its stored bytes or manifest no longer parse
-    (``integrity.manifest`` then fails on the entry itself). A file missing from the store is
-    left out, so ``integrity.manifest`` names it."""
-    try:
-        obj = decode_entry(entry_bytes)
-        if obj.manifest is None:
-            return None
-        rows = parse_manifest(obj.manifest.encode("utf-8"))
-    except LedgerError:  # altered in the database: the integrity checks say how
-        return None
-    out: dict[str, bytes] = {}
-    for rel, digest in rows:
-        data = log.store.blob(digest, index)
-        if data is not None:
-            out[rel] = data
-    return out
-
-
-def entry_type(entry: bytes) -> str:
-    try:
-        return decode_entry(entry).type
-    except LedgerError:
-        return ""
-
-
-def check_given_files(ev: Evidence, bundle_dir: Path | None, receipt: Path | None) -> None:
-    """``verify`` of a key entry has no bundle to check: a ``--bundle`` given with it, or a
-    receipt of it lying in a bundle directory, is bad input, not something to ignore and then
-    report "verified" (issue 9 item 4)."""
-    etype = entry_type(ev.item.entry)
-    if etype == "bundle":
-        return
-    what = f"entry {ev.item.index} is a {etype or 'malformed'} entry, not a bundle"
-    if bundle_dir is not None:
-        raise BadInput(f"{what}: --bundle does not apply to it")
-    if receipt is not None and os.path.lexists(receipt.parent / "contract.yaml"):
-        raise BadInput(f"{what}, but its receipt lies in the bundle directory {receipt.parent}")
-
-
-def match_receipt(receipt: Receipt, text: str) -> None:
-    """The user's <hash> must name the receipt's entry (bundle digest or leaf hash prefix)."""
-    t = text.strip().lower()
-    obj = decode_entry(receipt.item.entry)
-    names = [hex_encode(merkle.leaf_hash(receipt.item.entry)), obj.bundle_digest or ""]
-    if t.isdigit() and int(t) == receipt.item.index:
-        return
-    if len(t) < 8 or not any(n.startswith(t) for n in names if n):
-        raise UnknownHash(f"{text!r} does not name the receipt's entry {receipt.item.index}")
+    """``ledger.library.evidence.files_from_store`` of the log's store."""
+    return evidence.files_from_store(log.store, entry_bytes, index)
 
 
 def check_node_may_seal(log: Log, sk: nacl.signing.SigningKey) -> bytes:
@@ -377,30 +191,3 @@ def check_node_may_seal(log: Log, sk: nacl.signing.SigningKey) -> bytes:
     return kid
 
 
-def read_bundle_dir(path: Path) -> dict[str, bytes]:
-    from ledger.core.bundle import read_dir
-
-    if not path.exists():
-        raise BadInput(f"{path}: no such bundle directory")
-    return read_dir(path)
-
-
-def apply_guard(report: Report, run: Callable[[], str]) -> tuple[Report, str | None]:
-    """Run the guard when the report's ``integrity.checkpoint`` passed and fold its outcome into
-    that check (failed with the reason, or passed with the account appended). Returns the new
-    report and the failure line (None when it passed or did not run)."""
-    checks = list(report.checks)
-    at = next((i for i, c in enumerate(checks) if c.id == "integrity.checkpoint"), None)
-    if at is None or checks[at].status != "passed":
-        return report, None
-    base = checks[at].detail
-    problem: str | None = None
-    try:
-        account = run()
-    except VerificationFailed as e:
-        problem = str(e)
-        checks[at] = failed("integrity.checkpoint", f"{base}; but {problem}")
-    else:
-        if account:
-            checks[at] = passed("integrity.checkpoint", f"{base}; {account}")
-    return dataclasses.replace(report, checks=tuple(checks)), problem

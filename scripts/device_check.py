@@ -47,6 +47,17 @@ from verify.references import REFERENCES  # noqa: E402
 from verify.report import Check  # noqa: E402
 
 
+def cupy_advice() -> str:
+    """How to get the CuPy wheel for this machine's CUDA (``scripts/cuda_extra.py`` picks it)."""
+    from scripts.cuda_extra import NoCuda, gpu_extra
+
+    try:
+        extra = gpu_extra()
+    except NoCuda as e:
+        return f"no CuPy extra fits this machine: {e}"
+    return f"install CuPy for this CUDA with scripts/setup.sh --gpu (pip install -e '.[{extra}]')"
+
+
 @dataclass
 class Row:
     kernel: str
@@ -275,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
         if gpu is None:
             if args.gpu:
                 print(f"device_check: --gpu given but no GPU engine: {why}", file=sys.stderr)
+                if "CuPy" in why:
+                    print(f"device_check: {cupy_advice()}", file=sys.stderr)
                 return 3
             device = f"none ({why}); interpreter only"
             print(f"device_check: {device}", file=sys.stderr)

@@ -5,11 +5,22 @@
 #   scripts/setup.sh --test   also the test tools: pytest, hypothesis, ruff, mypy, pymerkle, and the
 #                             system packages the tests use as independent clients (b3sum, Go with
 #                             golang.org/x/mod, headless Chromium, nginx for ledger publish,
-#                             PostgreSQL)
+#                             PostgreSQL) and the postgres extra (psycopg)
+#   scripts/setup.sh --gpu    also CuPy for a CUDA device, the wheel of the CUDA major version
+#                             installed (scripts/cuda_extra.py picks gpu-cuda12 or gpu-cuda13)
+# A PostgreSQL ledger (ledger init --db postgresql://...) needs the postgres extra:
+#   .venv/bin/python -m pip install -e '.[postgres]'    (docs/dependencies.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 want_test=0
-[ "${1:-}" = "--test" ] && want_test=1
+want_gpu=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) want_test=1 ;;
+    --gpu) want_gpu=1 ;;
+    *) echo "setup: unknown option $arg (options: --test, --gpu)" >&2; exit 2 ;;
+  esac
+done
 
 PY=${PYTHON:-}
 if [ -z "$PY" ]; then
@@ -23,9 +34,19 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
 if [ $want_test = 1 ]; then
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev,postgres]'
 else
   .venv/bin/python -m pip install -q --disable-pip-version-check -e .
+  echo "setup: for a ledger on PostgreSQL also run: .venv/bin/python -m pip install -e '.[postgres]'" >&2
+fi
+if [ $want_gpu = 1 ]; then
+  # the one place the CuPy wheel is chosen: scripts/cuda_extra.py (docs/device-run.md)
+  if ! extra=$(.venv/bin/python scripts/cuda_extra.py); then
+    echo "setup: --gpu: no CuPy extra fits this machine (see above)" >&2
+    exit 3
+  fi
+  echo "setup: installing CuPy for this CUDA: .[$extra]" >&2
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$extra]"
 fi
 
 # ptxas: the CUDA toolkit when present, else the nvidia-cuda-nvcc wheel (SPEC 8 ptx.assemble).

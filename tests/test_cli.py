@@ -37,14 +37,19 @@ def test_seal_json_shape(sealed: dict[str, object]) -> None:
     out = sealed["seal"]
     assert isinstance(out, dict)
     (item,) = out["entries"]
-    # SPEC 8's item, plus the receipt written for it (issue 11)
-    assert set(item) == {"index", "bundle_digest", "leaf_hash", "report", "receipt"}
+    # SPEC 8's item, plus the receipt written for it (issue 11) and whether the key had sealed
+    # the bundle before (issue 33 item 8)
+    assert set(item) == {"index", "bundle_digest", "leaf_hash", "report", "receipt",
+                         "already_sealed"}
+    assert item["already_sealed"] is False
     assert item["receipt"] and Path(item["receipt"]).name == "ledger-receipt.json"
     assert item["index"] == 1
     assert len(item["bundle_digest"]) == 64 and len(item["leaf_hash"]) == 64
     rep = item["report"]
-    assert set(rep) == {"verdict", "bundle_digest", "checks"}
+    # SPEC 8's report, plus the one line naming a partial verdict's skipped checks (issue 31)
+    assert set(rep) == {"verdict", "bundle_digest", "checks", "partial", "obligations"}
     assert rep["verdict"] in ("verified", "partial")
+    assert rep["partial"].startswith("partial: ") == (rep["verdict"] == "partial")
     ids = [c["id"] for c in rep["checks"]]
     for want in (
         "integrity.manifest",
@@ -62,7 +67,8 @@ def test_seal_json_shape(sealed: dict[str, object]) -> None:
         assert want in ids
     assert any(i.startswith("falsify.") for i in ids)
     for c in rep["checks"]:
-        assert set(c) == {"id", "status", "detail"} and c["detail"]
+        # SPEC 8's check, plus the tool and its version (issue 31)
+        assert set(c) == {"id", "status", "detail", "tool", "version"} and c["detail"]
         if c["status"] == "skipped":
             assert rep["verdict"] == "partial"
 

@@ -221,8 +221,8 @@ def test_log_has_verdict_and_signer_and_never_splits_a_token(ledger80: dict[str,
     cells = _cells(res.stdout)
     # the kernel as "name version", the verdict, the signer's whole name: each in one cell
     assert "vector_add 1.0.0" in cells and items[1]["verdict"] in cells and name in cells
-    hashes = [i[k] for i in items.values() for k in ("leaf_hash", "bundle_digest", "signer")
-              if i[k]]
+    hashes = [i[k] for i in items.values()
+              for k in ("leaf_hash", "bundle_digest", "signer", "key") if i[k]]
     for cell in cells:
         for tok in re.findall(r"\b[0-9a-f]{6,}\b", cell):  # a hash is whole or a shortened head
             assert any(h.startswith(tok) for h in hashes) and len(tok) >= 16, (tok, res.stdout)
@@ -240,8 +240,8 @@ def test_log_kernel_filters_by_name_prefix_or_part_any_case(ledger80: dict[str, 
         assert "a-node-key" not in res.stdout.split("\n", 3)[-1].replace(
             "a-node-key-with-a-rather-long-name", "")  # the key's own entry is not listed
         found = cli_json("log", "--kernel", query, home=home)["entries"]
-        assert [(i["index"], i["kernel"], i["version"]) for i in found] == [
-            (1, "vector_add", "1.0.0")]
+        assert [(i["index"], i["kernel"]) for i in found] == [
+            (1, {"name": "vector_add", "version": "1.0.0"})]
     assert cli_json("log", "--kernel", "gemm", home=home)["entries"] == []
 
 

@@ -116,7 +116,7 @@ def test_witness_commands_take_json(tmp_path: pytest.TempPathFactory) -> None:
     assert code == 0 and json.loads(out) == {"vkey": made["vkey"]}
     # add-log and add-checkpoint too, against the witness served on a loopback port
     from ledger.core.note import open_note, parse_vkey
-    from ledger.witness import make_witness_app
+    from ledger.http.witness import make_witness_app
     from tests.helpers.ledgers import cli_json
     from tests.helpers.server import BackgroundServer
 

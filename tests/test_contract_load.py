@@ -211,7 +211,8 @@ def test_missing_metadata() -> None:
         (
             "{name: a, ptr: f32, intent: in, shape: [n]}",
             "{name: a, ptr: f128, shape: [n]}",
-            "kernel.params[0].ptr: 'f128' is not one of f16, f32, f64, s32, u32, s64, u64, u8, s8",
+            "kernel.params[0].ptr: 'f128' is not one of f16, bf16, f32, f64, s32, u32, s64, u64, "
+            "u8, s8",
         ),
         (
             "{name: a, ptr: f32, intent: in, shape: [n]}",
@@ -234,7 +235,7 @@ def test_missing_metadata() -> None:
             "  tagret: sm_86\n",
             "kernel.tagret: unknown field (allowed: name, version, entry, target, ptx, source, "
             "build, futhark, futhark_oracle, reference, params, launch, resources, size_domain, "
-            "size_constraints)",
+            "size_constraints, waivers)",
         ),
         (
             "build: [nvcc, -arch=sm_86, -ptx, -o, vadd.ptx, vadd.cu]",

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from ledger.http.server import make_app
+from ledger.http.witness import make_witness_app
 from ledger.log import Log
 from ledger.mirror import Mirror, Remote
-from ledger.witness import Witness, make_witness_app
+from ledger.witness import Witness
 from tests.helpers.hostile import (
     MODES,
     HostileServer,

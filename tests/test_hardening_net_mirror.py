@@ -18,7 +18,7 @@ from ledger.http.server import make_app
 from ledger.log import Log
 from ledger.mirror import Mirror, Remote, SyncResult, follow
 from ledger.net.client import BadAnswer
-from ledger.store.sqlite import Store
+from ledger.store import open_store
 from tests.helpers.hostile import HostileServer
 from tests.helpers.ledgers import assert_one_error_line, run_cli
 from tests.helpers.server import BackgroundServer
@@ -53,7 +53,7 @@ def _close_remotes() -> Iterator[None]:
 def store_size(home: Path) -> int:
     if not (home / "ledger.db").exists():
         return 0
-    s = Store.open(home)
+    s = open_store(home)
     try:
         return s.size()
     finally:
@@ -274,7 +274,7 @@ class JunkLines(HostileServer):
 
 
 def checkpoint_rows(home: Path) -> list[tuple[int, bytes]]:
-    s = Store.open(home)
+    s = open_store(home, read_only=True)
     try:
         return [(size, bytes(note)) for size, note in s.checkpoints()]
     finally:

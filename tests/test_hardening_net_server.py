@@ -18,11 +18,12 @@ import httpx
 import nacl.signing
 import pytest
 
-from ledger import submit as submit_mod
+from ledger.core import submission as submit_mod
 from ledger.core.entries import node_key_id
 from ledger.http.server import make_app
+from ledger.http.witness import make_witness_app
 from ledger.log import Log
-from ledger.witness import Witness, make_witness_app
+from ledger.witness import Witness
 from tests.helpers.ledgers import REPO
 from tests.helpers.server import BackgroundServer
 from tests.test_mirror import make_origin, node_key, vkey_of

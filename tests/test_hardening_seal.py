@@ -52,13 +52,12 @@ def test_batch_reports_what_was_appended_and_what_was_refused(home: Path, tmp_pa
     old, new = _copy(tmp_path, "old"), _copy(tmp_path, "new")
     first = cli_json("seal", str(old), home=home)["entries"][0]["index"]
     res = run_cli("seal", str(new), str(old), "--json", home=home)
-    assert res.returncode == 2, res.stderr
+    assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
-    assert [e["index"] for e in out["entries"]] == [first + 1]
-    assert out["entries"][0]["bundle_digest"]
-    assert [r["directory"] for r in out["refused"]] == [str(old)]
-    assert "sealed by this key already" in out["refused"][0]["reason"]
-    assert "refused" in res.stderr and str(old) in res.stderr
+    # issue 33 item 8: the bundle this key sealed before is answered with its entry
+    assert [e["index"] for e in out["entries"]] == [first + 1, first]
+    assert [e["already_sealed"] for e in out["entries"]] == [False, True]
+    assert out["entries"][0]["bundle_digest"] and "refused" not in out
     assert cli_json("log", home=home)["size"] == first + 2
 
 
@@ -66,11 +65,12 @@ def test_receipt_failure_after_commit_reports_the_seal(home: Path, tmp_path: Pat
     d = _copy(tmp_path, "full-disk")
     before = cli_json("log", home=home)["size"]
     res = _run("seal", str(d), "--json", home=home, env={"LEDGER_FAULT_WRITE_ENOSPC": "1"})
-    assert res.returncode == 3, res.stderr
+    assert res.returncode == 4, res.stderr  # sealed, receipt missing (issue 33 item 8)
     out = json.loads(res.stdout)
     (entry,) = out["entries"]
-    # SPEC 8's item plus the receipt path (null: it could not be written)
-    assert set(entry) == {"index", "bundle_digest", "leaf_hash", "report", "receipt"}
+    # SPEC 8's item plus the receipt path (null: it could not be written) and already_sealed
+    assert set(entry) == {"index", "bundle_digest", "leaf_hash", "report", "receipt",
+                          "already_sealed"}
     assert entry["receipt"] is None
     (err,) = out["receipt_errors"]
     assert entry["index"] == before == err["index"] and "No space left" in err["error"]
@@ -78,9 +78,11 @@ def test_receipt_failure_after_commit_reports_the_seal(home: Path, tmp_path: Pat
     assert len(lines) == 1 and "sealed as entry" in lines[0] and "receipt write" in lines[0]
     assert "internal error" not in res.stderr
     assert sorted(p.name for p in d.iterdir() if p.name.startswith(".")) == []  # no .tmp left
-    # a retry does not seal a second entry: the bundle's digest did not change
+    # a retry does not seal a second entry: it answers with the entry and writes the receipt
     again = run_cli("seal", str(d), home=home)
-    assert again.returncode == 2 and "sealed by this key already" in again.stderr
+    assert again.returncode == 0 and f"already sealed {d} as entry {before}" in again.stdout
+    assert cli_json("log", home=home)["size"] == before + 1
+    assert json.loads((d / "ledger-receipt.json").read_text())["index"] == before
     # item 18: the receipt can be written at any time
     made = cli_json("receipt", "write", entry["leaf_hash"], "--out", str(d), home=home)
     assert made["index"] == before

@@ -190,7 +190,14 @@ def test_receipt_carries_a_revocation_inside_its_checkpoint(home: Path, tmp_path
 def test_offline_detail_does_not_claim_only_later_revocations_are_unseen(
     tmp_path: Path,
 ) -> None:
-    from ledger.core.note import parse_vkey
+    from ledger.core.note import (
+        Checkpoint,
+        format_checkpoint,
+        note_text,
+        parse_checkpoint,
+        parse_vkey,
+        sign_note,
+    )
     from verify.integrity import Evidence, check_evidence
 
     h = tmp_path / "home"
@@ -200,9 +207,12 @@ def test_offline_detail_does_not_claim_only_later_revocations_are_unseen(
     rec = wiring.make_receipt(log, 1)
     files = wiring.files_from_store(log, rec.item.entry)
     vk = parse_vkey((h / "log.vkey").read_text().strip())
+    # an older receipt: its checkpoint commits to no revoked-key list (issue 33)
+    cp = parse_checkpoint(note_text(rec.checkpoint))
+    assert log.signer is not None
+    old = sign_note(format_checkpoint(Checkpoint(cp.origin, cp.size, cp.root)), [log.signer])
     log.close()
-    checks, _ = check_evidence(
-        Evidence(rec.item, rec.checkpoint, rec.signer, None, False), vk, files
-    )
-    detail = {c.id: c for c in checks}["integrity.signer"].detail
-    assert "in its own tree" in detail
+    checks, _ = check_evidence(Evidence(rec.item, old, rec.signer, None, False), vk, files)
+    signer = {c.id: c for c in checks}["integrity.signer"]
+    assert signer.status == "skipped" and "not proven" in signer.detail
+    assert "in its own tree" in signer.detail

@@ -11,7 +11,8 @@ import pytest
 from ledger.core import merkle
 from ledger.core.errors import BadInput
 from ledger.core.hashlevels import HashLevels, combine, inclusion_paths, lowest_level
-from ledger.store.sqlite import PRELOAD_AFTER_PROOFS, Store
+from ledger.store import create_store
+from ledger.store.base import PRELOAD_AFTER_PROOFS
 
 
 def stored_tree(size: int) -> dict[tuple[int, int], bytes]:
@@ -91,11 +92,11 @@ def test_store_proofs_from_memory_match(
     budget the upper levels and the lowest ones in one batched read; filled a few rows per proof
     meanwhile), and follows the tree as it grows."""
     import ledger.core.hashlevels as hl
-    import ledger.store.sqlite as store_mod
+    import ledger.store.base as store_mod
 
     monkeypatch.setattr(hl, "HASH_CACHE_BYTES", budget)
     monkeypatch.setattr(store_mod, "FILL_ROWS", fill_rows)
-    store = Store.create(tmp_path / "h", "test.example/levels")
+    store = create_store(tmp_path / "h", "test.example/levels")
     try:
         for part in (range(0, 200), range(200, 333)):
             with store.writer() as w:

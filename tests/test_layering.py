@@ -1,27 +1,76 @@
-"""The import graph's layering (issue 11), read from the sources with ``ast``:
+"""The project's shape, read from the sources with ``ast`` (issues 11 and 30): the single source
+of its rules.
 
-- the ledger core (every ``ledger`` module outside the shell ``ledger_cli``) imports neither
-  ``verify`` nor the shell;
-- ``verify`` imports none of the ledger's stateful or outer parts (store, log, server, the shell);
-- no import cycle among the project's modules (imports under ``TYPE_CHECKING`` are not run, so
-  they do not count).
+Layers, each importing only from the layers below it (docs/design.md draws the picture)::
 
-Every import counts, function-level ones included: a cycle closed inside a function is still a
-cycle (it only fails later)."""
+    shell      ledger_cli/            the command line; nothing imports it
+    http       ledger/http/           the server, its handlers, state and web pages
+    library    ledger/library/        the public API (``ledger.__all__``): Policy, Verifier, ...
+    use cases  ledger/*.py            seal, submit, audit, mirror, witness, publish, trust, ...
+    engines    ledger/store/  ledger/net/  verify/    each imports ``ledger.core`` only
+    core       ledger/core/           pure formats; imports nothing of the project
+
+http and the library stand side by side: neither imports the other. The package's own
+``ledger/__init__.py`` names the library only lazily (``ledger.__getattr__``: the public names
+load on first use), the one listed arrow upward (``PUBLIC_SURFACE``).
+The use cases may import ``verify`` (the library's verifier combines the log and the verifier).
+No import cycle anywhere. Every import counts: function-level ones (a cycle closed inside a
+function is still a cycle, it only fails later) and, since issue 30, those under
+``TYPE_CHECKING`` too (a type named across layers is an arrow all the same)."""
 
 from __future__ import annotations
 
 import ast
+import functools
+import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 ROOTS = ("ledger", "ledger_cli", "verify")
 SHELL = "ledger_cli"
-# what verify may not reach into: the log's state and its outer layers
-VERIFY_FORBIDDEN = ("ledger.store.sqlite", "ledger.log", "ledger.http.server", "ledger.mirror",
-                    "ledger.submit", "ledger.witness", "ledger.http.web", SHELL)
+# (package, rank): a module may import from its own package and from lower ranks; the engines
+# (rank 1) import the core only, never each other
+LAYERS = (
+    ("ledger_cli", 4),
+    ("ledger.http", 3),
+    ("ledger.library", 3),
+    ("ledger.core", 0),
+    ("ledger.store", 1),
+    ("ledger.net", 1),
+    ("verify", 1),
+    ("ledger", 2),  # the use cases: every other module of ``ledger``
+)
+
+# Edges that break the rules today in files other engineers are changing now (issue 30). Each
+# says whose work removes it; the integrator deletes an entry once that work is merged.
+PENDING_SPLIT: dict[tuple[str, str], str] = {}
+PENDING_TYPE_CYCLES = {
+    # cycles closed only by TYPE_CHECKING imports, which the rules count since issue 30
+    ("ledger.store.postgres", "ledger.store.sqlite"):
+        "store helper: Cursor/Writer move to ledger/store/base.py",
+    ("ledger.store.sqlite", "ledger.store.postgres"):
+        "store helper: PgBackend behind the Store protocol in ledger/store/base.py",
+    ("verify.sandbox", "verify.oracle"): "claims helper: OutputSpec below both",
+    ("verify.ptxsim.values", "verify.ptxsim.machine"): "interp helper: Machine's type below ops",
+    ("verify.ptxsim.handoff", "verify.ptxsim.machine"): "interp helper: Machine's type below ops",
+    ("verify.ptxsim.handoff", "verify.ptxsim.program"): "interp helper: Fn below handoff",
+    ("verify.ptxsim.memory", "verify.ptxsim.handoff"): "interp helper: HandOff below memory",
+    ("verify.ptxsim.program", "verify.ptxsim.machine"): "interp helper: Machine's type below ops",
+}
+# the package's lazy public surface: ``ledger.__getattr__`` (and its TYPE_CHECKING names)
+# import the library's modules on first use: the one arrow upward, from the package itself
+PUBLIC_SURFACE = ("ledger", "ledger.library")
+PENDING_EDGES = {**PENDING_SPLIT, **PENDING_TYPE_CYCLES}
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """The parsed source of ``path``, once per run (every scan below reads every module)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
 def _modules() -> dict[str, Path]:
     mods: dict[str, Path] = {}
     for root in ROOTS:
@@ -33,26 +82,14 @@ def _modules() -> dict[str, Path]:
     return mods
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _imports(name: str, path: Path, mods: dict[str, Path]) -> set[str]:
-    """The project modules ``name`` imports at run time (TYPE_CHECKING blocks left out)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    """The project modules ``name`` imports anywhere in it (TYPE_CHECKING blocks included)."""
+    tree = _tree(path)
     is_pkg = path.name == "__init__.py"
     found: set[str] = set()
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.orelse:
-                visit(child)
-            return
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                found.add(alias.name)
+            found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = name.split(".")
@@ -64,10 +101,6 @@ def _imports(name: str, path: Path, mods: dict[str, Path]) -> set[str]:
             for alias in node.names:
                 sub = f"{module}.{alias.name}"
                 found.add(sub if sub in mods else module)
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(tree)
     # an import of a package's submodule resolves to the nearest project module
     out: set[str] = set()
     for mod in found:
@@ -85,35 +118,88 @@ def _in(mod: str, pkg: str) -> bool:
     return mod == pkg or mod.startswith(pkg + ".")
 
 
+def _layer(mod: str) -> tuple[str, int]:
+    return next((pkg, rank) for pkg, rank in LAYERS if _in(mod, pkg))
+
+
+def _allowed(source: str, target: str) -> bool:
+    """May ``source`` import ``target``? Its own package, or a lower rank (or the package's
+    lazy public surface, ``PUBLIC_SURFACE``)."""
+    if source == PUBLIC_SURFACE[0] and _in(target, PUBLIC_SURFACE[1]):
+        return True
+    (spkg, srank), (tpkg, trank) = _layer(source), _layer(target)
+    return spkg == tpkg or trank < srank
+
+
+def _broken() -> list[str]:
+    return sorted(f"{m} -> {t}" for m, targets in GRAPH.items() for t in targets
+                  if not _allowed(m, t) and (m, t) not in PENDING_EDGES)
+
+
 def test_graph_is_read() -> None:
     assert "ledger_cli.commands" in GRAPH and "verify.runner" in GRAPH
-    assert "verify.runner" in GRAPH["ledger_cli.wiring"]
+    assert "ledger.core.merkle" in GRAPH["ledger.witness"]
+    # TYPE_CHECKING imports are read (ledger.log names the key type NodePublic only there)
+    assert "ledger.keys" in GRAPH["ledger.log"]
 
 
-def test_ledger_core_imports_neither_verify_nor_the_shell() -> None:
-    bad = sorted(
-        f"{m} -> {t}"
-        for m, targets in GRAPH.items()
-        if _in(m, "ledger") and not _in(m, SHELL)
-        for t in targets
-        if _in(t, "verify") or _in(t, SHELL)
-    )
+def test_the_layers_point_down() -> None:
+    """No arrow from a lower layer to a higher one, nor between two engines (see the module
+    docstring); edges other work is removing now are listed in ``PENDING_EDGES``."""
+    assert _broken() == []
+
+
+def test_the_rules_catch_what_they_state() -> None:
+    """The rule refuses each arrow the layering forbids (the scan sees what it looks for)."""
+    forbidden = [("ledger.core.merkle", "ledger.store.sqlite"), ("ledger.store.sqlite",
+                 "ledger.net.client"), ("ledger.net.client", "ledger.log"),
+                 ("verify.runner", "ledger.store.sqlite"), ("verify.runner", "ledger.log"),
+                 ("ledger.witness", "ledger.http.state"), ("ledger.http.server", SHELL),
+                 ("ledger.core.note", "verify.runner")]
+    assert [e for e in forbidden if _allowed(*e)] == []
+    allowed = [("verify.runner", "ledger.core.merkle"), ("ledger.log", "verify.runner"),
+               ("ledger.http.server", "ledger.log"), (f"{SHELL}.commands", "ledger.http.server"),
+               ("ledger.store.sqlite", "ledger.core.merkle")]
+    assert [e for e in allowed if not _allowed(*e)] == []
+
+
+def test_nothing_imports_the_shell() -> None:
+    assert sorted(f"{m} -> {t}" for m, targets in GRAPH.items() if not _in(m, SHELL)
+                  for t in targets if _in(t, SHELL)) == []
+
+
+# what a pure format may not import: a database, a socket, an HTTP stack, a server
+NOT_IN_CORE = ("sqlite3", "psycopg", "socket", "ssl", "asyncio", "httpx", "httpcore",
+               "http", "urllib.request", "starlette", "uvicorn", "jinja2", "subprocess")
+
+
+def _third_party(path: Path) -> set[str]:
+    """The modules outside the project that ``path`` imports, anywhere in it."""
+    found: set[str] = set()
+    for n in ast.walk(_tree(path)):
+        if isinstance(n, ast.Import):
+            found |= {a.name for a in n.names}
+        elif isinstance(n, ast.ImportFrom) and not n.level:
+            found.add(n.module or "")
+    return {m for m in found if not any(_in(m, root) for root in ROOTS)}
+
+
+def test_the_core_does_no_io_beyond_files() -> None:
+    """``ledger.core`` is pure formats (issue 30): no database, socket or HTTP import."""
+    bad = sorted(f"{name} -> {m}" for name, path in _modules().items() if _in(name, "ledger.core")
+                 for m in _third_party(path) if any(_in(m, f) for f in NOT_IN_CORE))
     assert bad == []
+    assert "sqlite3" in _third_party(_modules()["ledger.store.sqlite"])  # the scan sees imports
 
 
-def test_verify_stays_off_the_logs_state_and_the_shell() -> None:
-    bad = sorted(
-        f"{m} -> {t}"
-        for m, targets in GRAPH.items()
-        if _in(m, "verify")
-        for t in targets
-        if any(_in(t, f) for f in VERIFY_FORBIDDEN)
-    )
-    assert bad == []
+def test_pending_edges_name_real_modules() -> None:
+    """Every pending entry names two modules of the project (a typo would excuse nothing)."""
+    assert [e for e in PENDING_EDGES if not set(e) <= GRAPH.keys()] == []
 
 
 def _cycles() -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan)."""
+    """Strongly connected components of more than one module (Tarjan), pending edges left
+    out."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -125,6 +211,8 @@ def _cycles() -> list[list[str]]:
         stack.append(v)
         on.add(v)
         for w in sorted(GRAPH.get(v, ())):
+            if (v, w) in PENDING_EDGES:
+                continue
             if w not in index:
                 strong(w)
                 low[v] = min(low[v], low[w])
@@ -148,14 +236,11 @@ def _cycles() -> list[list[str]]:
 
 
 def test_no_import_cycles() -> None:
-    """No cycle at all (issue 11): the engines share ``verify.engine``; in ``verify.ptxsim`` the
-    compiler sits above both the compiled form (``program``) and the instruction closures
-    (``ops_*``), and ``cp.async`` state lives in ``memory``."""
+    """No cycle at all, TYPE_CHECKING imports included (issues 11 and 30): the engines share
+    ``verify.engine``; in ``verify.ptxsim`` the compiler sits above both the compiled form
+    (``program``) and the instruction closures (``ops_*``), and ``cp.async`` state lives in
+    ``memory``."""
     assert _cycles() == []
-
-
-def test_the_shell_has_no_import_cycle() -> None:
-    assert [c for c in _cycles() if any(_in(m, SHELL) for m in c)] == []
 
 
 def test_the_shell_loads_its_command_modules_by_import() -> None:
@@ -168,13 +253,13 @@ def test_the_shell_loads_its_command_modules_by_import() -> None:
 
 
 def test_the_http_side_is_layered() -> None:
-    """Per-request state at the bottom (``httpstate``), handlers above it, the app on top: the
-    handlers' modules never import the app, and the state imports none of them."""
-    assert "ledger.http.server" not in GRAPH["ledger.submit"] | GRAPH["ledger.http.web.pages"]
-    assert not GRAPH["ledger.http.state"] & {"ledger.http.server", "ledger.submit",
-                                            "ledger.http.web.pages"}
-    assert {"ledger.submit", "ledger.http.web.pages",
-            "ledger.http.state"} <= GRAPH["ledger.http.server"]
+    """Per-request state at the bottom (``ledger.http.state``), handlers above it, the app on
+    top: the handlers' modules never import the app, and the state imports none of them."""
+    handlers = {"ledger.http.web.pages", "ledger.http.witness"} | (
+        {"ledger.http.submit"} & GRAPH.keys())
+    assert [h for h in handlers if "ledger.http.server" in GRAPH[h]] == []
+    assert not {t for t in GRAPH["ledger.http.state"] if _in(t, "ledger.http")}
+    assert {"ledger.http.web.pages", "ledger.http.state"} <= GRAPH["ledger.http.server"]
     assert "ledger.http.server" not in GRAPH["ledger.export"]
 
 
@@ -208,7 +293,7 @@ def _conversions(path: Path) -> list[str]:
     """Where a module turns bytes into hex or base64 text or back: imports of base64, binascii
     or codecs, and calls of ``.hex()``, ``.fromhex()`` or ``.hexdigest()``."""
     found = []
-    for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for n in ast.walk(_tree(path)):
         if isinstance(n, (ast.Import, ast.ImportFrom)):
             mods = ([a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""])
             found += [f"{path.name}:{n.lineno}: import {m}" for m in mods
@@ -237,14 +322,14 @@ def test_one_note_text_helper() -> None:
     note without its blank line): no module keeps its own copy."""
     copies = sorted(
         name for name, path in _modules().items()
-        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for n in ast.walk(_tree(path))
         if isinstance(n, ast.FunctionDef) and n.name.lstrip("_") in ("note_text", "checkpoint_text")
     )
     assert copies == ["ledger.core.note"]
     # nor cuts a note at its blank line inline (note[: note.index(b"\n\n") + 1])
     inline = sorted(
         f"{name}:{n.lineno}" for name, path in _modules().items() if name != "ledger.core.note"
-        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for n in ast.walk(_tree(path))
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
         and n.func.attr in ("index", "find", "rfind") and n.args
         and isinstance(n.args[0], ast.Constant) and n.args[0].value == b"\n\n"
@@ -259,7 +344,7 @@ def test_one_instruction_kind_enum() -> None:
     copies = sorted(
         name for name, path in _modules().items()
         if _in(name, "verify.ptxsim") and name != "verify.ptxsim.program"  # where Kind is
-        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for n in ast.walk(_tree(path))
         if isinstance(n, ast.Assign)
         and any(isinstance(v, ast.Constant) for v in ast.walk(n.value))
         and any(isinstance(t, ast.Name) and t.id in names
@@ -278,7 +363,7 @@ def _calls_and_imports(path: Path) -> tuple[set[str], set[str]]:
     imports."""
     calls: set[str] = set()
     imports: set[str] = set()
-    for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for n in ast.walk(_tree(path)):
         if isinstance(n, ast.Import):
             imports |= {a.name for a in n.names}
         elif isinstance(n, ast.ImportFrom):
@@ -341,3 +426,99 @@ def test_one_atomic_file_writer() -> None:
     assert bad == {}
     calls, _ = _calls_and_imports(_modules()["ledger.core.fsutil"])
     assert {"os.replace", "tempfile.mkstemp"} <= calls  # the scan sees what it looks for
+
+
+# Functions over 80 lines (``scripts/long_functions.py`` finds them), each with its reason: the
+# one place that says which may stay long. Those marked "issue 30" are being shortened now by
+# the engineer named; the integrator deletes an entry once its function is under 80 lines.
+LONG_FUNCTIONS = {
+    # long by nature: a lexer, instruction tables, the interpreter's loop
+    "verify.lean.lexer:_lex": "a lexer: one branch per token class, read top to bottom",
+    "verify.ptxsim.ops_alu:bits_ops": "an instruction table: one closure per PTX bit operation",
+    "verify.ptxsim.ops_alu:int_arith": "an instruction table: one closure per integer op",
+    "verify.ptxsim.ops_cvt:cvt": "an instruction table: one case per PTX conversion",
+    "verify.ptxsim.machine:Machine._loop": "the interpreter's dispatch loop: locals bound once "
+                                           "for speed (a call per instruction costs ~2x)",
+    # issue 30: being shortened now by the engineer named
+    "ledger.http.server:guarded_protocol": "issue 30, privapi helper (uvicorn subclass goes)",
+    "verify.sizes:choose_sizes": "issue 30, not assigned in this round",
+    "verify.ptx:start_assemble": "issue 30, not assigned in this round",
+    "verify.lean.scan:_Walker.walk": "issue 30, claims helper (a parser's walk: may stay)",
+    "verify.falsify:_judge_test": "issue 30, interp helper",
+    "verify.ptxsim.memory:GlobalSpace.track_race": "issue 30, interp helper",
+    "verify.contract:_kernel": "issue 30, interp helper",
+    "verify.rebuild:start": "issue 30, interp helper",
+    "ledger.publish:publish": "issue 30, mirrorpub helper",
+    "ledger.mirror:Mirror._sync": "issue 30, mirrorpub helper",
+    "ledger_cli.verifying:verify": "issue 30, library helper (the Verifier object)",
+    "ledger.submit:submit_bundle": "issue 30, revoke helper (the submit split)",
+    "ledger_cli.scaffold:_contract": "issue 30, interp helper",
+    "verify.lean.kernel:kernel_check": "issue 30, claims helper",
+}
+
+
+def _long_functions() -> dict[str, int]:
+    """What ``scripts/long_functions.py`` prints, as {``module:qualname``: lines}."""
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "long_functions.py")],
+                         capture_output=True, text=True, check=True).stdout
+    return {name: int(lines) for lines, name in (line.split("\t") for line in out.splitlines())}
+
+
+def test_no_function_over_80_lines_but_the_listed() -> None:
+    """No function over 80 lines outside ``LONG_FUNCTIONS`` (issue 30): each exception there
+    carries its reason."""
+    found = _long_functions()
+    assert sorted(set(found) - LONG_FUNCTIONS.keys()) == []
+    # the scan sees what it looks for: a listed one that is still long
+    assert found and all(n > 80 for n in found.values())
+
+
+def _rfc6962_hashing(tree: ast.AST) -> list[int]:
+    """Lines that hash an RFC 6962 leaf or node by hand: a call whose argument starts with the
+    prefix byte ``b"\\x00"`` or ``b"\\x01"`` added to more bytes (``sha256(b"\\x01" + l + r)``)."""
+    def prefixed(arg: ast.expr) -> bool:
+        while isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Add):
+            arg = arg.left
+        return isinstance(arg, ast.Constant) and arg.value in (b"\x00", b"\x01")
+
+    return [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
+            and any(isinstance(a, ast.BinOp) and prefixed(a) for a in n.args)]
+
+
+def test_one_rfc6962_hashing_module() -> None:
+    """Leaf and node hashes (and the root over a right edge) are computed in
+    ``ledger.core.merkle`` only (``leaf_hash``, ``node_hash``, ``combine``): no module hashes
+    with the prefix bytes itself."""
+    bad = {name: lines for name, path in _modules().items()
+           if (lines := _rfc6962_hashing(_tree(path)))}
+    assert bad == {}
+    # the scan sees what it looks for
+    assert _rfc6962_hashing(ast.parse('h = sha256(b"\\x01" + left + right).digest()')) == [1]
+    assert _rfc6962_hashing(ast.parse("h = sha256(PREFIX + left)")) == []
+
+
+def test_one_proof_walk() -> None:
+    """Proofs are walked in ``ledger.core.merkle`` only (``inclusion_path``,
+    ``consistency_path``); every other proof maker reads hashes for that walk."""
+    from ledger.core import hashlevels, merkle
+
+    copies = sorted(
+        f"{name}:{n.name}" for name, path in _modules().items() if name != "ledger.core.merkle"
+        for n in ast.walk(_tree(path))
+        if isinstance(n, ast.FunctionDef) and n.name.lstrip("_") in (
+            "inclusion_path", "consistency_path", "subproof", "inclusion_ranges")
+    )
+    assert copies == []
+    stored: dict[tuple[int, int], bytes] = {}
+    f = merkle.Frontier()
+    for i in range(7):
+        stored.update({(lv, n): h for lv, n, h in f.append(merkle.leaf_hash(bytes([i])))})
+
+    def get(level: int, n: int) -> bytes:
+        return stored[(level, n)]
+
+    levels = hashlevels.HashLevels()
+    assert levels.fill(7, lambda lv, a, b: [stored[(lv, n)] for n in range(a, b)])
+    for i in range(7):  # the walk read from memory and from stored hashes: the same proof
+        assert levels.inclusion_proof(i, 7) == merkle.inclusion_proof(i, 7, get)
+        assert levels.consistency_proof(i + 1, 7) == merkle.consistency_proof(i + 1, 7, get)

@@ -279,7 +279,7 @@ def test_proofs_read_stored_nodes_of_transparency_dev_shapes() -> None:
     s = Store([bytes([i]) for i in range(8)])
     s.reads.clear()
     merkle.inclusion_proof(3, 5, s.get)
-    assert s.reads == [(0, 4), (1, 0), (0, 2)]  # c g e, read root-side first
+    assert sorted(s.reads) == sorted([(0, 4), (1, 0), (0, 2)])  # c g e
     s.reads.clear()
     merkle.inclusion_proof(4, 7, s.get)
     assert sorted(s.reads) == sorted([(0, 5), (0, 6), (2, 0)])  # f j k

@@ -22,7 +22,7 @@ from ledger.http.server import make_app
 from ledger.log import Log
 from ledger.mirror import BLOBS_PER_REQUEST, Mirror, Remote, follow
 from ledger.net.client import BadAnswer
-from ledger.store.sqlite import Store
+from ledger.store import Store, open_store
 from tests.helpers.ledgers import add_node, new_ledger, run_cli
 from tests.helpers.server import BackgroundServer
 from tests.test_server import seal_range
@@ -44,7 +44,7 @@ def node_key(log: Log) -> nacl.signing.SigningKey:
 
 
 def same_ledger(a: Path, b: Path) -> None:
-    sa, sb = Store.open(a), Store.open(b)
+    sa, sb = open_store(a), open_store(b)
     try:
         assert sa.size() == sb.size()
         assert list(sa.entries(0, sa.size())) == list(sb.entries(0, sb.size()))
@@ -183,7 +183,7 @@ def test_mirror_resumes_after_a_fault(
     flaky = Proxy(fail_on="/tile/entries/002")  # the network fails in the third batch
     with pytest.raises(CannotCheck, match="injected"):
         Mirror(tmp_path / "m", remote(srv.url, flaky), vkey_of(log)).sync()
-    partial = Store.open(tmp_path / "m")
+    partial = open_store(tmp_path / "m")
     assert partial.size() == 512  # two verified batches were kept, no checkpoint yet
     assert partial.meta(mirror_mod.PENDING_META)
     partial.close()
@@ -208,7 +208,7 @@ def test_tampered_entry_is_refused(
     with pytest.raises(BadAnswer, match="does not match the signed checkpoint"):
         Mirror(tmp_path / "m", remote(srv.url, Proxy(flip)), vkey_of(log)).sync()
     assert not (tmp_path / "m" / "evidence").exists()
-    s = Store.open(tmp_path / "m")
+    s = open_store(tmp_path / "m")
     assert s.size() == 0  # nothing of the bad batch was stored
     s.close()
 
@@ -278,7 +278,7 @@ def test_forked_history_is_detected_and_kept_as_evidence(tmp_path: Path) -> None
     assert notes["remote.checkpoint"] == b.store.checkpoint()
     for note in notes.values():  # both are validly signed by the same log key: proof of a fork
         open_note(note, [parse_vkey(vkey)])
-    s = Store.open(home)
+    s = open_store(home)
     assert s.size() == 302 and s.checkpoint() == a.store.checkpoint()  # the mirror kept its copy
     s.close()
     a.close()
@@ -420,7 +420,7 @@ def test_the_first_bad_entry_of_a_batch_fails_the_sync(
     with BackgroundServer(make_app(log.home)) as srv:
         with pytest.raises(want, match=f"remote entry {at}"):
             Mirror(tmp_path / "m", remote(srv.url), vkey_of(log)).sync()
-    m = Store.open(tmp_path / "m")
+    m = open_store(tmp_path / "m")
     try:
         assert m.size() == 512  # the two full batches before it, verified and stored
     finally:
@@ -458,7 +458,7 @@ def test_before_store_keeps_a_refused_checkpoint_out(
     with pytest.raises(RewriteDetected):
         m.sync()
     assert seen == [(301, log.store.checkpoint())]
-    s = Store.open(tmp_path / "m")
+    s = open_store(tmp_path / "m")
     try:
         assert s.size() == 301 and list(s.checkpoints()) == []
     finally:

@@ -425,3 +425,19 @@ print(native.AVAILABLE, res.ok, len(res.problems), sealed[-1].leaf_hash.hex())
     assert twins[:3] == ["False", "True", "0"]
     if native.AVAILABLE:
         assert built[:3] == ["True", "True", "0"]
+
+
+def test_a_build_of_another_native_c_is_never_called(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stale ``_native`` .so left in a checkout (built from an older ``_native.c``, whose
+    functions take other arguments) is refused by its ABI number, not called: calling one
+    crashed the interpreter (a segfault in ``bind_sodium``)."""
+    import types
+
+    import ledger.core
+
+    stale = types.ModuleType("ledger.core._native")
+    monkeypatch.setitem(sys.modules, "ledger.core._native", stale)
+    monkeypatch.setattr(ledger.core, "_native", stale, raising=False)
+    assert native._load() is None
+    stale.ABI = native.ABI  # type: ignore[attr-defined]
+    assert native._load() is stale

@@ -29,9 +29,9 @@ from ledger.core.errors import CannotCheck, LedgerStateError
 from ledger.http.server import make_app
 from ledger.keys import load_node_secret
 from ledger.log import Log
-from ledger.store.postgres import APPEND_ONLY_TABLES, PgBackend
-from ledger.store.sqlite import APPEND_ONLY_TABLES as SQLITE_TABLES
-from ledger.store.sqlite import postgres as pgstore
+from ledger.store import postgres as pgstore
+from ledger.store.common import APPEND_ONLY_TABLES as SQLITE_TABLES
+from ledger.store.postgres import APPEND_ONLY_TABLES, PgStore
 from tests.helpers.ledgers import (
     REPO,
     add_node,
@@ -75,7 +75,7 @@ def test_init_and_every_command_unchanged(pg_server: PgServer, tmp_path: Path) -
     assert (home / "db.url").read_text().strip() == url
     assert (home / "db.url").stat().st_mode & 0o777 == 0o600
     log = Log.open(home)
-    assert isinstance(log.store.backend, PgBackend)
+    assert isinstance(log.store, PgStore)
     sk = add_node(log)
     _seal(log, sk, tmp_path / "b", 5, "a")
     size, root = log.store.size(), log.store.root()
@@ -158,13 +158,15 @@ def test_chunked_audit_in_workers_on_postgresql(
 def test_a_ledger_from_before_parts_is_migrated_on_postgresql(
     pg_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A PostgreSQL ledger written with schema 1 (files keyed by digest alone) gets migration 2
-    when it is opened: its files are kept in part -1, the audit passes, its entries' files are
-    found for verify, and new seals keep theirs in their own part."""
-    from ledger.store.sqlite import sqlite as store_mod
+    """A PostgreSQL ledger written with schema 1 (files keyed by digest alone) is refused by
+    every command but `ledger db migrate` (issue 33 item 4), which applies migrations 2 and 3:
+    its files are kept in part -1, the audit passes, its entries' files are found for verify,
+    and new seals keep theirs in their own part."""
+    from ledger.store import writer as store_mod
 
     home = tmp_path / "home"
     monkeypatch.setattr(pgstore, "MIGRATIONS", pgstore.MIGRATIONS[:1])
+    monkeypatch.setattr(pgstore, "LATEST", 1)
     old_flush = store_mod.Writer.flush
 
     def flush_v1(self: store_mod.Writer) -> None:  # what a writer of schema 1 inserted
@@ -180,9 +182,14 @@ def test_a_ledger_from_before_parts_is_migrated_on_postgresql(
     _seal(log, sk, tmp_path / "b", 3, "a")
     log.close()
     monkeypatch.undo()
+    for read_only in (True, False):
+        with pytest.raises(LedgerStateError, match="ledger db migrate"):
+            Log.open(home, read_only=read_only)
+    out = run_cli("db", "migrate", home=home)
+    assert out.returncode == 0 and "from version 1 to 3" in out.stdout, out.stderr
     log = Log.open(home)
     versions = [r[0] for r in log.store.conn.execute("SELECT version FROM migrations ORDER BY 1")]
-    assert versions == [1, 2]
+    assert versions == [1, 2, 3]
     parts = {int(r[0]) for r in log.store.conn.execute("SELECT DISTINCT part FROM blobs")}
     assert parts == {-1}
     res = audit(log.store, log.verifier)
@@ -252,8 +259,8 @@ def audit_ok(home: Path) -> bool:
     log = Log.open(home)
     try:
         res = audit(log.store, log.verifier)
-        assert isinstance(log.store.backend, PgBackend)
-        return res.ok and log.store.backend.head_size() == res.size == log.store.size()
+        assert isinstance(log.store, PgStore)
+        return res.ok and log.store.head_size() == res.size == log.store.size()
     finally:
         log.close()
 
@@ -366,7 +373,7 @@ def test_db_copy_moves_a_sqlite_ledger_and_proves_the_roots(
     assert got["sqlite_root"] == got["postgresql_root"] == base64.b64encode(root).decode()
     assert not (home / "ledger.db").exists() and (home / "ledger.db.moved-to-postgresql").exists()
     log = Log.open(home)
-    assert isinstance(log.store.backend, PgBackend)
+    assert isinstance(log.store, PgStore)
     assert (log.store.size(), log.store.root(), log.store.checkpoint()) == (size, root, note)
     sk2 = add_node(log, "second")
     _seal(log, sk2, tmp_path / "c", 2, "p")

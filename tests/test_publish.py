@@ -28,7 +28,7 @@ from ledger.core.tiles import parse_entry_bundle
 from ledger.log import Log
 from ledger.mirror import Mirror, Remote, SyncResult
 from ledger.publish import IMMUTABLE, DirTarget, S3Target, publish
-from ledger.store.sqlite import Store
+from ledger.store import open_store
 from tests.helpers.ledgers import REPO, add_node, new_ledger, run_cli
 from tests.helpers.nginx import NginxUnavailable, nginx_serving
 from tests.helpers.tcpserver import serving
@@ -167,7 +167,7 @@ def vkey_of(log: Log) -> str:
 
 
 def test_directory_layout(origin: Log, www: Path) -> None:
-    store = Store.open(origin.home)
+    store = open_store(origin.home)
     try:
         assert (www / "checkpoint").read_bytes() == store.checkpoint()
         assert (www / "tile/0/000").stat().st_size == 256 * 32
@@ -373,7 +373,7 @@ def test_static_blob_fetch_is_bounded(
             remote.close()
         assert time.monotonic() - t0 < 10
         assert bad.hits > 0
-    s = Store.open(tmp_path / "m")
+    s = open_store(tmp_path / "m")
     try:
         assert s.size() == 0
     finally:
@@ -437,7 +437,7 @@ def _new_blob_keys(home: Path, start: int, end: int) -> list[tuple[str, bytes]]:
     """(DEST key, bytes) of the bundle files first named by entries [start, end)."""
     from ledger.publish import BLOB_PREFIX, named_blobs
 
-    s = Store.open(home)
+    s = open_store(home, read_only=True)
     try:
         old = {d for d, _ in named_blobs(s, 0, start)}
         out = []

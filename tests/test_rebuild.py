@@ -354,3 +354,64 @@ def test_the_sandbox_binds_a_cuda_installation_by_its_parts(tmp_path: Path) -> N
     assert str(home) not in bound and str(home / ".ledger") not in bound
     assert argv.index("--tmpfs") < argv.index(str(home / "bin"))  # not hidden by /tmp
     assert argv[-2:] == ["nvcc", "-ptx"] and "--clearenv" in argv
+
+
+# ---------------------------------------------------------------- rebuild from any directory
+# nvcc names internal-linkage symbols (_INTERNAL_<id>_) with a module id hashed from the source's
+# absolute path; `ledger new` and rebuild.ptx both build at verify.confine.BUILD_DIR inside the
+# sandbox, so a cooperative-groups bundle copied to any directory rebuilds byte for byte (issue 32)
+TILES = Path(__file__).parent / "fixtures" / "redteam" / "tiles.cu"
+
+
+def _rebuild_dir(directory: Path) -> Check:
+    from verify.contract import load_contract
+
+    bundle = Bundle.from_dir(directory)
+    ctx = Context(bundle, Options())
+    ctx.contract = load_contract(bundle.file("contract.yaml"))
+    try:
+        [c] = rebuild.run(ctx)
+    finally:
+        ctx.close()
+    return c
+
+
+@needs_nvcc
+@needs_sandbox
+def test_a_cooperative_groups_bundle_rebuilds_byte_for_byte_from_anywhere(tmp_path: Path) -> None:
+    import shutil
+
+    from ledger_cli.scaffold import new_bundle
+
+    cu = tmp_path / "tiles.cu"
+    cu.write_bytes(TILES.read_bytes())
+    new_bundle(tmp_path / "made", cu, entry="tile_sum")
+    ptx = (tmp_path / "made" / "tiles.ptx").read_bytes()
+    assert b"_INTERNAL_" in ptx  # the module id is in the sealed PTX
+    for where in (tmp_path / "one", tmp_path / "two" / "much" / "deeper"):
+        shutil.copytree(tmp_path / "made", where)
+        c = _rebuild_dir(where)
+        assert c.status == "passed", c.detail
+        assert c.detail.endswith(f"equals the sealed PTX ({len(ptx)} bytes) (built at "
+                                 "/build/bundle)")
+
+
+@needs_nvcc
+@needs_sandbox
+def test_a_ptx_built_elsewhere_is_still_only_skipped(tmp_path: Path) -> None:
+    """An author's own build in their directory has another module id: equal up to the id,
+    which is no byte-for-byte equality, and no failure either."""
+    import shutil
+
+    from ledger_cli.scaffold import new_bundle
+
+    cu = tmp_path / "tiles.cu"
+    cu.write_bytes(TILES.read_bytes())
+    new_bundle(tmp_path / "made", cu, entry="tile_sum")
+    assert NVCC is not None
+    subprocess.run([NVCC, "-arch=sm_86", "-ptx", "-o", "tiles.ptx", "tiles.cu"],
+                   cwd=tmp_path / "made", check=True, capture_output=True)
+    shutil.copytree(tmp_path / "made", tmp_path / "copy")
+    c = _rebuild_dir(tmp_path / "copy")
+    assert c.status == "skipped", c.detail
+    assert "the sealed PTX was not built at /build/bundle" in c.detail

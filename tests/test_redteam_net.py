@@ -34,7 +34,7 @@ from ledger.http.state import check_public_url
 from ledger.log import Log
 from ledger.mirror import MAX_CHECKPOINT_BYTES, Mirror, Remote
 from ledger.net.client import TEXT, HttpClient
-from ledger.store.sqlite import Store
+from ledger.store import open_store
 from tests.helpers.hostile import LoopbackServer
 from tests.helpers.ledgers import add_node, assert_one_error_line, new_ledger, run_cli
 from tests.helpers.server import BackgroundServer
@@ -205,7 +205,7 @@ def test_mirror_cli_against_a_compression_bomb(
                       "--timeout", "30", home=tmp_path / "m")
     line = assert_one_error_line(res, 3)
     assert "Content-Encoding 'gzip, gzip'" in line
-    s = Store.open(tmp_path / "m")
+    s = open_store(tmp_path / "m")
     try:
         assert s.size() == 0 and list(s.checkpoints()) == []  # nothing stored as verified
     finally:

@@ -26,7 +26,7 @@ from ledger.core import merkle
 from ledger.core.errors import TamperDetected
 from ledger.keys import load_node_secret
 from ledger.log import Log
-from ledger.store.sqlite import postgres as pgstore
+from ledger.store import postgres as pgstore
 from tests.helpers.ledgers import (
     add_node,
     audit_problems,

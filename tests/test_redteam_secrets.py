@@ -26,7 +26,7 @@ from ledger.core.tiles import parse_entry_bundle, tiles_for_size
 from ledger.keys import KIND_SECRET, check_name, load_node_secret
 from ledger.log import Log
 from ledger.publish import DirTarget, S3Target, publish
-from ledger.store.sqlite import Store
+from ledger.store import open_store
 from tests.helpers.ledgers import (
     REPO,
     assert_one_error_line,
@@ -296,7 +296,7 @@ def test_no_output_file_or_http_answer_carries_a_secret(home: Path, tmp_path: Pa
 def _tree_ok(dest: Path, home: Path) -> int:
     """The size DEST's checkpoint names, after checking that every tile and entry bundle of that
     tree is there and agrees with the ledger (what a mirror would read)."""
-    store = Store.open(home)
+    store = open_store(home)
     try:
         note = (dest / "checkpoint").read_bytes()
         size = int(note.split(b"\n")[1])
@@ -354,7 +354,7 @@ def test_a_planted_file_symlink_is_replaced_never_written_through(
     log.key): publish replaces each link with the real file. Before, the bundle-file symlink was
     taken for the file already there and kept: a web server serving DEST served log.key."""
     secrets = secrets_of(home)
-    store = Store.open(home)
+    store = open_store(home)
     digest = next(iter(store.blobs()))[0].hex()
     store.close()
     dest = tmp_path / "www"
@@ -469,7 +469,7 @@ def test_publish_killed_midway_leaves_dest_consistent(home: Path, tmp_path: Path
 
 
 def _first_blob(home: Path) -> bytes:
-    store = Store.open(home)
+    store = open_store(home)
     try:
         return next(iter(store.blobs()))[0]
     finally:
@@ -485,7 +485,7 @@ def test_publish_refuses_what_the_log_did_not_sign(
     digest, a stored tree hash, the recorded verifier key. Publish exits 1 with one line and
     writes nothing. Before: it published all of it (exit 0) for every mirror to choke on."""
     if tamper == "checkpoint-signature":
-        store = Store.open(home)
+        store = open_store(home)
         note = store.checkpoint()
         store.close()
         cut = note.rindex(b" ") + 1

@@ -19,7 +19,7 @@ from ledger.core.canonical import canonical_json
 from ledger.core.errors import TamperDetected
 from ledger.keys import load_node_secret
 from ledger.log import Log
-from ledger.store.sqlite import APPEND_ONLY_TABLES
+from ledger.store.sqlite import expected_triggers
 from tests.helpers.ledgers import (
     add_node,
     audit_problems,
@@ -56,11 +56,9 @@ def _alter(home: Path, *sql: tuple[str, tuple[object, ...]], retrigger: bool = F
         conn.execute(f"DROP TRIGGER {name}")
     for stmt, args in sql:
         conn.execute(stmt, args)
-    if retrigger:
-        for t in APPEND_ONLY_TABLES:
-            for kind, op in (("no_update", "UPDATE"), ("no_delete", "DELETE")):
-                conn.execute(f"CREATE TRIGGER {t}_{kind} BEFORE {op} ON {t} "
-                             f"BEGIN SELECT RAISE(ABORT, 'ledger table {t} is append-only'); END")
+    if retrigger:  # every trigger the schema makes (the history's and the bookkeeping's)
+        for _table, text in expected_triggers().values():
+            conn.execute(text)
     conn.close()
 
 

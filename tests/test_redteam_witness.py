@@ -23,7 +23,8 @@ from ledger import trust
 from ledger.core import merkle
 from ledger.core.bundle import Bundle
 from ledger.core.canonical import canonical_json
-from ledger.core.encoding import b64_encode
+from ledger.core.cosigned import COSIGNED_META
+from ledger.core.encoding import b64_decode, b64_encode
 from ledger.core.entries import chain_link, node_key_id, sign_entry
 from ledger.core.errors import BadInput, SignatureError, VerificationFailed
 from ledger.core.note import (
@@ -41,10 +42,10 @@ from ledger.core.note import (
     sign_note,
 )
 from ledger.http.server import make_app
-from ledger.http.state import COSIGNED_META
+from ledger.http.witness import make_witness_app
 from ledger.log import Log, utc_now
 from ledger.submit import auth_headers, chained_fields, submit_bundle
-from ledger.witness import Witness, make_witness_app, request_cosignature, require_cosignatures
+from ledger.witness import Witness, request_cosignature, require_cosignatures
 from tests.helpers.ledgers import add_node, run_cli
 from tests.helpers.server import BackgroundServer
 from tests.test_mirror import make_origin, node_key, vkey_of
@@ -370,7 +371,8 @@ def test_submit_refuses_a_registration_that_is_not_before_the_entry(
 
 def test_submissions_a_node_cannot_get_through(served: tuple[Log, BackgroundServer]) -> None:
     """Server side: a link to another log's tree of the same origin, files beyond the
-    manifest, a replay by a key revoked since; the same bundle signed twice is two entries."""
+    manifest, a replay by a key revoked since; the same bundle signed twice by one key is one
+    entry (issue 33 item 8: the second is answered with the first)."""
     log, srv = served
     sk = node_key(log)
     kid = node_key_id(bytes(sk.verify_key))
@@ -396,11 +398,14 @@ def test_submissions_a_node_cannot_get_through(served: tuple[Log, BackgroundServ
     b = body(903, here, now="2030-01-01T00:00:01Z")
     first, second = post(a), post(b)
     assert first.status_code == second.status_code == 200
-    assert first.json()["index"] != second.json()["index"]  # two signed claims, two entries
+    assert first.json()["index"] == second.json()["index"]  # one bundle, one key: one entry
+    assert second.json()["already_sealed"] is True and "already_sealed" not in first.json()
+    assert b64_decode(second.json()["entry_b64"]) == b64_decode(
+        json.loads(a)["entry"])  # the entry it holds, for the client to check
     log.revoke(kid, "lost")
     replay = post(a)
     assert replay.status_code == 403 and "unrevoked" in replay.json()["error"]
-    assert log.store.size() == size + 3  # two entries and the revocation, nothing else
+    assert log.store.size() == size + 2  # one entry and the revocation, nothing else
 
 
 def test_no_refusal_here_prints_a_traceback(

@@ -28,7 +28,7 @@ from ledger.core.tiles import parse_entry_bundle
 from ledger.export import export_tiles
 from ledger.http.server import make_app
 from ledger.log import Log
-from ledger.store.sqlite import Store
+from ledger.store import Store, open_store
 from tests.helpers.ledgers import REPO, add_node, new_ledger
 from tests.helpers.server import BackgroundServer
 
@@ -89,7 +89,7 @@ def client(server: BackgroundServer) -> Iterator[httpx.Client]:
 
 @pytest.fixture(scope="module")
 def store(ledger_home: Path) -> Iterator[Store]:
-    s = Store.open(ledger_home)
+    s = open_store(ledger_home)
     yield s
     s.close()
 

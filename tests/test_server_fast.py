@@ -20,7 +20,7 @@ from starlette.types import Receive, Scope, Send
 from ledger.core.tiles import TILE_WIDTH
 from ledger.http.server import MAX_HEAD_BYTES, event_loop, http_parser, make_app, server_config
 from ledger.log import Log
-from ledger.store.sqlite import Store
+from ledger.store import open_store
 from tests.helpers.ledgers import REPO
 from tests.helpers.server import BackgroundServer
 from tests.test_mirror import make_origin, node_key
@@ -78,7 +78,7 @@ def test_serve_names_its_loop_and_parser_and_sees_new_checkpoints(tmp_path: Path
             assert full.status_code == 200 and full.content[: 255 * 32] == part.content
             assert "immutable" in full.headers["cache-control"]
             assert c.get(url + "/tile/0/001.p/4").status_code == 200
-            store = Store.open(log.home)
+            store = open_store(log.home)
             try:
                 assert full.content[255 * 32 :] == store.stored_hash(0, 255)
             finally:

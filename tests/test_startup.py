@@ -41,7 +41,6 @@ NOT_LOADED = (
     "jinja2",
     "starlette",
     "uvicorn",
-    "sqlite_utils",
     "psycopg",
     "ledger.net.client",
     "ledger.http.server",

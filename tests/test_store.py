@@ -16,7 +16,8 @@ from ledger.core.entries import decode_entry
 from ledger.core.errors import BadInput, LedgerStateError, UnknownHash
 from ledger.core.note import note_text, open_note, parse_checkpoint
 from ledger.log import Log
-from ledger.store.sqlite import Store, _bind_bytes_directly
+from ledger.store import open_store
+from ledger.store.sqlite import _bind_bytes_directly
 from tests.helpers.ledgers import add_node, new_ledger, seal_fake
 
 
@@ -39,7 +40,7 @@ def test_init_twice_refused(log: Log) -> None:
 
 def test_open_missing_ledger(tmp_path: Path) -> None:
     with pytest.raises(LedgerStateError, match="no ledger"):
-        Store.open(tmp_path / "nothing")
+        open_store(tmp_path / "nothing")
 
 
 @pytest.mark.parametrize("kind", ["empty", "other program's", "garbage"])
@@ -61,7 +62,7 @@ def test_a_file_that_is_not_a_ledger_is_refused_unchanged(tmp_path: Path, kind: 
         conn.close()
     before = db.read_bytes()
     with pytest.raises(LedgerStateError, match=r"not a (usable )?ledger database"):
-        Store.open(home)
+        open_store(home)
     assert db.read_bytes() == before
     assert not (home / "ledger.db-wal").exists()
 
@@ -98,7 +99,7 @@ def test_a_batch_names_the_tree_it_starts_from_and_audits(log: Log, tmp_path: Pa
     from ledger import audit as audit_mod
     from ledger.core.bundle import Bundle
     from ledger.core.entries import ChainCheck
-    from ledger.store.sqlite import FLUSH_ROWS
+    from ledger.store.writer import FLUSH_ROWS
     from tests.helpers.ledgers import fake_fields
 
     sk = add_node(log)
@@ -157,7 +158,7 @@ def test_triggers_refuse_update_and_delete(log: Log, tmp_path: Path) -> None:
 
 def test_migrations_are_recorded(log: Log) -> None:
     versions = [r[0] for r in log.store.conn.execute("SELECT version FROM migrations")]
-    assert versions == [1, 2]
+    assert versions == [1, 2, 3]
     tables = {r[0] for r in log.store.conn.execute("SELECT name FROM sqlite_master")}
     assert {"entries", "hashes", "blobs", "checkpoints", "keys", "revocations"} <= tables
 
@@ -206,11 +207,13 @@ def test_register_revoke_and_refuse(log: Log, tmp_path: Path) -> None:
         log.revoke(kid, "again")
 
 
-def test_same_bundle_same_signer_refused(log: Log, tmp_path: Path) -> None:
+def test_same_bundle_same_signer_is_the_same_entry(log: Log, tmp_path: Path) -> None:
+    """Issue 33 item 8: sealing is idempotent, a second seal answers with the first entry."""
     sk = add_node(log)
-    seal_fake(log, sk, tmp_path, "dup")
-    with pytest.raises(BadInput, match="sealed by this key already"):
-        seal_fake(log, sk, tmp_path, "dup")
+    first = seal_fake(log, sk, tmp_path, "dup")
+    size = log.store.size()
+    assert seal_fake(log, sk, tmp_path, "dup") == first
+    assert log.store.size() == size
 
 
 def test_batched_seal_and_cached_proofs_match_the_tree(log: Log) -> None:
@@ -304,5 +307,5 @@ def test_an_adapter_registered_before_stays(no_bytes_adapter: None, tmp_path: Pa
 
     sqlite3.register_adapter(bytes, theirs)
     log = new_ledger(tmp_path / "home")
-    Store.open(log.home).close()
+    open_store(log.home).close()
     assert sqlite3.adapters[(bytes, sqlite3.PrepareProtocol)] is theirs

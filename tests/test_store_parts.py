@@ -17,11 +17,14 @@ import pytest
 from ledger.audit import audit
 from ledger.core.bundle import Bundle, blake3_digest
 from ledger.core.encoding import hex_encode
+from ledger.core.errors import LedgerStateError
 from ledger.http.server import make_app
 from ledger.log import Log
 from ledger.mirror import Mirror, Remote
-from ledger.store.sqlite import LEGACY_PART, MIGRATIONS, Store, part_of
-from ledger.store.sqlite import sqlite as store_mod
+from ledger.store import common, open_store
+from ledger.store import sqlite as store_mod
+from ledger.store.common import LEGACY_PART, part_of
+from ledger.store.sqlite import MIGRATIONS
 from tests.helpers.ledgers import add_node, fake_fields, new_ledger, run_cli
 from tests.helpers.server import BackgroundServer
 
@@ -37,7 +40,7 @@ def _items(salt: str, n: int) -> list[tuple[Bundle, dict[str, object]]]:
 
 @pytest.fixture()
 def small_parts(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
-    monkeypatch.setattr(store_mod, "PART_BITS", 3)
+    monkeypatch.setattr(common, "PART_BITS", 3)
     yield 8
 
 
@@ -117,7 +120,7 @@ def test_a_mirror_keeps_every_part_whole(small_parts: int, tmp_path: Path) -> No
             remote.close()
     shared = blake3_digest(SHARED["k.ptx"])
     assert _blob_parts(tmp_path / "m", shared) == _blob_parts(log.home, shared) == [0, 1, 2, 3]
-    m = Store.open(tmp_path / "m")
+    m = open_store(tmp_path / "m")
     try:
         from ledger.core.note import parse_vkey
 
@@ -131,12 +134,10 @@ def test_a_mirror_keeps_every_part_whole(small_parts: int, tmp_path: Path) -> No
 def test_lookups_use_the_part_indexes() -> None:
     """With the real part size, the queries spell the indexes' own expressions, so SQLite
     searches them instead of scanning the table."""
-    conn = sqlite3.connect(":memory:")
-    for sql in MIGRATIONS:
-        for stmt in store_mod._split_sql(sql):
-            conn.execute(stmt)
-    parts = store_mod.parts_sql(300_000)
-    bits = store_mod.PART_BITS
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    store_mod.migrate(conn)
+    parts = common.parts_sql(300_000)
+    bits = common.PART_BITS
     for sql, index in [
         (f"SELECT idx FROM entries WHERE idx >> {bits} IN ({parts}) AND leaf_hash=?",
          "entries_leaf_part"),
@@ -181,8 +182,19 @@ def test_a_ledger_from_before_parts_is_migrated(tmp_path: Path) -> None:
     log.close()
     _as_version_1(tmp_path / "new", tmp_path / "old")
     shared = blake3_digest(SHARED["k.ptx"])
+    # opening never migrates: reads and writes alike name `ledger db migrate` (issue 33 item 4)
+    for read_only in (True, False):
+        with pytest.raises(LedgerStateError, match="ledger db migrate"):
+            Log.open(tmp_path / "old", read_only=read_only)
+    out = run_cli("audit", home=tmp_path / "old")
+    assert out.returncode == 2 and "ledger db migrate" in out.stderr, out.stderr
+    out = run_cli("db", "migrate", "--json", home=tmp_path / "old")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"home": str(tmp_path / "old"), "from": 1, "to": 3,
+                                      "migrated": True}
     migrated = Log.open(tmp_path / "old")
-    assert [r[0] for r in migrated.store.conn.execute("SELECT version FROM migrations")] == [1, 2]
+    versions = [r[0] for r in migrated.store.conn.execute("SELECT version FROM migrations")]
+    assert versions == [1, 2, 3]
     assert _blob_parts(tmp_path / "old", shared) == [LEGACY_PART]
     res = audit(migrated.store, migrated.verifier)
     assert res.ok, res.problems

@@ -15,17 +15,18 @@ import httpx
 import nacl.signing
 import pytest
 
-from ledger import submit as submit_mod
 from ledger.core.bundle import Bundle
 from ledger.core.canonical import canonical_json
 from ledger.core.encoding import b64_encode
 from ledger.core.entries import bundle_fields, node_key_id, sign_entry
 from ledger.core.errors import VerificationFailed
 from ledger.core.note import open_note, parse_checkpoint, parse_vkey
+from ledger.http import submit as submit_mod
 from ledger.http.server import make_app
+from ledger.http.submit import RateLimiter, Rejected
 from ledger.log import Log, utc_now
 from ledger.mirror import Mirror, Remote
-from ledger.submit import RateLimiter, Rejected, chained_fields, submit_bundle
+from ledger.submit import chained_fields, submit_bundle
 from tests.helpers.ledgers import REPO, add_node, run_cli
 from tests.helpers.server import BackgroundServer
 from tests.test_mirror import make_origin, node_key, vkey_of

@@ -97,7 +97,8 @@ def check_receipt(done: Submitted, log: Log, files: dict[str, bytes]) -> None:
 
     rec = Receipt.from_bytes(done.receipt().to_bytes())
     checks, entry = check_evidence(
-        Evidence(rec.item, rec.checkpoint, rec.signer, rec.revocation, False), log.verifier, files
+        Evidence(rec.item, rec.checkpoint, rec.signer, rec.revocation, False,
+                 revoked=rec.revoked), log.verifier, files
     )
     assert entry is not None and all(c.status == "passed" for c in checks), checks
 
@@ -270,9 +271,10 @@ def test_submit_receipt_is_cosigned_when_the_witnesses_have_cosigned(
 ) -> None:
     """Issue 14 on submit: with a trust policy naming a witness, the receipt is brought to the
     cosigned checkpoint when the server has one, and says why not when it has none yet."""
+    from ledger.http.witness import make_witness_app
     from ledger.submit import cosign_receipt
     from ledger.trust import check_quorum, parse_witness
-    from ledger.witness import Witness, make_witness_app, request_cosignature
+    from ledger.witness import Witness, request_cosignature
 
     log = make_origin(tmp_path / "log", 2)
     w = Witness.init(tmp_path / "witness", "witness.test")
@@ -296,6 +298,6 @@ def test_submit_receipt_is_cosigned_when_the_witnesses_have_cosigned(
     good, _bad = check_quorum(rec.checkpoint, [parse_witness(w.vkey)], 1)
     assert len(good) == 1
     check_receipt(Submitted(rec.item.index, done.leaf_hash, rec.item.entry, rec.checkpoint, 1,
-                            rec.origin, rec.item.inclusion, rec.signer), log,
+                            rec.origin, rec.item.inclusion, rec.signer, revoked=rec.revoked), log,
                   bundle_files(77))
     log.close()

@@ -28,8 +28,9 @@ from ledger import trust
 from ledger.core.errors import BadInput
 from ledger.core.note import note_text, open_note, parse_vkey
 from ledger.http.server import make_app
+from ledger.http.witness import make_witness_app
 from ledger.log import Log
-from ledger.witness import Witness, make_witness_app, request_cosignature
+from ledger.witness import Witness, request_cosignature
 from ledger_cli.wiring import write_receipt
 from tests.helpers.ledgers import add_node, run_cli
 from tests.helpers.server import BackgroundServer

@@ -18,7 +18,7 @@ from typing import Any
 from ledger import sealers
 from ledger.core.bundle import Bundle
 from ledger.log import Log
-from ledger.store.sqlite import DB_NAME
+from ledger.store.common import DB_NAME
 from ledger.store.walcheckpoint import Checkpointer
 from tests.helpers.ledgers import add_node, fake_fields, new_ledger
 
@@ -84,7 +84,7 @@ def test_the_commit_is_durable_before_the_checkpoint(tmp_path: Path) -> None:
         from pathlib import Path
         from ledger.keys import load_node_secret
         from ledger.log import Log
-        from ledger.store.sqlite import walcheckpoint
+        from ledger.store import walcheckpoint
         from tests.test_walcheckpoint import _items
         walcheckpoint.Checkpointer.request = lambda self: None  # the thread never runs
         log = Log.open(Path({str(tmp_path / "home")!r}))
@@ -123,7 +123,7 @@ def test_batches_back_to_back_keep_the_wal_bounded(tmp_path: Path, monkeypatch: 
     """A checkpoint thread slower than the batches: each batch that finds the WAL over the limit
     waits for it, so the WAL starts over instead of growing by a batch every batch, and a WAL
     that grew is cut back to the limit by the commit after it starts over."""
-    from ledger.store.sqlite import sqlite as store_mod
+    from ledger.store import sqlite as store_mod
 
     limit = 256 << 10
     monkeypatch.setattr(store_mod, "WAL_LIMIT_BYTES", limit)

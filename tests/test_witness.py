@@ -14,9 +14,10 @@ import pytest
 from ledger.core.errors import CannotCheck, SignatureError
 from ledger.core.note import ALG_COSIGNATURE_V1, note_text, open_note, parse_vkey
 from ledger.http.server import make_app
+from ledger.http.witness import make_witness_app
 from ledger.log import Log
 from ledger.mirror import Mirror, Remote
-from ledger.witness import Witness, make_witness_app, request_cosignature
+from ledger.witness import Witness, request_cosignature
 from tests.helpers.ledgers import run_cli
 from tests.helpers.server import BackgroundServer
 from tests.test_mirror import make_origin, node_key, vkey_of

@@ -23,7 +23,8 @@ from ledger.core.note import (
     format_checkpoint,
     sign_note,
 )
-from ledger.witness import SIZE_MEDIA, Witness, WitnessReject, make_witness_app, parse_request
+from ledger.http.witness import make_witness_app
+from ledger.witness import SIZE_MEDIA, Witness, WitnessReject, parse_request
 from tests.helpers.ledgers import REPO
 from tests.helpers.server import BackgroundServer
 

@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from ledger.core.note import open_note, parse_vkey
+from ledger.http.witness import make_witness_app
 from ledger.log import Log
-from ledger.witness import Witness, make_witness_app
+from ledger.witness import Witness
 from tests.helpers.ledgers import REPO, add_node, run_cli
 from tests.helpers.server import BackgroundServer
 

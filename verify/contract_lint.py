@@ -526,6 +526,22 @@ def _unfinished(c: Contract, files: Files) -> list[str]:
     return []
 
 
+def _waivers(c: Contract, files: Files) -> list[str]:
+    """Every ``kernel.waivers`` entry covers an instruction of the kernel's entry in the PTX
+    (``verify.waivers.resolve``): a waiver that matches nothing is refused (issue 32)."""
+    k = c.kernel
+    if k is None or not k.waivers:
+        return []
+    if files is None:
+        raise _Skip("no bundle")
+    ptx = files.get(k.ptx)
+    if ptx is None:
+        return [f"the kernel's PTX {k.ptx!r} is not in the bundle, so no waiver can match"]
+    from verify.waivers import resolve
+
+    return resolve(k.waivers, ptx, k.entry)[1]
+
+
 def _certificate(c: Contract, files: Files) -> list[str]:
     out = []
     backed = {p for t in c.falsification if t.executable for p in t.properties}
@@ -610,6 +626,7 @@ GATES: tuple[tuple[str, str, Callable[[Contract, Files], list[str]]], ...] = (
     ("kernel", "new: the executable-kernel extension and its bundle paths", _kernel),
     ("unfinished", "new: no `ledger new` stub left unfinished", _unfinished),
     ("reference", "new: a trusted reference, or a bundle reference run in a sandbox", _reference),
+    ("waivers", "new: every waiver names an instruction of the kernel's PTX", _waivers),
     ("certificate", "pv audit (obligation -> test -> proof chain)", _certificate),
     ("lean-status", "pv enforce / proof status (no sorry)", _lean_status),
     ("lean-exists", "pv verify (named proofs exist), against the bundle", _lean_exists),

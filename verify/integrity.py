@@ -12,7 +12,11 @@ Steps:
    an offline receipt agrees with itself: ``Evidence.receipt_problem``);
 3. ``integrity.manifest``: the files hash to the entry's manifest, the manifest to its digest;
 4. ``integrity.signer``: the signer's registration is a log-signed entry included in the same
-   tree before this entry, and the key has not been revoked;
+   tree before this entry, and the key has not been revoked: the checkpoint's committed revoked-key
+   list (``ledger.core.revoked.key_status``) says so, or (online, an older checkpoint) the replayed
+   log holds no revocation; offline, a receipt without that list leaves the status unproven
+   (``skipped``), and a newer checkpoint of the same log at hand (``Later``) that revokes the key
+   fails the check;
 5. ``integrity.signature``: the entry's node signature verifies under the registered key.
 """
 
@@ -25,13 +29,14 @@ import nacl.exceptions
 import nacl.signing
 
 from ledger.core.bundle import blake3_digest, make_manifest, parse_manifest
-from ledger.core.encoding import b64_decode, hex_encode
+from ledger.core.encoding import b64_decode, hex_decode, hex_encode
 from ledger.core.entries import Entry, decode_entry, pop_message, verify_signature
 from ledger.core.errors import LedgerError
 from ledger.core.merkle import leaf_hash, verify_inclusion
 from ledger.core.note import Checkpoint, NoteVerifier, open_note, parse_checkpoint
 from ledger.core.receipt import Included
-from verify.report import Check, failed, passed
+from ledger.core.revoked import Revoked, key_status
+from verify.report import Check, failed, passed, skipped
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,21 @@ class Evidence:
     # set when an offline receipt disagrees with itself or names another log
     # (``Receipt.problem``): integrity.inclusion fails with this text
     receipt_problem: str | None = None
+    # the revoked-key list of the checkpoint's tree (``ledger.core.revoked``); None: not given
+    revoked: tuple[Revoked, ...] | None = None
+    # offline, the log's own ledger at hand: its newer checkpoint, list and signer's revocation
+    later: Later | None = None
+
+
+@dataclass(frozen=True)
+class Later:
+    """A newer checkpoint of the same log at hand (offline verify with the log's own ledger at
+    LEDGER_HOME): its note, its revoked-key list, and the signer's revocation entry in its tree
+    (with the inclusion proof), if the ledger holds one."""
+
+    checkpoint: bytes
+    revoked: tuple[Revoked, ...] | None
+    revocation: Included | None = None
 
 
 def check_checkpoint(note: bytes, vkey: NoteVerifier) -> tuple[Check, Checkpoint | None]:
@@ -176,29 +196,66 @@ def _check_signer(
     except (LedgerError, ValueError, nacl.exceptions.BadSignatureError) as e:
         return failed("integrity.signer", str(e)), None
     detail = f"node key {sid} ({reg.name}) registered at entry {ev.signer.index}"
-    if ev.revocation is not None:
-        try:
-            rev = decode_entry(ev.revocation.entry)
-            verify_signature(rev.fields, vkey.public)
-            if cp is None:
-                raise ValueError("no trusted checkpoint to prove the revocation against")
-            _included(ev.revocation, cp)
-            if rev.type == "key-revocation" and rev.key_id == sid:
-                return failed(
-                    "integrity.signer",
-                    f"{detail}, revoked at entry {ev.revocation.index}: {rev.reason}",
-                ), pub
-            raise ValueError(f"entry {ev.revocation.index} is not a revocation of {sid}")
-        except (LedgerError, ValueError) as e:
-            return failed("integrity.signer", f"revocation evidence is invalid: {e}"), pub
+    return _check_status(ev, sid, detail, vkey, cp), pub
+
+
+def _check_status(
+    ev: Evidence, sid: str, detail: str, vkey: NoteVerifier, cp: Checkpoint
+) -> Check:
+    """integrity.signer once the registration holds: the key's status at the checkpoint (the
+    committed revoked-key list, ``ledger.core.revoked.key_status``), any revocation evidence, and
+    a newer checkpoint of the same log at hand (``Evidence.later``)."""
+    try:
+        if ev.revocation is not None:
+            at = _revoked_by(ev.revocation, sid, vkey, cp)
+            return failed("integrity.signer", f"{detail}, revoked at entry {at}")
+        status = key_status(hex_decode(sid, 8), cp, ev.revoked)
+        if status.revoked_at is not None:
+            return failed("integrity.signer", f"{detail}, {status.describe()}")
+        later = _later_revocation(ev.later, sid, vkey, cp) if ev.later is not None else None
+    except (LedgerError, ValueError) as e:
+        return failed("integrity.signer", f"{detail}; revocation evidence is invalid: {e}")
+    if later is not None:
+        return failed("integrity.signer", f"{detail}; {later}")
     if ev.history_problem is not None:
-        return failed("integrity.signer", f"{detail}; {ev.history_problem}"), pub
+        return failed("integrity.signer", f"{detail}; {ev.history_problem}")
+    if status.proven:
+        return passed("integrity.signer", f"{detail}; {status.describe()}")
     if ev.revocations_known:
-        detail += "; not revoked"
-    else:
-        size = f" of size {cp.size}" if cp is not None else ""
-        detail += (
-            f"; no revocation in the receipt, but offline a receipt cannot prove that the key was "
-            f"not revoked, in its own tree{size} or later: verify against the log to rule it out"
-        )
-    return passed("integrity.signer", detail), pub
+        return passed("integrity.signer", f"{detail}; not revoked")
+    return skipped(
+        "integrity.signer",
+        f"{detail}; revocation status not proven: the receipt's checkpoint (size {cp.size}) "
+        "commits to no revoked-key list (an older receipt), so a revocation in its own tree or "
+        "later is not ruled out: refresh it (`ledger receipt refresh`) or verify against the log",
+    )
+
+
+def _revoked_by(it: Included, sid: str, vkey: NoteVerifier, cp: Checkpoint) -> str:
+    """Check ``it`` as the log-signed revocation of ``sid`` included in ``cp``'s tree; return
+    what to say about it ("<index>: <reason>"). ValueError or LedgerError when it is not."""
+    rev = decode_entry(it.entry)
+    verify_signature(rev.fields, vkey.public)
+    _included(it, cp)
+    if rev.type != "key-revocation" or rev.key_id != sid:
+        raise ValueError(f"entry {it.index} is not a revocation of {sid}")
+    return f"{it.index}: {rev.reason}"
+
+
+def _later_revocation(
+    later: Later, sid: str, vkey: NoteVerifier, cp: Checkpoint
+) -> str | None:
+    """The revocation of ``sid`` a newer checkpoint of the same log proves (None: none)."""
+    check, newer = check_checkpoint(later.checkpoint, vkey)
+    if newer is None:
+        raise ValueError(f"the local ledger's {check.detail}")
+    if newer.size <= cp.size:
+        return None
+    status = key_status(hex_decode(sid, 8), newer, later.revoked)
+    if later.revocation is not None:
+        at = _revoked_by(later.revocation, sid, vkey, newer)
+        return f"revoked at entry {at} in the local ledger's newer tree of size {newer.size}"
+    if status.revoked_at is not None:
+        return (f"revoked at entry {status.revoked_at} in the local ledger's newer tree of size "
+                f"{newer.size} (its checkpoint's revoked-key list)")
+    return None

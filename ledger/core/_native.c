@@ -1121,7 +1121,16 @@ static struct PyModuleDef module = {
     "Compiled inner loops of the ledger (see ledger/core/native.py).", -1, methods, NULL, NULL, NULL,
     NULL};
 
+/* the calling convention native.py expects; a build from an older _native.c (a stale .so left
+   in a checkout) has another or none, and native.py then runs the pure-Python twins */
+#define NATIVE_ABI 2
+
 PyMODINIT_FUNC PyInit__native(void) {
     init_tables();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "ABI", NATIVE_ABI) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

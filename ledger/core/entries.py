@@ -34,7 +34,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import nacl.bindings
 import nacl.exceptions
@@ -56,7 +56,6 @@ from ledger.core.native import (
     SHAPE_CHECKS,
     SHAPE_KERNEL,
     SHAPE_OBLIGATIONS,
-    BundleView,
     join_plain,
     sign_many,
 )
@@ -488,24 +487,46 @@ def decode_stored(index: int, data: bytes) -> Entry:
         ) from e
 
 
+class BundleView(NamedTuple):
+    """What ``ledger audit`` (and the mirror) judge of a ``bundle`` entry, read in one pass
+    (``bundle_view``). The compiled scanner's tuple has these members in this order
+    (``ledger/core/_native.c``)."""
+
+    origin: str
+    prev_size: int
+    prev_root: str  # hex
+    version: int  # ENTRY_V1 or ENTRY_V2
+    bundle_digest: bytes
+    manifest: bytes  # its UTF-8 bytes
+    signer: str  # hex key id
+    signature: bytes  # 64 bytes
+    signed: bytes  # the bytes the signature covers (``signed_part``)
+    file_digests: list[bytes]  # those the manifest names (``manifest_digests``)
+    shaped: bool  # kernel, obligations and checks keep the shape rules (``check_bundle_shape``)
+
+
 def bundle_view(data: bytes) -> BundleView | None:
-    """What ``ledger audit`` judges of a ``bundle`` entry, read in one pass: (origin,
-    prev_size, prev_root (hex), format version, bundle digest, manifest (UTF-8 bytes), signer
-    (hex key id), signature (64 bytes), signed bytes, the file digests the manifest names,
-    whether its kernel, obligations and checks keep the shape rules: ``check_bundle_shape``); None
-    when ``entry_object`` refuses the bytes or they are another type of entry (the caller then
-    takes ``entry_object``, which says why). The compiled scanner where built
+    """What ``ledger audit`` judges of a ``bundle`` entry, read in one pass (``BundleView``);
+    None when ``entry_object`` refuses the bytes or they are another type of entry (the caller
+    then takes ``entry_object``, which says why). The compiled scanner where built
     (``ledger.core.native.bundle_view``), else ``bundle_view_py``; tests/test_native.py holds the
-    two
-    to the same answers."""
-    if native.AVAILABLE:
-        return native.bundle_view(data)
-    return bundle_view_py(data)
+    two to the same answers."""
+    return bundle_view_fn()(data)
 
 
 def bundle_view_fn() -> Callable[[bytes], BundleView | None]:
-    """``bundle_view`` itself, without the dispatch (for loops over many entries)."""
-    return native.bundle_view_c() or bundle_view_py
+    """``bundle_view`` itself, without the dispatch (for loops over many entries): the compiled
+    scanner's tuple is named with ``tuple.__new__``, a C call (no Python frame of its own)."""
+    scan = native.bundle_view_c()
+    if scan is None:
+        return bundle_view_py
+    name = tuple.__new__
+
+    def view(data: bytes) -> BundleView | None:
+        found = scan(data)
+        return None if found is None else name(BundleView, found)
+
+    return view
 
 
 def bundle_view_py(data: bytes) -> BundleView | None:
@@ -522,9 +543,10 @@ def bundle_view_py(data: bytes) -> BundleView | None:
         shaped = True
     except BadInput:
         shaped = False
-    return (obj["origin"], obj["prev_size"], obj["prev_root"], ENTRY_V2 if "v" in obj else
-            ENTRY_V1, hex_decode(obj["bundle_digest"]), manifest, obj["signer"], signature,
-            signed_part(data, obj), manifest_digests(manifest), shaped)
+    return BundleView(obj["origin"], obj["prev_size"], obj["prev_root"],
+                      ENTRY_V2 if "v" in obj else ENTRY_V1, hex_decode(obj["bundle_digest"]),
+                      manifest, obj["signer"], signature, signed_part(data, obj),
+                      manifest_digests(manifest), shaped)
 
 
 def entry_object(data: bytes) -> tuple[dict[str, Any], bytes]:

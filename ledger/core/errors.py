@@ -11,7 +11,8 @@
     │   ├── ProofError               an inclusion or consistency proof does not verify
     │   ├── SignatureError           a signature, signed note or key id does not verify
     │   ├── TamperDetected           stored bytes no longer match their hashes or chain
-    │   └── RewriteDetected          a remote log contradicts a checkpoint already verified
+    │   ├── RewriteDetected          a remote log contradicts a checkpoint already verified
+    │   └── PolicyError              a verified entry does not meet the consumer's policy
     └── CannotCheck         exit 3   a required check could not run; database/mirror unreachable
 
 Every error carries a message a user can act on. Foreign exceptions are wrapped with
@@ -73,6 +74,17 @@ class TamperDetected(VerificationFailed):
 
 class RewriteDetected(VerificationFailed):
     pass
+
+
+class PolicyError(VerificationFailed):
+    """The entry verified, but the consumer's trust policy refuses it (SPEC 10 "Library"):
+    ``rule`` names the policy field that failed (``signers``, ``checks``, ``obligations``,
+    ``verdict``, ``oracles``, ``quorum``, ``oldest_checkpoint``, ``lock``), ``reason`` says why."""
+
+    def __init__(self, rule: str, reason: str) -> None:
+        super().__init__(f"policy {rule}: {reason}")
+        self.rule = rule
+        self.reason = reason
 
 
 class CannotCheck(LedgerError):

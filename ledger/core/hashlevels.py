@@ -17,14 +17,21 @@ most one right-edge subtree hashed together. Pure: no I/O (the store hands in th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 
-from ledger.core.merkle import HASH_SIZE, node_hash
+from ledger.core.merkle import (
+    HASH_SIZE,
+    Address,
+    combine,
+    consistency_path,
+    inclusion_path,
+    range_addresses,
+)
 
 HASH_CACHE_BYTES = 64 << 20  # memory a HashLevels may hold (the whole tree up to ~10^6 entries)
 
 ReadLevel = Callable[[int, int, int], Iterable[bytes]]  # (level, start, end) -> hashes in order
-Address = tuple[int, int]
+__all__ = ["Address", "HashLevels", "combine", "inclusion_paths", "lowest_level"]
 
 
 def lowest_level(size: int, budget: int = HASH_CACHE_BYTES) -> int:
@@ -114,50 +121,24 @@ class HashLevels:
         return sum(len(c) for chunks in self.levels for c in chunks)
 
     def inclusion_proof(self, index: int, size: int) -> list[bytes] | None:
-        """RFC 9162 PATH(index, D[size]) from memory (``inclusion_paths``, walked inline), or
-        None when a hash it needs is not held (a level below ``low``, a tree beyond ``size``)."""
+        """RFC 9162 PATH(index, D[size]) from memory (``merkle.inclusion_path``), or None when
+        a hash it needs is not held (a level below ``low``, a tree beyond ``size``)."""
         if self.low or size > self.size or not 0 <= index < size:
             return None
         levels = self.levels
-        out = []
-        level = 0
-        while (size - 1) >> level:
-            s = (index >> level) ^ 1
-            lo = s << level
-            if lo < size:
-                if lo + (1 << level) <= size:
-                    at = (s & _MASK) * HASH_SIZE
-                    out.append(levels[level][s >> CHUNK_BITS][at : at + HASH_SIZE])
-                else:
-                    out.append(self._edge(level, lo, size))
-            level += 1
-        return out
+
+        def held(level: int, n: int) -> bytes:
+            at = (n & _MASK) * HASH_SIZE
+            return levels[level][n >> CHUNK_BITS][at : at + HASH_SIZE]
+
+        return inclusion_path(index, size, held, self._edge)
 
     def consistency_proof(self, old: int, new: int) -> list[bytes] | None:
-        """RFC 9162 PROOF(old, D[new]) from memory (``ledger.core.merkle.consistency_proof``'s
-        SUBPROOF loop), or None when a hash it needs is not held."""
+        """RFC 9162 PROOF(old, D[new]) from memory (``merkle.consistency_path``), or None when
+        a hash it needs is not held."""
         if self.low or new > self.size or not 0 <= old <= new:
             return None
-        if old == 0 or old == new:
-            return []
-        path = []
-        lo, hi, m = 0, new, old
-        complete = True
-        while True:
-            n = hi - lo
-            if m == n:
-                if not complete:
-                    path.append(self._range(lo, hi))
-                break
-            k = 1 << ((n - 1).bit_length() - 1)
-            if m <= k:
-                path.append(self._range(lo + k, hi))
-                hi = lo + k
-            else:
-                path.append(self._range(lo, lo + k))
-                lo, m, complete = lo + k, m - k, False
-        path.reverse()
-        return path
+        return consistency_path(old, new, self._range)
 
     def _range(self, lo: int, hi: int) -> bytes:
         """MTH of leaves ``[lo, hi)``: a complete subtree, or a right edge (``hi`` the size)."""
@@ -169,17 +150,16 @@ class HashLevels:
             return self.levels[level][i >> CHUNK_BITS][at : at + HASH_SIZE]
         return self._edge(level + 1, lo, hi)
 
-    def _edge(self, level: int, lo: int, size: int) -> bytes:
+    def _edge(self, _level: int, lo: int, size: int) -> bytes:
         """The hash of the right-edge subtree over leaves ``[lo, size)``, kept per range."""
         key = (lo, size)
         h = self._edges.get(key)
         if h is None:
+            levels = self.levels
             parts = []
-            for lv in range(level - 1, -1, -1):
-                if (size - lo) >> lv & 1:
-                    at = ((lo >> lv) & _MASK) * HASH_SIZE
-                    parts.append(self.levels[lv][lo >> lv >> CHUNK_BITS][at : at + HASH_SIZE])
-                    lo += 1 << lv
+            for lv, n in range_addresses(lo, size):
+                at = (n & _MASK) * HASH_SIZE
+                parts.append(levels[lv][n >> CHUNK_BITS][at : at + HASH_SIZE])
             h = combine(parts)
             if len(self._edges) >= 256:
                 self._edges.clear()
@@ -188,39 +168,11 @@ class HashLevels:
 
 
 def inclusion_paths(index: int, size: int) -> list[list[Address]]:
-    """The stored hashes of RFC 9162's PATH(index, D[size]), leaf sibling first: one address
-    for each complete sibling subtree, and for the (at most one) incomplete sibling on the right
-    edge the addresses of its complete parts, largest first, which ``combine`` hashes together.
-
-    Bottom up: at level ``k`` the leaf's subtree is ``p = index >> k``; its sibling ``p ^ 1``
-    covers leaves ``[s << k, (s + 1) << k)`` of which those below ``size`` count; an empty
-    sibling adds nothing (RFC 6962's split promotes the node)."""
+    """The stored hashes of RFC 9162's PATH(index, D[size]) (``merkle.inclusion_path``), leaf
+    sibling first: one address for each complete sibling subtree, and for the (at most one)
+    incomplete sibling on the right edge the addresses of its complete parts, largest first
+    (``range_addresses``), which ``combine`` hashes together."""
     if not 0 <= index < size:
         raise ValueError(f"leaf index {index} is not in a tree of size {size}")
-    out: list[list[Address]] = []
-    level = 0
-    while (size - 1) >> level:  # the root's level not reached
-        s = (index >> level) ^ 1
-        lo = s << level
-        if lo < size:
-            hi = lo + (1 << level)
-            if hi <= size:
-                out.append([(level, s)])
-            else:  # the right edge: complete parts of [lo, size), one per set bit
-                parts: list[Address] = []
-                rest = size - lo
-                for lv in range(level - 1, -1, -1):
-                    if rest >> lv & 1:
-                        parts.append((lv, lo >> lv))
-                        lo += 1 << lv
-                out.append(parts)
-        level += 1
-    return out
-
-
-def combine(parts: Sequence[bytes]) -> bytes:
-    """The hash of a right-edge subtree from its complete parts, largest first."""
-    h = parts[-1]
-    for left in reversed(parts[:-1]):
-        h = node_hash(left, h)
-    return h
+    return inclusion_path(index, size, lambda level, n: [(level, n)],
+                          lambda _level, lo, hi: range_addresses(lo, hi))

@@ -10,8 +10,12 @@ Addressing of stored hashes: ``(level, n)`` is the hash of the *complete* subtre
 Every "leaf" argument below is a 32-byte *leaf hash* (``leaf_hash(entry)``), never entry bytes,
 as in the SPEC's proof JSON (``leaf_hash``) and transparency-dev/merkle.
 
-Proof generation (``inclusion_proof``, ``consistency_proof``) follows RFC 9162 2.1.3.1 / 2.1.4.1
-(PATH / SUBPROOF); verification follows the numbered algorithms of RFC 9162 2.1.3.2 / 2.1.4.2.
+Proof generation follows RFC 9162 2.1.3.1 / 2.1.4.1 (PATH / SUBPROOF) in one place:
+``inclusion_path`` / ``consistency_path`` walk the tree over any reader of hashes
+(``inclusion_proof`` / ``consistency_proof`` over a ``GetStored``,
+``ledger.core.hashlevels.HashLevels`` from memory, the store's batched read through the
+addresses ``range_addresses`` gives and ``combine``). Verification follows the numbered
+algorithms of RFC 9162 2.1.3.2 / 2.1.4.2.
 Each subtree hash a proof needs costs O(log n) reads, so a proof costs O(log² n) reads at worst
 and O(log n) for the common aligned cases.
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from ledger.core.encoding import hex_encode
 from ledger.core.errors import BadInput, ProofError
@@ -28,6 +33,8 @@ HASH_SIZE = 32
 EMPTY_ROOT: bytes = hashlib.sha256(b"").digest()
 
 GetStored = Callable[[int, int], bytes]
+Address = tuple[int, int]  # a stored hash: (level, n)
+T = TypeVar("T")
 
 _LEAF_PREFIX = b"\x00"
 _NODE_PREFIX = b"\x01"
@@ -88,48 +95,93 @@ def tree_root(size: int, get: GetStored) -> bytes:
     return subtree_hash(0, size, get)
 
 
-def inclusion_proof(index: int, size: int, get: GetStored) -> list[bytes]:
-    """RFC 9162 2.1.3.1 PATH(index, D[size]), the leaf's sibling first."""
+def inclusion_path(
+    index: int, size: int, complete: Callable[[int, int], T], edge: Callable[[int, int, int], T]
+) -> list[T]:
+    """RFC 9162 2.1.3.1 PATH(index, D[size]), the leaf's sibling first, over any reader of
+    hashes: the one inclusion proof walk. ``complete(level, n)`` reads the stored hash of a
+    complete sibling subtree; ``edge(level, lo, size)`` the hash of the (at most one) sibling
+    cut by the tree's right edge, leaves ``[lo, size)`` below ``level``.
+
+    Bottom up: at level ``k`` the leaf's subtree is ``index >> k``; its sibling ``s`` covers
+    leaves ``[s << k, (s + 1) << k)`` of which those below ``size`` count; an empty sibling adds
+    nothing (RFC 6962's split promotes the node)."""
     if not 0 <= index < size:
         raise BadInput(f"leaf index {index} is not in a tree of size {size}")
-    path: list[bytes] = []
-    lo, hi = 0, size
-    while hi - lo > 1:
-        k = _split(hi - lo)
-        if index < lo + k:
-            path.append(subtree_hash(lo + k, hi, get))
-            hi = lo + k
-        else:
-            path.append(subtree_hash(lo, lo + k, get))
-            lo = lo + k
-    path.reverse()
-    return path
+    out: list[T] = []
+    level = 0
+    while (size - 1) >> level:  # the root's level not reached
+        s = (index >> level) ^ 1
+        lo = s << level
+        if lo < size:
+            out.append(complete(level, s) if lo + (1 << level) <= size else edge(level, lo, size))
+        level += 1
+    return out
 
 
-def consistency_proof(old: int, new: int, get: GetStored) -> list[bytes]:
-    """RFC 9162 2.1.4.1 PROOF(old, D[new]); empty when ``old`` is 0 or equals ``new``."""
+def consistency_path(old: int, new: int, subtree: Callable[[int, int], T]) -> list[T]:
+    """RFC 9162 2.1.4.1 PROOF(old, D[new]) over any reader of hashes: the one consistency proof
+    walk (SUBPROOF's loop). ``subtree(lo, hi)`` reads MTH(leaves[lo:hi]), a complete subtree or
+    one cut by the right edge (``lo`` a multiple of its largest part). Empty when ``old`` is 0
+    or equals ``new``."""
     if not 0 <= old <= new:
         raise BadInput(f"no consistency proof from size {old} to size {new}")
     if old == 0 or old == new:
         return []
-    path: list[bytes] = []
+    out: list[T] = []
     lo, hi, m = 0, new, old
     complete = True  # SUBPROOF's flag b: is the old tree the whole current subtree so far
     while True:
         n = hi - lo
         if m == n:
             if not complete:
-                path.append(subtree_hash(lo, hi, get))
+                out.append(subtree(lo, hi))
             break
         k = _split(n)
         if m <= k:
-            path.append(subtree_hash(lo + k, hi, get))
+            out.append(subtree(lo + k, hi))
             hi = lo + k
         else:
-            path.append(subtree_hash(lo, lo + k, get))
+            out.append(subtree(lo, lo + k))
             lo, m, complete = lo + k, m - k, False
-    path.reverse()
-    return path
+    out.reverse()
+    return out
+
+
+def range_addresses(lo: int, hi: int) -> list[Address]:
+    """The stored hashes whose ``combine`` is MTH(leaves[lo:hi]) for a range a proof asks for
+    (``lo`` a multiple of its largest part): one complete subtree per set bit of ``hi - lo``,
+    largest first."""
+    out: list[Address] = []
+    n = hi - lo
+    for level in range(n.bit_length() - 1, -1, -1):
+        if n >> level & 1:
+            out.append((level, lo >> level))
+            lo += 1 << level
+    return out
+
+
+def combine(parts: Sequence[bytes]) -> bytes:
+    """The root over complete subtrees side by side, largest (leftmost) first: the hash of a
+    right-edge subtree from ``range_addresses``' hashes, or a tree's root from its right edge
+    (``EMPTY_ROOT`` for none)."""
+    if not parts:
+        return EMPTY_ROOT
+    h = parts[-1]
+    for left in reversed(parts[:-1]):
+        h = node_hash(left, h)
+    return h
+
+
+def inclusion_proof(index: int, size: int, get: GetStored) -> list[bytes]:
+    """RFC 9162 2.1.3.1 PATH(index, D[size]), the leaf's sibling first, from stored hashes."""
+    return inclusion_path(index, size, get, lambda _level, lo, hi: subtree_hash(lo, hi, get))
+
+
+def consistency_proof(old: int, new: int, get: GetStored) -> list[bytes]:
+    """RFC 9162 2.1.4.1 PROOF(old, D[new]) from stored hashes; empty when ``old`` is 0 or equals
+    ``new``."""
+    return consistency_path(old, new, lambda lo, hi: subtree_hash(lo, hi, get))
 
 
 def _check_hash(value: bytes, what: str) -> None:
@@ -323,7 +375,7 @@ class Frontier:
     def append_joined(self, levels: Sequence[bytes]) -> list[tuple[int, int, bytes]]:
         """``append_subtree`` of a subtree whose levels come each joined into one string
         (``levels[l]``: the ``2**(k-l)`` hashes of level ``l`` end to end, ``levels[k]`` the
-        root): the caller stores those as they are (``ledger.store.sqlite.Writer``: one statement
+        root): the caller stores those as they are (``ledger.store.writer.Writer``: one statement
         per
         level, not a row per hash); return only the stored hashes the root completes above the
         subtree."""
@@ -385,9 +437,4 @@ def edge_within(
 
 def edge_root(edge: Sequence[tuple[int, bytes]]) -> bytes:
     """The root of the tree whose right edge (``Frontier.edge``) is ``edge``."""
-    if not edge:
-        return EMPTY_ROOT
-    h = edge[-1][1]
-    for _, left in reversed(edge[:-1]):
-        h = node_hash(left, h)
-    return h
+    return combine([h for _, h in edge])

@@ -41,6 +41,7 @@ import nacl.exceptions
 # the shared libsodium sign_many/verify_many call, by soname (1.0.19 on: .26; Debian 12's
 # libsodium23: .23), found by the dynamic loader; scripts/setup.sh installs it
 SODIUM_NAMES = ("libsodium.so.26", "libsodium.so.23", "libsodium.so", "libsodium.dylib")
+ABI = 2  # _native.c's NATIVE_ABI: the calling convention this module expects of it
 NOT_PLAIN: Any = object()  # parse_plain's "outside the subset: run the full parse"
 VerifyJob = tuple[bytes, bytes, bytes]  # (32-byte public key, message, 64-byte signature)
 
@@ -51,6 +52,8 @@ def _load() -> Any:
     try:
         from ledger.core import _native  # type: ignore[attr-defined]
     except ImportError:
+        return None
+    if getattr(_native, "ABI", None) != ABI:  # built from another _native.c: never call it
         return None
     return _native
 
@@ -84,20 +87,21 @@ def parse_plain(data: bytes, max_depth: int) -> Any:
     return NOT_PLAIN if value is NotImplemented else value
 
 
-BundleView = tuple[str, int, str, int, bytes, bytes, str, bytes, bytes, list[bytes], bool]
+# ``ledger.core.entries.BundleView`` names these members
+BundleTuple = tuple[str, int, str, int, bytes, bytes, str, bytes, bytes, list[bytes], bool]
 
 
-def bundle_view(data: bytes) -> BundleView | None:
+def bundle_view(data: bytes) -> BundleTuple | None:
     """The members of a ``bundle`` entry that ``ledger audit`` judges, from the C scanner (its
     comment in ``ledger/core/_native.c`` says which and how they are judged), or None: not such an
     entry by those rules, or no C module (``ledger.core.entries.bundle_view`` has the twin)."""
     if _C is None:
         return None
-    view: BundleView | None = _C.bundle_view(data)
+    view: BundleTuple | None = _C.bundle_view(data)
     return view
 
 
-def bundle_view_c() -> Callable[[bytes], BundleView | None] | None:
+def bundle_view_c() -> Callable[[bytes], BundleTuple | None] | None:
     """The compiled ``bundle_view`` itself (no Python frame per call), or None."""
     return None if _C is None else _C.bundle_view
 

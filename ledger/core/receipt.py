@@ -8,13 +8,18 @@ manifest leaves out):
      "entry": base64, "inclusion": [base64, ...], "checkpoint": "<signed note text>",
      "tlog_proof": "<C2SP tlog-proof text>",
      "signer": {"index": R, "entry": base64, "inclusion": [base64, ...]},
-     "revocation": {"index": V, "entry": base64, "inclusion": [base64, ...]}}
+     "revocation": {"index": V, "entry": base64, "inclusion": [base64, ...]},
+     "revoked_keys": [{"key_id": hex, "index": V}, ...]}
 
 ``inclusion`` proves the entry in the tree of the checkpoint; ``signer`` carries the node key's
 ``key-registration`` entry and its inclusion proof in the same tree, so the signer's registration is
 checked offline too. ``revocation`` (optional) carries the signer's ``key-revocation`` entry when
 the key was revoked inside the receipt's tree, so an offline check fails as an online one would;
-its absence proves nothing (a receipt cannot show that no revocation exists).
+``revoked_keys`` (issue 33) is the full revoked-key list of the checkpoint's tree, which hashes to
+the checkpoint's ``kernel-ledger/revoked`` line (``ledger.core.revoked``): it proves the signer's
+status at that checkpoint, absent (not revoked) or present with its revocation's index. A receipt
+without it (written before it existed, or whose checkpoint has no such line) proves only the
+registration, and its verification says the signer's status was not proven.
 ``tlog_proof`` repeats the entry's proof in the C2SP tlog-proof@v1 text form
 (``c2sp.org/tlog-proof@v1``, ``index``, proof hashes, blank line, checkpoint) for other clients.
 Receipts are untrusted input: parsed with limits, every hash and signature re-checked, and
@@ -30,6 +35,8 @@ from typing import Any
 
 from ledger.core.encoding import b64_decode, b64_encode
 from ledger.core.errors import BadInput
+from ledger.core.revoked import Revoked, from_json
+from ledger.core.revoked import to_json as revoked_json
 
 FORMAT = "kernel-ledger-receipt/v1"
 FILE_NAME = "ledger-receipt.json"
@@ -53,6 +60,8 @@ class Receipt:
     revocation: Included | None = None
     # the ``tlog_proof`` text as read (None: written by this program, or absent in the file)
     tlog_text: str | None = None
+    # the checkpoint's revoked-key list (None: an older receipt, status not proven)
+    revoked: tuple[Revoked, ...] | None = None
 
     def problem(self, origin: str) -> str | None:
         """What makes the receipt disagree with itself, or with the log ``origin`` it is checked
@@ -90,6 +99,8 @@ class Receipt:
                 "entry": b64_encode(self.revocation.entry),
                 "inclusion": [b64_encode(h) for h in self.revocation.inclusion],
             }
+        if self.revoked is not None:
+            obj["revoked_keys"] = revoked_json(self.revoked)
         return obj
 
     def to_bytes(self) -> bytes:
@@ -113,12 +124,13 @@ class Receipt:
                 raise BadInput("receipt checkpoint and origin must be strings")
             checkpoint = obj["checkpoint"].encode("utf-8")
             origin = obj["origin"]
+            revoked = from_json(obj["revoked_keys"]) if "revoked_keys" in obj else None
             tlog_text = obj.get("tlog_proof")
             if tlog_text is not None and not isinstance(tlog_text, str):
                 raise BadInput("receipt tlog_proof must be a string")
         except (KeyError, TypeError, ValueError, UnicodeEncodeError) as e:
             raise BadInput(f"receipt is malformed ({type(e).__name__}: {str(e)[:80]})") from e
-        return cls(origin, item, checkpoint, signer, revocation, tlog_text)
+        return cls(origin, item, checkpoint, signer, revocation, tlog_text, revoked)
 
 
 def _included(obj: Any) -> Included:

@@ -10,8 +10,8 @@ uvicorn. Everything served is read from the store and bounded:
   a tile beyond that tree is 404;
 * ``GET /api/v1/...``: entries, hash lookup, inclusion and consistency proofs (SPEC 6 JSON), bundle
   files and blobs by BLAKE3 digest (never by a file-system path), and the OpenAPI description;
-* the HTML pages of ``ledger.http.web.pages``; ``POST /api/v1/submit`` (``ledger.submit``) only with
-  ``accept_submissions``.
+* the HTML pages of ``ledger.http.web.pages``; ``POST /api/v1/submit`` (``ledger.http.submit``) only
+  with ``accept_submissions``.
 
 Hostile input gets a 4xx answer: ``BadInput`` -> 400, ``UnknownHash`` and anything outside the tree
 -> 404. A last-resort handler logs and answers 500 (the tests assert it never fires).
@@ -43,7 +43,8 @@ from ledger.core import merkle
 from ledger.core.bundle import parse_manifest
 from ledger.core.canonical import loads_canonical
 from ledger.core.encoding import b64_encode, hex_decode, hex_encode
-from ledger.core.errors import BadInput, LedgerError
+from ledger.core.entries import decode_entry
+from ledger.core.errors import BadInput, LedgerError, UnknownHash
 from ledger.http import guard
 from ledger.http.state import (  # re-exported: the per-request layer below the handlers
     MAX_PARAM_DIGITS,
@@ -57,10 +58,11 @@ from ledger.http.state import (  # re-exported: the per-request layer below the 
     tile_bytes,
     tree_index,
 )
+from ledger.http.submit import submit_endpoint
 from ledger.http.web import compress, download, feed, pages, receipts
 from ledger.http.web import search as web_search
-from ledger.store.sqlite import Store
-from ledger.submit import submit_endpoint
+from ledger.kernels import entries_of, is_name_ref, split_ref
+from ledger.store import Store, open_store
 
 log = logging.getLogger("ledger.http.server")
 
@@ -68,6 +70,7 @@ FULL_TILE_CACHE = "public, max-age=31536000, immutable"
 PARTIAL_TILE_CACHE = "public, max-age=5"
 CHECKPOINT_CACHE = "no-cache"
 MAX_BATCH_BLOBS = 64  # digests per GET /api/v1/blobs?d=...
+MAX_KERNEL_ENTRIES = 64  # entries GET /api/v1/lookup/NAME@VERSION lists at most
 MAX_BATCH_BYTES = 32 << 20  # a batch answer stops after this many bytes (X-Blob-Count says where)
 
 _OPENAPI = Path(__file__).parent / "templates" / "openapi.json"
@@ -141,12 +144,30 @@ async def api_entry(request: Request) -> Response:
 async def api_lookup(request: Request) -> Response:
     s = served(request)
     view = s.view()
+    if is_name_ref(request.path_params["hash"]):
+        return lookup_kernel(s, view.size, request.path_params["hash"])
     index = resolve(s, view, request.path_params["hash"])
     out = entry_json(s.store, index)
     digest = out["entry"].get("bundle_digest") if isinstance(out["entry"], dict) else None
     return json_response(
         {"index": index, "leaf_hash": out["leaf_hash"], "bundle_digest": digest}
     )
+
+
+def lookup_kernel(s: Served, size: int, ref: str) -> Response:
+    """``GET /api/v1/lookup/NAME@VERSION`` (like sumdb's ``/lookup/M@V``): every bundle entry
+    of the latest tree sealing it, oldest first (at most ``MAX_KERNEL_ENTRIES``)."""
+    name, version = split_ref(ref)
+    found = entries_of(s.store, name, version, size)
+    if not found:
+        raise UnknownHash(f"no entry of the latest tree seals {name}@{version}")
+    items = []
+    for index in found[:MAX_KERNEL_ENTRIES]:
+        data = s.store.entry(index)
+        entry = decode_entry(data)
+        items.append({"index": index, "leaf_hash": hex_encode(merkle.leaf_hash(data)),
+                      "bundle_digest": entry.bundle_digest, "signer": entry.signer})
+    return json_response({"name": name, "version": version, "entries": items})
 
 
 def inclusion_json(store: Store, index: int, size: int) -> dict[str, Any]:
@@ -536,6 +557,7 @@ def routes(accept_submissions: bool) -> list[BaseRoute]:
         Route("/key/{key_id}", pages.key_page, methods=["GET"]),
         Route("/keys", pages.keys_page, methods=["GET"]),
         Route("/api/v1/entries/{index:uint}/receipt", receipts.api_receipt, methods=["GET"]),
+        Route("/api/v1/revoked", receipts.api_revoked, methods=["GET"]),
         Route("/feed.atom", feed.atom_feed, methods=["GET"]),
     ]
     if accept_submissions:
@@ -732,7 +754,7 @@ def serve(
     public_url: str | None = None,
 ) -> None:
     """Run the mirror under uvicorn until interrupted."""
-    Store.open(home).close()
+    open_store(home, read_only=True).close()
     raise_file_limit()
     config = server_config(make_app(home, accept_submissions, public_url), host, port,
                            access_log)

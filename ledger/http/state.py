@@ -1,7 +1,6 @@
 """The bottom of the HTTP side: per-request state and the small helpers every handler uses
-(``ledger.http.server``'s read API, ``ledger.submit``'s endpoint, ``ledger.http.web.pages``). It
-imports
-none of them; they import it.
+(``ledger.http.server``'s read API, ``ledger.http.submit``'s endpoint,
+``ledger.http.web.pages``). It imports none of them; they import it.
 
 ``Served`` is the per-app state (the store opened in the event loop's thread, the tree view, a
 tile cache, the submission intake); ``served(request)`` finds it."""
@@ -13,23 +12,20 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ledger.core.cosigned import published_note
 from ledger.core.errors import BadInput, LedgerError, UnknownHash
 from ledger.core.note import Checkpoint, note_text, parse_checkpoint
 from ledger.core.tiles import TILE_WIDTH, entry_bundle, hash_tile, parse_tile_path
-from ledger.store.sqlite import Store
-
-if TYPE_CHECKING:
-    from ledger.submit import Intake
+from ledger.store import Store, open_store
 
 MAX_PARAM_DIGITS = 19  # decimal query parameters: below 2**63
 TILE_CACHE_BYTES = 64 << 20
-COSIGNED_META = "witness.cosigned_note"  # the checkpoint note with witness cosignature lines
 
 
 @dataclass(frozen=True)
@@ -59,13 +55,13 @@ class Served:
         self._published: bytes | None = None
         self._tiles: OrderedDict[str, bytes] = OrderedDict()
         self._tile_bytes = 0
-        # submission state, set once by ``ledger.submit`` (the log and its rate limiter together)
-        self.intake: Intake | None = None
+        # submission state, set once by ``ledger.http.submit`` (the log, its rate limiter, ...)
+        self.intake: object | None = None  # a ledger.http.submit.Intake, made there
 
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = Store.open(self.home)
+            self._store = open_store(self.home, read_only=True)
         return self._store
 
     def close(self) -> None:
@@ -185,18 +181,6 @@ def tree_index(view: View, index: int) -> int:
     if index >= view.size:
         raise HTTPException(404, f"no entry {index}: the tree has {view.size} entries")
     return index
-
-
-def published_note(store: Store, note: bytes) -> bytes:
-    """``note`` with the witness cosignatures collected for it, when the store holds some."""
-    cosigned = store.meta(COSIGNED_META)
-    if cosigned is not None:
-        data = cosigned.encode("utf-8")
-        if data.startswith(note.rstrip(b"\n") + b"\n") or note_text(data) == note_text(
-            note
-        ):
-            return data
-    return note
 
 
 def resolve(s: Served, view: View, text: str) -> int:

@@ -38,6 +38,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import httpcore
@@ -715,3 +716,28 @@ class LeanGet:
                               f"after {len(buf)} of {length} bytes")
         r.close()  # read in full: the connection serves the next request
         return bytes(buf)
+
+
+def directory_client(root: Path) -> httpx.Client:
+    """An HTTP client whose answers are the files of a ``ledger publish`` directory (the same
+    URL space, headers as a static web server configured per docs/scale-out.md sends them): no
+    request leaves the machine, so a static mirror on disk is read by the code that reads one over
+    HTTP (``ledger.library.logs.MirrorLog``)."""
+    from ledger.core.errors import BadInput
+
+    if not (root / "checkpoint").is_file():
+        raise BadInput(f"{root}: no static mirror here (no checkpoint file)")
+    base = root.resolve()
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        rel = request.url.path.lstrip("/")
+        path = (base / rel).resolve()
+        if base not in path.parents or not path.is_file():
+            return httpx.Response(404, headers={"Content-Type": "text/plain"}, content=b"")
+        headers = {"Content-Type": "text/plain; charset=utf-8" if rel == "checkpoint"
+                   else "application/octet-stream"}
+        if rel.startswith("tile/entries/"):
+            headers["Content-Encoding"] = "gzip"
+        return httpx.Response(200, headers=headers, content=path.read_bytes())
+
+    return httpx.Client(transport=httpx.MockTransport(answer), follow_redirects=False)

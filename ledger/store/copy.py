@@ -18,9 +18,12 @@ from pathlib import Path
 from ledger.core import merkle
 from ledger.core.encoding import hex_encode
 from ledger.core.errors import LedgerStateError, TamperDetected
+from ledger.store.base import Store
+from ledger.store.common import DB_NAME, URL_NAME, checkpoint_of
+from ledger.store.pgdriver import import_psycopg
 from ledger.store.postgres import (
-    PgBackend,
     PgConn,
+    PgStore,
     check_url,
     connect,
     create_tables,
@@ -28,7 +31,7 @@ from ledger.store.postgres import (
     rollback_quietly,
     write_url,
 )
-from ledger.store.sqlite import DB_NAME, URL_NAME, Store, checkpoint_of
+from ledger.store.sqlite import SqliteStore
 
 COPY_TABLES = (
     ("meta", "key, value"),
@@ -67,7 +70,7 @@ def copy_home(home: Path, url: str) -> Copied:
     check_url(url)
     if os.path.lexists(home / URL_NAME):
         raise LedgerStateError(f"{home}: this ledger is on PostgreSQL already ({URL_NAME})")
-    src = Store.open(home)
+    src = SqliteStore.open(home)
     try:
         with src._write_lock():
             src.conn.execute("BEGIN IMMEDIATE")
@@ -75,7 +78,7 @@ def copy_home(home: Path, url: str) -> Copied:
                 dst = connect(url)
                 try:
                     rows = _copy_rows(src, dst, url)
-                    size, sqlite_root, pg_root = _compare(src, Store(dst, home, PgBackend(dst)))
+                    size, sqlite_root, pg_root = _compare(src, PgStore(dst, home))
                 finally:
                     dst.close()
             finally:
@@ -96,7 +99,7 @@ def copy_home(home: Path, url: str) -> Copied:
 
 
 def _copy_rows(src: Store, dst: PgConn, url: str) -> dict[str, int]:
-    import psycopg
+    psycopg = import_psycopg()
 
     counts: dict[str, int] = {}
     create_tables(dst, url)  # its transaction stays open for the rows

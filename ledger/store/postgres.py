@@ -1,17 +1,22 @@
 """The ledger's store on a PostgreSQL server (``ledger init --origin O --db postgresql://...``).
 
-The same tables, rows and guarantees as the SQLite store (``ledger.store.sqlite``), so every
-command,
-``ledger audit`` included, works unchanged; only the dialect differs, and ``PgConn`` translates
-it: ``?`` placeholders become ``%s``, ``INSERT OR IGNORE`` becomes ``ON CONFLICT DO NOTHING``,
+The same tables, rows and guarantees as the SQLite driver (``ledger.store.sqlite``), so every
+command, ``ledger audit`` included, works unchanged: the reads are ``ledger.store.base``'s, and
+``PgConn`` translates their dialect: ``?`` placeholders become ``%s``, ``INSERT OR IGNORE``
+becomes ``ON CONFLICT DO NOTHING``,
 BLOB columns are BYTEA. The choice of backend is the ledger's own trusted configuration: the file
-``LEDGER_HOME/db.url`` (mode 0600), written by ``init`` or ``ledger db copy``. A ``Store`` whose
-home names a database gets a ``PgBackend``: its connection (``PgConn``) and the few steps spelt
-differently (the write transaction, streamed reads, the trigger list).
+``LEDGER_HOME/db.url`` (mode 0600), written by ``init`` or ``ledger db copy``; a home that names
+a database opens a ``PgStore`` (``ledger.store.open_store``), which adds its own write
+transaction, streamed reads and audit of the database's triggers and rules.
+
+Read-only: a store opened for a read command sets ``default_transaction_read_only`` for its
+session, so every statement runs in a read-only transaction: the server refuses any write and
+assigns no transaction id. Migrations run only in ``init`` and ``ledger db migrate``.
 
 Guarantees, each enforced by the database itself:
 
-* append-only: triggers refuse UPDATE, DELETE and TRUNCATE on every table that holds history, and
+* append-only: triggers refuse UPDATE, DELETE and TRUNCATE on every table that holds history and
+  on the schema's bookkeeping (``migrations``; the fixed ``meta`` rows, migration 3), and
   UPDATE/DELETE/TRUNCATE are revoked from PUBLIC and from the role that created the tables (a
   superuser bypasses privileges, not triggers; ``ledger audit`` catches a change that bypassed
   both and reports a disabled trigger as dropped);
@@ -32,24 +37,30 @@ from __future__ import annotations
 import os
 import re
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger.core.encoding import hex_encode
 from ledger.core.errors import BadInput, CannotCheck, LedgerStateError, TamperDetected
+from ledger.core.fsutil import private_dir
+from ledger.core.merkle import HASH_SIZE
+from ledger.store.base import BaseStore
+from ledger.store.common import (
+    APPEND_ONLY_TABLES,
+    FIXED_META,
+    URL_NAME,
+    Cursor,
+    SchemaState,
+    bring_up_to_date,
+    refuse_lost_rows,
+)
+from ledger.store.pgdriver import import_psycopg
+from ledger.store.writer import Writer
 
 if TYPE_CHECKING:
     import psycopg
-
-    from ledger.core.merkle import GetStored
-    from ledger.store.sqlite import Cursor, Writer
-
-# the tables that hold history: the same as ledger.store.sqlite.APPEND_ONLY_TABLES (this module
-# does not
-# import the store it serves; tests/test_postgres.py checks the two lists agree)
-APPEND_ONLY_TABLES = ("entries", "hashes", "blobs", "checkpoints", "keys", "revocations")
 
 LOCK_KEY = 0x6B6C6564676572  # the advisory lock every writer of a ledger database takes ("kledger")
 CONNECT_TIMEOUT_S = 10
@@ -107,6 +118,38 @@ SCHEMA = (
         for t in APPEND_ONLY_TABLES
     )
 )
+_FIXED = ", ".join(f"'{k}'" for k in FIXED_META)
+# 3: the schema's bookkeeping protected like the history (issue 33 item 4): the migrations applied
+# are never updated, deleted or truncated, the origin and verifier key rows of meta never changed
+BOOKKEEPING = f"""
+    CREATE FUNCTION ledger_meta_fixed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'DELETE' THEN
+                IF OLD.key IN ({_FIXED}) THEN
+                    RAISE EXCEPTION 'ledger meta % is fixed', OLD.key;
+                END IF;
+                RETURN OLD;
+            END IF;
+            IF OLD.key IN ({_FIXED}) OR NEW.key IN ({_FIXED}) THEN
+                RAISE EXCEPTION 'ledger meta % is fixed', NEW.key;
+            END IF;
+            RETURN NEW;
+        END $$;
+    CREATE TRIGGER migrations_no_update BEFORE UPDATE ON migrations
+        FOR EACH ROW EXECUTE FUNCTION ledger_append_only();
+    CREATE TRIGGER migrations_no_delete BEFORE DELETE ON migrations
+        FOR EACH ROW EXECUTE FUNCTION ledger_append_only();
+    CREATE TRIGGER migrations_no_truncate BEFORE TRUNCATE ON migrations
+        FOR EACH STATEMENT EXECUTE FUNCTION ledger_append_only();
+    REVOKE UPDATE, DELETE, TRUNCATE ON migrations FROM PUBLIC, CURRENT_USER;
+    CREATE TRIGGER meta_fixed_no_update BEFORE UPDATE ON meta
+        FOR EACH ROW EXECUTE FUNCTION ledger_meta_fixed();
+    CREATE TRIGGER meta_fixed_no_delete BEFORE DELETE ON meta
+        FOR EACH ROW EXECUTE FUNCTION ledger_meta_fixed();
+    CREATE TRIGGER meta_no_truncate BEFORE TRUNCATE ON meta
+        FOR EACH STATEMENT EXECUTE FUNCTION ledger_append_only();
+    REVOKE TRUNCATE ON meta FROM PUBLIC, CURRENT_USER;
+    """
 MIGRATIONS: tuple[str, ...] = (
     SCHEMA,
     # 2: parts, as ledger.store.sqlite's migration 2 (its module docstring, "Parts"): the hash
@@ -123,7 +166,9 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE blobs DROP CONSTRAINT blobs_pkey;
     ALTER TABLE blobs ADD PRIMARY KEY (part, digest);
     """,
+    BOOKKEEPING,
 )
+LATEST = len(MIGRATIONS)
 
 
 # tgtype bits (PostgreSQL's pg_trigger.h): ROW 1, BEFORE 2, INSERT 4, DELETE 8, UPDATE 16,
@@ -138,18 +183,30 @@ def expected_triggers() -> dict[str, tuple[str, int, str]]:
         "head_no_delete": ("head", _NO_DELETE, "ledger_append_only"),
         "head_no_truncate": ("head", _NO_TRUNCATE, "ledger_append_only"),
     }
-    for t in APPEND_ONLY_TABLES:
+    for t in (*APPEND_ONLY_TABLES, "migrations"):
         for kind, tgtype in (("no_update", _NO_UPDATE), ("no_delete", _NO_DELETE),
                              ("no_truncate", _NO_TRUNCATE)):
             out[f"{t}_{kind}"] = (t, tgtype, "ledger_append_only")
+    out["meta_fixed_no_update"] = ("meta", _NO_UPDATE, "ledger_meta_fixed")
+    out["meta_fixed_no_delete"] = ("meta", _NO_DELETE, "ledger_meta_fixed")
+    out["meta_no_truncate"] = ("meta", _NO_TRUNCATE, "ledger_append_only")
     return out
+
+
+# objects that only a migration creates: the newest one present shows how far the schema went
+# (``SchemaState.shown``), whatever its bookkeeping rows say
+MIGRATION_MARKS = {
+    2: ("entries_leaf_part", "entries_digest_part"),
+    3: ("migrations_no_update", "migrations_no_delete", "migrations_no_truncate",
+        "meta_fixed_no_update", "meta_fixed_no_delete", "meta_no_truncate"),
+}
 
 
 def function_bodies() -> dict[str, str]:
     """The trigger functions' sources as the schema writes them, whitespace folded."""
     return {m.group(1): " ".join(m.group(2).split()) for m in re.finditer(
         r"CREATE FUNCTION (\w+)\(\) RETURNS trigger LANGUAGE plpgsql AS \$\$(.*?)\$\$",
-        SCHEMA, re.DOTALL)}
+        SCHEMA + BOOKKEEPING, re.DOTALL)}
 
 
 def check_url(url: str) -> str:
@@ -294,8 +351,11 @@ def _close_quietly(raw: psycopg.Connection[Any]) -> None:
         pass  # at interpreter exit the socket may be gone already
 
 
-def connect(url: str) -> PgConn:
-    import psycopg
+def connect(url: str, *, read_only: bool = False) -> PgConn:
+    """A session on the ledger's database; ``read_only``: every transaction of the session is
+    read-only (``default_transaction_read_only``), so the server refuses any write and assigns
+    no transaction id."""
+    psycopg = import_psycopg()
 
     try:
         raw = psycopg.connect(
@@ -307,7 +367,10 @@ def connect(url: str) -> PgConn:
     except psycopg.Error as e:
         first = (str(e).strip().splitlines() or ["error"])[-1]
         raise CannotCheck(f"cannot reach the ledger database {shown_url(url)}: {first}") from e
-    return PgConn(raw, url)
+    conn = PgConn(raw, url)
+    if read_only:
+        conn.execute("SET default_transaction_read_only = on")
+    return conn
 
 
 LEDGER_TABLES = ("migrations", "meta", *APPEND_ONLY_TABLES, "head")
@@ -417,17 +480,36 @@ def create_tables(conn: PgConn, url: str) -> None:
         raise
 
 
-class PgBackend:
-    """What a ``Store`` on PostgreSQL does its own way."""
+def schema_state(conn: PgConn) -> SchemaState:
+    """What the ``migrations`` table records, against what the schema shows
+    (``MIGRATION_MARKS``: indexes in the ledger's schema, triggers on its tables)."""
+    recorded = frozenset(int(r[0]) for r in conn.execute("SELECT version FROM migrations"))
+    marks = sorted({m for ms in MIGRATION_MARKS.values() for m in ms})
+    names = {str(r[0]) for r in conn.execute(
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = current_schema() AND c.relname = ANY(?) "
+        "UNION SELECT t.tgname FROM pg_trigger t WHERE NOT t.tgisinternal AND t.tgname = ANY(?) "
+        "AND t.tgrelid IN (to_regclass('migrations'), to_regclass('meta'))", (marks, marks))}
+    shown = max([1] + [v for v, ms in MIGRATION_MARKS.items() if names & set(ms)])
+    return SchemaState(recorded, shown, LATEST)
 
-    def __init__(self, conn: PgConn) -> None:
-        self.conn = conn
+
+class PgStore(BaseStore):
+    """A ledger in a PostgreSQL database, named by ``LEDGER_HOME/db.url``."""
+
+    def __init__(self, conn: PgConn, home: Path, *, read_only: bool = False) -> None:
+        super().__init__(conn, home, read_only=read_only)
+        self.pg = conn
+
+    # -- opening -------------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, url_file: Path, origin: str, url: str) -> PgBackend:
-        """Create the ledger's tables in an empty database; name it in ``url_file``."""
+    def create(cls, home: Path, origin: str, url: str) -> PgStore:
+        """Create the ledger's tables in an empty database; name it in ``home``'s ``db.url``."""
+        private_dir(home)
+        url_file = home / URL_NAME
         if os.path.lexists(url_file):
-            raise LedgerStateError(f"{url_file.parent} holds a ledger already")
+            raise LedgerStateError(f"{home} holds a ledger already")
         conn = connect(url)
         try:
             create_tables(conn, url)  # leaves its transaction open: the origin goes with it
@@ -438,33 +520,63 @@ class PgBackend:
                 rollback_quietly(conn)
                 raise
             write_url(url_file, url)
-            return cls(conn)
+            return cls(conn, home)
         except BaseException:
             conn.close()
             raise
 
     @classmethod
-    def open(cls, url_file: Path) -> PgBackend:
-        url = read_url(url_file)
-        conn = connect(url)
+    def open(cls, home: Path, *, read_only: bool = False) -> PgStore:
+        """The ledger in the database ``home`` names, as it is: refused where its schema is older
+        than the code (``ledger db migrate``) or its bookkeeping was altered (tampering)."""
+        url, conn = cls._connect_home(home, read_only=read_only)
         try:
-            _refuse_foreign(conn, url, "check LEDGER_HOME's db.url (nothing was changed)")
-            if not has_ledger(conn):
-                raise LedgerStateError(
-                    f"{url_file.parent}: the database {shown_url(url)} holds no ledger (run "
-                    "`ledger init --origin ORIGIN --db URL`, or `ledger db copy --to URL`)"
-                )
-            _check_complete(conn, url)
-            migrate(conn)
-            return cls(conn)
+            schema_state(conn).require(shown_url(url))
+            return cls(conn, home, read_only=read_only)
         except BaseException:
             conn.close()
             raise
 
+    @classmethod
+    def migrate_home(cls, home: Path) -> tuple[int, int]:
+        """``ledger db migrate``: apply the migrations the database lacks; (version before,
+        after). Refused, nothing written, where the bookkeeping was altered."""
+        url, conn = cls._connect_home(home, read_only=False)
+        try:
+            return bring_up_to_date(
+                lambda: schema_state(conn), lambda: migrate(conn), shown_url(url)
+            )
+        finally:
+            conn.close()
+
+    @staticmethod
+    def _connect_home(home: Path, *, read_only: bool) -> tuple[str, PgConn]:
+        """A session on the database ``home/db.url`` names, once it is known to hold a ledger
+        with all of its tables."""
+        url_file = home / URL_NAME
+        url = read_url(url_file)
+        conn = connect(url, read_only=read_only)
+        try:
+            _refuse_foreign(conn, url, "check LEDGER_HOME's db.url (nothing was changed)")
+            if not has_ledger(conn):
+                raise LedgerStateError(
+                    f"{home}: the database {shown_url(url)} holds no ledger (run "
+                    "`ledger init --origin ORIGIN --db URL`, or `ledger db copy --to URL`)"
+                )
+            _check_complete(conn, url)
+            return url, conn
+        except BaseException:
+            conn.close()
+            raise
+
+    def close(self) -> None:
+        self.pg.close()
+
     # -- reading -------------------------------------------------------------------------------
 
     def scan(self, sql: str, parameters: Sequence[Any] = ()) -> Iterator[Any]:
-        return self.conn.scan(sql, parameters)
+        """The rows of a query that may return the whole log, through a server cursor."""
+        return self.pg.scan(sql, parameters)
 
     def _triggers(self) -> list[tuple[str, str, int, bool, str, str, str]]:
         """Every user trigger on the ledger's tables: (name, table, tgtype, whether it fires in
@@ -496,8 +608,9 @@ class PgBackend:
         trigger (UPDATE, DELETE, TRUNCATE, the head's) in place as made; the trigger functions
         refuse as written; no other trigger or rule rewrites the statements on the ledger's
         tables (one can make a write vanish); the triggers fire in the ledger's own sessions;
-        the tree head names the audited size."""
-        out: list[str] = []
+        the tree head names the audited size; the schema bookkeeping is whole."""
+        bad = schema_state(self.pg).problem()
+        out = [f"the schema bookkeeping table migrations {bad}"] if bad else []
         found = self._triggers()
         want = expected_triggers()
         sound = self.trigger_names()
@@ -515,6 +628,12 @@ class PgBackend:
                            "longer refuse changes")
         out += [f"trigger {name} on table {table} is not the ledger's: it can change or drop "
                 "the ledger's writes" for name, table, *_ in found if name not in want]
+        return out + self._session_problems(size)
+
+    def _session_problems(self, size: int) -> list[str]:
+        """No rule rewrites the ledger's statements, its triggers fire in its sessions, and the
+        tree head names the audited size."""
+        out: list[str] = []
         rules = ",".join(f"'{t}'" for t in LEDGER_TABLES)
         for rule, table in self.conn.execute(
             "SELECT rulename, tablename FROM pg_rules WHERE schemaname = current_schema() "
@@ -545,14 +664,18 @@ class PgBackend:
     # -- writing -------------------------------------------------------------------------------
 
     @contextmanager
-    def writer(self, make: Callable[[int, GetStored], Writer]) -> Iterator[Writer]:
+    def writer(self, *, checkpoint_later: bool = False) -> Iterator[Writer]:
         """One write transaction, in psycopg's pipeline mode: statements whose results are not
         needed (the inserts) travel together, so a seal costs a handful of round trips. Order:
         BEGIN, the advisory lock, the head and the size (checked equal), the tree's right edge
-        (one query), the caller's reads and writes, the head's conditional update, COMMIT."""
+        (one query), the caller's reads and writes, the head's conditional update, COMMIT.
+        ``checkpoint_later`` is SQLite's (a WAL checkpoint on a thread); here every commit is
+        the server's."""
         import psycopg
 
-        conn = self.conn
+        if self.read_only:
+            raise LedgerStateError(f"{self.home}: the ledger was opened read-only")
+        conn = self.pg
         done = False
         try:
             with conn.raw.pipeline() as pipe:
@@ -568,7 +691,8 @@ class PgBackend:
                         f"{size} (run `ledger audit`)"
                     )
                 edge = self._edge(int(size))
-                w = make(int(size), lambda level, n: edge.get((level, n)) or self._hash(level, n))
+                w = Writer(self, int(size),
+                           lambda level, n: edge.get((level, n)) or self.stored_hash(level, n))
                 yield w
                 w.flush()
                 if w.size != head:
@@ -581,7 +705,8 @@ class PgBackend:
                     )
                     pipe.sync()
                     if getattr(cur, "rowcount", -1) != 1:
-                        self._refuse_lost_rows(head, w.size)
+                        refuse_lost_rows(conn, head, w.size, "the database's",
+                                         "a rule or trigger")
                         raise LedgerStateError(
                             f"the log's head moved from {head} while this writer held it: "
                             "nothing was written"
@@ -595,26 +720,14 @@ class PgBackend:
                 rollback_quietly(conn)
             conn.txn = False
 
-    def _refuse_lost_rows(self, head: int, size: int) -> None:
-        """After the head's update matched no row: TamperDetected where this transaction's own
-        entry rows are not in the table as written (a rule or trigger dropped or moved them)."""
-        count, top = self.conn.execute(
-            "SELECT count(*), coalesce(max(idx) + 1, 0) FROM entries WHERE idx>=?", (head,)
-        ).fetchone()
-        if (int(count), int(top)) != (size - head, size):
-            raise TamperDetected(
-                f"the entries written ({head}..{size - 1}) are not in the database's entries "
-                "table as written: a rule or trigger on it changes the ledger's writes; nothing "
-                "was written (run `ledger audit`)"
-            )
-
-    def _hash(self, level: int, n: int) -> bytes:
-        row = self.conn.execute(
-            "SELECT hash FROM hashes WHERE level=? AND n=?", (level, n)
-        ).fetchone()
-        if row is None:
-            raise TamperDetected(f"stored hash ({level}, {n}) is missing from the database")
-        return bytes(row[0])
+    def put_hash_runs(self, runs: Sequence[tuple[int, int, bytes]]) -> None:
+        """The runs' rows, bound from Python (PostgreSQL has no cheaper way here)."""
+        size = HASH_SIZE
+        self.conn.executemany(
+            "INSERT INTO hashes VALUES(?, ?, ?)",
+            [(level, first + j, joined[j * size : (j + 1) * size])
+             for level, first, joined in runs for j in range(len(joined) // size)],
+        )
 
     def _edge(self, size: int) -> dict[tuple[int, int], bytes]:
         """The stored hashes of the tree's right edge (what a ``Writer`` starts from), in one

@@ -299,10 +299,10 @@ def mirror_campaign(
     """``ledger mirror`` (``Mirror.sync``) from a copy of the mirror ``base`` (behind the
     upstream log, so a sync needs hash tiles, entry tiles and blobs) through a hostile server."""
     from ledger.mirror import Mirror, Remote
-    from ledger.store.sqlite import Store
+    from ledger.store import open_store
 
     def state(home: Path) -> tuple[int, bytes]:
-        s = Store.open(home)
+        s = open_store(home)
         try:
             return s.size(), s.checkpoint()
         finally:
@@ -332,12 +332,12 @@ def witness_campaign(
     modes: Sequence[str] = MODES, timeout: float = 2.0,
 ) -> list[Outcome]:
     """``ledger witness add-checkpoint`` against a hostile witness."""
-    from ledger.http.state import COSIGNED_META
-    from ledger.store.sqlite import Store
+    from ledger.core.cosigned import COSIGNED_META
+    from ledger.store import open_store
     from ledger.witness import request_cosignature
 
     def state(url: str = "") -> tuple[str | None, str | None]:
-        s = Store.open(log_home)
+        s = open_store(log_home)
         try:
             return s.meta(COSIGNED_META), s.meta(f"witness.size {url}") if url else None
         finally:

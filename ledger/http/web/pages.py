@@ -32,13 +32,14 @@ from starlette.responses import HTMLResponse, Response
 from ledger.core import merkle
 from ledger.core.bundle import parse_manifest
 from ledger.core.canonical import loads_canonical
+from ledger.core.cosigned import published_note
 from ledger.core.encoding import b64_encode, hex_encode
 from ledger.core.errors import BadInput
+from ledger.core.verdict import obligation_states, partial_line
 from ledger.http.state import (
     Served,
     base_url,
     int_param,
-    published_note,
     served,
     tree_index,
 )
@@ -166,17 +167,11 @@ def _checks(entry: dict[str, Any]) -> list[dict[str, str]]:
     ]
 
 
-# the certificate check's detail judges each claim: "PO1 ok (...)", "PO2 partial (...)",
-# "PO3 FAILED (...)" (verify.certificate)
-_CLAIM = re.compile(r"\b(PO[1-8]) (ok|partial|FAILED) \(")
-_CLAIM_STATUS = {"ok": "ok", "partial": "partial", "FAILED": "failed"}
-
-
 def _obligations(entry: dict[str, Any], checks: list[dict[str, str]]) -> list[dict[str, str]]:
     """The claimed obligations, each with the status the ``certificate`` check recorded for it at
     seal time ("not judged" when the certificate names none: it could not run)."""
     cert = next((c for c in checks if c["id"] == "certificate"), None)
-    judged = {m[1]: _CLAIM_STATUS[m[2]] for m in _CLAIM.finditer(cert["detail"] if cert else "")}
+    judged = {po: status for po, status, _ in obligation_states(cert["detail"] if cert else "")}
     claims = entry.get("obligations")
     return [
         {"obligation": _text(c, "obligation"), "theorem": _text(c, "theorem"),
@@ -227,6 +222,7 @@ def _glance(s: Served, size: int, entry: dict[str, Any], checks: list[dict[str, 
         "verdict": verdict,
         "reasons": explain.partial_reasons(checks, obligations) if verdict == "partial" else [],
         "backing": explain.BACKING,
+        "partial": partial_line((c["id"], c["status"], c["detail"]) for c in checks),
         "kernel": _summary(entry),
         "digest": digest,
         "time": _text(entry, "time"),

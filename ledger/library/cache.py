@@ -1,0 +1,123 @@
+"""The verified cache (SPEC 10 "Library"), like the Go command's module cache beside its sumdb
+cache: what a first verification fetched, kept so that the same ref verifies again offline.
+
+Layout under the cache directory (``$LEDGER_CACHE_DIR``, else ``$XDG_CACHE_HOME/kernel-ledger``,
+else ``~/.cache/kernel-ledger``; the checkpoint memory lives beside it), every directory 0700:
+
+* ``kernels/<bundle digest hex>/receipt.json``: the entry, its inclusion proof, the checkpoint
+  and the signer's registration (and revocation) as a receipt (``ledger.core.receipt``);
+* ``kernels/<bundle digest hex>/files/``: the bundle's files;
+* ``kernels/names/<sha256(log vkey)[:32]>/<NAME@VERSION hex-encoded>``: the digest a verified
+  ``NAME@VERSION`` had in that log.
+
+Nothing here is trusted: a cached ref is verified again from scratch (its files hashed against
+the signed manifest, the receipt's signatures and proofs checked under the policy's log key, the
+checkpoint guarded by the checkpoint memory, so a cached entry from a tree the log has since been
+shown to contradict fails). A cache entry whose files changed on disk fails ``integrity.manifest``
+(``TamperDetected``): ``Verifier.verify`` forgets it and fetches it again from its log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ledger.core.encoding import hex_encode
+from ledger.core.errors import BadInput, LedgerError
+from ledger.core.fsutil import private_dir, read_small, write_atomic
+from ledger.core.note import NoteVerifier
+from ledger.core.receipt import MAX_RECEIPT_BYTES, Receipt
+from ledger.library.evidence import receipt_evidence
+
+if TYPE_CHECKING:
+    from ledger.library.certificate import Certificate
+    from ledger.library.evidence import Found
+    from ledger.trust import Policy
+
+
+@dataclass(frozen=True)
+class Cache:
+    """The verified cache rooted at ``root`` (``Cache.default()``: the user's)."""
+
+    root: Path
+
+    @classmethod
+    def default(cls) -> Cache:
+        from ledger.trust import cache_dir
+
+        return cls(cache_dir())
+
+    def _kernel(self, digest: str) -> Path:
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise BadInput(f"{digest!r} is not a bundle digest")
+        return self.root / "kernels" / digest
+
+    def _names(self, vkey: NoteVerifier) -> Path:
+        tag = hex_encode(hashlib.sha256(vkey.vkey.encode()).digest())[:32]
+        return self.root / "kernels" / "names" / tag
+
+    def digest_of(self, ref: str, policy: Policy) -> str | None:
+        """The cached digest ``ref`` names: itself when a full digest, else the digest recorded
+        for ``NAME@VERSION`` under one of the policy's log keys."""
+        t = ref.strip().lower()
+        if len(t) == 64 and all(c in "0123456789abcdef" for c in t):
+            return t
+        if "@" not in ref or "/" in ref:
+            return None
+        for vk in policy.log_keys:
+            p = self._names(vk) / hex_encode(ref.encode("utf-8"))
+            if p.is_file():
+                try:
+                    return read_small(p, 128, "cached name").decode("ascii").strip()
+                except (BadInput, UnicodeDecodeError):
+                    return None
+        return None
+
+    def lookup(self, ref: str, policy: Policy) -> Found | None:
+        """The cached evidence and files for ``ref``, None when there are none."""
+        from ledger.library.evidence import Found, read_bundle_dir
+
+        digest = self.digest_of(ref, policy)
+        if digest is None:
+            return None
+        d = self._kernel(digest)
+        if not (d / "receipt.json").is_file():
+            return None
+        try:
+            rec = Receipt.from_bytes(read_small(d / "receipt.json", MAX_RECEIPT_BYTES, "receipt"))
+            files = read_bundle_dir(d / "files")
+        except LedgerError:
+            return None  # unreadable: fetched again
+        ev = receipt_evidence(rec, rec.origin)
+        return Found(ev, files, None, f"cache {d}")
+
+    def forget(self, found: Found) -> None:
+        from ledger.core.entries import decode_entry
+
+        digest = str(decode_entry(found.evidence.item.entry).bundle_digest)
+        shutil.rmtree(self._kernel(digest), ignore_errors=True)
+
+    def keep(self, found: Found, cert: Certificate, vkey: NoteVerifier) -> None:
+        """Keep what ``found`` fetched for ``cert`` (written atomically, files first, the receipt
+        last: a half-written entry has no receipt and is not used)."""
+        if found.files is None or found.where.startswith("cache "):
+            return
+        ev = found.evidence
+        d = self._kernel(cert.bundle_digest)
+        for p in (self.root, self.root / "kernels", d, d / "files"):
+            private_dir(p, "verified cache")
+        for rel, data in sorted(found.files.items()):
+            target = d / "files" / rel
+            for parent in reversed(target.relative_to(d).parents[:-1]):
+                private_dir(d / parent, "verified cache")
+            write_atomic(target, data, 0o600, exclusive=False)
+        rec = Receipt(vkey.name, ev.item, ev.checkpoint, ev.signer, ev.revocation)
+        write_atomic(d / "receipt.json", rec.to_bytes(), 0o600, exclusive=False)
+        names = self._names(vkey)
+        private_dir(names.parent, "verified cache")
+        private_dir(names, "verified cache")
+        write_atomic(names / hex_encode(cert.kernel.encode("utf-8")),
+                     cert.bundle_digest.encode("ascii"), 0o600, exclusive=False)
