@@ -133,6 +133,8 @@ def test_kernel_page_per_name_at_version(site: Any) -> None:
     assert 'href="/kernel/gemm_f32@2.1"' in every.text
     entry = c.get(url + f"/entry/{at['f32']}").text
     assert 'href="/kernel/gemm_f32@2.0"' in entry  # the entry links its name@version page
+    ref = c.get(url + "/search", params={"q": "gemm_f32@2.0"}, follow_redirects=False)
+    assert ref.status_code == 303 and ref.headers["location"] == "/kernel/gemm_f32@2.0"
     missing = c.get(url + "/kernel/gemm_f32@9.9", headers={"accept": "text/html"})
     assert missing.status_code == 404 and box(missing.text) == "gemm_f32@9.9"
     assert c.get(url + "/kernel/@1").status_code == 400

@@ -4,15 +4,17 @@ only the entries appended since), and ``/kernel/{name}@{version}`` (or ``/kernel
 entry of a kernel with its verdict and signer.
 
 A search that is an index in the tree, or a bundle digest or leaf hash (8+ hex digits) naming one
-entry, redirects to that entry; anything else lists the matches (kernel name prefix, substring or
-``*`` wildcard, signer name or key id, digest prefix: ``ledger.search``), case-insensitive, with
-the query kept in the box; no match is a 404 page that still shows the query.
+entry, redirects to that entry; ``NAME@VERSION`` redirects to that kernel version's page;
+anything else lists the matches (kernel name prefix, substring or ``*`` wildcard, signer name or
+key id, digest prefix: ``ledger.search``), case-insensitive, with the query kept in the box; no
+match is a 404 page that still shows the query.
 """
 
 from __future__ import annotations
 
 import weakref
 from typing import Any
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -68,6 +70,9 @@ async def search(request: Request) -> Response:
         raise BadInput("give an index, a bundle digest or leaf hash (or a prefix of one), a "
                        "kernel name (prefix, part or * wildcard) or a signer (key name or id)")
     view = s.view()
+    if "@" in q and "*" not in q:  # NAME@VERSION: that kernel version's page (sum.golang.org)
+        name, version = parse_ref(q)
+        return RedirectResponse(f"/kernel/{quote(name)}@{quote(version or '')}", status_code=303)
     try:
         return RedirectResponse(f"/entry/{resolve(s, view, q.lower())}", status_code=303)
     except BadInput:  # not one entry's index or hash: search the index
