@@ -662,7 +662,10 @@ def show(
     for k in sorted(e):
         if k in ("checks", "manifest", "obligations"):
             continue
-        output.plain(f"  {k}: {e[k]}")
+        value = e[k]
+        if k == "kernel" and isinstance(value, dict):  # "name version", not a Python dict
+            value = " ".join(str(value.get(f, "?")) for f in ("name", "version"))
+        output.plain(f"  {k}: {value}")
     if e.get("manifest"):
         output.plain("  manifest:")
         for line in str(e["manifest"]).splitlines():
@@ -694,55 +697,34 @@ def log_cmd(
     limit: Annotated[
         int, typer.Option("--limit", min=1, metavar="N", help="At most this many entries.")
     ] = 50,
+    kernel: Annotated[
+        str | None,
+        typer.Option(
+            "--kernel", metavar="NAME",
+            help="Only bundles of kernels whose name starts with or contains NAME (any case; "
+            "* is a wildcard), over the whole log.",
+        ),
+    ] = None,
     home: HomeOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """List entries."""
-    from ledger.core.encoding import hex_encode
-    from ledger.core.entries import decode_stored
+    """List entries, with each bundle's verdict and signer."""
+    from ledger_cli import logview
 
     log = open_log(home, read_only=True)
     size = log.store.size()
     limit = max(1, min(limit, 10_000))
-    first = max(0, size - limit) if start is None else max(0, min(start, size))
-    items: list[dict[str, Any]] = []
-    for i, lh, data in log.store.rows(first):
-        if i >= first + limit:
-            break
-        e = decode_stored(i, data)
-        items.append(
-            {
-                "index": i,
-                "leaf_hash": hex_encode(lh),
-                "type": e.type,
-                "time": e.time,
-                "bundle_digest": e.bundle_digest,
-                # one shape of "kernel" everywhere (issue 31): {"name", "version"} or null
-                "kernel": {"name": str(e.kernel.get("name", "")),
-                           "version": str(e.kernel.get("version", ""))}
-                if isinstance(e.kernel, dict) else None,
-                "key": e.name if e.name is not None else e.key_id,  # a key entry's key
-                "signer": e.signer,
-            }
-        )
-    if json_out:
-        output.emit_json({"size": size, "entries": items})
+    title = f"{log.origin}: {size} entries"
+    if kernel is not None:
+        items = logview.kernel_items(log.store, size, kernel, limit)
+        title += f", {len(items)} of kernel {kernel!r}"
     else:
-        output.rows_table(
-            f"{log.origin}: {size} entries",
-            ["index", "time", "type", "kernel / key", "bundle digest", "leaf hash"],
-            [
-                [
-                    i["index"],
-                    i["time"],
-                    i["type"],
-                    i["kernel"]["name"] if i["kernel"] else i["key"] or "",
-                    (i["bundle_digest"] or "")[:16],
-                    i["leaf_hash"][:16],
-                ]
-                for i in items
-            ],
-        )
+        first = max(0, size - limit) if start is None else max(0, min(start, size))
+        items = logview.range_items(log.store, first, limit)
+    if json_out:
+        output.emit_json({"size": size, "entries": logview.json_items(items)})
+    else:
+        logview.print_table(title, items)
 
 
 @app.command()
@@ -955,6 +937,24 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(exits.exit_code(lambda: _run_app(argv)))
 
 
+def _command_path(argv: list[str]) -> str:
+    """``ledger keys register`` for ``keys register --bad``: the (sub)command the arguments name,
+    for a usage error click raised without its context ("Try '... --help'")."""
+    import typer.main
+
+    cmd: Any = typer.main.get_command(app)
+    path = ["ledger"]
+    for arg in argv:
+        sub = getattr(cmd, "commands", {}).get(arg)
+        if sub is None:
+            if arg.startswith("-"):
+                continue
+            break
+        cmd = sub
+        path.append(arg)
+    return " ".join(path)
+
+
 def _run_app(argv: list[str] | None) -> int:
     try:
         code = app(args=argv, prog_name="ledger", standalone_mode=False)
@@ -970,6 +970,8 @@ def _run_app(argv: list[str] | None) -> int:
         else:
             fmt = getattr(err, "format_message", None)
             msg = fmt() if callable(fmt) else str(err)
-            output.error_line(f"{msg} (see `ledger --help`)")
+            where = ctx.command_path if ctx is not None and ctx.command_path else (
+                _command_path(sys.argv[1:] if argv is None else argv))
+            output.error_line(f"{msg.rstrip('.')}. Try '{where} --help'.")
         code = 2
     return code if isinstance(code, int) else 0

@@ -59,7 +59,8 @@ from ledger.http.state import (  # re-exported: the per-request layer below the 
     tree_index,
 )
 from ledger.http.submit import submit_endpoint
-from ledger.http.web import compress, feed, pages, receipts
+from ledger.http.web import compress, download, feed, pages, receipts
+from ledger.http.web import search as web_search
 from ledger.kernels import entries_of, is_name_ref, split_ref
 from ledger.store import Store, open_store
 
@@ -549,7 +550,10 @@ def routes(accept_submissions: bool) -> list[BaseRoute]:
         Route("/api/v1/openapi.json", api_openapi, methods=["GET"]),
         Route("/", pages.home, methods=["GET"]),
         Route("/entry/{index:uint}", pages.entry, methods=["GET"]),
-        Route("/search", pages.search, methods=["GET"]),
+        Route("/search", web_search.search, methods=["GET"]),
+        Route("/kernel/{ref:path}", web_search.kernel_page, methods=["GET"]),
+        Route("/api/v1/bundles/{index:uint}/bundle.tar.gz", download.api_bundle_archive,
+              methods=["GET"]),
         Route("/key/{key_id}", pages.key_page, methods=["GET"]),
         Route("/keys", pages.keys_page, methods=["GET"]),
         Route("/api/v1/entries/{index:uint}/receipt", receipts.api_receipt, methods=["GET"]),

@@ -196,3 +196,82 @@ def test_submit_and_receipt_refresh_fit_80_columns(
             assert res.returncode == 0, (argv, res.stderr)
             _check_lines(res.stdout)
             _check_lines(res.stderr)
+
+
+# --- issue 34: the auditor's terminal --------------------------------------------------------
+
+TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+
+
+def _cells(text: str) -> list[str]:
+    return [c.strip() for ln in text.splitlines() if ln.startswith("│")
+            for c in ln.strip("│").split("│")]
+
+
+def test_log_has_verdict_and_signer_and_never_splits_a_token(ledger80: dict[str, Path]) -> None:
+    home = ledger80["home"]
+    res = run80("log", home=home)
+    assert res.returncode == 0, res.stderr
+    _check_lines(res.stdout)
+    header = next(ln for ln in res.stdout.splitlines() if ln.startswith("┃"))
+    assert "verdict" in header and "signer" in header, res.stdout
+    items = {i["index"]: i for i in cli_json("log", home=home)["entries"]}
+    name = "a-node-key-with-a-rather-long-name"
+    assert items[1]["verdict"] in ("verified", "partial") and items[1]["signer_name"] == name
+    cells = _cells(res.stdout)
+    # the kernel as "name version", the verdict, the signer's whole name: each in one cell
+    assert "vector_add 1.0.0" in cells and items[1]["verdict"] in cells and name in cells
+    hashes = [i[k] for i in items.values()
+              for k in ("leaf_hash", "bundle_digest", "signer", "key") if i[k]]
+    for cell in cells:
+        for tok in re.findall(r"\b[0-9a-f]{6,}\b", cell):  # a hash is whole or a shortened head
+            assert any(h.startswith(tok) for h in hashes) and len(tok) >= 16, (tok, res.stdout)
+        for tok in re.findall(r"\d{4}-[0-9T:Z-]*", cell):
+            assert TIME.fullmatch(tok), (tok, res.stdout)  # a time is never cut
+
+
+def test_log_kernel_filters_by_name_prefix_or_part_any_case(ledger80: dict[str, Path]) -> None:
+    home = ledger80["home"]
+    for query in ("VECTOR", "tor_a", "vec*add"):
+        res = run80("log", "--kernel", query, home=home)
+        assert res.returncode == 0, res.stderr
+        _check_lines(res.stdout)
+        assert "vector_add 1.0.0" in _cells(res.stdout), (query, res.stdout)
+        assert "a-node-key" not in res.stdout.split("\n", 3)[-1].replace(
+            "a-node-key-with-a-rather-long-name", "")  # the key's own entry is not listed
+        found = cli_json("log", "--kernel", query, home=home)["entries"]
+        assert [(i["index"], i["kernel"]) for i in found] == [
+            (1, {"name": "vector_add", "version": "1.0.0"})]
+    assert cli_json("log", "--kernel", "gemm", home=home)["entries"] == []
+
+
+def test_show_prints_the_kernel_as_name_and_version(ledger80: dict[str, Path]) -> None:
+    res = run80("show", "1", home=ledger80["home"])
+    assert res.returncode == 0, res.stderr
+    assert "  kernel: vector_add 1.0.0" in res.stdout.splitlines()
+    assert "{'name'" not in res.stdout and "'version'" not in res.stdout
+
+
+@pytest.mark.parametrize("argv, command", [
+    (["verify", "--no-such-flag"], "ledger verify"),
+    (["show"], "ledger show"),
+    (["keys", "register"], "ledger keys register"),
+    (["log", "--kernel"], "ledger log"),
+])
+def test_a_usage_error_names_the_subcommands_help(ledger80: dict[str, Path], argv: list[str],
+                                                  command: str) -> None:
+    res = run80(*argv, home=ledger80["home"])
+    assert res.returncode == 2 and res.stdout == ""
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ledger: error: "), res.stderr
+    assert lines[0].endswith(f"Try '{command} --help'."), res.stderr
+
+
+def test_check_ids_never_cut_to_the_same_text(ledger80: dict[str, Path]) -> None:
+    res = run80("check", str(ledger80["bundle"]), "--no-gpu", home=ledger80["home"])
+    assert res.returncode in (0, 1), res.stderr
+    _check_lines(res.stdout)
+    _check_ids(res.stdout)
+    first = [m.group(1).strip() for m in re.finditer(r"^│ ?([^│]+?) *│", res.stdout, re.M)]
+    falsify = [c for c in first if c.startswith("falsify.")]
+    assert len(falsify) >= 2 and len(set(falsify)) == len(falsify), res.stdout

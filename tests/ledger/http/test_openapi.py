@@ -132,13 +132,16 @@ def test_description_covers_the_app(client: httpx.Client) -> None:
         "/search": "/search?q=3", "/feed.atom": "/feed.atom", "/keys": "/keys",
         "/api/v1/entries/{index}/receipt": "/api/v1/entries/3/receipt",
         "/api/v1/revoked": "/api/v1/revoked?size=3",
-        "/key/{key_id}": None, "/api/v1/witnesses": "/api/v1/witnesses",
+        "/key/{key_id}": None, "/api/v1/witnesses": "/api/v1/witnesses", "/kernel/{ref}": None,
+        "/api/v1/bundles/{index}/bundle.tar.gz": "/api/v1/bundles/3/bundle.tar.gz",
     }
     assert set(valid) == set(SPEC["paths"])
     digest = client.get("/api/v1/bundles/3/files/k2.ptx").headers["x-content-blake3"]
     valid["/api/v1/blobs/{digest}"] = f"/api/v1/blobs/{digest}"
     valid["/api/v1/blobs"] = f"/api/v1/blobs?d={digest}"
     valid["/key/{key_id}"] = "/key/" + client.get("/api/v1/entries/3").json()["entry"]["signer"]
+    kernel = client.get("/api/v1/entries/3").json()["entry"]["kernel"]
+    valid["/kernel/{ref}"] = f"/kernel/{kernel['name']}@{kernel['version']}"
     for path, url in valid.items():
         assert url is not None
         r = client.get(url)

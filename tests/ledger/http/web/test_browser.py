@@ -6,8 +6,12 @@ live server.
   entry from the results, download its receipt with the page's link, and run the command the page
   shows (``ledger verify ... --receipt ledger-receipt.json --vkey ...``) offline, beside the
   bundle's files, with the verifier key the page shows: exit 0;
-* every page (home, entry, node key, node keys, search results, error) at 1280 and 390 px:
-  nothing wider than the window at 390 px (long hashes wrap), screenshots written to
+* the auditor's search (issue 34): a part of a name in another case finds the kernel and stays
+  in the box; the name@version page lists it; the whole bundle downloads as one .tar.gz whose
+  SHA-256 is the one the entry page shows;
+* every page (home, entry, node key, node keys, search results, kernel, error) at 1280 and
+  390 px: nothing wider than the window at 390 px (a table too wide scrolls inside its own box),
+  no word (hash, key id, time) broken across two lines, screenshots written to
   ``artifacts/screenshots/``, or with ``LEDGER_SCREENSHOTS=docs/screenshots`` to the copies
   listed in docs/http-api.md.
 """
@@ -16,12 +20,14 @@ from __future__ import annotations
 
 import base64
 import fcntl
+import hashlib
 import json
 import os
 import shlex
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -255,14 +261,34 @@ def pages(site: dict[str, Any]) -> dict[str, str]:
     return {"home": "/", "entry": f"/entry/{site['index']}", "entry-key": "/entry/0",
             "key": "/key/{alice}", "key-revoked": f"/key/{site['ids']['bob']}",
             "keys": "/keys", "search-kernel": "/search?q=vector_add",
+            "search-part": "/search?q=TOR_A", "kernel": "/kernel/vector_add@1.0.0",
             "search-signer": "/search?q=alice", "error": "/search?q=no-such-kernel"}
 
 
-# elements of the page whose right edge lies past their parent's (by more than a border)
+# elements of the page whose right edge lies past their parent's (by more than a border);
+# inside a box that scrolls sideways (class "scroll", or a <pre>) what is wider scrolls
 STICKING_OUT = """[...document.querySelectorAll('main *')].flatMap(e => {
+  if (e.parentElement.closest('.scroll, pre')) return [];
   const r = e.getBoundingClientRect(), q = e.parentElement.getBoundingClientRect();
   return r.right > q.right + 1.5 ? [`${e.tagName}.${e.className} ${r.right - q.right}px`] : [];
 })"""
+
+# words (runs of non-space characters) of the page's text that are laid out on more than one
+# line: a hash, key id or time broken mid-token (issue 34)
+SPLIT_WORDS = """(() => {
+  const out = [], walk = document.createTreeWalker(document.querySelector('main'),
+                                                   NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    for (const m of n.textContent.matchAll(/\\S{2,}/g)) {
+      const r = document.createRange();
+      r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
+      const tops = new Set([...r.getClientRects()].filter(x => x.width > 0)
+                           .map(x => Math.round(x.top)));
+      if (tops.size > 1) out.push(m[0]);
+    }
+  }
+  return out;
+})()"""
 
 
 def test_every_page_at_1280_and_390_px(browser: Browser, site: dict[str, Any]) -> None:
@@ -291,6 +317,37 @@ def test_every_page_at_1280_and_390_px(browser: Browser, site: dict[str, Any]) -
             assert wide <= width, (name, width, wide)  # nothing sticks out at the side
             # nor out of its own box (a table wider than the verdict box around it)
             assert b.js(STICKING_OUT) == [], (name, width)
+            assert b.js(SPLIT_WORDS) == [], (name, width)
             shot = SHOTS / f"{name}-{width}.png"
             b.screenshot(shot, width)
             assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 5_000
+
+
+def test_auditor_searches_part_of_a_name_and_downloads_the_whole_bundle(
+    tmp_path: Path, site: dict[str, Any]
+) -> None:
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    b = Browser(tmp_path / "profile", downloads)
+    try:
+        b.size(390, 900)
+        b.goto(site["url"] + "/")
+        b.type_into("input[name=q]", "VECTOR_a")
+        b.loaded(lambda: b.click("form[role=search] button"))
+        assert b.js("document.querySelector('input[name=q]').value") == "VECTOR_a"
+        verdict = b.js("document.querySelector('table.entries .verdict-cell').textContent")
+        assert verdict in ("verified", "partial", "failed")
+        b.loaded(lambda: b.click("table.entries a[href^='/kernel/']"))
+        assert b.js("location.pathname") == "/kernel/vector_add@1.0.0"
+        b.loaded(lambda: b.click("table.entries a[href^='/entry/']"))
+        assert b.js("location.pathname") == f"/entry/{site['index']}"
+        shown = b.js("document.getElementById('bundle-sha256').textContent").strip()
+        b.click("#bundle-download")
+        b.wait_event("Browser.downloadProgress", state="completed")
+        got = downloads / f"entry-{site['index']}.tar.gz"
+        assert hashlib.sha256(got.read_bytes()).hexdigest() == shown
+        with tarfile.open(got) as tar:
+            names = {m.name.split("/", 1)[1] for m in tar.getmembers()}
+        assert "contract.yaml" in names and "vector_add.cu" in names
+    finally:
+        b.close()
