@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ledger.core.errors import BadInput, KeyFileError, LedgerError
-from ledger_cli import exits, helptext, net, output, scaffold, verifying
+from ledger_cli import exits, helptext, net, output, rebuild, scaffold, verifying
 from ledger_cli.home import home_dir, open_log
 from ledger_cli.options import HomeOpt, JsonOpt, new_app
 from ledger_cli.verifying import (
@@ -914,6 +914,7 @@ from ledger_cli import publish as publish_cli  # noqa: E402
 
 net.register(app)  # serve, export-tiles, mirror, witness, submit
 scaffold.register(app)  # new
+rebuild.register(app)
 publish_cli.register(app)  # publish (issue 13)
 db_cli.register(app)  # db copy (issue 13)
 lock_cli.register(app)  # lock add, lock verify (issue 31)
@@ -941,6 +942,7 @@ def _run_app(argv: list[str] | None) -> int:
         else:
             fmt = getattr(err, "format_message", None)
             msg = fmt() if callable(fmt) else str(err)
-            output.error_line(f"{msg} (see `ledger --help`)")
+            path = getattr(ctx, "command_path", "") or "ledger"  # the subcommand's own help
+            output.error_line(f"{msg} (see `{path} --help`)")
         code = 2
     return code if isinstance(code, int) else 0

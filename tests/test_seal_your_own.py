@@ -89,7 +89,10 @@ def test_ledger_new_bad_input(tmp_path: Path) -> None:
             "__global__ void f(float* y) { y[0] = 1; }\n__global__ void g(float* y) { y[0] = 2; }\n"
         )
         cases += [
-            (["new", str(tmp_path / "b"), "--cu", str(bad)], "nvcc -arch=sm_86 -ptx failed"),
+            (
+                ["new", str(tmp_path / "b"), "--cu", str(bad)],
+                "nvcc -arch=sm_86 -ptx -o bad.ptx bad.cu failed",
+            ),
             (["new", str(tmp_path / "b"), "--cu", str(two)], "has 2 kernels: give --entry"),
             (
                 ["new", str(tmp_path / "b"), "--cu", str(two), "--entry", "h"],

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from ledger.core.bundle import check_path
 from ledger.core.errors import BundleError, ContractError, LedgerError
 from verify.expr import eval_expr, expr_names, relation_names
+from verify.idle import idle_warnings
 from verify.model import (
     FLOAT_DTYPES,
     OBLIGATIONS,
@@ -657,11 +658,12 @@ def lint_check(contract: Contract, files: Mapping[str, bytes]) -> Check:
         detail = "; ".join(f"{g.name}: {g.reason}" for g in bad)
         return failed("contract.lint", _CONTROL.sub(_escape, detail))
     ran = ", ".join(g.name for g in gates if g.status == "passed")
+    warn = "".join(f"; warning: {w}" for w in idle_warnings(contract)[:3])  # verify.idle
     not_run = [g for g in gates if g.status == "skipped"]
     if not_run:
         why = "; ".join(f"{g.name}: {g.reason}" for g in not_run)
-        return skipped("contract.lint", f"gates passed: {ran}; not run: {why}")
-    return passed("contract.lint", f"gates passed: {ran}")
+        return skipped("contract.lint", f"gates passed: {ran}; not run: {why}{warn}")
+    return passed("contract.lint", f"gates passed: {ran}{warn}")
 
 
 # ---------------------------------------------------------------------------------------------
