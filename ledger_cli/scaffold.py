@@ -1,5 +1,5 @@
-"""``ledger new DIR --cu FILE [--entry NAME]``: start a bundle for any kernel (SPEC 7; guide:
-docs/seal-your-own-kernel.md).
+"""``ledger new DIR --cu FILE [--entry NAME] [--nvcc-flag F ...] [--size NAME ...]``: start a
+bundle for any kernel (SPEC 7; guide: docs/seal-your-own-kernel.md).
 
 1. refuse bad input (exit 2): DIR exists and is not an empty directory; FILE is missing, not a
    regular ``.cu`` file, over ``MAX_CU_BYTES``, or not UTF-8;
@@ -21,7 +21,16 @@ docs/seal-your-own-kernel.md).
    scaffold can never pass as proven.
 
 The falsification test runs at the edge sizes of the launch shape: 1, block - 1, block + 1 and
-a non-multiple of the block (3 * block + 7).
+a non-multiple of the block (3 * block + 7), counted in elements (block * the elements each
+thread handles).
+
+Issue 34, the author's loop: ``--nvcc-flag`` flags go into ``kernel.build`` after ``-ptx``,
+checked first against ``rebuild.ptx``'s allow-list (``verify.rebuild.check_build``), so what is
+recorded always rebuilds; ``max_registers`` is the measured count with headroom
+(``register_budget``: +25 %, a multiple of 8, at most 255), said in a comment and the summary;
+``--size NAME`` declares a size variable that is no parameter (``nnz``, ``cols``) in the size
+domain and the test sizes, with TODOs; the grid divides by the elements each thread handles when
+the source scales its thread index (``per_thread``), so it does not launch 4x the threads.
 """
 
 import re
