@@ -240,3 +240,21 @@ def test_usage_error_names_subcommand_help() -> None:
     r = run_cli("new", "--no-such-option")
     assert r.returncode == 2
     assert "ledger new --help" in r.stderr, r.stderr
+
+
+@needs_nvcc
+@needs_sandbox
+def test_per_thread_launch_covers_every_element(tmp_path: Path) -> None:
+    """The scaffold's grid for a 4-elements-per-thread kernel (ceil_div(n, 1024)) launches
+    enough threads and no 4x surplus: the falsification test (coverage: each element written
+    once) passes at the scaffold's edge sizes with the author's reference filled in."""
+    d, _ = _new(tmp_path, QUAD, "quad")
+    (d / "reference.py").write_text(
+        "import numpy as np\n\n\ndef quad(inputs, sizes):\n"
+        '    return {"y": 2.0 * inputs["x"].astype(np.float64)[: sizes["n"]]}\n'
+    )
+    st = _checks(d)
+    f = st["falsify.FALSIFY-QUAD-001"]
+    assert f["status"] == "passed", f["detail"]
+    assert "n=1,1023,1025,3079" in f["detail"]
+    assert "warning:" not in st["contract.lint"]["detail"]
