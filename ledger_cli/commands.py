@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ledger.core.errors import BadInput, KeyFileError, LedgerError
+from ledger.core.errors import BadInput, LedgerError
 from ledger_cli import exits, helptext, net, output, rebuild, scaffold, verifying
 from ledger_cli.home import home_dir, open_log
 from ledger_cli.options import HomeOpt, JsonOpt, new_app
@@ -46,7 +46,7 @@ app = typer.Typer(
     add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-keys_app = new_app("Node keys: create, register, revoke, list.")
+keys_app = new_app("Node keys: create, export, register, revoke, list.")
 proof_app = new_app("Inclusion and consistency proofs.")
 receipt_app = new_app("Offline receipts.")
 
@@ -121,19 +121,22 @@ def vkey(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
 
 @app.command()
 def checkpoint(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
-    """Print the latest signed checkpoint (C2SP tlog-checkpoint signed note)."""
+    """Print the latest signed checkpoint (C2SP tlog-checkpoint signed note) with the witness
+    cosignatures collected for it, as GET /checkpoint serves it."""
+    from ledger.core.cosigned import published_note
     from ledger.core.encoding import b64_encode
     from ledger.core.note import note_text, parse_checkpoint
+    from ledger.cosign import cosignatures
 
     log = open_log(home, read_only=True)
-    note = log.store.checkpoint()
+    note = published_note(log.store, log.store.checkpoint())
     if not json_out:
         output.note(note)  # the control and bidi characters of ledger.core.text as "?"
         return
     cp = parse_checkpoint(note_text(note))
     output.emit_json(
         {"origin": cp.origin, "size": cp.size, "root": b64_encode(cp.root),
-         "note": note.decode("utf-8")}
+         "note": note.decode("utf-8"), "cosignatures": cosignatures(note, log.verifier)}
     )
 
 
@@ -174,28 +177,54 @@ def keys_new(
         output.plain(f"public: {keydir / (name + '.pub')}")
 
 
+@keys_app.command("export")
+def keys_export(
+    name: Annotated[str, typer.Argument(help="The node key NAME in LEDGER_HOME/keys.")],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Write the export file here (default: print it)."),
+    ] = None,
+    home: HomeOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Write what a new node sends the log's operator: its public key, id, name and proof of
+    possession (no secret); the operator runs `ledger keys register FILE`."""
+    import json
+
+    from ledger.core.encoding import hex_encode
+    from ledger.core.fsutil import write_atomic
+    from ledger.onboard import export_node_key
+
+    pub, data = export_node_key(home_dir(home) / "keys", name)
+    if out is not None:
+        write_atomic(out, data, 0o644)
+    kid = hex_encode(pub.key_id)
+    if json_out:
+        output.emit_json({"name": pub.name, "key_id": kid,
+                          "file": str(out) if out is not None else None,
+                          "export": json.loads(data)})
+    elif out is None:
+        output.plain(data.decode("utf-8").rstrip("\n"))
+    else:
+        output.plain(f"wrote {out}: node key {pub.name} ({kid})")
+        output.plain(f"send it to the log's operator, who runs `ledger keys register {out.name}`")
+
+
 @keys_app.command("register")
 def keys_register(
-    key: Annotated[str, typer.Argument(help="A key NAME in LEDGER_HOME/keys or a .pub file.")],
+    key: Annotated[
+        str, typer.Argument(help="A key NAME in LEDGER_HOME/keys, a .pub file, or the file "
+                            "`ledger keys export` wrote.")
+    ],
     home: HomeOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Append a key-registration entry (signed by the log key) for a node key."""
     from ledger.core.encoding import hex_encode
-    from ledger.keys import NodePublic, check_name
+    from ledger.onboard import load_registration
 
     log = open_log(home)
-    path = Path(key)
-    if not (path.suffix == ".pub" or "/" in key):
-        check_name(key)
-        path = log.keydir / f"{key}.pub"
-    from ledger.core.fsutil import read_small
-
-    try:
-        data = read_small(path, 8192, "public key file")
-    except BadInput as e:
-        raise KeyFileError(str(e)) from e
-    pub = NodePublic.from_bytes(data, str(path))
+    pub, _path = load_registration(key, log.keydir)
     sealed = log.register(pub)
     if json_out:
         output.emit_json(

@@ -261,7 +261,8 @@ def test_vkey_and_checkpoint_json(sealed: dict[str, object]) -> None:
     vk = cli_json("vkey", home=home)  # type: ignore[arg-type]
     assert vk == {"origin": "test.example/cli", "vkey": sealed["vkey"]}
     cp = cli_json("checkpoint", home=home)  # type: ignore[arg-type]
-    assert set(cp) == {"origin", "size", "root", "note"}
+    assert set(cp) == {"origin", "size", "root", "note", "cosignatures"}
+    assert cp["cosignatures"] == []  # no witness asked yet (issue 34: tests/test_cosign.py)
     assert cp["origin"] == "test.example/cli" and cp["size"] == 2
     parsed = parse_checkpoint(cp["note"][: cp["note"].index("\n\n") + 1].encode())
     assert base64.b64decode(cp["root"]) == parsed.root

@@ -290,8 +290,9 @@ def test_mirror_keeps_only_the_lines_it_verified(
     database a few KiB larger at most), and its own serve and publish pass on no junk; the log
     growing adds exactly one row. (Main kept every line and a ~1 MiB row per poll.)"""
     from ledger.core.note import note_text, signature_keys
+    from ledger.http.witness import make_witness_app
     from ledger.publish import DirTarget, publish
-    from ledger.witness import Witness, make_witness_app, request_cosignature
+    from ledger.witness import Witness, request_cosignature
 
     monkeypatch.setenv("LEDGER_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))

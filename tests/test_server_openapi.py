@@ -132,7 +132,7 @@ def test_description_covers_the_app(client: httpx.Client) -> None:
         "/search": "/search?q=3", "/feed.atom": "/feed.atom", "/keys": "/keys",
         "/api/v1/entries/{index}/receipt": "/api/v1/entries/3/receipt",
         "/api/v1/revoked": "/api/v1/revoked?size=3",
-        "/key/{key_id}": None,
+        "/key/{key_id}": None, "/api/v1/witnesses": "/api/v1/witnesses",
     }
     assert set(valid) == set(SPEC["paths"])
     digest = client.get("/api/v1/bundles/3/files/k2.ptx").headers["x-content-blake3"]

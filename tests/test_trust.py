@@ -265,8 +265,8 @@ def test_memory_keeps_only_the_lines_it_checked(fork: Fork, tmp_path: Path) -> N
     evidence of a missing quorum holds no junk either."""
     import base64
 
+    from ledger.core.cosigned import COSIGNED_META
     from ledger.core.note import signature_keys
-    from ledger.http.state import COSIGNED_META
 
     vk = parse_vkey(fork.vkey)
     w1, w2, w3 = (parse_vkey(w.vkey) for w in fork.witnesses.values())

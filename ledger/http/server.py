@@ -45,7 +45,7 @@ from ledger.core.canonical import loads_canonical
 from ledger.core.encoding import b64_encode, hex_decode, hex_encode
 from ledger.core.entries import decode_entry
 from ledger.core.errors import BadInput, LedgerError, UnknownHash
-from ledger.http import guard
+from ledger.http import cosigners, guard
 from ledger.http.state import (  # re-exported: the per-request layer below the handlers
     MAX_PARAM_DIGITS,
     TILE_CACHE_BYTES,
@@ -555,6 +555,7 @@ def routes(accept_submissions: bool) -> list[BaseRoute]:
         Route("/api/v1/entries/{index:uint}/receipt", receipts.api_receipt, methods=["GET"]),
         Route("/api/v1/revoked", receipts.api_revoked, methods=["GET"]),
         Route("/feed.atom", feed.atom_feed, methods=["GET"]),
+        Route("/api/v1/witnesses", cosigners.api_witnesses, methods=["GET"]),  # issue 34
     ]
     if accept_submissions:
         out.append(Route("/api/v1/submit", submit_endpoint, methods=["POST"]))
@@ -571,9 +572,11 @@ def make_app(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         state.store  # noqa: B018  (open now, in the event loop's thread; fail early)
+        cosigners.start(app, home)  # issue 34: witnesses asked to cosign each new checkpoint
         try:
             yield
         finally:
+            cosigners.stop(app)
             state.close()
 
     app = Starlette(
