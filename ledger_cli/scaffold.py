@@ -1,5 +1,5 @@
-"""``ledger new DIR --cu FILE [--entry NAME]``: start a bundle for any kernel (SPEC 7; guide:
-docs/seal-your-own-kernel.md).
+"""``ledger new DIR --cu FILE [--entry NAME] [--nvcc-flag F ...] [--size NAME ...]``: start a
+bundle for any kernel (SPEC 7; guide: docs/seal-your-own-kernel.md).
 
 1. refuse bad input (exit 2): DIR exists and is not an empty directory; FILE is missing, not a
    regular ``.cu`` file, over ``MAX_CU_BYTES``, or not UTF-8;
@@ -21,14 +21,23 @@ docs/seal-your-own-kernel.md).
    scaffold can never pass as proven.
 
 The falsification test runs at the edge sizes of the launch shape: 1, block - 1, block + 1 and
-a non-multiple of the block (3 * block + 7).
+a non-multiple of the block (3 * block + 7), counted in elements (block * the elements each
+thread handles).
+
+Issue 34, the author's loop: ``--nvcc-flag`` flags go into ``kernel.build`` after ``-ptx``,
+checked first against ``rebuild.ptx``'s allow-list (``verify.rebuild.check_build``), so what is
+recorded always rebuilds; ``max_registers`` is the measured count with headroom
+(``register_budget``: +25 %, a multiple of 8, at most 255), said in a comment and the summary;
+``--size NAME`` declares a size variable that is no parameter (``nnz``, ``cols``) in the size
+domain and the test sizes, with TODOs; the grid divides by the elements each thread handles when
+the source scales its thread index (``per_thread``), so it does not launch 4x the threads.
 """
 
 import re
 import shutil
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -94,6 +103,14 @@ _PTX_SCALAR = {
 _INTEGER = ("s32", "u32", "s64", "u64", "u8", "s8")
 
 
+def register_budget(measured: int) -> int:
+    """``max_registers`` for a kernel ptxas measured at ``measured`` registers: 25 % headroom
+    rounded up to a multiple of 8, at most 255 (the sm_86 limit), never below the measurement,
+    so a one-line edit of the source does not fail the budget (issue 34)."""
+    want = measured + max(1, -(-measured * 25 // 100))
+    return max(measured, min(255, -(-want // 8) * 8))
+
+
 @dataclass
 class NewParam:
     name: str
@@ -115,6 +132,14 @@ class Scaffold:
     shared_bytes: int | None
     files: list[str]
     todo: list[str]
+    nvcc_flags: list[str] = field(default_factory=list)
+    extra_sizes: list[str] = field(default_factory=list)  # size variables that are no param
+    per_thread: int = 1  # elements each thread handles (``per_thread``)
+
+    @property
+    def max_registers(self) -> int | None:
+        """The budget: the measured count plus headroom (``register_budget``)."""
+        return register_budget(self.registers) if self.registers else None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -122,8 +147,11 @@ class Scaffold:
             "entry": self.entry,
             "function": self.function,
             "params": [p.__dict__ for p in self.params],
-            "launch": {"block": [self.block, 1, 1]},
-            "resources": {"registers": self.registers, "shared_bytes": self.shared_bytes},
+            "launch": {"block": [self.block, 1, 1], "per_thread": self.per_thread},
+            "resources": {"registers": self.registers, "max_registers": self.max_registers,
+                          "shared_bytes": self.shared_bytes},
+            "nvcc_flags": self.nvcc_flags,
+            "extra_sizes": self.extra_sizes,
             "files": self.files,
             "todo": self.todo,
         }
@@ -401,22 +429,34 @@ def _stem(cu: Path) -> str:
     return stem if stem[0].isalpha() else f"k_{stem}"
 
 
-def new_bundle(directory: Path, cu: Path, entry: str | None = None) -> Scaffold:
+def new_bundle(
+    directory: Path,
+    cu: Path,
+    entry: str | None = None,
+    nvcc_flags: Sequence[str] = (),
+    sizes: Sequence[str] = (),
+) -> Scaffold:
     """Write the scaffold (module docstring); raises ``BadInput`` / ``CannotCheck``."""
     from verify.confine import BUILD_DIR, confined_argv, sandbox_status
     from verify.ptx import parse_ptx, run_ptxas
+    from verify.rebuild import check_build
     from verify.tools import find_tool, run_tool
 
     _check_dir(directory)
     source = _read_cu(cu)
     stem = _stem(cu)
+    build = ["nvcc", f"-arch={TARGET}", "-ptx", *nvcc_flags, "-o", f"{stem}.ptx", f"{stem}.cu"]
+    try:  # the rebuild.ptx allow-list: what ledger new records, rebuild.ptx must accept
+        check_build(build, f"{stem}.ptx", f"{stem}.cu")
+    except BadInput as e:
+        raise BadInput(f"--nvcc-flag: {e}") from e
     nvcc = find_tool("nvcc", cuda=True)
     if nvcc is None:
         raise CannotCheck("no nvcc on PATH or in the CUDA locations: cannot build the PTX")
     with tempfile.TemporaryDirectory(prefix="ledger-new-") as tmp:
         work = Path(tmp)
         (work / f"{stem}.cu").write_text(source, encoding="utf-8")
-        argv = [nvcc, f"-arch={TARGET}", "-ptx", "-o", f"{stem}.ptx", f"{stem}.cu"]
+        argv = [nvcc, *build[1:]]
         bwrap, _ = sandbox_status()
         if bwrap is not None:  # at rebuild.ptx's fixed path: the same module id (verify.confine)
             argv = confined_argv(bwrap, nvcc, work, argv, at=BUILD_DIR)
@@ -425,7 +465,7 @@ def new_bundle(directory: Path, cu: Path, entry: str | None = None) -> Scaffold:
             lines = [ln for ln in (res.stderr + res.stdout).splitlines() if "error" in ln]
             first = (lines or (res.stderr + res.stdout).strip().splitlines() or ["?"])[0]
             why = "timed out" if res.timed_out else first.strip()[:300]
-            raise BadInput(f"--cu {cu}: nvcc -arch={TARGET} -ptx failed: {why}")
+            raise BadInput(f"--cu {cu}: {' '.join(build)} failed: {why}")
         ptx = (work / f"{stem}.ptx").read_bytes()
         header = parse_ptx(ptx)
         chosen = _choose_entry(header.entries, entry, cu)
@@ -444,9 +484,24 @@ def new_bundle(directory: Path, cu: Path, entry: str | None = None) -> Scaffold:
     text = ptx.decode("utf-8", "replace")
     block = (sk.launch_bounds if sk is not None else None) or _maxntid(text, chosen.name) or 256
     todo += _module_notes(text, chosen.name)
-    sc = Scaffold(directory, chosen.name, function, params, block, registers, shared, [], todo)
+    extra = _extra_sizes(sizes, params)
+    sc = Scaffold(directory, chosen.name, function, params, block, registers, shared, [], todo,
+                  list(nvcc_flags), extra, per_thread(sk.body) if sk is not None else 1)
     _write(sc, stem, source, ptx)
     return sc
+
+
+def _extra_sizes(sizes: Sequence[str], params: list[NewParam]) -> list[str]:
+    """``--size`` names: identifiers, not a parameter, not repeated (``BadInput`` otherwise)."""
+    out: list[str] = []
+    taken = {p.name for p in params}
+    for name in sizes:
+        if not re.fullmatch(r"[A-Za-z_]\w{0,63}", name):
+            raise BadInput(f"--size {name[:60]!r}: not an identifier")
+        if name in taken or name in out:
+            raise BadInput(f"--size {name}: already a kernel parameter or given twice")
+        out.append(name)
+    return out
 
 
 def _choose_entry(entries: "Sequence[PtxEntry]", entry: str | None, cu: Path) -> "PtxEntry":
@@ -564,6 +619,29 @@ def _pointer_param(name: str, ctype: str, const: bool, sk: _SourceKernel | None)
     return NewParam(name, "ptr", dtype, intent, guess, lanes)
 
 
+_THREAD = (
+    r"(?:blockIdx\.x\s*\*\s*blockDim\.x|blockDim\.x\s*\*\s*blockIdx\.x)\s*\+\s*threadIdx\.x"
+    r"|threadIdx\.x\s*\+\s*(?:blockIdx\.x\s*\*\s*blockDim\.x|blockDim\.x\s*\*\s*blockIdx\.x)"
+)
+
+
+def per_thread(body: str) -> int:
+    """Elements each thread handles, read from how the body scales its global thread index:
+    ``(blockIdx.x * blockDim.x + threadIdx.x) * 4`` or ``int t = ...; int i = t * 4`` (also
+    ``4 * ...`` and ``<< 2``); 1 when it does not (a guess the launch TODO names)."""
+    idx = rf"\(\s*(?:{_THREAD})\s*\)"
+    names = [m.group(1) for m in re.finditer(rf"\b([A-Za-z_]\w*)\s*=\s*(?:{_THREAD})\s*;", body)]
+    for term in [idx, *(rf"\b{re.escape(n)}\b" for n in names)]:
+        m = re.search(rf"(?:{term})\s*\*\s*(\d+)\b|\b(\d+)\s*\*\s*(?:{term})", body)
+        if m:
+            k = int(m.group(1) or m.group(2))
+            return k if 1 < k <= 64 else 1
+        m = re.search(rf"(?:{term})\s*<<\s*(\d)\b", body)
+        if m and 0 < int(m.group(1)) <= 6:
+            return 1 << int(m.group(1))
+    return 1
+
+
 def _size_var(params: list[NewParam]) -> str:
     return next((p.name for p in params if p.kind == "scalar" and p.dtype in _INTEGER), "n")
 
@@ -604,14 +682,34 @@ def _contract(sc: Scaffold, stem: str, has_domain: bool) -> str:
     ny = _yq(n)
     ns = sc.function.capitalize()
     b = sc.block
+    u = b * sc.per_thread  # elements one block covers
     plines = _param_lines(sc, n)
-    regs = f"max_registers: {sc.registers}, " if sc.registers else ""
+    regs = f"max_registers: {sc.max_registers}, " if sc.max_registers else ""
+    regs_note = (
+        f"  # ptxas measured {sc.registers} registers; the budget leaves headroom (+25 %, "
+        "a multiple of 8)"
+        if sc.max_registers
+        else ""
+    )
     shared = sc.shared_bytes if sc.shared_bytes is not None else 0
-    sizes = ", ".join(f"{{{ny}: {v}}}" for v in (1, b - 1 if b > 1 else 2, b + 1, 3 * b + 7))
+    extra = "".join(f", {_yq(x)}: {{v}}" for x in sc.extra_sizes)
+    sizes = ", ".join(
+        f"{{{ny}: {v}{extra.format(v=v)}}}" for v in (1, u - 1 if u > 1 else 2, u + 1, 3 * u + 7)
+    )
+    sizes_note = "  # TODO: bind each size to a value that fits the test" if sc.extra_sizes else ""
     domain = (
         f"  size_domain:\n    {ny}: {{min: 1, max: 1048576}}  # TODO: the sizes it supports\n"
+        + "".join(
+            f"    {_yq(x)}: {{min: 1, max: 1048576}}  # TODO: its domain; name it in the "
+            "shape of the parameters it sizes (it is no kernel parameter)\n"
+            for x in sc.extra_sizes
+        )
         if has_domain
         else ""
+    )
+    build = ", ".join(
+        [f"-arch={TARGET}", "-ptx", *(_yq(f) for f in sc.nvcc_flags), "-o", f"{stem}.ptx",
+         f"{stem}.cu"]
     )
     params = "\n".join(plines)
     return f"""# {MARKER}: written by `ledger new` from {stem}.cu. Fill in every TODO, then
@@ -635,23 +733,23 @@ kernel:
   target: {TARGET}
   ptx: {stem}.ptx
   source: {stem}.cu
-  build: [nvcc, -arch={TARGET}, -ptx, -o, {stem}.ptx, {stem}.cu]
+  build: [nvcc, {build}]
   futhark: {stem}.fut
   reference: {{file: reference.py, function: {sc.function}}}
   params:
 {params}
   launch:
-    grid: ["ceil_div({n}, {b})", 1, 1]  # TODO: one thread per element assumed
+    grid: ["ceil_div({n}, {b * sc.per_thread})", 1, 1]  # TODO: {_launch_note(sc.per_thread)}
     block: [{b}, 1, 1]
     shared_bytes: 0
-  resources: {{{regs}max_shared_bytes: {shared}, spills: forbid}}
+  resources: {{{regs}max_shared_bytes: {shared}, spills: forbid}}{regs_note}
 {domain}falsification_tests:
   - id: FALSIFY-{sc.function.upper().replace("_", "-")}-001
     rule: "matches the reference at the edges of the launch shape"
     prediction: "outputs equal the reference; each element written once; no access out of bounds"
     test: "GPU (CuPy) or PTX interpreter over seeded random inputs"
     if_fails: "indexing bug, missing guard, or wrong operation"
-    sizes: [{sizes}]
+    sizes: [{sizes}]{sizes_note}
     seed: 1
     inputs: {{low: -1.0, high: 1.0}}
     tolerance: {{ulp: 0}}  # TODO: the rounding the kernel promises
@@ -670,6 +768,12 @@ certificate:
     property: reference
     statement: "TODO"
 """
+
+
+def _launch_note(k: int) -> str:
+    if k == 1:
+        return "one thread per element assumed (no scaling of the thread index seen)"
+    return f"{k} elements per thread, read from the source's thread index * {k}"
 
 
 def _reference(sc: Scaffold) -> str:
@@ -775,6 +879,8 @@ def _write(sc: Scaffold, stem: str, source: str, ptx: bytes) -> None:
         raise BadInput(f"{sc.directory}: could not write the bundle: {e}") from e
     sc.files = sorted([*files, f"{stem}.ptx"])
     sc.todo += [
+        *(f"size {x}: name it in the shapes it sizes, narrow its size_domain, bind it in the "
+          "falsification sizes" for x in sc.extra_sizes),
         "contract.yaml: every TODO (description, formula, shapes, launch, tolerance, statements)",
         "reference.py: the numpy reference",
         f"{stem}.lean: the proofs (no sorry), with status: proved in the contract",
@@ -796,14 +902,35 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option("--entry", help="The kernel (PTX entry or __global__ name)."),
         ] = None,
+        nvcc_flag: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--nvcc-flag",
+                help="An extra nvcc flag, recorded in kernel.build (repeatable; e.g. "
+                "-use_fast_math, -lineinfo, -DN=4; the rebuild.ptx allow-list applies).",
+            ),
+        ] = None,
+        size: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--size",
+                help="A size variable that is no kernel parameter (e.g. nnz, cols): declared "
+                "in size_domain with a TODO domain (repeatable).",
+            ),
+        ] = None,
         json_out: JsonOpt = False,
     ) -> None:
         """Start a bundle for any kernel: PTX, contract, reference/Lean/Futhark stubs."""
-        sc = new_bundle(directory, cu, entry)
+        sc = new_bundle(directory, cu, entry, nvcc_flag or (), size or ())
         if json_out:
             output.emit_json(sc.to_json())
             return
         output.plain(f"wrote {directory} for kernel {sc.function} (PTX entry {sc.entry}):")
+        if sc.max_registers:
+            output.plain(
+                f"  registers: ptxas measured {sc.registers}; max_registers {sc.max_registers} "
+                "(+25 % headroom, a multiple of 8)"
+            )
         for f in sc.files:
             output.plain(f"  {f}")
         output.plain("to do before `ledger check` can pass:")

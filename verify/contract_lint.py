@@ -24,6 +24,7 @@ from typing import Any, Literal
 from ledger.core.bundle import check_path
 from ledger.core.errors import BundleError, ContractError, LedgerError
 from verify.expr import eval_expr, expr_names, relation_names
+from verify.idle import idle_warnings
 from verify.model import (
     FLOAT_DTYPES,
     OBLIGATIONS,
@@ -522,8 +523,28 @@ def _unfinished(c: Contract, files: Files) -> list[str]:
     marker = UNFINISHED.encode()
     stubs = sorted(p for p, d in files.items() if marker in d)
     if stubs:
-        return [f"{', '.join(stubs)} still marked {UNFINISHED!r} (a `ledger new` stub to fill in)"]
+        todo = _todo_lines(files.get("contract.yaml", b"")) if "contract.yaml" in stubs else ""
+        return [
+            f"{', '.join(stubs)} still marked {UNFINISHED!r} (a `ledger new` stub to fill in)"
+            + todo
+        ]
     return []
+
+
+def _todo_lines(contract: bytes) -> str:
+    """The scaffold contract's ``TODO`` lines as a to-do list: ``; contract.yaml TODO at line 5
+    (description), ...`` (the first 12)."""
+    hits = []
+    for i, line in enumerate(contract.decode("utf-8", "replace").splitlines(), start=1):
+        if "TODO" in line and not line.lstrip().startswith("#"):
+            key = re.match(r"\s*-?\s*\{?\s*([A-Za-z_]\w*)\s*:\s*([^,}\s]*)", line)
+            what = key.group(1) if key else "see the line"
+            what = f"param {key.group(2)}" if key and what == "name" else what
+            hits.append(f"line {i} ({what})")
+    if not hits:
+        return ""
+    more = f", and {len(hits) - 12} more" if len(hits) > 12 else ""
+    return f"; contract.yaml TODO at {', '.join(hits[:12])}{more}"
 
 
 def _waivers(c: Contract, files: Files) -> list[str]:
@@ -657,11 +678,12 @@ def lint_check(contract: Contract, files: Mapping[str, bytes]) -> Check:
         detail = "; ".join(f"{g.name}: {g.reason}" for g in bad)
         return failed("contract.lint", _CONTROL.sub(_escape, detail))
     ran = ", ".join(g.name for g in gates if g.status == "passed")
+    warn = "".join(f"; warning: {w}" for w in idle_warnings(contract)[:3])  # verify.idle
     not_run = [g for g in gates if g.status == "skipped"]
     if not_run:
         why = "; ".join(f"{g.name}: {g.reason}" for g in not_run)
-        return skipped("contract.lint", f"gates passed: {ran}; not run: {why}")
-    return passed("contract.lint", f"gates passed: {ran}")
+        return skipped("contract.lint", f"gates passed: {ran}; not run: {why}{warn}")
+    return passed("contract.lint", f"gates passed: {ran}{warn}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,8 +7,9 @@ With ``kernel.source`` and ``kernel.build`` in the contract and nvcc available:
    from ``ALLOWED_FLAGS`` (with a plain value) or a plain value / bundle-relative path; ``-ptx`` is
    given, the output (``-o``) is exactly ``kernel.ptx`` and the source is named. Flags that run or
    load other programs (``-ccbin``, ``-Xcompiler``, ``--options-file``, ``--run`` ...) are refused
-   because they are not on the list; flags that embed absolute paths (``-lineinfo``, ``-G``)
-   are refused because the output could never match byte for byte;
+   because they are not on the list; ``-G`` (device debug) is refused: its output depends on
+   the build machine. ``-lineinfo`` names the source by its absolute path, which is always
+   ``BUILD_DIR`` below, so it rebuilds byte for byte and is allowed;
 2. in a scratch copy of the bundle, delete the sealed PTX and run nvcc with a timeout, inside
    bubblewrap (``verify.confine``: only ``/usr``, the CUDA installation and the scratch copy
    exist there, so an ``#include "/home/…/.ledger/log.key"`` finds nothing to quote in a
@@ -52,12 +53,12 @@ ALLOWED_FLAGS = frozenset({
     "prec-sqrt", "fmad", "rdc", "relocatable-device-code", "extra-device-vectorization",
     "restrict", "use_fast_math", "use-fast-math", "expt-relaxed-constexpr", "extended-lambda",
     "expt-extended-lambda", "w", "disable-warnings", "src-in-ptx", "m64", "machine", "dopt",
-    "Wno-deprecated-gpu-targets", "Werror",
+    "Wno-deprecated-gpu-targets", "Werror", "lineinfo", "generate-line-info",
 })
 # fmt: on
 # nvcc's per-source module id inside internal-linkage names (hashed from the source's path).
 _MODULE_ID = re.compile(rb"(?:(?<=_INTERNAL_)|(?<=_GLOBAL__N__))[0-9a-f]{8}(?=_)")
-_PATH_EMBEDDING = frozenset({"lineinfo", "generate-line-info", "G", "device-debug", "g", "debug"})
+_PATH_EMBEDDING = frozenset({"G", "device-debug", "g", "debug"})
 _FLAG = re.compile(r"(--?)([A-Za-z][\w\-]*)(?:=(.*))?")
 _JOINED = re.compile(r"-([DUI])(.+)")
 _VALUE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.,+=/\-]*")
@@ -267,8 +268,9 @@ def _compare(sealed: bytes, rebuilt: bytes, ptx_path: str, cmd: str, where: str,
     if rebuilt != sealed:
         return failed(
             "rebuild.ptx",
-            f"{cmd}: rebuilt {ptx_path} differs from the sealed one; "
-            f"{first_difference(sealed, rebuilt)}{where}",
+            f"{cmd}: rebuilt {ptx_path} differs from the bundle's; "
+            f"{first_difference(sealed, rebuilt)}{where} (after editing the source, run "
+            "`ledger rebuild DIR` to refresh the bundle's PTX)",
             "nvcc",
             version,
         )

@@ -103,7 +103,8 @@ def test_rebuild_different_source(sealed: bytes) -> None:
     src = (FIX / "vector_add.cu").read_bytes().replace(b"a[i] + b[i]", b"a[i] - b[i]")
     c = check(sealed, KERNEL, source=src)
     assert c.status == "failed"
-    assert "rebuilt vector_add.ptx differs from the sealed one" in c.detail
+    assert "rebuilt vector_add.ptx differs from the bundle's" in c.detail
+    assert "ledger rebuild DIR" in c.detail
     assert "first difference at line" in c.detail and "sub.f32" in c.detail
 
 
@@ -216,8 +217,8 @@ def test_rebuild_missing_source_fails() -> None:
         (("nvcc", "-ptx", "-o", "k.ptx", "k.cu", "-I/usr/include"), "bad value"),
         (("nvcc", "-ptx", "-o", "k.ptx", "k.cu", "-DX=$(id)"), "bad value"),
         (("nvcc", "-ptx", "-o", "k.ptx", "k.cu", "-arch=sm_86;id"), "value is not plain"),
-        (("nvcc", "-ptx", "-o", "k.ptx", "k.cu", "-lineinfo"), "embeds absolute paths"),
         (("nvcc", "-ptx", "-o", "k.ptx", "k.cu", "-G"), "embeds absolute paths"),
+        (("nvcc", "-ptx", "-o", "k.ptx", "k.cu", "--device-debug"), "embeds absolute paths"),
         (("nvcc", "-ptx", "-o", "k.ptx", "k.cu", "--a b"), "not a plain flag"),
     ],
 )
