@@ -16,8 +16,9 @@ theorem row_injective (cols r₁ c₁ r₂ c₂ : Nat) (h₁ : c₁ < cols) (h�
   have hc : 0 < cols := by omega
   rw [Nat.mul_comm r₁, Nat.mul_comm r₂, Nat.mul_add_div hc, Nat.mul_add_div hc,
     Nat.div_eq_of_lt h₁, Nat.div_eq_of_lt h₂] at hq
-  subst hq
-  omega
+  have hr : r₁ = r₂ := by omega
+  subst hr
+  exact ⟨rfl, Nat.add_left_cancel h⟩
 
 /-- PO2: a masked access of row `r < rows`, column `c < cols` is inside `rows * cols`. -/
 theorem access_in_bounds (rows cols r c : Nat) (hr : r < rows) (hc : c < cols) :
