@@ -1,7 +1,7 @@
 -- Specification of kernels/triton_softmax/triton_softmax.py (a Triton kernel): row-wise, max-shifted softmax.
 --   y[r, c] = exp(x[r, c] - max_r) / sum_c' exp(x[r, c'] - max_r)
 -- ==
--- entry: triton_softmax
+-- entry: softmax_kernel
 -- input { [[0f32, 0f32], [5f32, 5f32]] }
 -- output { [[0.5f32, 0.5f32], [0.5f32, 0.5f32]] }
 -- input { [[1f32, 1f32, 1f32, 1f32]] }
@@ -11,7 +11,7 @@
 -- input { [[3f32]] }
 -- output { [[1f32]] }
 
-entry triton_softmax [rows][cols] (x: [rows][cols]f32) : [rows][cols]f32 =
+entry softmax_kernel [rows][cols] (x: [rows][cols]f32) : [rows][cols]f32 =
   map (\row ->
          let m = f32.maximum row
          let e = map (\v -> f32.exp (v - m)) row
