@@ -90,11 +90,13 @@ def _params(names: list[str], consts: dict[str, str], types: tuple[str, ...]) ->
         )
     out = []
     for name, t in zip(runtime, types, strict=True):
-        dtype = _TYPES[t.lstrip("*")]
+        dtype = _TYPES.get(t.lstrip("*"), "")
+        guess = "" if dtype else f"Triton type {t} has no contract dtype: u8 is a placeholder; "
         if t.startswith("*"):
-            out.append(NewParam(name, "ptr", dtype, "inout", "check: in, out or inout"))
+            out.append(NewParam(name, "ptr", dtype or "u8", "inout",
+                                f"{guess}check: in, out or inout"))  # fmt: skip
         else:
-            out.append(NewParam(name, "scalar", dtype))
+            out.append(NewParam(name, "scalar", dtype or "u8", guessed=guess))
     return out
 
 
@@ -176,6 +178,9 @@ def new_triton_bundle(directory: Path, opts: TritonOptions) -> Scaffold:
         raise CannotCheck("Triton is not installed: pip install -e '.[triton]' (the triton extra)")
     site, version = here
     stem = _stem(path)
+    for c in opts.constexprs:
+        if "=" not in c:
+            raise BadInput(f"--constexpr {c[:60]!r}: expected NAME=VALUE")
     draft = TritonBuild(version, TARGET, f"{stem}.py", kernel, tuple(opts.signature.split(",")),
                         tuple(tuple(c.split("=", 1)) for c in opts.constexprs),  # type: ignore[misc]
                         opts.num_warps, opts.num_stages, f"{stem}.ptx")  # fmt: skip

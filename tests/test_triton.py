@@ -230,3 +230,21 @@ def test_ledger_new_triton_signature_count_is_checked(tmp_path: Path) -> None:
                   "--signature", "*fp32,i32", "--constexpr", "BLOCK_SIZE=256")  # fmt: skip
     line = assert_one_error_line(res, 2)
     assert "--signature gives 2 types for 5 runtime parameters" in line
+
+
+@needs_triton
+@pytest.mark.parametrize(
+    ("extra", "why"),
+    [
+        (["--constexpr", "BLOCK_SIZE"], "--constexpr 'BLOCK_SIZE': expected NAME=VALUE"),
+        (["--constexpr", "BLOCK_SIZE=256", "--num-warps", "0"], "an integer in [1, 32]"),
+        (["--constexpr", "BLOCK_SIZE=100"], "Triton failed: arange's range must be a power of 2"),
+    ],
+)
+def test_ledger_new_triton_refuses_bad_options(tmp_path: Path, extra: list[str],
+                                               why: str) -> None:
+    res = run_cli("new", str(tmp_path / "nb"), "--triton",
+                  "kernels/triton_softmax/triton_softmax.py:softmax_kernel",
+                  "--signature", "*fp32,*fp32,i32,i32,i32", *extra)  # fmt: skip
+    assert why in assert_one_error_line(res, 2)
+    assert not (tmp_path / "nb").exists()
