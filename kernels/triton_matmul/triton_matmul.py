@@ -1,6 +1,6 @@
 # Blocked matrix multiplication, from Triton's tutorial "Matrix Multiplication"
-# (python/tutorials/03-matrix-multiplication.py, https://github.com/triton-lang/triton): matmul_kernel
-# with its grouped ordering, without the autotuner and the optional activation.
+# (python/tutorials/03-matrix-multiplication.py, https://github.com/triton-lang/triton):
+# matmul_kernel with its grouped ordering, without the autotuner and the optional activation.
 #
 # Copyright 2018-2020 Philippe Tillet
 # Copyright 2020-2022 OpenAI
