@@ -248,3 +248,12 @@ def test_ledger_new_triton_refuses_bad_options(tmp_path: Path, extra: list[str],
                   "--signature", "*fp32,*fp32,i32,i32,i32", *extra)  # fmt: skip
     assert why in assert_one_error_line(res, 2)
     assert not (tmp_path / "nb").exists()
+
+
+def test_without_triton_the_rebuild_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A verifier without the triton extra (scripts/setup.sh, scripts/demo.sh) says so."""
+    import verify.rebuild_triton as rt
+
+    monkeypatch.setattr(rt, "installed", lambda: None)
+    status, detail = rebuild_check(SOFTMAX)
+    assert status == "skipped" and "Triton is not installed beside the verifier" in detail
