@@ -100,7 +100,11 @@ class CupyEngine:
         dynamic_shared: int,
         second_schedule: bool = True,  # a device runs its own schedule: nothing to repeat
         waivers: Mapping[tuple[str, int], int] | None = None,  # a device reports no findings
+        constants: Mapping[str, bytes] | None = None,
     ) -> LaunchOutcome:
+        if constants:
+            raise CannotCheck("the GPU engine does not set __constant__ contents (kernel."
+                              "constants) yet; the PTX interpreter does")
         cp = self._cp
         fn = self._function(ptx, entry)
         if dynamic_shared > DEFAULT_SHARED_LIMIT:
