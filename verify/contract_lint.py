@@ -549,9 +549,7 @@ def _inputs(c: Contract, files: Files) -> list[str]:
     domain (issue 32; ``verify.contract_inputs``)."""
     from verify.contract_inputs import input_problems
 
-    if c.kernel is None:
-        raise _Skip("no kernel")
-    return input_problems(c.kernel, files)
+    return [] if c.kernel is None else input_problems(c.kernel, files)
 
 
 def _certificate(c: Contract, files: Files) -> list[str]:
