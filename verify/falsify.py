@@ -349,17 +349,6 @@ def make_case(
     ``null``: every nullable pointer is passed as a null pointer (``verify.inputs``)."""
     if kernel.launch is None:
         raise BadInput("the kernel has no launch section")
-    launch = kernel.launch
-    grid = _dim3(launch.grid, sizes, "launch.grid", MAX_GRID_BLOCKS)
-    block = _dim3(launch.block, sizes, "launch.block", MAX_BLOCK_THREADS)
-    shared = _eval(launch.shared_bytes or "0", sizes, "launch.shared_bytes")
-    if not 0 <= shared <= MAX_DYNAMIC_SHARED:
-        raise BadInput(f"launch.shared_bytes {shared} is outside [0, {MAX_DYNAMIC_SHARED}]")
-    threads = math.prod(grid) * math.prod(block)
-    if threads > MAX_THREADS:
-        raise TooLarge(f"{threads} threads in one launch (at most {MAX_THREADS} are run)")
-    tied = {"grid.x": grid[0], "grid.y": grid[1], "grid.z": grid[2], "block.x": block[0],
-            "block.y": block[1], "block.z": block[2], "shared_bytes": shared}
     args: list[Arg] = []
     drawn: dict[str, np.ndarray[Any, Any]] = {}
     ranges: dict[str, tuple[float, float]] = {}
@@ -367,7 +356,8 @@ def make_case(
     shapes: dict[str, tuple[int, ...]] = {}
     for p in kernel.params:
         if p.kind == "scalar":
-            args.append(_scalar_arg(p, test, sizes, rng, tied))
+            args.append(_scalar_arg(p, test, sizes, rng, {}) if not p.tied else
+                        ScalarArg(p.name, 0, p.dtype))  # a launch value: set below
             continue
         if pattern == "null" and p.domain is not None and p.domain.nullable:
             args.append(ScalarArg(p.name, 0, "u64"))  # a null pointer (verify.inputs)
@@ -390,6 +380,20 @@ def make_case(
                          kernel.preconditions, ranges)
             drawn[p.name] = data
         args.append(BufferArg(p.name, p.intent, data))
+    launch = kernel.launch
+    grid = _dim3(launch.grid, sizes, "launch.grid", MAX_GRID_BLOCKS)
+    block = _dim3(launch.block, sizes, "launch.block", MAX_BLOCK_THREADS)
+    shared = _eval(launch.shared_bytes or "0", sizes, "launch.shared_bytes")
+    if not 0 <= shared <= MAX_DYNAMIC_SHARED:
+        raise BadInput(f"launch.shared_bytes {shared} is outside [0, {MAX_DYNAMIC_SHARED}]")
+    threads = math.prod(grid) * math.prod(block)
+    if threads > MAX_THREADS:
+        raise TooLarge(f"{threads} threads in one launch (at most {MAX_THREADS} are run)")
+    tied = {"grid.x": grid[0], "grid.y": grid[1], "grid.z": grid[2], "block.x": block[0],
+            "block.y": block[1], "block.z": block[2], "shared_bytes": shared}
+    for i, p in enumerate(kernel.params):
+        if p.kind == "scalar" and p.tied:
+            args[i] = _scalar_arg(p, test, sizes, rng, tied)
     if kernel.preconditions and not dry:
         dtypes = {p.name: p.dtype for p in kernel.params}
         check_preconditions(kernel.preconditions, drawn, dtypes, sizes, rng, ranges)
