@@ -13,7 +13,11 @@ For each binding:
    [low, high], cast to the parameter's dtype (f16 through numpy float16); at the sizes the
    verifier chooses, plant the range's edges (high, 0 and -0 when in range, low) at a few spread
    positions (``plant_edges``: a uniform draw never gives them); fill every ``out`` buffer with
-   0xFF bytes first (a NaN pattern for floats, so an unwritten element shows);
+   0xFF bytes first (a NaN pattern for floats, so an unwritten element shows); a parameter with
+   its own domain (range, index array, offsets, nullable), integer scalars drawn or tied to the
+   launch, ``__constant__`` contents and preconditions: ``verify.inputs`` (issue 32), which
+   also lays out the verifier's own values (negative rows, ties, extremes, zeros, bounds,
+   subnormals, NaN/Inf when the test's ``specials`` say so) in every run;
 3. evaluate buffer shapes, scalar values, grid, block and dynamic shared memory from the
    contract's expressions (``verify.expr.eval_expr``: a small safe parser, never ``eval``);
 4. launch on the engine (``choose_engine``: CuPy on a CUDA device, else the PTX interpreter
