@@ -490,3 +490,33 @@ def test_index_arrays_keep_their_order() -> None:
     uniq = index_values(rng, "s32", 30, InputDomain(index_of="V", unique=True, sorted=True),
                         {"V": 40}, "u")
     assert len(set(uniq.tolist())) == 30 and (np.diff(uniq) > 0).all() and uniq.max() < 40
+
+
+def test_a_range_outside_an_integer_dtype_fails_lint(ptx: bytes) -> None:
+    text = contract("embedding", EMBEDDING.replace("{name: ids, ptr: s32, shape: [T], index_of: V}",
+                                                   "{name: ids, ptr: u8, shape: [T], range: "
+                                                   "{low: -1, high: 300}}"), "[{T: 7, V: 5, C: 3}]")
+    assert lint(ptx, text)["inputs"] == (
+        "failed", "kernel.params[0].range: -1 .. 300 does not fit u8 (0 .. 255)")
+
+
+def test_preconditions_are_honoured_or_refused() -> None:
+    from ledger.core.errors import BadInput
+
+    text = contract("cross_entropy", CROSS_ENTROPY.replace(
+        '"targets[i] < V"', '"targets[i] < V", "probs[i] >= 0.5"').replace(
+        "{name: targets, ptr: s32, shape: [B]", "{name: lo, ptr: s32, shape: [B], range: "
+        "{low: 0, high: 9}}\n    - {name: targets, ptr: s32, shape: [B]"), "[{B: 10, V: 7}]",
+        tol="{ulp: 2}", prediction="within 2 ulp")
+    c = load_contract(text.replace('"probs[i] >= 0.5"', '"targets[i] >= lo[i]"').encode())
+    assert c.kernel is not None
+    case = falsify.make_case(c.kernel, c.falsification[0], {"B": 300, "V": 7},
+                             np.random.default_rng(0))
+    t, lo = case.inputs["targets"], case.inputs["lo"]
+    assert (t < 7).all() and (t >= lo).all()
+    c = load_contract(text.replace('"probs[i] >= 0.5"', '"targets[i] > V"').encode())
+    assert c.kernel is not None
+    with pytest.raises(BadInput, match="param targets: no value meets its range and "
+                                       "preconditions"):
+        falsify.make_case(c.kernel, c.falsification[0], {"B": 3, "V": 7},
+                          np.random.default_rng(0))

@@ -9,8 +9,9 @@ test's ``inputs: {low, high}``:
   ``unique`` or a ``permutation`` of ``0 .. V-1``;
 - CSR offsets (``offsets_of: array, total: T``): non-decreasing, first 0, last ``T``;
 - preconditions ``A[i] OP expr`` narrow ``A``'s range before the draw; ``A[i] OP B[i]`` are
-  repaired by redrawing ``A``'s violating elements (at most ``PRECONDITION_ROUNDS`` rounds over at
-  most ``MAX_PRECONDITION_ELEMENTS`` elements), and every precondition is checked after the draw.
+  repaired by redrawing the violating elements of both (at most ``PRECONDITION_ROUNDS`` rounds
+  over at most ``MAX_PRECONDITION_ELEMENTS`` elements); every precondition is checked after the
+  draw.
 
 Beside the random draws the verifier lays out the values itself (``PATTERNS``): all-negative and
 all-positive rows, ties, one extreme per row, zeros with negative zero, the range's bounds,
@@ -116,7 +117,7 @@ def check_preconditions(preconditions: Sequence[str], values: Mapping[str, np.nd
                         dtypes: Mapping[str, str], sizes: Mapping[str, int],
                         rng: np.random.Generator,
                         redraw: Mapping[str, tuple[float, float]]) -> None:
-    """Repair ``A[i] OP B[i]`` by redrawing ``A`` where it fails, then check every precondition
+    """Repair ``A[i] OP B[i]`` by redrawing both where it fails, then check every precondition
     over the drawn values (in place); ``BadInput`` naming the first one that does not hold."""
     for text in preconditions:
         array, op, rhs, elementwise = parse_precondition(text)
@@ -131,9 +132,12 @@ def check_preconditions(preconditions: Sequence[str], values: Mapping[str, np.nd
             bad = ~_holds(a, dt, op, rhs, elementwise, values, dtypes, sizes, text)
             if not bad.any():
                 break
-            if elementwise and array in redraw:
-                lo, hi = redraw[array]
-                a.reshape(-1)[bad.reshape(-1)] = random_values(rng, dt, int(bad.sum()), lo, hi)
+            for side in (array, rhs) if elementwise else ():  # both sides, where drawn
+                if side in redraw:
+                    lo, hi = redraw[side]
+                    flat = values[side].reshape(-1)
+                    flat[bad.reshape(-1)] = random_values(rng, dtypes[side], int(bad.sum()), lo,
+                                                          hi)
         else:
             bad = ~_holds(a, dt, op, rhs, elementwise, values, dtypes, sizes, text)
         if bad.any():
