@@ -335,6 +335,9 @@ def test_a_block_size_scalar_tied_to_the_launch(ptx: bytes,
     assert status == "passed", detail
     k = load_contract(contract("copy_bs", COPY_BS, "[{n: 300}]").encode()).kernel
     assert k is not None and k.params[3].tied == "block.x"
+    gates = lint(ptx, contract("copy_bs", COPY_BS, "[{n: 300}]"))
+    assert all(status == "passed" for name, (status, _) in gates.items()
+               if name in ("executable", "launch", "domain", "inputs")), gates
 
 
 # --- the row argmax whose running max starts at 0.0 -----------------------------------------

@@ -163,7 +163,7 @@ def _launch_problems(c: Contract, sizes: Mapping[str, int]) -> list[str]:
         for i, e in enumerate(p.shape):
             if eval_expr(e, sizes) < 0:
                 out.append(f"{p.name}.shape[{i}] is negative")
-        if p.kind == "scalar" and p.dtype in _INT_RANGES:
+        if p.kind == "scalar" and p.dtype in _INT_RANGES and p.value not in ("", RANDOM):
             lo, hi = _INT_RANGES[p.dtype]
             if not lo <= eval_expr(p.value, sizes) <= hi:
                 out.append(f"{p.name} = {eval_expr(p.value, sizes)} does not fit {p.dtype}")
