@@ -523,3 +523,26 @@ def test_preconditions_are_honoured_or_refused() -> None:
                                        "preconditions"):
         falsify.make_case(c.kernel, c.falsification[0], {"B": 3, "V": 7},
                           np.random.default_rng(0))
+
+
+def test_the_interpreter_sets_constants_and_refuses_unknown_ones(ptx: bytes) -> None:
+    from verify import ptxsim
+
+    module = ptxsim.load_module(ptx)
+    x = np.arange(1, 17, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    coef = np.array([2, 3, 4, 5, 6, 7, 8, 9], np.float32).tobytes()
+    args = [ptxsim.Buffer(x, "in", "x"), ptxsim.Buffer(out, "out", "out"),
+            ptxsim.Scalar(16, ".s32")]
+    r = ptxsim.launch(module, "const_scale", (1, 1, 1), (32, 1, 1), args, constants={"coef": coef})
+    assert not r.findings
+    assert out.tolist() == (np.tile(np.arange(2, 10), 2) * x).tolist()
+    ptxsim.launch(module, "const_scale", (1, 1, 1), (32, 1, 1), args)
+    assert not out.any()  # without them, the module's initialiser (zeros)
+    with pytest.raises(ptxsim.PtxSyntaxError, match=re.escape(
+            "__constant__ 'coeff' is not a .const variable of the module")):
+        ptxsim.launch(module, "const_scale", (1, 1, 1), (32, 1, 1), args,
+                      constants={"coeff": coef})
+    with pytest.raises(ptxsim.PtxSyntaxError, match="holds 32 bytes, the contract gives 36"):
+        ptxsim.launch(module, "const_scale", (1, 1, 1), (32, 1, 1), args,
+                      constants={"coef": coef + b"\0" * 4})
