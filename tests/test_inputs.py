@@ -532,8 +532,8 @@ def test_the_interpreter_sets_constants_and_refuses_unknown_ones(ptx: bytes) -> 
     x = np.arange(1, 17, dtype=np.float32)
     out = np.zeros(16, np.float32)
     coef = np.array([2, 3, 4, 5, 6, 7, 8, 9], np.float32).tobytes()
-    args = [ptxsim.Buffer(x, "in", "x"), ptxsim.Buffer(out, "out", "out"),
-            ptxsim.Scalar(16, ".s32")]
+    args: list[ptxsim.Buffer | ptxsim.Scalar] = [
+        ptxsim.Buffer(x, "in", "x"), ptxsim.Buffer(out, "out", "out"), ptxsim.Scalar(16, ".s32")]
     r = ptxsim.launch(module, "const_scale", (1, 1, 1), (32, 1, 1), args, constants={"coef": coef})
     assert not r.findings
     assert out.tolist() == (np.tile(np.arange(2, 10), 2) * x).tolist()
