@@ -546,3 +546,33 @@ def test_the_interpreter_sets_constants_and_refuses_unknown_ones(ptx: bytes) -> 
     with pytest.raises(ptxsim.PtxSyntaxError, match="holds 32 bytes, the contract gives 36"):
         ptxsim.launch(module, "const_scale", (1, 1, 1), (32, 1, 1), args,
                       constants={"coef": coef + b"\0" * 4})
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16", "f64", "s32"])
+def test_patterns_stay_inside_the_range(dtype: str) -> None:
+    from verify.compare import values_of
+    from verify.inputs import PATTERNS, apply_pattern, random_values
+
+    rng = np.random.default_rng(5)
+    for low, high in ((-2.0, 3.0), (0.0, 1.0), (-4.0, -1.0)):
+        for pattern in (*PATTERNS, "nan", "inf"):
+            data = random_values(rng, dtype, 24, low, high)  # a draw, then its layout
+            apply_pattern(data, pattern, low, high, dtype, 6, rng)
+            v = values_of(dtype, data).astype(np.float64)
+            fin = v[np.isfinite(v)]
+            assert ((fin >= low) & (fin <= high)).all(), (pattern, low, high, v)
+            rows = v.reshape(4, 6)
+            if pattern == "negative" and low < 0:
+                assert (rows < 0).all()
+            if pattern == "positive" and high > 0:
+                assert (rows > 0).all()
+            if pattern == "extreme":
+                assert all(high in r or low in r for r in rows)
+            if pattern == "subnormal" and dtype != "s32" and low <= 0 <= high:
+                tiny = {"f16": 2.0**-14, "bf16": 2.0**-126, "f32": 2.0**-126,
+                        "f64": 2.0**-1022}[dtype]
+                assert ((np.abs(v) < tiny) & (v != 0)).all()
+            if pattern == "nan" and dtype != "s32":
+                assert all(np.isnan(r).sum() == 1 for r in rows)
+            if pattern == "zeros" and low <= 0 <= high:
+                assert not v.any() and (dtype == "s32" or np.signbit(v).any())
