@@ -316,6 +316,8 @@ def apply_pattern(data: np.ndarray[Any, Any], pattern: str, low: float, high: fl
     overflow when a whole block hits one bin, an argmax that breaks ties the wrong way, a ``<``
     where ``<=`` is meant pass every random draw and fail here. The short float keeps sums of up
     to 2^20 copies exact, so the pattern tests equality, not a rounding claim."""
+    if pattern not in PATTERN_TEXT or pattern == "null":
+        raise ValueError(f"unknown input pattern {pattern!r}")
     if data.size == 0:
         return
     if pattern == "repeated":
