@@ -147,6 +147,7 @@ EXACT = {
     "test_vkeyfile.py": "ledger/core/test_vkeyfile.py",
     "test_waivers.py": "verify/test_waivers.py",
     "test_attest.py": "ledger/test_attest.py",
+    "test_inputs.py": "verify/test_inputs.py",
     "test_author_loop.py": "ledger_cli/test_author_loop.py",
     "test_triton.py": "ledger_cli/test_triton.py",
     "test_kernels_triton.py": "kernels/test_examples_triton.py",

@@ -32,12 +32,17 @@ from verify.expr import parse_expr, parse_relation
 from verify.model import (
     FINDING_KINDS,
     FLOAT_DTYPES,
+    LAUNCH_VALUES,
+    NAN_RULES,
     RANDOM,
+    SPECIALS,
     Claim,
+    Constant,
     Contract,
     Dtype,
     FalsificationTest,
     FutharkOracle,
+    InputDomain,
     Kernel,
     Launch,
     LeanRef,
@@ -308,9 +313,14 @@ def _known(d: Mapping[str, Any], allowed: tuple[str, ...], path: str) -> None:
             raise ContractError(f"{path}.{k}: unknown field (allowed: {', '.join(allowed)})")
 
 
+_DOMAIN_KEYS = ("range", "distribution", "index_of", "sorted", "unique", "permutation",
+                "offsets_of", "total", "nullable")
+DISTRIBUTIONS = ("uniform", "normal")
+
+
 def _param(v: object, path: str) -> Param:
     d = _map(v, path)
-    _known(d, ("name", "ptr", "scalar", "intent", "shape", "value"), path)
+    _known(d, ("name", "ptr", "scalar", "intent", "shape", "value", "tied", *_DOMAIN_KEYS), path)
     name = _name(d.get("name"), f"{path}.name")
     if ("ptr" in d) == ("scalar" in d):
         raise ContractError(f"{path}: needs exactly one of 'ptr' or 'scalar'")
@@ -318,9 +328,11 @@ def _param(v: object, path: str) -> Param:
     dtype = _str(d[kind], f"{path}.{kind}")
     if dtype not in DTYPES:
         raise ContractError(f"{path}.{kind}: {dtype!r} is not one of {', '.join(DTYPES)}")
+    domain = _input_domain(d, kind, dtype, path)
     if kind == "ptr":
-        if "value" in d:
-            raise ContractError(f"{path}.value: only scalars have a value")
+        for k in ("value", "tied"):
+            if k in d:
+                raise ContractError(f"{path}.{k}: only scalars have a {k}")
         intent = _str(d.get("intent", "in"), f"{path}.intent")
         if intent not in INTENTS:
             raise ContractError(f"{path}.intent: {intent!r} is not one of in, out, inout")
@@ -328,26 +340,110 @@ def _param(v: object, path: str) -> Param:
         if not shape:
             raise ContractError(f"{path}.shape: must list at least one extent")
         dims = tuple(_expr(x, f"{path}.shape[{i}]") for i, x in enumerate(shape))
-        return Param(name, "ptr", cast(Dtype, dtype), intent=cast(Intent, intent), shape=dims)
+        return Param(name, "ptr", cast(Dtype, dtype), intent=cast(Intent, intent), shape=dims,
+                     domain=domain)
     for k in ("intent", "shape"):
         if k in d:
             raise ContractError(f"{path}.{k}: only pointers have {k}")
+    if "tied" in d:
+        return _tied_scalar(d, name, dtype, domain, path)
     if "value" not in d:
         raise ContractError(f"{path}.value: missing (a scalar needs a value expression)")
-    value = _scalar_value(d["value"], dtype, f"{path}.value")
-    return Param(name, "scalar", cast(Dtype, dtype), value=value)
+    value = _scalar_value(d["value"], dtype, f"{path}.value", domain)
+    return Param(name, "scalar", cast(Dtype, dtype), value=value, domain=domain)
 
 
-def _scalar_value(v: object, dtype: str, path: str) -> str:
-    """A scalar's value: a size expression; a float scalar also "random" or a literal number."""
+def _tied_scalar(d: Mapping[str, Any], name: str, dtype: str, domain: InputDomain | None,
+                 path: str) -> Param:
+    """``{name: block_size, scalar: s32, tied: block.x}``: the launch value itself (issue 32)."""
+    if "value" in d:
+        raise ContractError(f"{path}: give value or tied, not both")
+    if dtype in FLOAT_DTYPES:
+        raise ContractError(f"{path}.tied: only an integer scalar can be tied to a launch value")
+    if domain is not None:
+        raise ContractError(f"{path}.tied: a tied scalar takes its launch value, not a range")
+    tied = _str(d["tied"], f"{path}.tied")
+    if tied not in LAUNCH_VALUES:
+        raise ContractError(f"{path}.tied: {tied!r} is not one of {', '.join(LAUNCH_VALUES)}")
+    return Param(name, "scalar", cast(Dtype, dtype), tied=tied)
+
+
+def _input_domain(d: Mapping[str, Any], kind: str, dtype: str, path: str) -> InputDomain | None:
+    """A parameter's own input domain (issue 32; contracts/README.md "Input domains")."""
+    if not any(k in d for k in _DOMAIN_KEYS):
+        return None
+    if kind == "scalar":
+        extra = [k for k in _DOMAIN_KEYS if k in d and k not in ("range", "distribution")]
+        if extra:
+            raise ContractError(f"{path}.{extra[0]}: only pointers have {extra[0]}")
+    low = high = None
+    if d.get("range") is not None:
+        rd = _map(d["range"], f"{path}.range")
+        _known(rd, ("low", "high"), f"{path}.range")
+        for k in ("low", "high"):
+            if rd.get(k) is None:
+                raise ContractError(f"{path}.range.{k}: missing (a range needs low and high)")
+        low, high = _num(rd["low"], f"{path}.range.low"), _num(rd["high"], f"{path}.range.high")
+        if low > high:
+            raise ContractError(f"{path}.range: low {low} is above high {high}")
+    dist = _str(d.get("distribution", "uniform"), f"{path}.distribution")
+    if dist not in DISTRIBUTIONS:
+        raise ContractError(f"{path}.distribution: {dist!r} is not one of "
+                            f"{', '.join(DISTRIBUTIONS)}")
+    flags = {k: _bool(d.get(k, False), f"{path}.{k}")
+             for k in ("sorted", "unique", "permutation", "nullable")}
+    index_of = "" if d.get("index_of") is None else _expr(d["index_of"], f"{path}.index_of")
+    offsets_of = "" if d.get("offsets_of") is None else _name(d["offsets_of"],
+                                                               f"{path}.offsets_of")
+    total = "" if d.get("total") is None else _expr(d["total"], f"{path}.total")
+    _domain_consistent(path, dtype, low, index_of, offsets_of, total, flags)
+    return InputDomain(low, high, dist, index_of, flags["sorted"], flags["unique"],
+                       flags["permutation"], offsets_of, total, flags["nullable"])
+
+
+def _domain_consistent(path: str, dtype: str, low: float | None, index_of: str,
+                       offsets_of: str, total: str, flags: Mapping[str, bool]) -> None:
+    if (offsets_of == "") != (total == ""):
+        raise ContractError(f"{path}: offsets_of and total go together (offsets into an array, "
+                            "ending at its total)")
+    shaped = [k for k, v in (("index_of", index_of), ("offsets_of", offsets_of)) if v]
+    if len(shaped) == 2:
+        raise ContractError(f"{path}: give index_of or offsets_of, not both")
+    if shaped and dtype in FLOAT_DTYPES:
+        raise ContractError(f"{path}.{shaped[0]}: an index or offsets array has an integer dtype")
+    if shaped and low is not None:
+        raise ContractError(f"{path}.range: an {shaped[0]} array takes its values from "
+                            f"{shaped[0]}, not a range")
+    order = [k for k in ("sorted", "unique", "permutation") if flags[k]]
+    if order and not index_of:
+        raise ContractError(f"{path}.{order[0]}: only an index array (index_of) has {order[0]}")
+    if flags["permutation"] and flags["sorted"]:
+        raise ContractError(f"{path}: a sorted permutation is the identity: give sorted or "
+                            "permutation")
+
+
+def _bool(v: object, path: str) -> bool:
+    if not isinstance(v, bool):
+        raise ContractError(f"{path}: expected true or false, got {_type_name(v)}")
+    return v
+
+
+def _scalar_value(v: object, dtype: str, path: str, domain: InputDomain | None = None) -> str:
+    """A scalar's value: a size expression; a float scalar also "random" or a literal number; an
+    integer scalar also "random" when it has its own ``range``."""
     if dtype in FLOAT_DTYPES:
         if v == RANDOM:
             return RANDOM
         if isinstance(v, float):
             return repr(_num(v, path))
+    elif v == RANDOM and domain is not None and domain.low is not None:
+        return RANDOM
     elif v == RANDOM or isinstance(v, float):
         raise ContractError(
-            f"{path}: {v!r} is only allowed for a float scalar (f16, bf16, f32, f64)")
+            f"{path}: {v!r} is only allowed for a float scalar (f16, bf16, f32, f64) or an "
+            "integer scalar with its own range")
+    if domain is not None:
+        raise ContractError(f"{path}: a scalar with a range takes value: random")
     return _expr(v, path)
 
 
@@ -385,6 +481,8 @@ def _kernel(v: object) -> Kernel:
             "size_domain",
             "size_constraints",
             "waivers",
+            "constants",
+            "preconditions",
         ),
         path,
     )
@@ -430,6 +528,8 @@ def _kernel(v: object) -> Kernel:
         size_domain=_size_domain(d.get("size_domain")),
         size_constraints=_size_constraints(d.get("size_constraints")),
         waivers=_waivers(d.get("waivers")),
+        constants=_constants(d.get("constants")),
+        preconditions=_preconditions(d.get("preconditions")),
     )
 
 
@@ -509,6 +609,70 @@ def _waivers(v: object) -> tuple[Waiver, ...]:
         line = None if d.get("line") is None else _int(d["line"], f"{path}.line", 1, 1 << 24)
         label = "" if d.get("label") is None else _str(d["label"], f"{path}.label")
         out.append(Waiver(finding, _str(d["entry"], f"{path}.entry"), line, label, reason))
+    return tuple(out)
+
+
+MAX_CONSTANTS = 16
+MAX_CONSTANT_VALUES = 1 << 16  # elements of one __constant__ array
+MAX_PRECONDITIONS = 16
+
+
+def _constants(v: object) -> tuple[Constant, ...]:
+    """``kernel.constants``: ``{name, dtype, values}`` or ``{name, dtype, count, range}`` each:
+    the host-set contents of a module-scope ``__constant__`` array (issue 32)."""
+    if v is None:
+        return ()
+    items = _list(v, "kernel.constants")
+    if len(items) > MAX_CONSTANTS:
+        raise ContractError(f"kernel.constants: {len(items)} arrays, at most {MAX_CONSTANTS}")
+    out = []
+    for i, c in enumerate(items):
+        path = f"kernel.constants[{i}]"
+        d = _map(c, path)
+        _known(d, ("name", "dtype", "values", "count", "range"), path)
+        name = _name(d.get("name"), f"{path}.name")
+        dtype = _str(d.get("dtype"), f"{path}.dtype")
+        if dtype not in DTYPES:
+            raise ContractError(f"{path}.dtype: {dtype!r} is not one of {', '.join(DTYPES)}")
+        if ("values" in d) == ("range" in d):
+            raise ContractError(f"{path}: give values, or count and range")
+        if "values" in d:
+            vals = _list(d["values"], f"{path}.values")
+            if not 1 <= len(vals) <= MAX_CONSTANT_VALUES:
+                raise ContractError(f"{path}.values: 1 to {MAX_CONSTANT_VALUES} values")
+            nums = tuple(_num(x, f"{path}.values[{j}]") for j, x in enumerate(vals))
+            out.append(Constant(name, cast(Dtype, dtype), len(nums), nums))
+            continue
+        count = _int(d.get("count"), f"{path}.count", 1, MAX_CONSTANT_VALUES)
+        rd = _map(d["range"], f"{path}.range")
+        _known(rd, ("low", "high"), f"{path}.range")
+        low, high = _num(rd.get("low"), f"{path}.range.low"), _num(rd.get("high"),
+                                                                   f"{path}.range.high")
+        if low > high:
+            raise ContractError(f"{path}.range: low {low} is above high {high}")
+        out.append(Constant(name, cast(Dtype, dtype), count, (), low, high))
+    if len({c.name for c in out}) != len(out):
+        raise ContractError("kernel.constants: a __constant__ array is named twice")
+    return tuple(out)
+
+
+def _preconditions(v: object) -> tuple[str, ...]:
+    """``kernel.preconditions``: ``"targets[i] < V"`` relations over the inputs (issue 32)."""
+    from verify.inputs import parse_precondition
+
+    if v is None:
+        return ()
+    items = _list(v, "kernel.preconditions")
+    if len(items) > MAX_PRECONDITIONS:
+        raise ContractError(f"kernel.preconditions: more than {MAX_PRECONDITIONS} relations")
+    out = []
+    for i, x in enumerate(items):
+        text = _str(x, f"kernel.preconditions[{i}]")
+        try:
+            parse_precondition(text)
+        except ContractError as e:
+            raise ContractError(f"kernel.preconditions[{i}]: {e}") from e
+        out.append(text)
     return tuple(out)
 
 
@@ -655,6 +819,7 @@ def _ftest(v: object, path: str) -> FalsificationTest:
         high = _num(inp.get("high", high), f"{path}.inputs.high")
         if low > high:
             raise ContractError(f"{path}.inputs: low {low} is above high {high}")
+    specials, nan = _specials(d, path)
     return FalsificationTest(
         tid,
         rule,
@@ -666,7 +831,25 @@ def _ftest(v: object, path: str) -> FalsificationTest:
         input_low=low,
         input_high=high,
         executable=True,
+        specials=specials,
+        nan=nan,
     )
+
+
+def _specials(d: Mapping[str, Any], path: str) -> tuple[tuple[str, ...], str]:
+    """``specials: [nan, inf]`` (the claim covers them) and ``nan: equal | any`` (issue 32)."""
+    items = _list(d.get("specials", []), f"{path}.specials")
+    specials = tuple(_str(x, f"{path}.specials[{i}]") for i, x in enumerate(items))
+    for i, s in enumerate(specials):
+        if s not in SPECIALS:
+            raise ContractError(f"{path}.specials[{i}]: {s!r} is not one of {', '.join(SPECIALS)}")
+    nan = _str(d.get("nan", "equal"), f"{path}.nan")
+    if nan not in NAN_RULES:
+        raise ContractError(f"{path}.nan: {nan!r} is not one of {', '.join(NAN_RULES)}")
+    if "nan" in specials and d.get("nan") is None:
+        raise ContractError(f"{path}.nan: a test with NaN inputs states how a NaN is compared "
+                            f"(nan: {' or '.join(NAN_RULES)})")
+    return tuple(dict.fromkeys(specials)), nan
 
 
 def _claim(v: object, path: str) -> Claim:

@@ -116,8 +116,10 @@ def _size_vars(c: Contract) -> set[str]:
     exprs: list[str] = []
     for p in k.params:
         exprs.extend(p.shape)
-        if p.value and not _float_constant(p.dtype, p.value):
+        if p.value and p.value != RANDOM and not _float_constant(p.dtype, p.value):
             exprs.append(p.value)
+        if p.domain is not None:
+            exprs.extend(x for x in (p.domain.index_of, p.domain.total) if x)
     if k.launch is not None:
         exprs.extend(k.launch.grid + k.launch.block + (k.launch.shared_bytes,))
     for e in exprs:
@@ -162,7 +164,7 @@ def _launch_problems(c: Contract, sizes: Mapping[str, int]) -> list[str]:
         for i, e in enumerate(p.shape):
             if eval_expr(e, sizes) < 0:
                 out.append(f"{p.name}.shape[{i}] is negative")
-        if p.kind == "scalar" and p.dtype in _INT_RANGES:
+        if p.kind == "scalar" and p.dtype in _INT_RANGES and p.value not in ("", RANDOM):
             lo, hi = _INT_RANGES[p.dtype]
             if not lo <= eval_expr(p.value, sizes) <= hi:
                 out.append(f"{p.name} = {eval_expr(p.value, sizes)} does not fit {p.dtype}")
@@ -579,6 +581,14 @@ def _waivers(c: Contract, files: Files) -> list[str]:
     return resolve(k.waivers, ptx, k.entry)[1]
 
 
+def _inputs(c: Contract, files: Files) -> list[str]:
+    """Input domains, preconditions and constants consistent with the parameters and the size
+    domain (issue 32; ``verify.contract_inputs``)."""
+    from verify.contract_inputs import input_problems
+
+    return [] if c.kernel is None else input_problems(c.kernel, files)
+
+
 def _certificate(c: Contract, files: Files) -> list[str]:
     out = []
     backed = {p for t in c.falsification if t.executable for p in t.properties}
@@ -664,6 +674,7 @@ GATES: tuple[tuple[str, str, Callable[[Contract, Files], list[str]]], ...] = (
     ("unfinished", "new: no `ledger new` stub left unfinished", _unfinished),
     ("reference", "new: a trusted reference, or a bundle reference run in a sandbox", _reference),
     ("waivers", "new: every waiver names an instruction of the kernel's PTX", _waivers),
+    ("inputs", "new: input domains consistent with the parameters and sizes", _inputs),
     ("certificate", "pv audit (obligation -> test -> proof chain)", _certificate),
     ("lean-status", "pv enforce / proof status (no sorry)", _lean_status),
     ("lean-exists", "pv verify (named proofs exist), against the bundle", _lean_exists),

@@ -81,6 +81,7 @@ class Engine(Protocol):
         dynamic_shared: int,
         second_schedule: bool = True,
         waivers: Mapping[tuple[str, int], int] | None = None,
+        constants: Mapping[str, bytes] | None = None,
     ) -> LaunchOutcome:
         """``second_schedule``: an engine that can run the launch again under another thread
         order (the interpreter, issue 10) does so when this is True and the launch is small

@@ -13,7 +13,11 @@ For each binding:
    [low, high], cast to the parameter's dtype (f16 through numpy float16); at the sizes the
    verifier chooses, plant the range's edges (high, 0 and -0 when in range, low) at a few spread
    positions (``plant_edges``: a uniform draw never gives them); fill every ``out`` buffer with
-   0xFF bytes first (a NaN pattern for floats, so an unwritten element shows);
+   0xFF bytes first (a NaN pattern for floats, so an unwritten element shows); a parameter with
+   its own domain (range, index array, offsets, nullable), integer scalars drawn or tied to the
+   launch, ``__constant__`` contents and preconditions: ``verify.inputs`` (issue 32), which
+   also lays out the verifier's own values (negative rows, ties, extremes, zeros, bounds,
+   subnormals, NaN/Inf when the test's ``specials`` say so) in every run;
 3. evaluate buffer shapes, scalar values, grid, block and dynamic shared memory from the
    contract's expressions (``verify.expr.eval_expr``: a small safe parser, never ``eval``);
 4. launch on the engine (``choose_engine``: CuPy on a CUDA device, else the PTX interpreter
@@ -66,11 +70,27 @@ from verify.engine import Engine as Engine
 from verify.engine import LaunchOutcome as LaunchOutcome
 from verify.engine import Observed as Observed
 from verify.engine import ScalarArg as ScalarArg
+from verify.inputs import PATTERN_TEXT as PATTERN_TEXT
+from verify.inputs import PATTERNS as PATTERNS
+from verify.inputs import apply_pattern as apply_pattern
+from verify.inputs import (
+    check_preconditions,
+    constant_bytes,
+    draw_pointer,
+    input_range,
+    nan_rule,
+    patterns_for,
+    structured,
+)
+from verify.inputs import edge_values as edge_values
+from verify.inputs import plant_edges as plant_edges
+from verify.inputs import random_values as random_values
 from verify.model import (
     FLOAT_DTYPES,
     RANDOM,
     FalsificationTest,
     Kernel,
+    Param,
     Tolerance,
     Waiver,
     scalar_literal,
@@ -170,6 +190,7 @@ class InterpreterEngine:
         dynamic_shared: int,
         second_schedule: bool = True,
         waivers: Mapping[tuple[str, int], int] | None = None,
+        constants: Mapping[str, bytes] | None = None,
     ) -> LaunchOutcome:
         sim = self._sim
         module = self.module(ptx)
@@ -205,6 +226,7 @@ class InterpreterEngine:
                 schedule_values=True,
                 out_undefined=True,  # out buffers are poisoned: their contents are unspecified
                 waivers=waivers,
+                constants=constants,
             )
         except CannotCheck as e:
             if need > COLLECT_AFTER_BYTES:
@@ -286,6 +308,7 @@ class Case:
     dynamic_shared: int
     inputs: dict[str, np.ndarray[Any, Any]]  # copies of the in/inout values, for the reference
     shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # pointer dims
+    constants: dict[str, bytes] = dataclasses.field(default_factory=dict)  # __constant__ contents
 
 
 class TooLarge(CannotCheck):
@@ -310,97 +333,6 @@ def _dim3(exprs: Sequence[str], sizes: Mapping[str, int], where: str, cap: int) 
     return vals[0], vals[1], vals[2]
 
 
-def random_values(
-    rng: np.random.Generator, dtype: str, count: int, low: float, high: float
-) -> np.ndarray[Any, Any]:
-    """``count`` values uniform in [low, high], cast to ``dtype`` (integers: inclusive range;
-    bf16: real values rounded to the nearest bf16, as bit patterns, never arbitrary bits)."""
-    if dtype == "bf16":
-        return cast_to("bf16", random_values(rng, "f64", count, low, high))
-    dt = np_dtype(dtype)
-    if np.issubdtype(dt, np.integer):
-        info = np.iinfo(dt)
-        lo = max(math.ceil(low), int(info.min))
-        hi = min(math.floor(high), int(info.max))
-        if hi < lo:
-            hi = lo
-        return rng.integers(lo, hi, size=count, endpoint=True).astype(dt)
-    with np.errstate(over="ignore"):  # a range beyond f16's gives infinities, as the cast says
-        if math.isfinite(high - low):
-            return rng.uniform(low, high, size=count).astype(dt)
-        # a range wider than the largest double (-1e308 .. 1e308): numpy's uniform refuses it;
-        # the same draws (``uniform`` is ``low + (high - low) * random()``) without the overflow
-        u = rng.random(count)
-        return (low * (1.0 - u) + high * u).astype(dt)
-
-
-def edge_values(dtype: str, low: float, high: float) -> np.ndarray[Any, Any]:
-    """The edges of the input range [low, high] in ``dtype``: ``high``, 0 (and -0.0 for floats)
-    when the range holds it, ``low``; finite values only, each once, in that order.
-
-    A uniform draw never gives ``high`` (numpy's interval is half-open) and almost never exactly
-    0 or ``low``, yet the contract claims the whole closed range: a float histogram whose top
-    value falls into bin ``nbins``, a ``x / |x|`` that is NaN at 0, or an integer ``abs`` of the
-    minimum passes every random draw and fails there."""
-    if dtype == "bf16":
-        vals16 = edge_values("f32", low, high)
-        bits = cast_to("bf16", vals16)
-        fin = np.isfinite(values_of("bf16", bits))
-        return np.array(list(dict.fromkeys(bits[fin].tolist())), dtype=np.uint16)
-    dt = np_dtype(dtype)
-    if np.issubdtype(dt, np.integer):
-        info = np.iinfo(dt)
-        lo = max(math.ceil(low), int(info.min))
-        hi = max(min(math.floor(high), int(info.max)), lo)
-        ints = [hi, *([0] if lo < 0 < hi else []), lo]
-        return np.array(list(dict.fromkeys(ints)), dtype=dt)
-    zeros = [0.0, -0.0] if low <= 0.0 <= high else []
-    with np.errstate(over="ignore"):
-        vals = np.array([high, *zeros, low], dtype=np.float64).astype(dt)
-    keep: list[int] = []
-    for i, v in enumerate(vals):  # dedupe on the bits (+0 and -0 are different inputs)
-        if np.isfinite(v) and all(vals[j].tobytes() != v.tobytes() for j in keep):
-            keep.append(i)
-    return vals[keep]
-
-
-PATTERNS = ("repeated",)
-PATTERN_TEXT = {"repeated": "one repeated value per input"}
-
-
-def apply_pattern(data: np.ndarray[Any, Any], pattern: str, low: float, high: float) -> None:
-    """Lay out a random draw as ``pattern`` says: ``repeated`` fills it with its first value
-    (a float cut to 3 significant bits towards zero, when that stays in [low, high]).
-
-    Uniform random inputs are (almost) never equal, yet the contract claims every input of the
-    range: a histogram whose packed per-block counters overflow when a whole block hits one bin,
-    an argmax that breaks ties the wrong way, a ``<`` where ``<=`` is meant pass every random
-    draw and fail here. The short float keeps sums of up to 2^20 copies exact, so the pattern
-    tests equality, not a rounding claim (random draws test that)."""
-    if data.size == 0:
-        return
-    if pattern != "repeated":
-        raise ValueError(f"unknown input pattern {pattern!r}")
-    v = data.reshape(-1)[0]
-    if np.issubdtype(data.dtype, np.floating) and np.isfinite(v):
-        m, e = np.frexp(np.float64(v))
-        short = np.ldexp(np.trunc(m * 8) / 8, e)
-        if low <= short <= high:
-            v = data.dtype.type(short)
-    data[...] = v
-
-
-def plant_edges(data: np.ndarray[Any, Any], dtype: str, low: float, high: float) -> None:
-    """Overwrite a few elements of ``data``, spread from its first to its last, with
-    ``edge_values`` (the first ones when ``data`` has fewer elements than there are edges)."""
-    vals = edge_values(dtype, low, high)
-    k = min(vals.size, data.size)
-    if k == 0:
-        return
-    pos = np.unique(np.linspace(0, data.size - 1, k).round().astype(np.int64))
-    data[pos] = vals[: pos.size]
-
-
 def make_case(
     kernel: Kernel,
     test: FalsificationTest,
@@ -417,33 +349,22 @@ def make_case(
     its random draw (the verifier's chosen bindings; the author's stay purely random, so their
     results do not change). ``dry``: every check and the launch shape, but empty buffers and no
     draw from ``rng`` for them (what a test's bindings will need, before any is allocated).
-    ``pattern``: lay out every in/inout buffer's draw as ``apply_pattern`` says (no edges)."""
+    ``pattern``: lay out every in/inout buffer's draw as ``apply_pattern`` says (no edges);
+    ``null``: every nullable pointer is passed as a null pointer (``verify.inputs``)."""
     if kernel.launch is None:
         raise BadInput("the kernel has no launch section")
     args: list[Arg] = []
-    inputs: dict[str, np.ndarray[Any, Any]] = {}
+    drawn: dict[str, np.ndarray[Any, Any]] = {}
+    ranges: dict[str, tuple[float, float]] = {}
     total = 0
     shapes: dict[str, tuple[int, ...]] = {}
     for p in kernel.params:
-        if p.kind == "scalar" and p.dtype in FLOAT_DTYPES and p.value == RANDOM:
-            drawn = random_values(rng, p.dtype, 1, test.input_low, test.input_high)
-            args.append(ScalarArg(p.name, float(values_of(p.dtype, drawn)[0]), p.dtype))
-            continue
-        literal = scalar_literal(p.value) if p.dtype in FLOAT_DTYPES else None
-        if p.kind == "scalar" and literal is not None:
-            rounded = values_of(p.dtype, cast_to(p.dtype, [literal]))
-            args.append(ScalarArg(p.name, float(rounded[0]), p.dtype))
-            continue
         if p.kind == "scalar":
-            val = _eval(p.value or "0", sizes, f"param {p.name}")
-            sdt = np_dtype(p.dtype)
-            if np.issubdtype(sdt, np.integer):
-                info = np.iinfo(sdt)
-                if not int(info.min) <= val <= int(info.max):
-                    raise BadInput(f"param {p.name}: value {val} does not fit {p.dtype}")
-                args.append(ScalarArg(p.name, val, p.dtype))
-            else:
-                args.append(ScalarArg(p.name, float(val), p.dtype))
+            args.append(_scalar_arg(p, test, sizes, rng, {}) if not p.tied else
+                        ScalarArg(p.name, 0, p.dtype))  # a launch value: set below
+            continue
+        if pattern == "null" and p.domain is not None and p.domain.nullable:
+            args.append(ScalarArg(p.name, 0, "u64"))  # a null pointer (verify.inputs)
             continue
         dims = [_eval(d, sizes, f"param {p.name} shape[{i}]") for i, d in enumerate(p.shape)]
         if any(d < 0 for d in dims):
@@ -459,12 +380,9 @@ def make_case(
         elif p.intent == "out":
             data = np.full(count * dt.itemsize, 0xFF, dtype=np.uint8).view(dt)
         else:
-            data = random_values(rng, p.dtype, count, test.input_low, test.input_high)
-            if pattern:
-                apply_pattern(data, pattern, test.input_low, test.input_high)
-            elif edges:
-                plant_edges(data, p.dtype, test.input_low, test.input_high)
-            inputs[p.name] = data.copy()
+            data = _draw(p, test, sizes, rng, count, dims, edges, pattern,
+                         kernel.preconditions, ranges)
+            drawn[p.name] = data
         args.append(BufferArg(p.name, p.intent, data))
     launch = kernel.launch
     grid = _dim3(launch.grid, sizes, "launch.grid", MAX_GRID_BLOCKS)
@@ -475,7 +393,58 @@ def make_case(
     threads = math.prod(grid) * math.prod(block)
     if threads > MAX_THREADS:
         raise TooLarge(f"{threads} threads in one launch (at most {MAX_THREADS} are run)")
-    return Case(dict(sizes), args, grid, block, shared, inputs, shapes)
+    tied = {"grid.x": grid[0], "grid.y": grid[1], "grid.z": grid[2], "block.x": block[0],
+            "block.y": block[1], "block.z": block[2], "shared_bytes": shared}
+    for i, p in enumerate(kernel.params):
+        if p.kind == "scalar" and p.tied:
+            args[i] = _scalar_arg(p, test, sizes, rng, tied)
+    if kernel.preconditions and not dry:
+        dtypes = {p.name: p.dtype for p in kernel.params}
+        check_preconditions(kernel.preconditions, drawn, dtypes, sizes, rng, ranges)
+    inputs = {k: v.copy() for k, v in drawn.items()}
+    consts = constant_bytes(kernel.constants, rng) if kernel.constants and not dry else {}
+    return Case(dict(sizes), args, grid, block, shared, inputs, shapes, consts)
+
+
+def _scalar_arg(p: Param, test: FalsificationTest, sizes: Mapping[str, int],
+                rng: np.random.Generator, tied: Mapping[str, int]) -> ScalarArg:
+    """A scalar argument: drawn, a literal, a launch value, or a size expression."""
+    if p.value == RANDOM:
+        lo, hi = input_range(p, test, sizes)
+        drawn = random_values(rng, p.dtype, 1, lo, hi)
+        value = values_of(p.dtype, drawn)[0]
+        return ScalarArg(p.name, float(value) if p.dtype in FLOAT_DTYPES else int(value),
+                         p.dtype)
+    literal = scalar_literal(p.value) if p.dtype in FLOAT_DTYPES else None
+    if literal is not None:
+        rounded = values_of(p.dtype, cast_to(p.dtype, [literal]))
+        return ScalarArg(p.name, float(rounded[0]), p.dtype)
+    val = tied[p.tied] if p.tied else _eval(p.value or "0", sizes, f"param {p.name}")
+    sdt = np_dtype(p.dtype)
+    if np.issubdtype(sdt, np.integer):
+        info = np.iinfo(sdt)
+        if not int(info.min) <= val <= int(info.max):
+            raise BadInput(f"param {p.name}: value {val} does not fit {p.dtype}")
+        return ScalarArg(p.name, val, p.dtype)
+    return ScalarArg(p.name, float(val), p.dtype)
+
+
+def _draw(p: Param, test: FalsificationTest, sizes: Mapping[str, int],
+          rng: np.random.Generator, count: int, dims: Sequence[int], edges: bool, pattern: str,
+          preconditions: Sequence[str], ranges: dict[str, tuple[float, float]],
+          ) -> np.ndarray[Any, Any]:
+    """One in/inout buffer: drawn in its domain, then laid out as ``pattern`` (or with the
+    range's edges planted); index and offsets arrays keep their structure."""
+    lo, hi = input_range(p, test, sizes, preconditions)
+    ranges[p.name] = (lo, hi)
+    data = draw_pointer(p, count, sizes, rng, (lo, hi))
+    if structured(p):
+        return data
+    if pattern and pattern != "null":
+        apply_pattern(data, pattern, lo, hi, p.dtype, dims[-1] if dims else 0, rng)
+    elif edges:
+        plant_edges(data, p.dtype, lo, hi)
+    return data
 
 
 def copy_case(case: Case) -> Case:
@@ -485,7 +454,8 @@ def copy_case(case: Case) -> Case:
         for a in case.args
     ]
     return Case(
-        case.sizes, args, case.grid, case.block, case.dynamic_shared, case.inputs, case.shapes
+        case.sizes, args, case.grid, case.block, case.dynamic_shared, case.inputs, case.shapes,
+        case.constants,
     )
 
 
@@ -493,14 +463,17 @@ def oracle_case(kernel: Kernel, case: Case) -> OracleCase:
     """What the oracles receive for ``case``: in/inout pointers and scalars (0-d arrays)."""
     by_name = {p.name: p for p in kernel.params}
     inputs = {k: values_of(by_name[k].dtype, v) for k, v in case.inputs.items()}
-    for a in case.args:
-        if isinstance(a, ScalarArg):  # bf16 scalars as float32 values, like bf16 buffers
+    for a in case.args:  # a null pointer (a u64 0 in place of a buffer) is not an input
+        if isinstance(a, ScalarArg) and by_name[a.name].kind == "scalar":  # bf16 as float32
             inputs[a.name] = np.array(a.value, dtype=np.float32 if a.dtype == "bf16" else
                                       np_dtype(a.dtype))
-    outputs = [
-        OutputSpec(p.name, p.dtype, case.shapes.get(p.name, ()))
+    for name, raw in case.constants.items():  # __constant__ arrays, by their PTX name
+        c = next(c for c in kernel.constants if c.name == name)
+        inputs[name] = values_of(c.dtype, np.frombuffer(raw, dtype=np_dtype(c.dtype)).copy())
+    outputs = [  # a null pointer (not in shapes) has no output
+        OutputSpec(p.name, p.dtype, case.shapes[p.name])
         for p in kernel.params
-        if p.kind == "ptr" and p.intent != "in"
+        if p.kind == "ptr" and p.intent != "in" and p.name in case.shapes
     ]
     return OracleCase(inputs, case.sizes, outputs)
 
@@ -620,6 +593,8 @@ def launch_case(
     extra: dict[str, Any] = {}
     if kernel.waivers:
         extra["waivers"] = resolve_waivers(kernel.waivers, ptx, kernel.entry)[0]
+    if case.constants:
+        extra["constants"] = case.constants
     try:
         return engine.launch(
             ptx,
@@ -666,9 +641,9 @@ def judge_case(
             if a.name not in expected:
                 return "failed", f"oracle {name} gives no value for output {a.name}"
             try:
-                cmp = compare_output(
-                    a.name, a.data, expected[a.name], by_name[a.name].dtype, test.tolerance
-                )
+                dtype = by_name[a.name].dtype
+                got = nan_rule(a.data, expected[a.name], dtype, test.nan)
+                cmp = compare_output(a.name, got, expected[a.name], dtype, test.tolerance)
             except BadInput as e:
                 return "failed", f"{e} (oracle {name})"
             if cmp.bad:
@@ -803,7 +778,7 @@ def plan_bindings(
     plan = choose_sizes(kernel, test.sizes, _stream(run_seed, test.id, 1), cost_cap)
     out = [Binding(s, test.seed) for s in test.sizes]
     out += [Binding(c.sizes, run_seed, c.why) for c in plan.chosen]
-    again = pattern_bindings(kernel, plan.chosen, run_seed, cost_cap)
+    again = pattern_bindings(kernel, plan.chosen, run_seed, cost_cap, test)
     out += again
     if (
         run_seed != test.seed and not plan.chosen
@@ -818,27 +793,42 @@ def plan_bindings(
             + "".join(f"; {n}" for n in plan.notes)
             + ")"
         )
-        if again:
-            phrase += (
-                f"; {_fmt_sizes([again[0].sizes])} again with "
-                + " and with ".join(PATTERN_TEXT[b.pattern] for b in again)
-            )
+        phrase += _patterns_text(again)
     return out, phrase
 
 
+def _patterns_text(again: Sequence[Binding]) -> str:
+    """``; n=4099 again with one repeated value per input; n=257 again with all-negative rows
+    and with ...`` (bindings of one size grouped)."""
+    groups: dict[str, list[str]] = {}
+    for b in again:
+        groups.setdefault(_fmt_sizes([b.sizes]), []).append(PATTERN_TEXT[b.pattern])
+    return "".join(f"; {k} again with " + " and with ".join(v) for k, v in groups.items())
+
+
 def pattern_bindings(
-    kernel: Kernel, chosen: Sequence[Any], run_seed: int, cost_cap: int
+    kernel: Kernel, chosen: Sequence[Any], run_seed: int, cost_cap: int,
+    test: FalsificationTest | None = None,
 ) -> list[Binding]:
     """The chosen size that costs most within ``cost_cap / BIG_SHARE`` (the most blocks and
-    elements the plan can afford again) once more for each of ``PATTERNS`` (``apply_pattern``)."""
+    elements the plan can afford again) once more with one repeated value, and the chosen size
+    of median cost among those once more for each of the other patterns
+    (``verify.inputs.patterns_for``: in every run, whatever the seed)."""
     from verify.sizes import BIG_SHARE, cost
 
     fits = [c for c in chosen if cost(kernel, c.sizes) <= cost_cap // BIG_SHARE]
     if not fits:
         return []
     best = max(fits, key=lambda c: cost(kernel, c.sizes))
-    return [
-        Binding(best.sizes, run_seed, f"{best.why}; {PATTERN_TEXT[p]}", p) for p in PATTERNS
+    out = [Binding(best.sizes, run_seed, f"{best.why}; {PATTERN_TEXT['repeated']}", "repeated")]
+    if test is None:
+        return out
+    by_cost = sorted(fits, key=lambda c: cost(kernel, c.sizes))
+    pick = by_cost[len(by_cost) // 2]  # the median: rows of some length, at a moderate cost
+    nullable = any(p.domain is not None and p.domain.nullable for p in kernel.params)
+    return out + [
+        Binding(pick.sizes, run_seed, f"{pick.why}; {PATTERN_TEXT[p]}", p)
+        for p in patterns_for(test, nullable) if p != "repeated"
     ]
 
 

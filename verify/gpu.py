@@ -91,6 +91,16 @@ class CupyEngine:
         except (OSError, RuntimeError, ValueError) as e:
             raise CannotCheck(f"the CUDA driver could not load entry {entry!r}: {e}") from e
 
+    def _set_constants(self, ptx: bytes, constants: Mapping[str, bytes]) -> None:
+        """Copy ``kernel.constants`` into the module's ``__constant__`` arrays (issue 32)."""
+        module = self._modules[hashlib.sha256(ptx).digest()]
+        for name, raw in constants.items():
+            host = np.frombuffer(raw, np.uint8).copy()
+            try:
+                module.get_global(name).copy_from_host(host.ctypes.data, host.nbytes)
+            except (AttributeError, RuntimeError, ValueError) as e:
+                raise CannotCheck(f"cannot set __constant__ {name!r} on the device: {e}") from e
+
     def launch(
         self,
         ptx: bytes,
@@ -101,9 +111,12 @@ class CupyEngine:
         dynamic_shared: int,
         second_schedule: bool = True,  # a device runs its own schedule: nothing to repeat
         waivers: Mapping[tuple[str, int], int] | None = None,  # a device reports no findings
+        constants: Mapping[str, bytes] | None = None,
     ) -> LaunchOutcome:
         cp = self._cp
         fn = self._function(ptx, entry)
+        if constants:
+            self._set_constants(ptx, constants)
         if dynamic_shared > DEFAULT_SHARED_LIMIT:
             try:
                 fn.max_dynamic_shared_size_bytes = dynamic_shared

@@ -70,7 +70,45 @@ class Param:
     intent: Literal["in", "out", "inout"] = "in"  # pointers only
     shape: tuple[str, ...] = ()  # pointers: element counts as expressions of the sizes
     value: str = ""  # scalars: an expression of the sizes; float scalars also "random" or a
-    # literal number (its text, e.g. "2.5"): see ``scalar_literal``
+    # literal number (its text, e.g. "2.5"): see ``scalar_literal``; integer scalars also
+    # "random" (drawn from ``domain``'s range) or a launch value (``tied``)
+    domain: InputDomain | None = None  # issue 32: this parameter's own input domain
+    tied: str = ""  # issue 32: an integer scalar equal to a launch value ("block.x", "grid.y")
+
+
+LAUNCH_VALUES = ("grid.x", "grid.y", "grid.z", "block.x", "block.y", "block.z", "shared_bytes")
+SPECIALS = ("nan", "inf")  # special float values a test may ask for (``specials``)
+NAN_RULES = ("equal", "any")  # how a NaN of the reference is compared (``nan``)
+
+
+@dataclass(frozen=True)
+class InputDomain:
+    """A pointer's (or integer scalar's) own input domain (issue 32; contracts/README.md
+    "Input domains"). Without one, the test's ``inputs: {low, high}`` applies."""
+
+    low: float | None = None  # own range, both or neither (None: the test's range)
+    high: float | None = None
+    distribution: str = "uniform"  # uniform | normal (centred, clipped to the range)
+    index_of: str = ""  # an integer index array: values in [0, index_of) (a size expression)
+    sorted: bool = False  # index array non-decreasing
+    unique: bool = False  # index array without repeats
+    permutation: bool = False  # index array a permutation of 0 .. index_of - 1
+    offsets_of: str = ""  # CSR offsets into this pointer parameter: non-decreasing, 0 .. total
+    total: str = ""  # the offsets' last value (a size expression), with offsets_of
+    nullable: bool = False  # the verifier also runs the kernel with a null pointer here
+
+
+@dataclass(frozen=True)
+class Constant:
+    """``kernel.constants[i]`` (issue 32): the host-set contents of a module-scope
+    ``__constant__`` array, given as ``values`` or drawn from ``low .. high``."""
+
+    name: str  # the PTX .const variable
+    dtype: Dtype
+    count: int  # elements
+    values: tuple[float, ...] = ()  # given contents (else drawn, seeded, from low .. high)
+    low: float = -1.0
+    high: float = 1.0
 
 
 def scalar_literal(value: str) -> float | None:
@@ -148,6 +186,8 @@ class FalsificationTest:
     input_low: float = -1.0
     input_high: float = 1.0
     executable: bool = True  # False for pv-style prose tests with no sizes / property
+    specials: tuple[str, ...] = ()  # issue 32: SPECIALS the claim covers (NaN / Inf inputs)
+    nan: str = "equal"  # issue 32: NAN_RULES, how a reference NaN is compared
 
 
 @dataclass(frozen=True)
@@ -197,6 +237,8 @@ class Kernel:
     size_domain: tuple[SizeRange, ...] = ()  # one per size variable; () when not declared
     size_constraints: tuple[str, ...] = ()  # relations such as "rows * cols <= 1048576"
     waivers: tuple[Waiver, ...] = ()
+    constants: tuple[Constant, ...] = ()  # issue 32: host-set __constant__ contents
+    preconditions: tuple[str, ...] = ()  # issue 32: "targets[i] < V" relations over inputs
 
 
 @dataclass(frozen=True)

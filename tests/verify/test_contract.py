@@ -235,7 +235,7 @@ def test_missing_metadata() -> None:
             "  tagret: sm_86\n",
             "kernel.tagret: unknown field (allowed: name, version, entry, target, ptx, source, "
             "build, futhark, futhark_oracle, reference, params, launch, resources, size_domain, "
-            "size_constraints, waivers)",
+            "size_constraints, waivers, constants, preconditions)",
         ),
         (
             "build: [nvcc, -arch=sm_86, -ptx, -o, vadd.ptx, vadd.cu]",

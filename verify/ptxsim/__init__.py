@@ -122,7 +122,8 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
            max_findings: int = 20, tracking: bool = True,
            schedule_seed: int | None = None, schedule_values: bool = False,
            out_undefined: bool = False, run_on: bool = False,
-           waivers: Mapping[tuple[str, int], int] | None = None) -> SimResult:
+           waivers: Mapping[tuple[str, int], int] | None = None,
+           constants: Mapping[str, bytes] | None = None) -> SimResult:
     """Run one kernel launch; buffers are modified in place; returns the findings.
 
     ``tracking=False`` turns off register definedness and global race tracking (only to
@@ -141,8 +142,12 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
     buffers hold the whole launch's result; by default a launch stops ``AFTER_FINDING_STEPS``
     warp-instructions after its first finding (``verify.ptxsim.machine``). ``waivers``: (finding
     kind, PTX line) -> a contract waiver's index; such a finding is not reported but returned in
-    ``SimResult.waived``, and the run goes on as if there were none."""
+    ``SimResult.waived``, and the run goes on as if there were none. ``constants``: the host-set
+    contents of module-scope ``.const`` arrays by name (``kernel.constants``), replacing their
+    initialisers for this launch."""
     prog = module.program(entry)
+    if constants:
+        prog = _with_constants(prog, constants)
     if any(x < 1 for x in (*grid, *block)) or block[0] * block[1] * block[2] > 1024 or \
             dynamic_shared < 0:
         raise PtxSyntaxError(f"invalid launch shape grid={grid} block={block} "
@@ -184,6 +189,30 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
                                   schedule_seed, m, schedule_values)
     return SimResult(tuple(m.findings), m.thread_instr, m.warp_instr, ENGINE, second,
                      tuple(m.notes), tuple(m.waived))
+
+
+def _with_constants(prog: Program, constants: Mapping[str, bytes]) -> Program:
+    """A shallow copy of ``prog`` whose module ``.const`` arrays named in ``constants`` start
+    with those bytes (the rest of a longer array keeps its initialiser). ``PtxSyntaxError`` for
+    a name that is not a ``.const`` variable of the module, or more bytes than it holds."""
+    import copy
+
+    consts = {name: (i, init) for i, (name, intent, _, init) in enumerate(prog.module_vars)
+              if intent == "const"}
+    out = list(prog.module_vars)
+    for name, data in constants.items():
+        if name not in consts:
+            raise PtxSyntaxError(f"__constant__ {name!r} is not a .const variable of the module "
+                                 f"(.const: {', '.join(consts) or 'none'})")
+        i, init = consts[name]
+        if len(data) > len(init):
+            raise PtxSyntaxError(f"__constant__ {name!r} holds {len(init)} bytes, the contract "
+                                 f"gives {len(data)}")
+        vname, intent, base, _ = out[i]
+        out[i] = (vname, intent, base, data + init[len(data):])
+    new = copy.copy(prog)
+    new.module_vars = out
+    return new
 
 
 def _launch_again(prog: Program, grid: tuple[int, int, int], block: tuple[int, int, int],
