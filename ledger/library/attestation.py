@@ -158,12 +158,12 @@ def _manifest_from_named(
         check = failed("integrity.manifest", str(e))
     else:
         want = {p: hex_encode(d) for p, d in rows}
-        ok = (named == want) if exact else all(want.get(n) == d for n, d in named.items())
-        check = (passed("integrity.manifest", f"no files given: the {len(named)} named files' "
-                        "BLAKE3 digests are the sealed manifest's (sha256 not checked)")
-                 if ok else
-                 failed("integrity.manifest", "the statement's files are not the sealed "
-                        "manifest's"))
+        names = set(named) | set(want) if exact else set(named)
+        bad = sorted(n for n in names if want.get(n) != named.get(n))
+        check = (failed("integrity.manifest", f"subject {bad[0][:120]!r} of the statement is "
+                        "not the sealed manifest's") if bad else
+                 passed("integrity.manifest", f"no files given: the {len(named)} subjects' "
+                        "BLAKE3 digests are the sealed manifest's (sha256 not checked)"))
     checks = tuple(check if c.id == "integrity.manifest" else c for c in done.report.checks)
     return dataclasses.replace(done, report=Report(done.report.bundle_digest, checks))
 
