@@ -235,3 +235,25 @@ def test_provenance_needs_a_build(sealed: Sealed) -> None:
     st = statement_of(sealed, "vector_add")
     with pytest.raises(BadInput):
         provenance_statement(st, {"contract.yaml": b"kernel: {name: x}\n"})
+
+
+def test_server_offers_the_unsigned_statement(sealed: Sealed) -> None:
+    import httpx
+
+    from tests.helpers.server import BackgroundServer, make_app
+
+    st = statement_of(sealed, "vector_add")
+    index = st["predicate"]["log"]["index"]
+    with BackgroundServer(make_app(sealed.home)) as srv:
+        got = httpx.get(f"{srv.url}/api/v1/entries/{index}/attestation")
+        page = httpx.get(f"{srv.url}/entry/{index}").text
+        key_entry = httpx.get(f"{srv.url}/api/v1/entries/0/attestation")
+    assert got.status_code == 200
+    assert f"attestation-{index}.intoto.json" in got.headers["content-disposition"]
+    assert got.json() == st  # the statement the node signs: the same subjects and predicate
+    assert f'href="/api/v1/entries/{index}/attestation"' in page
+    assert key_entry.status_code == 404  # a key entry vouches for no kernel
+    # the node signs what the server offers, and it verifies
+    env = attestation.sign(got.json(), sealed.alice).to_bytes()
+    assert attestation.verify_attestation(env, sealed.verifier()).key_id == st[
+        "predicate"]["signer"]["key_id"]
