@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ledger.core.errors import BadInput
-from ledger_cli.home import open_log
+from ledger_cli.home import home_dir, open_log
 from ledger_cli.options import HomeOpt, JsonOpt
 
 if TYPE_CHECKING:
     import nacl.signing
 
+    from ledger.library.verifier import Verifier
     from ledger.log import Log
 
 
@@ -150,7 +151,11 @@ def run_verify(
     data = read_small(file, MAX_ENVELOPE_BYTES, "attestation")
     given = read_bundle_dir(bundle) if bundle is not None else None
     verifier = _verifier(policy, vkey_opt, home)
-    done = verify_attestation(data, verifier, given, f"attestation {file}")
+    try:
+        done = verify_attestation(data, verifier, given, f"attestation {file}")
+    finally:
+        if verifier.log is not None:
+            verifier.log.close()
     if files:
         check_subject_files(done.statement, _named_files(files, done.statement.subjects),
                             f"attestation {file}", complete=False)
@@ -169,11 +174,12 @@ def run_verify(
     return 0
 
 
-def _verifier(policy: Path | None, vkey_opt: str | None, home: Path | None) -> Any:
+def _verifier(policy: Path | None, vkey_opt: str | None, home: Path | None) -> Verifier:
     import dataclasses
 
     from ledger import trust
     from ledger.core.note import parse_vkey
+    from ledger.library.logs import LocalLog
     from ledger.library.verifier import Verifier
     from ledger_cli.verifying import home_vkey
 
@@ -181,8 +187,11 @@ def _verifier(policy: Path | None, vkey_opt: str | None, home: Path | None) -> A
     base = pol or trust.Policy()
     vk = parse_vkey(vkey_opt) if vkey_opt else base.log or home_vkey(home)
     keys = base.log_keys if vk is base.log else (vk,)
+    # this log's ledger here, if any: its consistency proofs carry an older attestation's
+    # checkpoint to one remembered since (as `ledger verify --receipt` does)
+    store = trust.local_store(home_dir(home), vk)
     return Verifier(dataclasses.replace(base, log=vk, log_keys=keys, witnesses=witnesses,
-                                        quorum=need), None)
+                                        quorum=need), LocalLog.of(store) if store else None)
 
 
 def _named_files(paths: list[Path], names: dict[str, Any]) -> dict[str, bytes]:

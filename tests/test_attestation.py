@@ -257,3 +257,27 @@ def test_server_offers_the_unsigned_statement(sealed: Sealed) -> None:
     env = attestation.sign(got.json(), sealed.alice).to_bytes()
     assert attestation.verify_attestation(env, sealed.verifier()).key_id == st[
         "predicate"]["signer"]["key_id"]
+
+
+def test_an_older_attestation_verifies_after_the_log_grew(tmp_path: Path) -> None:
+    """The checkpoint memory remembers a newer tree; the local ledger's consistency proof
+    carries the older attestation's checkpoint to it (as ``verify --receipt`` does)."""
+    from tests.helpers.ledgers import write_bundle
+    from tests.helpers.library import make_world
+
+    world = make_world(tmp_path)
+    old = _resigned(world.verifier().attestation(world.digest), world.alice,
+                    tmp_path / "old.json")
+    d = write_bundle(tmp_path / "bundles", "other", "o")
+    seal(world.log, world.alice, d, name="other")
+    new = _resigned(world.verifier().attestation("other@1.0.0"), world.alice,
+                    tmp_path / "new.json")
+    for path in (new, old):  # the newer checkpoint remembered first
+        res = run_cli("verify-attestation", str(path), "--vkey", world.vkey, home=world.home)
+        assert res.returncode == 0, res.stderr
+    res = run_cli("verify-attestation", str(old), str(d / "k.ptx"), "--vkey", world.vkey,
+                  home=world.home)
+    assert res.returncode == 1 and "is not the given file" in res.stderr  # another bundle's k.ptx
+    res = run_cli("verify-attestation", str(old), str(world.bundle / "k.ptx"), "--vkey",
+                  world.vkey, home=world.home)
+    assert res.returncode == 0 and "checked against the given files" in res.stdout
