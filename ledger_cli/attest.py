@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ledger.core.errors import BadInput
+from ledger.core.encoding import hex_encode
+from ledger.core.errors import BadInput, LedgerError
 from ledger_cli.home import home_dir, open_log
 from ledger_cli.options import HomeOpt, JsonOpt
 
@@ -32,7 +33,7 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Path | None, typer.Option(
             "--out", help="Write the DSSE envelope here (default: stdout).")] = None,
         key: Annotated[str | None, typer.Option(
-            "--key", help="The sealing node key NAME (default: the only one).")] = None,
+            "--key", help="The sealing node key NAME (default: the one that sealed it).")] = None,
         passphrase_file: Annotated[Path | None, typer.Option(
             "--passphrase-file", help="Passphrase of an encrypted key.")] = None,
         home: HomeOpt = None,
@@ -68,7 +69,6 @@ def run_attest(
     ref: str, build: bool, out: Path | None, key: str | None, passphrase_file: Path | None,
     home: Path | None, json_out: bool,
 ) -> int:
-    from ledger.core.encoding import hex_encode
     from ledger.core.entries import node_key_id
     from ledger.core.fsutil import write_atomic
     from ledger.library import attestation
@@ -76,12 +76,12 @@ def run_attest(
 
     log = open_log(home, read_only=True)
     try:
-        sk = _node_key(log, key, passphrase_file)
         statement = _statement(log, ref, build)
     finally:
         log.store.close()
-    kid = hex_encode(node_key_id(bytes(sk.verify_key)))
     signer = _signer_of(statement)
+    sk = _node_key(log.keydir, key or _sealing_key(log.keydir, signer), passphrase_file)
+    kid = hex_encode(node_key_id(bytes(sk.verify_key)))
     if signer != kid:
         raise BadInput(f"node key {kid} did not seal this entry (its signer is {signer}): "
                        "attest with the sealing node's key (--key NAME)")
@@ -103,13 +103,29 @@ def run_attest(
     return 0
 
 
-def _node_key(log: Log, key: str | None, passphrase_file: Path | None) -> nacl.signing.SigningKey:
+def _node_key(keydir: Path, name: str, passphrase_file: Path | None) -> nacl.signing.SigningKey:
     from ledger.keys import load_node_secret, read_passphrase
-    from ledger_cli.commands import only_key
 
     pw = read_passphrase(passphrase_file) if passphrase_file else None
-    sk, _pub = load_node_secret(log.keydir, key or only_key(log.keydir), pw)
+    sk, _pub = load_node_secret(keydir, name, pw)
     return sk
+
+
+def _sealing_key(keydir: Path, signer: str) -> str:
+    """The name of the node key in ``keydir`` whose id is ``signer`` (its ``NAME.pub``)."""
+    from ledger.core.fsutil import read_small
+    from ledger.keys import NodePublic
+
+    names = sorted(p.stem for p in keydir.glob("*.key")) if keydir.is_dir() else []
+    for name in names:
+        pub = keydir / f"{name}.pub"
+        try:
+            if hex_encode(NodePublic.from_bytes(read_small(pub, 1 << 16)).key_id) == signer:
+                return name
+        except LedgerError:
+            continue
+    raise BadInput(f"no node key in {keydir} sealed this entry (its signer is {signer}): "
+                   "attest on the sealing node, or name its key with --key NAME")
 
 
 def _statement(log: Log, ref: str, build: bool) -> dict[str, Any]:

@@ -121,7 +121,7 @@ def test_cli_attest_and_verify(sealed: Sealed) -> None:
 def test_cli_build_provenance(sealed: Sealed) -> None:
     out = sealed.tmp / "va.slsa.json"
     res = run_cli("attest", sealed.refs["vector_add"], "--build", "--out", str(out),
-                  "--key", "alice", home=sealed.home)
+                  home=sealed.home)  # the key that sealed it, found in LEDGER_HOME/keys
     assert res.returncode == 0, res.stderr
     env = SslibEnvelope.from_dict(json.loads(out.read_bytes()))
     st = json.loads(env.payload)
