@@ -281,3 +281,23 @@ def test_an_older_attestation_verifies_after_the_log_grew(tmp_path: Path) -> Non
     res = run_cli("verify-attestation", str(old), str(world.bundle / "k.ptx"), "--vkey",
                   world.vkey, home=world.home)
     assert res.returncode == 0 and "checked against the given files" in res.stdout
+
+
+def test_tampered_provenance_refused(sealed: Sealed) -> None:
+    files = {p.name: p.read_bytes() for p in (REPO / "bundles" / "vector_add").iterdir()}
+    st = provenance_statement(statement_of(sealed, "vector_add"), files)
+    ok = attestation.sign(st, sealed.alice).to_bytes()
+    assert attestation.verify_attestation(ok, sealed.verifier(), files).key_id
+    bad_ptx = json.loads(json.dumps(st))
+    bad_ptx["subject"][0]["digest"]["blake3"] = "00" * 32
+    _refused(sealed, _resigned(bad_ptx, sealed.alice, sealed.tmp / "slsa-ptx.json"))
+    bad_cu = json.loads(json.dumps(st))
+    bad_cu["predicate"]["buildDefinition"]["resolvedDependencies"][0]["digest"]["blake3"] = "0" * 64
+    _refused(sealed, _resigned(bad_cu, sealed.alice, sealed.tmp / "slsa-cu.json"))
+    argv = json.loads(json.dumps(st))
+    argv["predicate"]["buildDefinition"]["externalParameters"]["argv"].append("-G")
+    with pytest.raises(TamperDetected):  # with the bundle's files: the contract's build
+        attestation.verify_attestation(attestation.sign(argv, sealed.alice).to_bytes(),
+                                       sealed.verifier(), files)
+    other = nacl.signing.SigningKey.generate()
+    _refused(sealed, _resigned(st, other, sealed.tmp / "slsa-other.json"))
