@@ -140,10 +140,11 @@ def _statement(log: Log, ref: str, build: bool) -> dict[str, Any]:
     statement = certificate_statement(verifier, ref)
     if not build:
         return statement
+    from ledger import __version__
     from ledger.library.provenance import provenance_statement
 
     assert found.files is not None  # certificate_statement refused a bundle without files
-    return provenance_statement(statement, found.files)
+    return provenance_statement(statement, found.files, __version__)
 
 
 def _signer_of(statement: dict[str, Any]) -> str:

@@ -64,7 +64,7 @@ def sealed(tmp_path_factory: pytest.TempPathFactory) -> Sealed:
 def statement_of(s: Sealed, name: str) -> dict[str, Any]:
     local = ledger.Verifier(ledger.Policy(log=parse_vkey(s.log.verifier.vkey)),
                             ledger.LocalLog(s.home), memory=CheckpointMemory(s.tmp / "mem"))
-    return local.attestation(s.refs[name])
+    return attestation.certificate_statement(local, s.refs[name])
 
 
 def independent_verify(envelope: bytes) -> dict[str, Any]:
@@ -234,7 +234,7 @@ def test_pae_matches_the_dsse_spec() -> None:
 def test_provenance_needs_a_build(sealed: Sealed) -> None:
     st = statement_of(sealed, "vector_add")
     with pytest.raises(BadInput):
-        provenance_statement(st, {"contract.yaml": b"kernel: {name: x}\n"})
+        provenance_statement(st, {"contract.yaml": b"kernel: {name: x}\n"}, "0")
 
 
 def test_server_offers_the_unsigned_statement(sealed: Sealed) -> None:
@@ -266,11 +266,13 @@ def test_an_older_attestation_verifies_after_the_log_grew(tmp_path: Path) -> Non
     from tests.helpers.library import make_world
 
     world = make_world(tmp_path)
-    old = _resigned(world.verifier().attestation(world.digest), world.alice,
+    old = _resigned(ledger.attest(world.digest, world.policy(), log=ledger.LocalLog(world.home)),
+                    world.alice,
                     tmp_path / "old.json")
     d = write_bundle(tmp_path / "bundles", "other", "o")
     seal(world.log, world.alice, d, name="other")
-    new = _resigned(world.verifier().attestation("other@1.0.0"), world.alice,
+    new = _resigned(attestation.certificate_statement(world.verifier(), "other@1.0.0"),
+                    world.alice,
                     tmp_path / "new.json")
     for path in (new, old):  # the newer checkpoint remembered first
         res = run_cli("verify-attestation", str(path), "--vkey", world.vkey, home=world.home)
@@ -285,7 +287,7 @@ def test_an_older_attestation_verifies_after_the_log_grew(tmp_path: Path) -> Non
 
 def test_tampered_provenance_refused(sealed: Sealed) -> None:
     files = {p.name: p.read_bytes() for p in (REPO / "bundles" / "vector_add").iterdir()}
-    st = provenance_statement(statement_of(sealed, "vector_add"), files)
+    st = provenance_statement(statement_of(sealed, "vector_add"), files, ledger.__version__)
     ok = attestation.sign(st, sealed.alice).to_bytes()
     assert attestation.verify_attestation(ok, sealed.verifier(), files).key_id
     bad_ptx = json.loads(json.dumps(st))

@@ -28,7 +28,8 @@ MAX_SUBJECTS = 4096
 def digests(data: bytes) -> dict[str, str]:
     """A subject's (or material's) digest set: ``sha256`` for every tool, ``blake3`` as the
     bundle manifest records it."""
-    return {"sha256": hashlib.sha256(data).hexdigest(), "blake3": hex_encode(blake3_digest(data))}
+    return {"sha256": hex_encode(hashlib.sha256(data).digest()),
+            "blake3": hex_encode(blake3_digest(data))}
 
 
 def subjects(files: Mapping[str, bytes]) -> list[dict[str, Any]]:

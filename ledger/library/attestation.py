@@ -17,37 +17,34 @@ SLSA Provenance v1 of the PTX build (``ledger attest --build``) is ``ledger.libr
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import nacl.signing
 
 from ledger.core import dsse, intoto
-from ledger.core.attestation import certificate_predicate, receipt_of_predicate, signer_public
-from ledger.core.bundle import blake3_digest, parse_manifest
+from ledger.core.attestation import certificate_predicate, receipt_of_predicate
 from ledger.core.encoding import hex_encode
-from ledger.core.entries import decode_entry, node_key_id
-from ledger.core.errors import BadInput, LedgerError, TamperDetected
-from ledger.core.note import parse_checkpoint
+from ledger.core.entries import node_key_id
+from ledger.core.errors import BadInput, TamperDetected
+from ledger.core.note import note_text, parse_checkpoint
 from ledger.core.receipt import Receipt
-from verify.report import Report, failed, passed
+from ledger.library.attest_checks import (
+    Attested,
+    check_signature,
+    check_subject_files,
+    manifest_rows,
+    verify_logged,
+)
+from ledger.library.provenance import verify_provenance
 
 if TYPE_CHECKING:
-    from ledger.library.certificate import Certificate
-    from ledger.library.verifier import Examined, Found, Verifier
+    from ledger.library.logs import ReadLog
+    from ledger.library.verifier import Found, Verifier
+    from ledger.trust import Policy
 
-
-@dataclasses.dataclass(frozen=True)
-class Attested:
-    """A verified attestation: its statement, the certificate the verification gave, and how
-    its subjects were checked (``files`` given, else against the sealed ``manifest``)."""
-
-    statement: intoto.Statement
-    certificate: Certificate
-    key_id: str
-    subjects_checked: str
+__all__ = ["Attested", "attest", "certificate_statement", "check_subject_files", "open_envelope",
+           "sign", "verify_attestation"]
 
 
 def receipt_of(verifier: Verifier, found: Found) -> Receipt:
@@ -60,7 +57,7 @@ def receipt_of(verifier: Verifier, found: Found) -> Receipt:
     note = ev.checkpoint
     if isinstance(verifier.log, LocalLog):
         note = with_cosignatures(note, verifier.log.store.meta(COSIGNED_META))
-    origin = parse_checkpoint(_note_text(note)).origin
+    origin = parse_checkpoint(note_text(note)).origin
     return Receipt(origin, ev.item, note, ev.signer, ev.revocation, revoked=ev.revoked)
 
 
@@ -73,6 +70,15 @@ def certificate_statement(verifier: Verifier, ref: str | Path) -> dict[str, Any]
     rec = receipt_of(verifier, found)
     predicate = certificate_predicate(rec, verifier.log_key(rec.checkpoint).name)
     return intoto.statement(intoto.subjects(found.files), intoto.CERTIFICATE_V1, predicate)
+
+
+def attest(ref: str | Path, policy: Policy, *, log: ReadLog | None = None) -> dict[str, Any]:
+    """``ledger.attest``: the unsigned in-toto Statement of the kernel ``ref`` names, once it
+    verifies under ``policy`` in ``log`` (``ledger.open_log``); the node that sealed it signs it
+    into a DSSE envelope (``sign``, ``ledger attest``)."""
+    from ledger.library.verifier import Verifier
+
+    return certificate_statement(Verifier(policy, log), ref)
 
 
 def sign(statement: dict[str, Any], key: nacl.signing.SigningKey) -> dsse.Envelope:
@@ -90,19 +96,6 @@ def open_envelope(data: bytes) -> tuple[dsse.Envelope, intoto.Statement]:
     return env, intoto.parse_statement(env.payload)
 
 
-def check_signature(env: dsse.Envelope, predicate: dict[str, Any]) -> str:
-    """The signer key id, once the envelope verifies under the key the predicate names."""
-    public = signer_public(predicate)
-    kid = hex_encode(node_key_id(public))
-    sig = env.verified_by(public)
-    if sig is None:
-        raise TamperDetected(f"the envelope's signature does not verify under node key {kid}, "
-                             "the signer the predicate names")
-    if sig.keyid and sig.keyid.lower() != kid:
-        raise TamperDetected(f"the envelope's keyid {sig.keyid[:40]} is not the signer {kid}")
-    return kid
-
-
 def verify_attestation(
     data: bytes, verifier: Verifier, files: dict[str, bytes] | None = None,
     where: str = "the attestation",
@@ -110,8 +103,6 @@ def verify_attestation(
     """Verify a certificate attestation (module docstring); the verified ``Attested``."""
     env, st = open_envelope(data)
     if st.predicate_type == intoto.SLSA_PROVENANCE_V1:
-        from ledger.library.provenance import verify_provenance
-
         return verify_provenance(env, st, verifier, files, where)
     if st.predicate_type != intoto.CERTIFICATE_V1:
         raise BadInput(f"unknown predicateType {st.predicate_type[:80]!r} (this tool checks "
@@ -129,58 +120,6 @@ def verify_attestation(
     return Attested(st, cert, kid, "files" if files is not None else "manifest")
 
 
-def verify_logged(
-    verifier: Verifier, rec: Receipt, files: dict[str, bytes] | None, where: str,
-    named: dict[str, str | None], kid: str, *, exact: bool = False,
-) -> Certificate:
-    """The log evidence verified as ``Verifier.verify`` verifies a receipt: inclusion under the
-    policy's log key, the signer's registration and status, witnesses and quorum, the policy;
-    the entry's signer must be ``kid``. Without files, ``integrity.manifest`` checks the sealed
-    manifest against the BLAKE3 digests the statement ``named`` (``exact``: all of its files)."""
-    found = verifier.receipt_data(json.dumps(rec.to_json()).encode("utf-8"), files, where)
-    done = verifier.examine(found)
-    if files is None:
-        done = _manifest_from_named(done, rec, named, exact)
-    cert = verifier.certify(done)
-    if cert.signer.key_id.lower() != kid:
-        raise TamperDetected(f"{where}: signed by node key {kid}, but the entry was sealed by "
-                             f"{cert.signer.key_id}")
-    return cert
-
-
-def _manifest_from_named(
-    done: Examined, rec: Receipt, named: dict[str, str | None], exact: bool
-) -> Examined:
-    """``integrity.manifest`` with no files: the sealed manifest against the named digests."""
-    try:
-        rows = manifest_rows(rec)
-    except BadInput as e:
-        check = failed("integrity.manifest", str(e))
-    else:
-        want = {p: hex_encode(d) for p, d in rows}
-        names = set(named) | set(want) if exact else set(named)
-        bad = sorted(n for n in names if want.get(n) != named.get(n))
-        check = (failed("integrity.manifest", f"subject {bad[0][:120]!r} of the statement is "
-                        "not the sealed manifest's") if bad else
-                 passed("integrity.manifest", f"no files given: the {len(named)} subjects' "
-                        "BLAKE3 digests are the sealed manifest's (sha256 not checked)"))
-    checks = tuple(check if c.id == "integrity.manifest" else c for c in done.report.checks)
-    return dataclasses.replace(done, report=Report(done.report.bundle_digest, checks))
-
-
-def manifest_rows(rec: Receipt) -> list[tuple[str, bytes]]:
-    """The sealed manifest of the receipt's entry (``BadInput`` when it does not parse)."""
-    try:
-        entry = decode_entry(rec.item.entry)
-        manifest = str(entry.manifest or "").encode("utf-8")
-        rows = parse_manifest(manifest)
-    except LedgerError as e:
-        raise BadInput(f"the entry's manifest does not parse: {e}") from e
-    if hex_encode(blake3_digest(manifest)) != entry.bundle_digest:
-        raise BadInput("the entry's manifest does not hash to its bundle digest")
-    return rows
-
-
 def _match_subjects(
     st: intoto.Statement, manifest: dict[str, str], files: dict[str, bytes] | None, where: str
 ) -> None:
@@ -191,25 +130,4 @@ def _match_subjects(
     if files is not None:
         check_subject_files(st, files, where)
 
-
-def check_subject_files(
-    st: intoto.Statement, files: dict[str, bytes], where: str, *, complete: bool = True
-) -> None:
-    """The subjects' digests (every algorithm this tool knows) against the given files:
-    ``complete``, every subject must be among them; else each file must be a subject."""
-    have = {s["name"]: s["digest"] for s in intoto.subjects(files)}
-    for name in sorted(set(st.subjects) - set(have) if complete else set(have) - set(st.subjects)):
-        raise TamperDetected(f"{where}: {name[:120]!r} is a subject but not a given file"
-                             if complete else f"{where}: {name[:120]!r} is not a subject")
-    for name in sorted(set(st.subjects) & set(have)):
-        for alg, value in st.subjects[name].items():
-            if alg in have[name] and have[name][alg] != value:
-                raise TamperDetected(f"{where}: subject {name[:120]!r}: its {alg} is not the "
-                                     "given file's")
-
-
-def _note_text(note: bytes) -> bytes:
-    from ledger.core.note import note_text
-
-    return note_text(note)
 

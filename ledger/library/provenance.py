@@ -20,9 +20,9 @@ from ledger.core import dsse, intoto
 from ledger.core.attestation import certificate_predicate, receipt_of_predicate
 from ledger.core.encoding import hex_encode
 from ledger.core.errors import BadInput, TamperDetected
+from ledger.library import attest_checks as att
 
 if TYPE_CHECKING:
-    from ledger.library.attestation import Attested
     from ledger.library.verifier import Verifier
 
 BUILD_TYPE = "https://kernel-ledger.dev/build/nvcc-ptx/v1"
@@ -61,11 +61,10 @@ def nvcc_version(predicate: dict[str, Any], ptx: bytes) -> str:
     return m.group(1).decode() if m else "unknown"
 
 
-def provenance_statement(cert_statement: dict[str, Any], files: dict[str, bytes]
-                         ) -> dict[str, Any]:
-    """The SLSA Provenance v1 statement beside the certificate statement of the same entry."""
-    from ledger import __version__
-
+def provenance_statement(cert_statement: dict[str, Any], files: dict[str, bytes],
+                         version: str) -> dict[str, Any]:
+    """The SLSA Provenance v1 statement beside the certificate statement of the same entry
+    (``version``: the kernel-ledger version, the builder's)."""
     pred = cert_statement["predicate"]
     build = build_of(files)
     src, ptx = build["source"], build["ptx"]
@@ -80,7 +79,7 @@ def provenance_statement(cert_statement: dict[str, Any], files: dict[str, bytes]
         },
         "runDetails": {
             "builder": {"id": BUILDER + pred["signer"]["key_id"],
-                        "version": {"kernel-ledger": __version__}},
+                        "version": {"kernel-ledger": version}},
             "metadata": {"invocationId": f"{log['origin']}#{log['index']}",
                          "startedOn": pred["sealed"]},
         },
@@ -92,10 +91,8 @@ def provenance_statement(cert_statement: dict[str, Any], files: dict[str, bytes]
 def verify_provenance(
     env: dsse.Envelope, st: intoto.Statement, verifier: Verifier,
     files: dict[str, bytes] | None, where: str,
-) -> Attested:
+) -> att.Attested:
     """Verify a provenance statement (module docstring)."""
-    from ledger.library import attestation as att
-
     internal = _get(st.predicate, "buildDefinition", "internalParameters")
     log = internal.get("ledger")
     rec = receipt_of_predicate({"log": log})

@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ledger.core.encoding import hex_encode
 from ledger.core.entries import Entry, decode_entry
@@ -257,14 +257,6 @@ class Verifier:
         cert = self._certificate(report, done.found, done.vkey)
         judge(cert, self.policy)
         return cert
-
-    def attestation(self, ref: str | Path) -> dict[str, Any]:
-        """The unsigned in-toto Statement (certificate predicate) of the entry ``ref`` names,
-        once it verifies and meets the policy (``ledger.library.attestation``); the node that
-        sealed it signs it into a DSSE envelope with ``ledger attest``."""
-        from ledger.library.attestation import certificate_statement
-
-        return certificate_statement(self, ref)
 
     def log_key(self, note: bytes) -> NoteVerifier:
         """The policy's log key a checkpoint ``note`` is checked under."""
