@@ -1,5 +1,5 @@
 """Reliability runs for docs/reliability.md (issue 2): the crash and concurrency procedures of
-tests/test_reliability.py at larger counts, with their figures.
+tests/campaigns/test_reliability.py at larger counts, with their figures.
 
 usage: python bench/reliability.py [--kills 200] [--procs 4] [--each 250]
 """
@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.helpers.ledgers import add_node, new_ledger  # noqa: E402
-from tests.test_reliability import concurrent_seal, crash_rounds  # noqa: E402
+from tests.helpers.reliability import concurrent_seal, crash_rounds  # noqa: E402
 
 
 def main() -> None:

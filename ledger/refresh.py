@@ -5,7 +5,8 @@ Steps, every request through the bounded ``HttpClient``:
 
 1. open the receipt's own checkpoint with the trusted log key;
 2. ``GET /checkpoint`` (the log's note with its cosignature lines): verified with the log key and,
-   when witnesses are configured, required to carry the quorum;
+   when witnesses are configured, required to carry the quorum (short of it, the error names each
+   missing witness and why, from the server's ``GET /api/v1/witnesses``, ``ledger.cosign``);
 3. ``GET /api/v1/proof/consistency?old=&new=``: verified from the receipt's root to the new root
    (the same size must have the same root; a smaller one is refused);
 4. ``GET /api/v1/proof/inclusion`` for the entry and its signer's registration at the new size,
@@ -39,7 +40,7 @@ from ledger.core.note import MAX_NOTE_SIZE, Checkpoint, NoteVerifier, open_note,
 from ledger.core.receipt import MAX_RECEIPT_BYTES, Included, Receipt
 from ledger.core.revoked import Revoked, check_list, commitment, key_status, parse_answer
 from ledger.net.client import JSON, TEXT, BadAnswer, HttpClient, oneline
-from ledger.trust import CheckpointMemory, cosigned_by, guard, witness_groups
+from ledger.trust import CheckpointMemory, QuorumMissing, cosigned_by, guard, witness_groups
 
 MAX_PROOF_ANSWER = 64 * 1024
 MAX_REVOKED_ANSWER = 1 << 20
@@ -81,6 +82,17 @@ def _reinclude(http: HttpClient, it: Included, cp: Checkpoint) -> Included:
     )
     merkle.verify_inclusion(merkle.leaf_hash(it.entry), it.index, cp.size, proof, cp.root)
     return replace(it, inclusion=tuple(proof))
+
+
+def _why_missing(
+    note: bytes, url: str, witnesses: tuple[NoteVerifier, ...], client: httpx.Client | None
+) -> str:
+    """For each witness without a valid cosignature on ``note``: what the server's cosigner
+    says about it (``ledger.cosign.missing_reasons``)."""
+    from ledger.cosign import missing_reasons
+
+    missing = [g[0] for g in witness_groups(witnesses) if not cosigned_by(note, g)]
+    return missing_reasons(url, missing, client=client)
 
 
 def fetch_status(
@@ -172,10 +184,13 @@ def refresh_receipt(
                 )
             return None
 
-        account = guard(
-            note, vkey, witnesses, quorum, memory, prove,
-            f"the server at {url} is behind that tree: refresh from a server that holds it",
-        )
+        try:
+            account = guard(
+                note, vkey, witnesses, quorum, memory, prove,
+                f"the server at {url} is behind that tree: refresh from a server that holds it",
+            )
+        except QuorumMissing as e:  # issue 34: which witness, and why (the server's cosigner)
+            raise QuorumMissing(f"{e}; {_why_missing(note, url, witnesses, client)}") from e
     finally:
         http.close()
     fresh = Receipt(rec.origin, item, note, signer, revocation, revoked=revoked)

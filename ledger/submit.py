@@ -44,6 +44,7 @@ from ledger.core.errors import (
     BadInput,
     CannotCheck,
     LedgerError,
+    NotRegistered,
     SignatureError,
     VerificationFailed,
 )
@@ -482,6 +483,8 @@ def _client_error(r: Any) -> LedgerError:
     msg = f"the server refused the submission (HTTP {r.status}): {_message(r)}"
     if r.status in (400, 413, 422, 409):
         return BadInput(msg)
+    if r.status == 403 and "not a registered, unrevoked node key" in msg:
+        return NotRegistered(msg)  # exit 2 with the operator's command (ledger.onboard)
     if r.status in (401, 403):
         return VerificationFailed(msg)
     return CannotCheck(msg)
@@ -503,13 +506,15 @@ def cosign_receipt(
     if not witnesses or need == 0:
         return None, ("no witnesses configured (trust policy): the receipt carries the log's "
                       "signature only")
+    from ledger.cosign import COSIGN_WAIT, await_quorum
+
+    await_quorum(url, witnesses, need, 0, COSIGN_WAIT, client=client)  # the server's cosigner
     try:
         # no checkpoint memory here: a checkpoint not yet cosigned is no evidence of a split view
         done = refresh_receipt(path, url, vkey, witnesses, need, None, client=client)
     except LedgerError as e:
         return False, (
-            f"receipt not cosigned ({oneline(str(e), 200)}): witnesses cosign a checkpoint when "
-            "the log asks them (`ledger witness add-checkpoint`); run `ledger receipt refresh "
+            f"receipt not cosigned ({oneline(str(e), 600)}); run `ledger receipt refresh "
             f"{path} --server {url}` later"
         )
     return True, (f"receipt cosigned: {done.cosignatures} cosignature(s) on the checkpoint of "

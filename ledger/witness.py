@@ -279,10 +279,25 @@ def require_cosignatures(note: bytes, text: bytes, witnesses: Sequence[NoteVerif
 
 
 def merge_cosigned(store: Store, note: bytes, lines: bytes) -> bytes:
-    """Store ``note`` with the cosignature ``lines`` added to those already kept for it."""
-    merged = merge_cosignatures(note, store.meta(COSIGNED_META), lines)
-    store.set_meta(COSIGNED_META, merged.decode("utf-8"))
+    """Store ``note`` with the cosignature ``lines`` added to those already kept for it, read
+    and written in one write transaction (the server's cosigner asks several witnesses at once,
+    ``ledger.cosign``); a note kept for a larger checkpoint stays (a late answer about an older
+    one never replaces it)."""
+    with store.writer():
+        kept = store.meta(COSIGNED_META)
+        if kept and _size_of(kept.encode("utf-8")) > checkpoint_of(note).size:
+            return note + lines
+        merged = merge_cosignatures(note, kept, lines)
+        store.conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)",
+                           (COSIGNED_META, merged.decode("utf-8")))
     return merged
+
+
+def _size_of(note: bytes) -> int:
+    try:
+        return checkpoint_of(note).size
+    except LedgerError:
+        return -1
 
 
 def request_cosignature(

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ledger.core.errors import BadInput, KeyFileError, LedgerError
-from ledger_cli import exits, helptext, net, output, scaffold, verifying
+from ledger.core.errors import BadInput, LedgerError
+from ledger_cli import exits, helptext, net, output, rebuild, scaffold, verifying
 from ledger_cli.home import home_dir, open_log
 from ledger_cli.options import HomeOpt, JsonOpt, new_app
 from ledger_cli.verifying import (
@@ -46,7 +46,7 @@ app = typer.Typer(
     add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-keys_app = new_app("Node keys: create, register, revoke, list.")
+keys_app = new_app("Node keys: create, export, register, revoke, list.")
 proof_app = new_app("Inclusion and consistency proofs.")
 receipt_app = new_app("Offline receipts.")
 
@@ -121,19 +121,22 @@ def vkey(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
 
 @app.command()
 def checkpoint(home: HomeOpt = None, json_out: JsonOpt = False) -> None:
-    """Print the latest signed checkpoint (C2SP tlog-checkpoint signed note)."""
+    """Print the latest signed checkpoint (C2SP tlog-checkpoint signed note) with the witness
+    cosignatures collected for it, as GET /checkpoint serves it."""
+    from ledger.core.cosigned import published_note
     from ledger.core.encoding import b64_encode
     from ledger.core.note import note_text, parse_checkpoint
+    from ledger.cosign import cosignatures
 
     log = open_log(home, read_only=True)
-    note = log.store.checkpoint()
+    note = published_note(log.store, log.store.checkpoint())
     if not json_out:
         output.note(note)  # the control and bidi characters of ledger.core.text as "?"
         return
     cp = parse_checkpoint(note_text(note))
     output.emit_json(
         {"origin": cp.origin, "size": cp.size, "root": b64_encode(cp.root),
-         "note": note.decode("utf-8")}
+         "note": note.decode("utf-8"), "cosignatures": cosignatures(note, log.verifier)}
     )
 
 
@@ -174,28 +177,54 @@ def keys_new(
         output.plain(f"public: {keydir / (name + '.pub')}")
 
 
+@keys_app.command("export")
+def keys_export(
+    name: Annotated[str, typer.Argument(help="The node key NAME in LEDGER_HOME/keys.")],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Write the export file here (default: print it)."),
+    ] = None,
+    home: HomeOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Write what a new node sends the log's operator: its public key, id, name and proof of
+    possession (no secret); the operator runs `ledger keys register FILE`."""
+    import json
+
+    from ledger.core.encoding import hex_encode
+    from ledger.core.fsutil import write_atomic
+    from ledger.onboard import export_node_key
+
+    pub, data = export_node_key(home_dir(home) / "keys", name)
+    if out is not None:
+        write_atomic(out, data, 0o644)
+    kid = hex_encode(pub.key_id)
+    if json_out:
+        output.emit_json({"name": pub.name, "key_id": kid,
+                          "file": str(out) if out is not None else None,
+                          "export": json.loads(data)})
+    elif out is None:
+        output.plain(data.decode("utf-8").rstrip("\n"))
+    else:
+        output.plain(f"wrote {out}: node key {pub.name} ({kid})")
+        output.plain(f"send it to the log's operator, who runs `ledger keys register {out.name}`")
+
+
 @keys_app.command("register")
 def keys_register(
-    key: Annotated[str, typer.Argument(help="A key NAME in LEDGER_HOME/keys or a .pub file.")],
+    key: Annotated[
+        str, typer.Argument(help="A key NAME in LEDGER_HOME/keys, a .pub file, or the file "
+                            "`ledger keys export` wrote.")
+    ],
     home: HomeOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Append a key-registration entry (signed by the log key) for a node key."""
     from ledger.core.encoding import hex_encode
-    from ledger.keys import NodePublic, check_name
+    from ledger.onboard import load_registration
 
     log = open_log(home)
-    path = Path(key)
-    if not (path.suffix == ".pub" or "/" in key):
-        check_name(key)
-        path = log.keydir / f"{key}.pub"
-    from ledger.core.fsutil import read_small
-
-    try:
-        data = read_small(path, 8192, "public key file")
-    except BadInput as e:
-        raise KeyFileError(str(e)) from e
-    pub = NodePublic.from_bytes(data, str(path))
+    pub, _path = load_registration(key, log.keydir)
     sealed = log.register(pub)
     if json_out:
         output.emit_json(
@@ -633,7 +662,10 @@ def show(
     for k in sorted(e):
         if k in ("checks", "manifest", "obligations"):
             continue
-        output.plain(f"  {k}: {e[k]}")
+        value = e[k]
+        if k == "kernel" and isinstance(value, dict):  # "name version", not a Python dict
+            value = " ".join(str(value.get(f, "?")) for f in ("name", "version"))
+        output.plain(f"  {k}: {value}")
     if e.get("manifest"):
         output.plain("  manifest:")
         for line in str(e["manifest"]).splitlines():
@@ -665,55 +697,34 @@ def log_cmd(
     limit: Annotated[
         int, typer.Option("--limit", min=1, metavar="N", help="At most this many entries.")
     ] = 50,
+    kernel: Annotated[
+        str | None,
+        typer.Option(
+            "--kernel", metavar="NAME",
+            help="Only bundles of kernels whose name starts with or contains NAME (any case; "
+            "* is a wildcard), over the whole log.",
+        ),
+    ] = None,
     home: HomeOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """List entries."""
-    from ledger.core.encoding import hex_encode
-    from ledger.core.entries import decode_stored
+    """List entries, with each bundle's verdict and signer."""
+    from ledger_cli import logview
 
     log = open_log(home, read_only=True)
     size = log.store.size()
     limit = max(1, min(limit, 10_000))
-    first = max(0, size - limit) if start is None else max(0, min(start, size))
-    items: list[dict[str, Any]] = []
-    for i, lh, data in log.store.rows(first):
-        if i >= first + limit:
-            break
-        e = decode_stored(i, data)
-        items.append(
-            {
-                "index": i,
-                "leaf_hash": hex_encode(lh),
-                "type": e.type,
-                "time": e.time,
-                "bundle_digest": e.bundle_digest,
-                # one shape of "kernel" everywhere (issue 31): {"name", "version"} or null
-                "kernel": {"name": str(e.kernel.get("name", "")),
-                           "version": str(e.kernel.get("version", ""))}
-                if isinstance(e.kernel, dict) else None,
-                "key": e.name if e.name is not None else e.key_id,  # a key entry's key
-                "signer": e.signer,
-            }
-        )
-    if json_out:
-        output.emit_json({"size": size, "entries": items})
+    title = f"{log.origin}: {size} entries"
+    if kernel is not None:
+        items = logview.kernel_items(log.store, size, kernel, limit)
+        title += f", {len(items)} of kernel {kernel!r}"
     else:
-        output.rows_table(
-            f"{log.origin}: {size} entries",
-            ["index", "time", "type", "kernel / key", "bundle digest", "leaf hash"],
-            [
-                [
-                    i["index"],
-                    i["time"],
-                    i["type"],
-                    i["kernel"]["name"] if i["kernel"] else i["key"] or "",
-                    (i["bundle_digest"] or "")[:16],
-                    i["leaf_hash"][:16],
-                ]
-                for i in items
-            ],
-        )
+        first = max(0, size - limit) if start is None else max(0, min(start, size))
+        items = logview.range_items(log.store, first, limit)
+    if json_out:
+        output.emit_json({"size": size, "entries": logview.json_items(items)})
+    else:
+        logview.print_table(title, items)
 
 
 @app.command()
@@ -915,6 +926,7 @@ from ledger_cli import publish as publish_cli  # noqa: E402
 
 net.register(app)  # serve, export-tiles, mirror, witness, submit
 scaffold.register(app)  # new
+rebuild.register(app)
 publish_cli.register(app)  # publish (issue 13)
 db_cli.register(app)  # db copy (issue 13)
 lock_cli.register(app)  # lock add, lock verify (issue 31)
@@ -926,6 +938,24 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: the typer app, its exits and click's usage errors (one stderr line, exit 2)
     mapped here, everything else by the shell's one error -> exit map (``ledger_cli.exits``)."""
     sys.exit(exits.exit_code(lambda: _run_app(argv)))
+
+
+def _command_path(argv: list[str]) -> str:
+    """``ledger keys register`` for ``keys register --bad``: the (sub)command the arguments name,
+    for a usage error click raised without its context ("Try '... --help'")."""
+    import typer.main
+
+    cmd: Any = typer.main.get_command(app)
+    path = ["ledger"]
+    for arg in argv:
+        sub = getattr(cmd, "commands", {}).get(arg)
+        if sub is None:
+            if arg.startswith("-"):
+                continue
+            break
+        cmd = sub
+        path.append(arg)
+    return " ".join(path)
 
 
 def _run_app(argv: list[str] | None) -> int:
@@ -943,6 +973,8 @@ def _run_app(argv: list[str] | None) -> int:
         else:
             fmt = getattr(err, "format_message", None)
             msg = fmt() if callable(fmt) else str(err)
-            output.error_line(f"{msg} (see `ledger --help`)")
+            where = ctx.command_path if ctx is not None and ctx.command_path else (
+                _command_path(sys.argv[1:] if argv is None else argv))
+            output.error_line(f"{msg.rstrip('.')}. Try '{where} --help'.")
         code = 2
     return code if isinstance(code, int) else 0

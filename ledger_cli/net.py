@@ -60,21 +60,21 @@ def witness_dir(d: Path | None) -> Path:
     return Path(env) if env else Path(WITNESS_HOME).expanduser()
 
 
-def policy_log_key(vkey: str | None) -> "NoteVerifier":
-    """``--vkey`` (a key or a file), else the trust policy's log key (issue 14); BadInput when
-    neither is given."""
+def policy_log_key(vkey: str | None, policy: Path | None = None) -> "NoteVerifier":
+    """``--vkey`` (a key or a file), else the log key of the trust policy (``policy``, else the
+    one in force; issue 14); BadInput when neither is given."""
     from ledger import trust
     from ledger.core.errors import BadInput
     from ledger.core.vkeyfile import read_vkey
 
     if vkey:
         return read_vkey(vkey)
-    path = trust.policy_path(None)
-    policy = trust.load_policy(path) if path is not None else None
-    if policy is None or policy.log is None:
+    path = trust.policy_path(policy)
+    loaded = trust.load_policy(path) if path is not None else None
+    if loaded is None or loaded.log is None:
         raise BadInput("give --vkey VKEY (or name the log's key in a trust policy: "
                        "$LEDGER_POLICY or $XDG_CONFIG_HOME/kernel-ledger/policy.json)")
-    return policy.log
+    return loaded.log
 
 
 def register(app: typer.Typer) -> None:
@@ -170,6 +170,16 @@ def mirror(
         list[str] | None,
         typer.Option("--witness", help="Require a cosignature by this witness key (or file)."),
     ] = None,
+    quorum: Annotated[
+        int | None,
+        typer.Option("--quorum", help="Cosignatures needed among the witnesses (default: "
+                     "every --witness, else the policy's quorum)."),
+    ] = None,
+    policy: Annotated[
+        Path | None,
+        typer.Option("--policy", help="Trust policy file (default: $LEDGER_POLICY, else "
+                     "the config default): log key, witnesses, quorum."),
+    ] = None,
     interval: Annotated[
         float, typer.Option("--interval", help="Seconds between polls with --follow.")
     ] = 30.0,
@@ -202,9 +212,9 @@ def mirror(
         raise BadInput("--rounds needs --follow")
     if rounds is not None and rounds < 1:
         raise BadInput(f"--rounds must be at least 1, got {rounds}")
-    pinned = policy_log_key(vkey)
+    pinned = policy_log_key(vkey, policy)
     witnesses = [parse_cosigner_vkey(read_vkey(w).vkey) for w in witness or []]
-    run = MirrorRun(url, home_dir(home), pinned, witnesses, follow, json_out)
+    run = MirrorRun(url, home_dir(home), pinned, witnesses, follow, json_out, quorum, policy)
     run.sync(interval, rounds, timeout)
 
 
@@ -214,7 +224,7 @@ class MirrorRun:
 
     def __init__(
         self, url: str, home: Path, pinned: "NoteVerifier", witnesses: "list[NoteVerifier]",
-        follow: bool, json_out: bool,
+        follow: bool, json_out: bool, quorum: int | None = None, policy: Path | None = None,
     ) -> None:
         from ledger import trust
 
@@ -222,8 +232,11 @@ class MirrorRun:
         self.follow, self.json_out = follow, json_out
         self.policy_ws: tuple[NoteVerifier, ...] = ()
         self.need = 0
-        if not witnesses:  # the policy's K of N, checked with the memory before storing
-            _policy, self.policy_ws, self.need = trust.resolve(None, [], None)
+        if not witnesses or quorum is not None:  # K of N (issue 34: --quorum, --policy),
+            # checked with the memory before storing; --witness alone still requires each
+            _policy, self.policy_ws, self.need = trust.resolve(
+                policy, [w.vkey for w in witnesses], quorum)
+            self.witnesses = []
         self.memory = trust.CheckpointMemory.default()
         self.behind = (f"{url} serves an older tree than this verifier has seen: mirror a server "
                        "that holds the newer one (or wait until this one catches up)")
@@ -307,8 +320,10 @@ def submit(
     its offline receipt into the bundle directory (cosigned when witnesses are configured and
     have cosigned)."""
     from ledger import trust
+    from ledger.core.entries import node_key_id
     from ledger.keys import load_node_secret, read_passphrase
     from ledger.net.client import check_base_url
+    from ledger.onboard import explain_refusal
     from ledger.submit import submit_bundle
     from ledger_cli import wiring
 
@@ -318,10 +333,11 @@ def submit(
     pw = read_passphrase(passphrase_file) if passphrase_file else None
     sk, _pub = load_node_secret(home_dir(home) / "keys", key, pw)
     bundle, report = _checked_bundle(directory, json_out)
-    done = submit_bundle(
-        server, bundle, wiring.contract_fields(bundle, report), sk, pinned, timeout=timeout,
-        memory=trust.CheckpointMemory.default(),
-    )
+    with explain_refusal(key, node_key_id(bytes(sk.verify_key)), server):  # issue 34: exit 2
+        done = submit_bundle(
+            server, bundle, wiring.contract_fields(bundle, report), sk, pinned, timeout=timeout,
+            memory=trust.CheckpointMemory.default(),
+        )
     written = _write_submit_receipt(directory, done, server, pinned)
     _report_submitted(directory, bundle.digest, done, report, written, json_out)
 
@@ -406,6 +422,8 @@ def _report_submitted(
         )
         if written.path is not None:
             output.plain(f"  receipt {written.path}")
+        if written.cosigned and written.cosign:  # issue 34: cosigned by the server's witnesses
+            output.plain(f"  {written.cosign}")
     if written.cosigned is False and written.cosign:
         output.error_line(f"{directory}: {written.cosign}")
     if written.error is not None:

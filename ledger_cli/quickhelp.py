@@ -9,7 +9,7 @@ bytes); ``answer`` prints it for ``ledger [GROUP...] -h|--help``, for a group gi
 narrower than 80 columns, goes to the command tree as before.
 
 ``python -m ledger_cli.quickhelp`` writes ``help.json`` again from the app;
-tests/test_cli_shell.py fails, naming that command, whenever the file and the app disagree.
+tests/ledger_cli/test_shell.py fails, naming that command, whenever the file and the app disagree.
 """
 
 from __future__ import annotations

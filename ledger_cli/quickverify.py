@@ -17,7 +17,8 @@ them. Plain means:
   read (typer refuses an unreadable one); no shell completion asked for (``_LEDGER_COMPLETE``).
 
 Anything else returns None and the typer app answers, so every usage error, help text and
-unusual form is the app's own. tests/test_cli_quickverify.py holds ``parse`` equal to the values the
+unusual form is the app's own. tests/ledger_cli/test_quickverify.py holds ``parse`` equal to the
+values the
 typer app passes for a broad set of command lines, and None wherever the app would refuse or
 answer differently. The command's run is then the same function either way; ``answer`` maps
 what it raises as typer's runner and ``ledger_cli.commands.main`` do (``_as_typer_would``,

@@ -1,9 +1,11 @@
-"""``ledger new DIR --cu FILE [--entry NAME]``: start a bundle for any kernel (SPEC 7; guide:
-docs/seal-your-own-kernel.md).
+"""``ledger new DIR --cu FILE [--entry NAME] [--nvcc-flag F ...] [--size NAME ...]``: start a
+bundle for any kernel (SPEC 7; guide: docs/seal-your-own-kernel.md).
 
 1. refuse bad input (exit 2): DIR exists and is not an empty directory; FILE is missing, not a
    regular ``.cu`` file, over ``MAX_CU_BYTES``, or not UTF-8;
-2. build the PTX with ``nvcc -arch=sm_86 -ptx`` in a scratch directory (no nvcc: exit 3; the
+2. build the PTX with ``nvcc -arch=sm_86 -ptx`` in a scratch directory, bound inside the
+   sandbox at ``verify.confine.BUILD_DIR`` where ``rebuild.ptx`` builds too (nvcc's module id is
+   hashed from the source's absolute path), when a sandbox runs here (no nvcc: exit 3; the
    source does not compile: exit 2 with nvcc's first error);
 3. read the entries and their parameters from the PTX (``verify.ptx.parse_ptx``); pick the
    ``--entry`` (the PTX name or the ``__global__`` function's name in the source) or the only one;
@@ -19,14 +21,23 @@ docs/seal-your-own-kernel.md).
    scaffold can never pass as proven.
 
 The falsification test runs at the edge sizes of the launch shape: 1, block - 1, block + 1 and
-a non-multiple of the block (3 * block + 7).
+a non-multiple of the block (3 * block + 7), counted in elements (block * the elements each
+thread handles).
+
+Issue 34, the author's loop: ``--nvcc-flag`` flags go into ``kernel.build`` after ``-ptx``,
+checked first against ``rebuild.ptx``'s allow-list (``verify.rebuild.check_build``), so what is
+recorded always rebuilds; ``max_registers`` is the measured count with headroom
+(``register_budget``: +25 %, a multiple of 8, at most 255), said in a comment and the summary;
+``--size NAME`` declares a size variable that is no parameter (``nnz``, ``cols``) in the size
+domain and the test sizes, with TODOs; the grid divides by the elements each thread handles when
+the source scales its thread index (``per_thread``), so it does not launch 4x the threads.
 """
 
 import re
 import shutil
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -47,6 +58,9 @@ _CTYPES = {
     "double": "f64",
     "__half": "f16",
     "half": "f16",
+    "__nv_bfloat16": "bf16",
+    "nv_bfloat16": "bf16",
+    "__bf16": "bf16",
     "int": "s32",
     "signed": "s32",
     "signed int": "s32",
@@ -89,6 +103,14 @@ _PTX_SCALAR = {
 _INTEGER = ("s32", "u32", "s64", "u64", "u8", "s8")
 
 
+def register_budget(measured: int) -> int:
+    """``max_registers`` for a kernel ptxas measured at ``measured`` registers: 25 % headroom
+    rounded up to a multiple of 8, at most 255 (the sm_86 limit), never below the measurement,
+    so a one-line edit of the source does not fail the budget (issue 34)."""
+    want = measured + max(1, -(-measured * 25 // 100))
+    return max(measured, min(255, -(-want // 8) * 8))
+
+
 @dataclass
 class NewParam:
     name: str
@@ -110,6 +132,14 @@ class Scaffold:
     shared_bytes: int | None
     files: list[str]
     todo: list[str]
+    nvcc_flags: list[str] = field(default_factory=list)
+    extra_sizes: list[str] = field(default_factory=list)  # size variables that are no param
+    per_thread: int = 1  # elements each thread handles (``per_thread``)
+
+    @property
+    def max_registers(self) -> int | None:
+        """The budget: the measured count plus headroom (``register_budget``)."""
+        return register_budget(self.registers) if self.registers else None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -117,8 +147,11 @@ class Scaffold:
             "entry": self.entry,
             "function": self.function,
             "params": [p.__dict__ for p in self.params],
-            "launch": {"block": [self.block, 1, 1]},
-            "resources": {"registers": self.registers, "shared_bytes": self.shared_bytes},
+            "launch": {"block": [self.block, 1, 1], "per_thread": self.per_thread},
+            "resources": {"registers": self.registers, "max_registers": self.max_registers,
+                          "shared_bytes": self.shared_bytes},
+            "nvcc_flags": self.nvcc_flags,
+            "extra_sizes": self.extra_sizes,
             "files": self.files,
             "todo": self.todo,
         }
@@ -139,14 +172,19 @@ _VECTORS = {
                         ("char", "s8"), ("uchar", "u8"), ("longlong", "s64"),
                         ("ulonglong", "u64"))
     for k in (1, 2, 3, 4)
-} | {"__half2": ("f16", 2), "half2": ("f16", 2)}
-# no contract dtype: described by their bytes (u8), the reference decodes them
-_BYTES_OF = {"__nv_bfloat16": 2, "nv_bfloat16": 2, "__nv_bfloat162": 4, "nv_bfloat162": 4}
+} | {"__half2": ("f16", 2), "half2": ("f16", 2), "__nv_bfloat162": ("bf16", 2),
+     "nv_bfloat162": ("bf16", 2)}
+_HALF_BY_VALUE = ("", "half", "__half", "__nv_bfloat16", "nv_bfloat16", "__bf16")
+_TYPEDEF = re.compile(
+    r"\btypedef\s+(?:const\s+)?([A-Za-z_][\w:]*(?:\s+[A-Za-z_][\w:]*)*?)\s+([A-Za-z_]\w*)\s*;"
+    r"|\busing\s+([A-Za-z_]\w*)\s*=\s*(?:const\s+)?([A-Za-z_][\w:]*(?:\s+[A-Za-z_][\w:]*)*?)\s*;"
+)
 # Itanium codes of builtin types, for a template instantiation's arguments (``I f E``)
 _MANGLED = {
     "f": "float", "d": "double", "i": "int", "j": "unsigned int", "l": "long",
     "m": "unsigned long", "x": "long long", "y": "unsigned long long", "c": "char",
-    "a": "signed char", "h": "unsigned char",
+    "a": "signed char", "h": "unsigned char", "s": "short", "t": "unsigned short",
+    "b": "bool", "v": "void",
 }
 
 
@@ -275,6 +313,91 @@ def _template_types(name: str, template: list[str]) -> dict[str, str]:
     return dict(zip(template, types, strict=False)) if len(types) == len(template) else {}
 
 
+def _typedefs(src: str) -> dict[str, str]:
+    """``typedef __nv_bfloat16 floatX;`` and ``using floatX = __nv_bfloat16;`` in the source:
+    alias -> the type it names (``std::``/``::`` prefixes dropped)."""
+    out: dict[str, str] = {}
+    for m in _TYPEDEF.finditer(_COMMENTS.sub(" ", src)):
+        alias, target = (m.group(2), m.group(1)) if m.group(2) else (m.group(3), m.group(4))
+        out[alias] = target.split("::")[-1].strip()
+    return out
+
+
+def _resolve(ctype: str, typedefs: dict[str, str]) -> str:
+    """``ctype`` through the source's typedefs (a chain of at most 8)."""
+    for _ in range(8):
+        if ctype not in typedefs or typedefs[ctype] == ctype:
+            break
+        ctype = typedefs[ctype]
+    return ctype
+
+
+def _mangled_type(name: str, i: int, subs: list[tuple[str, int]],
+                  targs: list[tuple[str, int]]) -> tuple[tuple[str, int], int]:
+    """One Itanium ``<type>`` at ``name[i]``: ((base C type, pointer depth), next offset);
+    raises ValueError on anything it does not read. ``subs`` collects substitution candidates."""
+    c = name[i] if i < len(name) else ""
+    if c == "P":
+        (base, depth), j = _mangled_type(name, i + 1, subs, targs)
+        subs.append((base, depth + 1))
+        return (base, depth + 1), j
+    if c in ("K", "V", "r"):
+        t, j = _mangled_type(name, i + 1, subs, targs)
+        subs.append(t)
+        return t, j
+    if c.isdigit():
+        m = re.compile(r"\d+").match(name, i)
+        assert m is not None
+        n = int(m.group(0))
+        t = (name[m.end() : m.end() + n], 0)
+        subs.append(t)
+        return t, m.end() + n
+    if c in ("S", "T"):
+        m = re.compile(r"[ST]([0-9A-Z]*)_").match(name, i)
+        if m is None:
+            raise ValueError(name[i:])
+        k = int(m.group(1), 36) + 1 if m.group(1) else 0
+        table = subs if c == "S" else targs
+        if k >= len(table):
+            raise ValueError(name[i:])
+        if c == "T":
+            subs.append(table[k])
+        return table[k], m.end()
+    if c in _MANGLED:
+        return (_MANGLED[c], 0), i + 1
+    raise ValueError(name[i:])
+
+
+def _mangled_params(name: str) -> list[tuple[str, int]]:
+    """The parameter types of a mangled entry as (base C type, pointer depth)
+    (``_Z2k1PK13__nv_bfloat16PS_fi`` -> ``[(__nv_bfloat16, 1), (__nv_bfloat16, 1), (float, 0),
+    (int, 0)]``); [] when not mangled or not understood."""
+    parts, i = _mangled_name(name)
+    if not parts:
+        return []
+    subs: list[tuple[str, int]] = [(p, 0) for p in parts[:-1]]  # a nested name's prefixes
+    targs: list[tuple[str, int]] = []
+    out: list[tuple[str, int]] = []
+    try:
+        if name.startswith("I", i):  # a template: its name, its arguments, its return type
+            subs.append((parts[-1], 0))
+            i += 1
+            while i < len(name) and name[i] != "E":
+                lit = re.compile(r"L[a-z]n?\d+E").match(name, i)
+                if lit:
+                    i = lit.end()
+                    continue
+                t, i = _mangled_type(name, i, subs, targs)
+                targs.append(t)
+            _, i = _mangled_type(name, i + 1, subs, targs)
+        while i < len(name):
+            t, i = _mangled_type(name, i, subs, targs)
+            out.append(t)
+    except (ValueError, IndexError):
+        return []
+    return [] if out == [("void", 0)] else out
+
+
 # --- building --------------------------------------------------------------------------------
 
 
@@ -306,28 +429,43 @@ def _stem(cu: Path) -> str:
     return stem if stem[0].isalpha() else f"k_{stem}"
 
 
-def new_bundle(directory: Path, cu: Path, entry: str | None = None) -> Scaffold:
+def new_bundle(
+    directory: Path,
+    cu: Path,
+    entry: str | None = None,
+    nvcc_flags: Sequence[str] = (),
+    sizes: Sequence[str] = (),
+) -> Scaffold:
     """Write the scaffold (module docstring); raises ``BadInput`` / ``CannotCheck``."""
+    from verify.confine import BUILD_DIR, confined_argv, sandbox_status
     from verify.ptx import parse_ptx, run_ptxas
+    from verify.rebuild import check_build
     from verify.tools import find_tool, run_tool
 
     _check_dir(directory)
     source = _read_cu(cu)
     stem = _stem(cu)
+    build = ["nvcc", f"-arch={TARGET}", "-ptx", *nvcc_flags, "-o", f"{stem}.ptx", f"{stem}.cu"]
+    try:  # the rebuild.ptx allow-list: what ledger new records, rebuild.ptx must accept
+        check_build(build, f"{stem}.ptx", f"{stem}.cu")
+    except BadInput as e:
+        raise BadInput(f"--nvcc-flag: {e}") from e
     nvcc = find_tool("nvcc", cuda=True)
     if nvcc is None:
         raise CannotCheck("no nvcc on PATH or in the CUDA locations: cannot build the PTX")
     with tempfile.TemporaryDirectory(prefix="ledger-new-") as tmp:
         work = Path(tmp)
         (work / f"{stem}.cu").write_text(source, encoding="utf-8")
-        res = run_tool(
-            [nvcc, f"-arch={TARGET}", "-ptx", "-o", f"{stem}.ptx", f"{stem}.cu"], cwd=work
-        )
+        argv = [nvcc, *build[1:]]
+        bwrap, _ = sandbox_status()
+        if bwrap is not None:  # at rebuild.ptx's fixed path: the same module id (verify.confine)
+            argv = confined_argv(bwrap, nvcc, work, argv, at=BUILD_DIR)
+        res = run_tool(argv, cwd=work)
         if not res.ok:
             lines = [ln for ln in (res.stderr + res.stdout).splitlines() if "error" in ln]
             first = (lines or (res.stderr + res.stdout).strip().splitlines() or ["?"])[0]
             why = "timed out" if res.timed_out else first.strip()[:300]
-            raise BadInput(f"--cu {cu}: nvcc -arch={TARGET} -ptx failed: {why}")
+            raise BadInput(f"--cu {cu}: {' '.join(build)} failed: {why}")
         ptx = (work / f"{stem}.ptx").read_bytes()
         header = parse_ptx(ptx)
         chosen = _choose_entry(header.entries, entry, cu)
@@ -342,13 +480,28 @@ def new_bundle(directory: Path, cu: Path, entry: str | None = None) -> Scaffold:
     kernels = _source_kernels(source)
     function = _demangle(chosen.name)
     sk = kernels.get(function)
-    params, todo = _params(chosen, sk, cu)
+    params, todo = _params(chosen, sk, cu, _typedefs(source))
     text = ptx.decode("utf-8", "replace")
     block = (sk.launch_bounds if sk is not None else None) or _maxntid(text, chosen.name) or 256
     todo += _module_notes(text, chosen.name)
-    sc = Scaffold(directory, chosen.name, function, params, block, registers, shared, [], todo)
+    extra = _extra_sizes(sizes, params)
+    sc = Scaffold(directory, chosen.name, function, params, block, registers, shared, [], todo,
+                  list(nvcc_flags), extra, per_thread(sk.body) if sk is not None else 1)
     _write(sc, stem, source, ptx)
     return sc
+
+
+def _extra_sizes(sizes: Sequence[str], params: list[NewParam]) -> list[str]:
+    """``--size`` names: identifiers, not a parameter, not repeated (``BadInput`` otherwise)."""
+    out: list[str] = []
+    taken = {p.name for p in params}
+    for name in sizes:
+        if not re.fullmatch(r"[A-Za-z_]\w{0,63}", name):
+            raise BadInput(f"--size {name[:60]!r}: not an identifier")
+        if name in taken or name in out:
+            raise BadInput(f"--size {name}: already a kernel parameter or given twice")
+        out.append(name)
+    return out
 
 
 def _choose_entry(entries: "Sequence[PtxEntry]", entry: str | None, cu: Path) -> "PtxEntry":
@@ -402,51 +555,38 @@ def _module_notes(ptx: str, entry: str) -> list[str]:
 
 
 def _params(
-    entry: "PtxEntry", sk: _SourceKernel | None, cu: Path
+    entry: "PtxEntry", sk: _SourceKernel | None, cu: Path, typedefs: dict[str, str]
 ) -> tuple[list[NewParam], list[str]]:
+    """Each PTX parameter named and typed from the source's signature (through its typedefs),
+    else from the entry's mangled name, else from the PTX type (a clear TODO, never a guess
+    presented as a fact)."""
     todo: list[str] = []
     out: list[NewParam] = []
     src = sk.params if sk is not None and len(sk.params) == len(entry.params) else None
     if src is None:
         todo.append("the kernel's signature was not found in the source: name and type every param")
     tmpl = _template_types(entry.name, sk.template) if sk is not None else {}
+    mangled = _mangled_params(entry.name)
+    mangled = mangled if len(mangled) == len(entry.params) else []
     for i, pp in enumerate(entry.params):
         name, ctype, pointer, const = src[i] if src else ("", "", pp.type in (".u64",), False)
         name = name if re.fullmatch(r"[A-Za-z_]\w*", name or "") else f"p{i}"
-        ctype = tmpl.get(ctype, ctype)
+        ctype = _resolve(tmpl.get(ctype, ctype), typedefs)
+        if mangled and ctype not in _CTYPES and ctype not in _VECTORS:
+            ctype = mangled[i][0]  # the C++ name says it (template, typedef from a header)
         aggregate = pp.array is not None and pp.type == ".b8"
-        if aggregate and not pointer and not (pp.array == 2 and ctype in ("", "half", "__half")):
+        if aggregate and not pointer and not (pp.array == 2 and ctype in _HALF_BY_VALUE):
             raise BadInput(
                 f"--cu {cu}: {entry.name} takes parameter {i} ({ctype or '?'} {name}) by value "
                 f"as a {pp.array}-byte aggregate; a contract's parameters are pointers and "
                 "number scalars: pass its fields as separate scalars, or a pointer to it"
             )
         if pointer:
-            dtype = _CTYPES.get(ctype, "")
-            guess = ""
-            lanes = 1
-            if not dtype and ctype in _VECTORS:
-                dtype, lanes = _VECTORS[ctype]
-                guess = f"{ctype} elements: {lanes} {dtype} each (shape {lanes} * n)"
-            elif not dtype and ctype in _BYTES_OF:
-                dtype, lanes = "u8", _BYTES_OF[ctype]
-                guess = (
-                    f"{ctype} has no contract dtype: its {lanes} bytes as u8 (shape {lanes} * n); "
-                    "the reference decodes them (view as uint16, shift left 16, view as float32)"
-                )
-            if not dtype:
-                dtype = "f32"
-                guess = f"element type {ctype or '?'} unknown: f32 assumed"
-            if const:
-                intent = "in"
-            else:
-                intent, why = _intent(name, sk.body) if sk is not None else ("inout", "check")
-                guess = f"{guess}; {why}" if guess else why
-            out.append(NewParam(name, "ptr", dtype, intent, guess, lanes))
+            out.append(_pointer_param(name, ctype, const, sk))
         else:
             dtype = _CTYPES.get(ctype, "") or _PTX_SCALAR.get(pp.type, "u32")
             if pp.array is not None and pp.type == ".b8" and pp.array == 2:
-                dtype = "f16"
+                dtype = _CTYPES.get(ctype, "f16")
             out.append(NewParam(name, "scalar", dtype, guessed="" if ctype else "type from PTX"))
     sizes = [p.name for p in out if p.kind == "scalar" and p.dtype in _INTEGER]
     if not sizes:
@@ -455,6 +595,51 @@ def _params(
         if p.guessed:
             todo.append(f"kernel.params {p.name}: {p.guessed}")
     return out, todo
+
+
+def _pointer_param(name: str, ctype: str, const: bool, sk: _SourceKernel | None) -> NewParam:
+    """A pointer parameter: its element dtype (a vector type: its lanes), and its intent."""
+    dtype = _CTYPES.get(ctype, "")
+    guess = ""
+    lanes = 1
+    if not dtype and ctype in _VECTORS:
+        dtype, lanes = _VECTORS[ctype]
+        guess = f"{ctype} elements: {lanes} {dtype} each (shape {lanes} * n)"
+    if not dtype:
+        dtype = "u8"
+        guess = (
+            f"element type {ctype or '?'} is unknown here: set ptr: to its element dtype "
+            "and shape: to its element count (u8 is only a placeholder, not a guess)"
+        )
+    if const:
+        intent = "in"
+    else:
+        intent, why = _intent(name, sk.body) if sk is not None else ("inout", "check")
+        guess = f"{guess}; {why}" if guess else why
+    return NewParam(name, "ptr", dtype, intent, guess, lanes)
+
+
+_THREAD = (
+    r"(?:blockIdx\.x\s*\*\s*blockDim\.x|blockDim\.x\s*\*\s*blockIdx\.x)\s*\+\s*threadIdx\.x"
+    r"|threadIdx\.x\s*\+\s*(?:blockIdx\.x\s*\*\s*blockDim\.x|blockDim\.x\s*\*\s*blockIdx\.x)"
+)
+
+
+def per_thread(body: str) -> int:
+    """Elements each thread handles, read from how the body scales its global thread index:
+    ``(blockIdx.x * blockDim.x + threadIdx.x) * 4`` or ``int t = ...; int i = t * 4`` (also
+    ``4 * ...`` and ``<< 2``); 1 when it does not (a guess the launch TODO names)."""
+    idx = rf"\(\s*(?:{_THREAD})\s*\)"
+    names = [m.group(1) for m in re.finditer(rf"\b([A-Za-z_]\w*)\s*=\s*(?:{_THREAD})\s*;", body)]
+    for term in [idx, *(rf"\b{re.escape(n)}\b" for n in names)]:
+        m = re.search(rf"(?:{term})\s*\*\s*(\d+)\b|\b(\d+)\s*\*\s*(?:{term})", body)
+        if m:
+            k = int(m.group(1) or m.group(2))
+            return k if 1 < k <= 64 else 1
+        m = re.search(rf"(?:{term})\s*<<\s*(\d)\b", body)
+        if m and 0 < int(m.group(1)) <= 6:
+            return 1 << int(m.group(1))
+    return 1
 
 
 def _size_var(params: list[NewParam]) -> str:
@@ -473,11 +658,8 @@ def _yq(word: str) -> str:
     return word if plain else f"'{word}'"
 
 
-def _contract(sc: Scaffold, stem: str, has_domain: bool) -> str:
-    n = _size_var(sc.params)
-    ny = _yq(n)
-    ns = sc.function.capitalize()
-    b = sc.block
+def _param_lines(sc: Scaffold, n: str) -> list[str]:
+    """The ``kernel.params`` lines of the contract, each guess marked TODO."""
     plines = []
     for p in sc.params:
         name = _yq(p.name)
@@ -488,17 +670,46 @@ def _contract(sc: Scaffold, stem: str, has_domain: bool) -> str:
             plines.append(f"{line}  # TODO: {note}")
         elif p.dtype in _INTEGER:
             plines.append(f"    - {{name: {name}, scalar: {p.dtype}, value: {name}}}")
-        elif p.dtype in ("f16", "f32", "f64"):
+        elif p.dtype in ("f16", "bf16", "f32", "f64"):
             plines.append(f"    - {{name: {name}, scalar: {p.dtype}, value: random}}")
         else:
             plines.append(f"    - {{name: {name}, scalar: {p.dtype}, value: 0}}  # TODO")
-    regs = f"max_registers: {sc.registers}, " if sc.registers else ""
+    return plines
+
+
+def _contract(sc: Scaffold, stem: str, has_domain: bool) -> str:
+    n = _size_var(sc.params)
+    ny = _yq(n)
+    ns = sc.function.capitalize()
+    b = sc.block
+    u = b * sc.per_thread  # elements one block covers
+    plines = _param_lines(sc, n)
+    regs = f"max_registers: {sc.max_registers}, " if sc.max_registers else ""
+    regs_note = (
+        f"  # ptxas measured {sc.registers} registers; the budget leaves headroom (+25 %, "
+        "a multiple of 8)"
+        if sc.max_registers
+        else ""
+    )
     shared = sc.shared_bytes if sc.shared_bytes is not None else 0
-    sizes = ", ".join(f"{{{ny}: {v}}}" for v in (1, b - 1 if b > 1 else 2, b + 1, 3 * b + 7))
+    extra = "".join(f", {_yq(x)}: {{v}}" for x in sc.extra_sizes)
+    sizes = ", ".join(
+        f"{{{ny}: {v}{extra.format(v=v)}}}" for v in (1, u - 1 if u > 1 else 2, u + 1, 3 * u + 7)
+    )
+    sizes_note = "  # TODO: bind each size to a value that fits the test" if sc.extra_sizes else ""
     domain = (
         f"  size_domain:\n    {ny}: {{min: 1, max: 1048576}}  # TODO: the sizes it supports\n"
+        + "".join(
+            f"    {_yq(x)}: {{min: 1, max: 1048576}}  # TODO: its domain; name it in the "
+            "shape of the parameters it sizes (it is no kernel parameter)\n"
+            for x in sc.extra_sizes
+        )
         if has_domain
         else ""
+    )
+    build = ", ".join(
+        [f"-arch={TARGET}", "-ptx", *(_yq(f) for f in sc.nvcc_flags), "-o", f"{stem}.ptx",
+         f"{stem}.cu"]
     )
     params = "\n".join(plines)
     return f"""# {MARKER}: written by `ledger new` from {stem}.cu. Fill in every TODO, then
@@ -522,23 +733,23 @@ kernel:
   target: {TARGET}
   ptx: {stem}.ptx
   source: {stem}.cu
-  build: [nvcc, -arch={TARGET}, -ptx, -o, {stem}.ptx, {stem}.cu]
+  build: [nvcc, {build}]
   futhark: {stem}.fut
   reference: {{file: reference.py, function: {sc.function}}}
   params:
 {params}
   launch:
-    grid: ["ceil_div({n}, {b})", 1, 1]  # TODO: one thread per element assumed
+    grid: ["ceil_div({n}, {b * sc.per_thread})", 1, 1]  # TODO: {_launch_note(sc.per_thread)}
     block: [{b}, 1, 1]
     shared_bytes: 0
-  resources: {{{regs}max_shared_bytes: {shared}, spills: forbid}}
+  resources: {{{regs}max_shared_bytes: {shared}, spills: forbid}}{regs_note}
 {domain}falsification_tests:
   - id: FALSIFY-{sc.function.upper().replace("_", "-")}-001
     rule: "matches the reference at the edges of the launch shape"
     prediction: "outputs equal the reference; each element written once; no access out of bounds"
     test: "GPU (CuPy) or PTX interpreter over seeded random inputs"
     if_fails: "indexing bug, missing guard, or wrong operation"
-    sizes: [{sizes}]
+    sizes: [{sizes}]{sizes_note}
     seed: 1
     inputs: {{low: -1.0, high: 1.0}}
     tolerance: {{ulp: 0}}  # TODO: the rounding the kernel promises
@@ -559,6 +770,12 @@ certificate:
 """
 
 
+def _launch_note(k: int) -> str:
+    if k == 1:
+        return "one thread per element assumed (no scaling of the thread index seen)"
+    return f"{k} elements per thread, read from the source's thread index * {k}"
+
+
 def _reference(sc: Scaffold) -> str:
     ins = [p.name for p in sc.params if p.kind == "scalar" or p.intent != "out"]
     outs = [p.name for p in sc.params if p.kind == "ptr" and p.intent != "in"]
@@ -568,7 +785,8 @@ Numpy only. It runs in the verifier's sandbox (no network, no files but the bund
 ``inputs`` (every in/inout pointer parameter as a flat array, every scalar as a 0-d array:
 {", ".join(ins) or "none"}) and ``sizes`` (the test's size bindings), and returns every out/inout
 pointer parameter by name ({", ".join(outs) or "none"}). Compute in float64 and let the verifier
-cast to the parameter's dtype. Delete the marker line when it is done.
+cast to the parameter's dtype (bf16 buffers arrive as float32 values and are rounded back).
+Delete the marker line when it is done.
 """
 
 import numpy as np
@@ -661,6 +879,8 @@ def _write(sc: Scaffold, stem: str, source: str, ptx: bytes) -> None:
         raise BadInput(f"{sc.directory}: could not write the bundle: {e}") from e
     sc.files = sorted([*files, f"{stem}.ptx"])
     sc.todo += [
+        *(f"size {x}: name it in the shapes it sizes, narrow its size_domain, bind it in the "
+          "falsification sizes" for x in sc.extra_sizes),
         "contract.yaml: every TODO (description, formula, shapes, launch, tolerance, statements)",
         "reference.py: the numpy reference",
         f"{stem}.lean: the proofs (no sorry), with status: proved in the contract",
@@ -682,14 +902,35 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option("--entry", help="The kernel (PTX entry or __global__ name)."),
         ] = None,
+        nvcc_flag: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--nvcc-flag",
+                help="An extra nvcc flag, recorded in kernel.build (repeatable; e.g. "
+                "-use_fast_math, -lineinfo, -DN=4; the rebuild.ptx allow-list applies).",
+            ),
+        ] = None,
+        size: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--size",
+                help="A size variable that is no kernel parameter (e.g. nnz, cols): declared "
+                "in size_domain with a TODO domain (repeatable).",
+            ),
+        ] = None,
         json_out: JsonOpt = False,
     ) -> None:
         """Start a bundle for any kernel: PTX, contract, reference/Lean/Futhark stubs."""
-        sc = new_bundle(directory, cu, entry)
+        sc = new_bundle(directory, cu, entry, nvcc_flag or (), size or ())
         if json_out:
             output.emit_json(sc.to_json())
             return
         output.plain(f"wrote {directory} for kernel {sc.function} (PTX entry {sc.entry}):")
+        if sc.max_registers:
+            output.plain(
+                f"  registers: ptxas measured {sc.registers}; max_registers {sc.max_registers} "
+                "(+25 % headroom, a multiple of 8)"
+            )
         for f in sc.files:
             output.plain(f"  {f}")
         output.plain("to do before `ledger check` can pass:")

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ledger.core.note import NoteVerifier
-    from ledger.library.verifier import Found, Verifier
+    from ledger.library.evidence import Found
+    from ledger.library.verifier import Verifier
     from verify.context import Options
     from verify.report import Report
 

@@ -1,6 +1,6 @@
 """The whole hostile-peer campaign (issue 9): every HTTP client of the ledger against a hostile
 server on 127.0.0.1 (``tests/helpers/hostile.py``) for every misbehaviour and every request path
-it makes. The suite runs one path per client (``tests/test_hardening_net_hostile.py``).
+it makes. The suite runs one path per client (``tests/campaigns/test_hostile_peers.py``).
 
     .venv/bin/python scripts/hostile_campaign.py [--timeout 1.0] [--verbose]
 
@@ -29,8 +29,8 @@ from tests.helpers.hostile import (
     witness_campaign,
 )
 from tests.helpers.server import BackgroundServer
-from tests.test_mirror import make_origin, node_key, vkey_of
-from tests.test_server import seal_range
+from tests.ledger.http.test_server import seal_range
+from tests.ledger.test_mirror import make_origin, node_key, vkey_of
 
 MIRROR_PATHS = ("/checkpoint", "/tile/0/", "/tile/entries/", "/api/v1/blobs")
 # what `ledger submit` requests of a log that answers with its proofs (the inclusion and

@@ -5,7 +5,7 @@ falsification tests on the PTX interpreter; the kill rate and every survivor are
 ``--out`` (markdown) and ``--json``.
 
 Usage (about 5 to 15 minutes on one core; the CI suite runs a bounded slice,
-tests/test_ptx_mutation.py):
+tests/campaigns/test_ptx_mutations.py):
 
     .venv/bin/python scripts/mutate_ptx.py --out docs/bench/ptx-mutation.md \\
         --json docs/bench/ptx-mutation.json

@@ -10,11 +10,12 @@ campaign builds the module with ``-fsanitize=address,undefined`` (any report abo
 a copy of the working tree, and runs there the tests that reach it, their hypothesis examples
 multiplied by ``--scale`` (``LEDGER_HYPOTHESIS_SCALE``, tests/helpers/examples.py):
 
-* tests/test_native.py: every function against its twin, damaged entries, the shape rules;
-* tests/test_canonical.py: the canonical parser on random and damaged bytes;
-* tests/test_fuzz_ledger.py: the entry decoder on random bytes and one-byte mutations;
-* tests/test_sealers.py: entries made by ``join_plain`` in forked workers and stored;
-* tests/test_hardening_entries.py, test_store.py, test_tamper.py, test_mirror.py (not with
+* tests/ledger/core/test_native.py: every function against its twin, damaged entries, the shape
+rules;
+* tests/ledger/core/test_canonical.py: the canonical parser on random and damaged bytes;
+* tests/ledger/store/test_fuzz_ledger.py: the entry decoder on random bytes and one-byte mutations;
+* tests/ledger/test_sealers.py: entries made by ``join_plain`` in forked workers and stored;
+* tests/campaigns/test_hostile_entries.py, test_store.py, test_tamper.py, test_mirror.py (not with
   ``--quick``): the scanner and the signature threads on real ledgers, damaged, audited and
   mirrored.
 
@@ -48,10 +49,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TESTS = ["tests/test_native.py", "tests/test_canonical.py", "tests/test_fuzz_ledger.py",
-         "tests/test_sealers.py"]
-SLOW_TESTS = ["tests/test_hardening_entries.py", "tests/test_store.py", "tests/test_tamper.py",
-              "tests/test_mirror.py"]
+TESTS = ["tests/ledger/core/test_native.py", "tests/ledger/core/test_canonical.py",
+         "tests/ledger/store/test_fuzz_ledger.py", "tests/ledger/test_sealers.py"]
+SLOW_TESTS = ["tests/campaigns/test_hostile_entries.py", "tests/ledger/store/test_sqlite.py",
+              "tests/campaigns/test_tampering.py", "tests/ledger/test_mirror.py"]
 FLAGS = ["-O1", "-g", "-fno-omit-frame-pointer"]
 # per mode: the compiler's sanitizer flags, the runtimes to preload, the environment they read
 MODES: dict[str, tuple[list[str], tuple[str, ...], dict[str, str]]] = {

@@ -13,8 +13,8 @@ Two kinds of targets:
 * ``bundles/*`` (default): every check must pass on every seed; a failure is printed with the
   ``ledger check ... --seed S`` line that reproduces it;
 * ``--planted``: the planted-bug fixtures (tests/fixtures/planted/<bug>, the step limit of
-  tests/test_falsify_bundles.py) and their "nice sizes" copies (tests/fixtures/sizes/
-  nice-<bug>.yaml, first test only, as tests/test_sizes.py runs them): on every seed at least
+  tests/verify/test_falsify_bundles.py) and their "nice sizes" copies (tests/fixtures/sizes/
+  nice-<bug>.yaml, first test only, as tests/verify/test_sizes.py runs them): on every seed at least
   one check must fail and none may pass; an escape (a seed on which nothing fails) is printed.
   ``--fixed-sizes`` also runs each first test at the verifier's chosen sizes without its random
   draws and without the author's sizes (the edges, joint edges, primes, maxima: what the
@@ -71,8 +71,9 @@ from verify.sizes import choose_sizes  # noqa: E402
 BUNDLES = REPO / "bundles"
 PLANTED = REPO / "tests" / "fixtures" / "planted"
 NICE = REPO / "tests" / "fixtures" / "sizes"
-PLANTED_STEPS = 200_000  # as tests/test_falsify_bundles.py and tests/test_sizes.py
-STEPS = {"infinite_loop": 20_000}  # every launch of it runs to the limit (tests/test_sizes.py)
+PLANTED_STEPS = 200_000  # as tests/verify/test_falsify_bundles.py and tests/verify/test_sizes.py
+# every launch of it runs to the limit (tests/verify/test_sizes.py)
+STEPS = {"infinite_loop": 20_000}
 SIZES_IN_DETAIL = re.compile(r": ((?:[a-z_]+=[0-9,]+;? ?)+?)(?: \(chosen: ([^)]*\)?)\))?; seed ")
 
 

@@ -8,17 +8,29 @@
 #                             PostgreSQL) and the postgres extra (psycopg)
 #   scripts/setup.sh --gpu    also CuPy for a CUDA device, the wheel of the CUDA major version
 #                             installed (scripts/cuda_extra.py picks gpu-cuda12 or gpu-cuda13)
+#   scripts/setup.sh --activate-line
+#                             print only the line that puts `ledger` on PATH (no install):
+#                             eval "$(scripts/setup.sh --activate-line)"
+# At the end it prints that line: `ledger` lives in .venv/bin, which is not on PATH until you
+# run `source .venv/bin/activate` or that export line (README, "Set up").
 # A PostgreSQL ledger (ledger init --db postgresql://...) needs the postgres extra:
 #   .venv/bin/python -m pip install -e '.[postgres]'    (docs/dependencies.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+activate_line() {
+  printf 'export PATH=%q:"$PATH"\n' "$(pwd -P)/.venv/bin"  # %q: any directory name
+}
+if [ "${1:-}" = "--activate-line" ]; then
+  activate_line
+  exit 0
+fi
 want_test=0
 want_gpu=0
 for arg in "$@"; do
   case "$arg" in
     --test) want_test=1 ;;
     --gpu) want_gpu=1 ;;
-    *) echo "setup: unknown option $arg (options: --test, --gpu)" >&2; exit 2 ;;
+    *) echo "setup: unknown option $arg (options: --test, --gpu, --activate-line)" >&2; exit 2 ;;
   esac
 done
 
@@ -70,7 +82,7 @@ if [ $want_test = 1 ]; then
   [ -d /usr/share/gocode/src/golang.org/x/mod/sumdb ] || pkgs+=(golang-golang-x-mod-dev)
   command -v chromium >/dev/null 2>&1 || pkgs+=(chromium)
   # the serving benchmark's peer and load generator (bench/bench_serve.py, test_serve_nginx);
-  # nginx also serves a published directory in tests/test_publish.py
+  # nginx also serves a published directory in tests/ledger/test_publish.py
   command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || pkgs+=(nginx-light)
   command -v wrk >/dev/null 2>&1 || pkgs+=(wrk)
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || pkgs+=(postgresql)  # tests/test_postgres*
@@ -86,3 +98,11 @@ if [ ${#pkgs[@]} -gt 0 ]; then
   fi
 fi
 echo "setup: ready (.venv)" >&2
+if [ "$(command -v ledger 2>/dev/null)" = "$(pwd -P)/.venv/bin/ledger" ]; then
+  echo "setup: \`ledger\` is on PATH" >&2
+else
+  echo "setup: to run \`ledger\`, put .venv/bin on PATH in each new shell, either" >&2
+  echo "         source $(pwd -P)/.venv/bin/activate" >&2
+  echo "       or" >&2
+  echo "         $(activate_line)" >&2
+fi

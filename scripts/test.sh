@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up (scripts/setup.sh --test) and run lint, type checks, the bundle reproducibility check,
-# the interpreter device check and the whole test suite with branch coverage.
+# the interpreter device check and the test suite with branch coverage (the long campaigns
+# beside it: scripts/campaigns.sh).
 # Fails when any test, ruff, mypy or the bundle check fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +15,9 @@ mkdir -p artifacts
 rm -f artifacts/.coverage*
 # one pytest worker per core (pytest-xdist); a test file stays on one worker, so its module
 # fixtures are built once. PYTEST_WORKERS=0 runs everything in this process.
-.venv/bin/python -m coverage run -m pytest -q -n "${PYTEST_WORKERS:-auto}" --dist loadfile "$@"
+# the long campaigns (tests/conftest.py CAMPAIGNS) run beside the suite: scripts/campaigns.sh
+.venv/bin/python -m coverage run -m pytest -q -n "${PYTEST_WORKERS:-auto}" --dist loadfile \
+  -m "not campaign" "$@"
 .venv/bin/python -m coverage combine -q
 .venv/bin/python -m coverage report > artifacts/coverage.txt
 echo "branch coverage (ledger, verify; full table in artifacts/coverage.txt):"

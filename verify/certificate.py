@@ -45,6 +45,7 @@ from ledger.core.errors import LedgerError
 from verify.context import Context
 from verify.model import OBLIGATIONS, PROPERTIES, Claim, Contract, domain_text
 from verify.report import Check, failed, passed, skipped
+from verify.waivers import describe as describe_waiver
 
 CHECK_ID = "certificate"
 
@@ -295,6 +296,8 @@ def run(ctx: Context) -> list[Check]:
     if contract.kernel is not None:
         k = contract.kernel
         tail += f"; size domain: {domain_text(k.size_domain, k.size_constraints)}"
+        if k.waivers:  # issue 32: waived findings are part of the claim, shown, never hidden
+            tail += "; waived: " + "; ".join(describe_waiver(w) for w in k.waivers)
     body = "; ".join(lines) + tail + oracle_note(ctx)
     if any(legs.state == "failed" for _, legs in judged):
         bad = sorted({c.obligation for c, legs in judged if legs.state == "failed"})

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ledger.core.errors import BadInput
+from verify import bfloat16
 from verify.model import Tolerance
 
 _NP_DTYPES: dict[str, Any] = {
@@ -25,8 +26,28 @@ _NP_DTYPES: dict[str, Any] = {
     "u64": np.uint64,
     "u8": np.uint8,
     "s8": np.int8,
+    "bf16": bfloat16.STORAGE,  # bit patterns: numpy has no bf16 (verify/bfloat16.py)
 }
 _UINT_OF_SIZE: dict[int, Any] = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def is_float(dtype: str) -> bool:
+    """A float element type (bf16 included, whose storage is an unsigned integer)."""
+    return dtype == "bf16" or np.issubdtype(np_dtype(dtype), np.floating)
+
+
+def values_of(dtype: str, data: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The numbers a buffer of ``dtype`` holds: bf16 bit patterns decoded to float32, others as
+    they are (what the oracles receive)."""
+    return bfloat16.decode(data) if dtype == "bf16" else data
+
+
+def cast_to(dtype: str, values: Any) -> np.ndarray[Any, Any]:
+    """``values`` in the storage of ``dtype`` (bf16: rounded to nearest even, as bit patterns)."""
+    if dtype == "bf16":
+        return bfloat16.encode(np.asarray(values, dtype=np.float64))
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(values).astype(np_dtype(dtype))
 
 
 def np_dtype(dtype: str) -> np.dtype[Any]:
@@ -55,6 +76,26 @@ def ulp_distance(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> np.nd
     same = np.where(gm >= wm, gm - wm, wm - gm)
     out: np.ndarray[Any, Any] = np.where(gs == ws, same, gm + wm).astype(np.float64)
     return out
+
+
+def _float_errors(
+    g: np.ndarray[Any, Any], g64: np.ndarray[Any, Any], w64: np.ndarray[Any, Any], dtype: str,
+    diff: np.ndarray[Any, Any],
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """ulp (on the encoding of ``dtype``, after rounding the reference to it), abs and rel error
+    per element; NaN matches only NaN. bf16: ``g`` holds bit patterns, ``g64`` their values."""
+    gn, wn = np.isnan(g64), np.isnan(w64)
+    equal = (gn & wn) | (g64 == w64)
+    diff = np.where(equal, 0.0, np.where(gn | wn, np.inf, diff))
+    tiny = bfloat16.TINY if dtype == "bf16" else float(np.finfo(np_dtype(dtype)).tiny)
+    rel = np.where(diff == 0, 0.0, diff / np.maximum(np.abs(w64), tiny))
+    rel = np.nan_to_num(rel, nan=np.inf)
+    w_cast = cast_to(dtype, w64)
+    g_enc = g.astype(np_dtype(dtype))
+    ulp = ulp_distance(g_enc, w_cast)
+    w_nan = np.isnan(values_of(dtype, w_cast))
+    ulp = np.where(gn & w_nan, 0.0, np.where(gn | w_nan, np.inf, ulp))
+    return ulp, diff, rel
 
 
 @dataclass(frozen=True)
@@ -88,18 +129,11 @@ def compare_output(
             f"the reference gives {w_any.size} values for {name}, the buffer holds {g.size}"
         )
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        g64 = g.astype(np.float64)
+        g64 = values_of(dtype, g).astype(np.float64)
         w64 = w_any.astype(np.float64)
         diff = np.abs(g64 - w64)
-        if np.issubdtype(dt, np.floating):
-            gn, wn = np.isnan(g64), np.isnan(w64)
-            equal = (gn & wn) | (g64 == w64)
-            diff = np.where(equal, 0.0, np.where(gn | wn, np.inf, diff))
-            rel = np.where(diff == 0, 0.0, diff / np.maximum(np.abs(w64), np.finfo(dt).tiny))
-            rel = np.nan_to_num(rel, nan=np.inf)
-            w_cast = w64.astype(dt)
-            ulp = ulp_distance(g.astype(dt), w_cast)
-            ulp = np.where(gn & np.isnan(w_cast), 0.0, np.where(gn | np.isnan(w_cast), np.inf, ulp))
+        if is_float(dtype):
+            ulp, diff, rel = _float_errors(g, g64, w64, dtype, diff)
             ok = np.zeros(g.size, dtype=bool)
             if tol.ulp is not None or (tol.abs is None and tol.rel is None):
                 ok |= ulp <= (tol.ulp or 0.0)
@@ -121,7 +155,8 @@ def compare_output(
         err = f"{ulp[i]:g} ulp" if max_ulp is not None else f"abs {diff[i]:g}"
         if max_ulp is not None and tol.ulp is None and (tol.abs is not None or tol.rel is not None):
             err = f"abs {diff[i]:.3g}, rel {rel[i]:.3g}"
-        first = f"{name}[{i}]: got {g[i]!r}, want {w_any[i]!r} ({err})"
+        shown = g64[i].item() if dtype == "bf16" else g[i]
+        first = f"{name}[{i}]: got {shown!r}, want {w_any[i]!r} ({err})"
     return Comparison(
         name,
         int(bad_idx.size),

@@ -113,11 +113,21 @@ def tool_dirs(tool: str) -> list[Path]:
 TOOL_TMP_BYTES = 1 << 30  # nvcc's intermediate files in /tmp (cicc's output, the preprocessed text)
 
 
-def confined_argv(bwrap: str, tool: str, work: Path, command: Sequence[str]) -> list[str]:
+# Where a bundle's source is compiled inside the sandbox, whatever directory holds it: nvcc names
+# internal-linkage symbols (``_INTERNAL_<id>_``, e.g. what <cooperative_groups.h> pulls in) with a
+# module id hashed from the source's absolute path, and from nothing else (measured with CUDA
+# 13.0: same path -> same id whatever the content or the directory it ran in). ``ledger new``
+# and ``rebuild.ptx`` both build here, so a bundle copied anywhere rebuilds byte for byte.
+BUILD_DIR = "/build/bundle"
+
+
+def confined_argv(bwrap: str, tool: str, work: Path, command: Sequence[str],
+                  at: str | None = None) -> list[str]:
     """``command`` (whose first item is ``tool``) run by bubblewrap in ``work``: the files it
     sees are ``/usr`` and the tool's installation (``tool_dirs``), read-only; ``work``
     read-write at its own path (so paths in the tool's output are what they would be without the
-    sandbox); a private ``/tmp``. PATH is the tool's ``bin`` and ``/usr/bin``."""
+    sandbox), or at ``at`` (``BUILD_DIR``: a fixed path, so the output does not depend on where
+    ``work`` lies); a private ``/tmp``. PATH is the tool's ``bin`` and ``/usr/bin``."""
     work = work.resolve()
     path = f"{Path(tool).resolve().parent}:/usr/bin:/bin"
     argv = base_argv(bwrap, {"PATH": path, "TMPDIR": "/tmp"}, python=False)
@@ -125,5 +135,6 @@ def confined_argv(bwrap: str, tool: str, work: Path, command: Sequence[str]) -> 
     # after the private /tmp, which would hide what lies beneath it
     for d in tool_dirs(tool):
         argv += ["--ro-bind", str(d), str(d)]
-    argv += ["--bind", str(work), str(work), "--chdir", str(work)]
+    inside = at or str(work)
+    argv += ["--bind", str(work), inside, "--chdir", inside]
     return argv + list(command)

@@ -30,6 +30,7 @@ from verify.expr import eval_expr as eval_expr
 from verify.expr import expr_names as expr_names
 from verify.expr import parse_expr, parse_relation
 from verify.model import (
+    FINDING_KINDS,
     FLOAT_DTYPES,
     RANDOM,
     Claim,
@@ -43,6 +44,7 @@ from verify.model import (
     Param,
     SizeRange,
     Tolerance,
+    Waiver,
     domain_text,
 )
 from verify.report import Check, failed, passed, skipped
@@ -54,7 +56,7 @@ MAX_SIZE = 1 << 40  # a size binding's largest value (falsification_tests[i].siz
 MAX_DOMAIN_VARS = 16
 MAX_CONSTRAINTS = 16
 
-DTYPES = ("f16", "f32", "f64", "s32", "u32", "s64", "u64", "u8", "s8")
+DTYPES = ("f16", "bf16", "f32", "f64", "s32", "u32", "s64", "u64", "u8", "s8")
 INTENTS = ("in", "out", "inout")
 Intent = Literal["in", "out", "inout"]
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -344,7 +346,8 @@ def _scalar_value(v: object, dtype: str, path: str) -> str:
         if isinstance(v, float):
             return repr(_num(v, path))
     elif v == RANDOM or isinstance(v, float):
-        raise ContractError(f"{path}: {v!r} is only allowed for a float scalar (f16, f32, f64)")
+        raise ContractError(
+            f"{path}: {v!r} is only allowed for a float scalar (f16, bf16, f32, f64)")
     return _expr(v, path)
 
 
@@ -381,6 +384,7 @@ def _kernel(v: object) -> Kernel:
             "resources",
             "size_domain",
             "size_constraints",
+            "waivers",
         ),
         path,
     )
@@ -399,40 +403,9 @@ def _kernel(v: object) -> Kernel:
         build = tuple(_str(x, f"kernel.build[{i}]") for i, x in enumerate(argv))
         if not build or build[0] != "nvcc":
             raise ContractError("kernel.build[0]: the build command must start with 'nvcc'")
-    params: list[Param] = []
-    if d.get("params") is not None:
-        for i, p in enumerate(_list(d["params"], "kernel.params")):
-            params.append(_param(p, f"kernel.params[{i}]"))
-        seen: set[str] = set()
-        for i, p2 in enumerate(params):
-            if p2.name in seen:
-                raise ContractError(f"kernel.params[{i}].name: duplicate parameter {p2.name!r}")
-            seen.add(p2.name)
-    launch = None
-    if d.get("launch") is not None:
-        ld = _map(d["launch"], "kernel.launch")
-        _known(ld, ("grid", "block", "shared_bytes"), "kernel.launch")
-        for k in ("grid", "block"):
-            if k not in ld:
-                raise ContractError(f"kernel.launch.{k}: missing")
-        launch = Launch(
-            grid=_dim3(ld["grid"], "kernel.launch.grid"),
-            block=_dim3(ld["block"], "kernel.launch.block"),
-            shared_bytes=_expr(ld.get("shared_bytes", 0), "kernel.launch.shared_bytes"),
-        )
-    max_regs = max_shared = None
-    allow_spills = False
-    if d.get("resources") is not None:
-        rd = _map(d["resources"], "kernel.resources")
-        _known(rd, ("max_registers", "max_shared_bytes", "spills"), "kernel.resources")
-        if rd.get("max_registers") is not None:
-            max_regs = _int(rd["max_registers"], "kernel.resources.max_registers", 1, 255)
-        if rd.get("max_shared_bytes") is not None:
-            max_shared = _int(rd["max_shared_bytes"], "kernel.resources.max_shared_bytes")
-        spills = _str(rd.get("spills", "forbid"), "kernel.resources.spills")
-        if spills not in ("forbid", "allow"):
-            raise ContractError(f"kernel.resources.spills: {spills!r} is not forbid or allow")
-        allow_spills = spills == "allow"
+    params = _params(d.get("params"))
+    launch = None if d.get("launch") is None else _launch(d["launch"])
+    max_regs, max_shared, allow_spills = _resources(d.get("resources"))
     ref_name, ref_file, ref_function = _reference(d.get("reference"))
     return Kernel(
         name=name,
@@ -454,7 +427,87 @@ def _kernel(v: object) -> Kernel:
         futhark_oracle=_futhark_oracle(d.get("futhark_oracle")),
         size_domain=_size_domain(d.get("size_domain")),
         size_constraints=_size_constraints(d.get("size_constraints")),
+        waivers=_waivers(d.get("waivers")),
     )
+
+
+def _params(v: object) -> list[Param]:
+    params: list[Param] = []
+    if v is None:
+        return params
+    for i, p in enumerate(_list(v, "kernel.params")):
+        params.append(_param(p, f"kernel.params[{i}]"))
+    seen: set[str] = set()
+    for i, p2 in enumerate(params):
+        if p2.name in seen:
+            raise ContractError(f"kernel.params[{i}].name: duplicate parameter {p2.name!r}")
+        seen.add(p2.name)
+    return params
+
+
+def _launch(v: object) -> Launch:
+    ld = _map(v, "kernel.launch")
+    _known(ld, ("grid", "block", "shared_bytes"), "kernel.launch")
+    for k in ("grid", "block"):
+        if k not in ld:
+            raise ContractError(f"kernel.launch.{k}: missing")
+    return Launch(
+        grid=_dim3(ld["grid"], "kernel.launch.grid"),
+        block=_dim3(ld["block"], "kernel.launch.block"),
+        shared_bytes=_expr(ld.get("shared_bytes", 0), "kernel.launch.shared_bytes"),
+    )
+
+
+def _resources(v: object) -> tuple[int | None, int | None, bool]:
+    """``kernel.resources``: (max_registers, max_shared_bytes, spills allowed)."""
+    if v is None:
+        return None, None, False
+    rd = _map(v, "kernel.resources")
+    _known(rd, ("max_registers", "max_shared_bytes", "spills"), "kernel.resources")
+    max_regs = max_shared = None
+    if rd.get("max_registers") is not None:
+        max_regs = _int(rd["max_registers"], "kernel.resources.max_registers", 1, 255)
+    if rd.get("max_shared_bytes") is not None:
+        max_shared = _int(rd["max_shared_bytes"], "kernel.resources.max_shared_bytes")
+    spills = _str(rd.get("spills", "forbid"), "kernel.resources.spills")
+    if spills not in ("forbid", "allow"):
+        raise ContractError(f"kernel.resources.spills: {spills!r} is not forbid or allow")
+    return max_regs, max_shared, spills == "allow"
+
+
+MAX_WAIVERS = 32
+MIN_REASON = 10  # characters: a waiver's reason is written text, not a placeholder
+
+
+def _waivers(v: object) -> tuple[Waiver, ...]:
+    """``kernel.waivers``: ``{finding, entry, line | label, reason}`` each (issue 32)."""
+    if v is None:
+        return ()
+    items = _list(v, "kernel.waivers")
+    if len(items) > MAX_WAIVERS:
+        raise ContractError(f"kernel.waivers: {len(items)} waivers, at most {MAX_WAIVERS}")
+    out = []
+    for i, w in enumerate(items):
+        path = f"kernel.waivers[{i}]"
+        d = _map(w, path)
+        _known(d, ("finding", "entry", "line", "label", "reason"), path)
+        for k in ("finding", "entry", "reason"):
+            if d.get(k) is None:
+                raise ContractError(f"{path}.{k}: missing")
+        finding = _str(d["finding"], f"{path}.finding")
+        if finding not in FINDING_KINDS:
+            raise ContractError(f"{path}.finding: {finding!r} is not a finding class "
+                                f"({', '.join(FINDING_KINDS)})")
+        if (d.get("line") is None) == (d.get("label") is None):
+            raise ContractError(f"{path}: give exactly one PTX location, line or label")
+        reason = _str(d["reason"], f"{path}.reason").strip()
+        if len(reason) < MIN_REASON:
+            raise ContractError(f"{path}.reason: a written reason is required (at least "
+                                f"{MIN_REASON} characters) saying why the finding is harmless")
+        line = None if d.get("line") is None else _int(d["line"], f"{path}.line", 1, 1 << 24)
+        label = "" if d.get("label") is None else _str(d["label"], f"{path}.label")
+        out.append(Waiver(finding, _str(d["entry"], f"{path}.entry"), line, label, reason))
+    return tuple(out)
 
 
 def _reference(v: object) -> tuple[str, str, str]:

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from ledger.core.bundle import check_path
 from ledger.core.errors import BundleError, ContractError, LedgerError
 from verify.expr import eval_expr, expr_names, relation_names
+from verify.idle import idle_warnings
 from verify.model import (
     FLOAT_DTYPES,
     OBLIGATIONS,
@@ -522,8 +523,44 @@ def _unfinished(c: Contract, files: Files) -> list[str]:
     marker = UNFINISHED.encode()
     stubs = sorted(p for p, d in files.items() if marker in d)
     if stubs:
-        return [f"{', '.join(stubs)} still marked {UNFINISHED!r} (a `ledger new` stub to fill in)"]
+        todo = _todo_lines(files.get("contract.yaml", b"")) if "contract.yaml" in stubs else ""
+        return [
+            f"{', '.join(stubs)} still marked {UNFINISHED!r} (a `ledger new` stub to fill in)"
+            + todo
+        ]
     return []
+
+
+def _todo_lines(contract: bytes) -> str:
+    """The scaffold contract's ``TODO`` lines as a to-do list: ``; contract.yaml TODO at line 5
+    (description), ...`` (the first 12)."""
+    hits = []
+    for i, line in enumerate(contract.decode("utf-8", "replace").splitlines(), start=1):
+        if "TODO" in line and not line.lstrip().startswith("#"):
+            key = re.match(r"\s*-?\s*\{?\s*([A-Za-z_]\w*)\s*:\s*([^,}\s]*)", line)
+            what = key.group(1) if key else "see the line"
+            what = f"param {key.group(2)}" if key and what == "name" else what
+            hits.append(f"line {i} ({what})")
+    if not hits:
+        return ""
+    more = f", and {len(hits) - 12} more" if len(hits) > 12 else ""
+    return f"; contract.yaml TODO at {', '.join(hits[:12])}{more}"
+
+
+def _waivers(c: Contract, files: Files) -> list[str]:
+    """Every ``kernel.waivers`` entry covers an instruction of the kernel's entry in the PTX
+    (``verify.waivers.resolve``): a waiver that matches nothing is refused (issue 32)."""
+    k = c.kernel
+    if k is None or not k.waivers:
+        return []
+    if files is None:
+        raise _Skip("no bundle")
+    ptx = files.get(k.ptx)
+    if ptx is None:
+        return [f"the kernel's PTX {k.ptx!r} is not in the bundle, so no waiver can match"]
+    from verify.waivers import resolve
+
+    return resolve(k.waivers, ptx, k.entry)[1]
 
 
 def _certificate(c: Contract, files: Files) -> list[str]:
@@ -610,6 +647,7 @@ GATES: tuple[tuple[str, str, Callable[[Contract, Files], list[str]]], ...] = (
     ("kernel", "new: the executable-kernel extension and its bundle paths", _kernel),
     ("unfinished", "new: no `ledger new` stub left unfinished", _unfinished),
     ("reference", "new: a trusted reference, or a bundle reference run in a sandbox", _reference),
+    ("waivers", "new: every waiver names an instruction of the kernel's PTX", _waivers),
     ("certificate", "pv audit (obligation -> test -> proof chain)", _certificate),
     ("lean-status", "pv enforce / proof status (no sorry)", _lean_status),
     ("lean-exists", "pv verify (named proofs exist), against the bundle", _lean_exists),
@@ -640,11 +678,12 @@ def lint_check(contract: Contract, files: Mapping[str, bytes]) -> Check:
         detail = "; ".join(f"{g.name}: {g.reason}" for g in bad)
         return failed("contract.lint", _CONTROL.sub(_escape, detail))
     ran = ", ".join(g.name for g in gates if g.status == "passed")
+    warn = "".join(f"; warning: {w}" for w in idle_warnings(contract)[:3])  # verify.idle
     not_run = [g for g in gates if g.status == "skipped"]
     if not_run:
         why = "; ".join(f"{g.name}: {g.reason}" for g in not_run)
-        return skipped("contract.lint", f"gates passed: {ran}; not run: {why}")
-    return passed("contract.lint", f"gates passed: {ran}")
+        return skipped("contract.lint", f"gates passed: {ran}; not run: {why}{warn}")
+    return passed("contract.lint", f"gates passed: {ran}{warn}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ each other (issue 11, "Engines").
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -44,6 +44,7 @@ class Observed:
 
     kind: str
     message: str
+    line: int | None = None  # the PTX line, where the engine knows it (waivers match on it)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,11 @@ class LaunchOutcome:
     # the interpreter's second schedule: each out/inout buffer that came out different there,
     # with its contents (judged against the oracles under the test's tolerance, like the first)
     second_schedule: tuple[tuple[str, np.ndarray[Any, Any]], ...] = ()
+    # what the engine judged benign, with its evidence (the interpreter's ``benign_store``), and
+    # the findings a contract waiver covered (``verify.waivers``): shown in the detail, never
+    # dropped
+    notes: tuple[str, ...] = ()
+    waived: tuple[tuple[int, str], ...] = ()  # (the waiver's index, the finding's text)
 
 
 class Engine(Protocol):
@@ -74,8 +80,11 @@ class Engine(Protocol):
         args: Sequence[Arg],
         dynamic_shared: int,
         second_schedule: bool = True,
+        waivers: Mapping[tuple[str, int], int] | None = None,
     ) -> LaunchOutcome:
         """``second_schedule``: an engine that can run the launch again under another thread
         order (the interpreter, issue 10) does so when this is True and the launch is small
-        enough; a device ignores it."""
+        enough; a device ignores it. ``waivers``: (finding kind, PTX line) -> a contract
+        waiver's index (``verify.waivers``): an engine that reports findings returns those it
+        covers in ``LaunchOutcome.waived``; a device sees no findings and ignores it."""
         ...

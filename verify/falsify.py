@@ -53,6 +53,7 @@ import numpy as np
 
 from ledger.core.errors import BadInput, CannotCheck
 from verify.compare import Comparison as Comparison
+from verify.compare import cast_to, values_of
 from verify.compare import compare_output as compare_output
 from verify.compare import describe_tolerance as describe_tolerance
 from verify.compare import np_dtype as np_dtype
@@ -65,9 +66,19 @@ from verify.engine import Engine as Engine
 from verify.engine import LaunchOutcome as LaunchOutcome
 from verify.engine import Observed as Observed
 from verify.engine import ScalarArg as ScalarArg
-from verify.model import FLOAT_DTYPES, RANDOM, FalsificationTest, Kernel, Tolerance, scalar_literal
+from verify.model import (
+    FLOAT_DTYPES,
+    RANDOM,
+    FalsificationTest,
+    Kernel,
+    Tolerance,
+    Waiver,
+    scalar_literal,
+)
 from verify.oracle import ORACLE_IN_DETAIL, OracleCase, Oracles, OutputSpec, Result, oracles_for
 from verify.report import Check, failed, passed, skipped
+from verify.waivers import describe as describe_waiver
+from verify.waivers import resolve as resolve_waivers
 
 MAX_LAUNCH_BYTES = 512 << 20  # all buffers of one launch together
 MAX_BLOCK_THREADS = 1024
@@ -83,6 +94,7 @@ BUDGET_SPENT = "not run: the falsification time budget (--timeout) was spent on 
 EDGES_NOTE = "inputs at chosen sizes hold the range's edges (high, 0, low)"
 PTX_TYPES = {
     "f16": ".f16",
+    "bf16": ".b16",  # the interpreter gets the bit pattern (``engine_scalar``)
     "f32": ".f32",
     "f64": ".f64",
     "s32": ".s32",
@@ -157,6 +169,7 @@ class InterpreterEngine:
         args: Sequence[Arg],
         dynamic_shared: int,
         second_schedule: bool = True,
+        waivers: Mapping[tuple[str, int], int] | None = None,
     ) -> LaunchOutcome:
         sim = self._sim
         module = self.module(ptx)
@@ -165,7 +178,8 @@ class InterpreterEngine:
             if isinstance(a, BufferArg):
                 sim_args.append(sim.Buffer(data=a.data, intent=a.intent, name=a.name))
             else:
-                sim_args.append(sim.Scalar(value=a.value, ptx_type=PTX_TYPES[a.dtype]))
+                value = int(cast_to("bf16", [a.value])[0]) if a.dtype == "bf16" else a.value
+                sim_args.append(sim.Scalar(value=value, ptx_type=PTX_TYPES[a.dtype]))
         need = interpreter_bytes(module.program(entry), grid, block, dynamic_shared)
         if need > MAX_INTERP_BYTES:
             raise TooLarge(
@@ -190,12 +204,13 @@ class InterpreterEngine:
                 schedule_seed=SECOND_SCHEDULE_SEED if second_schedule and small else None,
                 schedule_values=True,
                 out_undefined=True,  # out buffers are poisoned: their contents are unspecified
+                waivers=waivers,
             )
         except CannotCheck as e:
             if need > COLLECT_AFTER_BYTES:
                 gc.collect()
             # Findings made before the run met something it cannot model are still bugs.
-            early = tuple(Observed(f.kind, f.message) for f in getattr(e, "findings", ()))
+            early = tuple(Observed(f.kind, f.message, f.line) for f in getattr(e, "findings", ()))
             if not early:
                 raise
             seconds = time.perf_counter() - t0
@@ -206,13 +221,15 @@ class InterpreterEngine:
             # large launch's state stays until much later, and several add up to gigabytes
             gc.collect()
         seconds = time.perf_counter() - t0
-        found = tuple(Observed(f.kind, f.message) for f in res.findings)
+        found = tuple(Observed(f.kind, f.message, f.line) for f in res.findings)
         return LaunchOutcome(
             str(res.engine),
             found,
             int(res.thread_instructions),
             seconds,
             tuple(res.second_schedule.items()),
+            notes=tuple(res.notes),
+            waived=tuple(res.waived),
         )
 
 
@@ -296,7 +313,10 @@ def _dim3(exprs: Sequence[str], sizes: Mapping[str, int], where: str, cap: int) 
 def random_values(
     rng: np.random.Generator, dtype: str, count: int, low: float, high: float
 ) -> np.ndarray[Any, Any]:
-    """``count`` values uniform in [low, high], cast to ``dtype`` (integers: inclusive range)."""
+    """``count`` values uniform in [low, high], cast to ``dtype`` (integers: inclusive range;
+    bf16: real values rounded to the nearest bf16, as bit patterns, never arbitrary bits)."""
+    if dtype == "bf16":
+        return cast_to("bf16", random_values(rng, "f64", count, low, high))
     dt = np_dtype(dtype)
     if np.issubdtype(dt, np.integer):
         info = np.iinfo(dt)
@@ -322,6 +342,11 @@ def edge_values(dtype: str, low: float, high: float) -> np.ndarray[Any, Any]:
     0 or ``low``, yet the contract claims the whole closed range: a float histogram whose top
     value falls into bin ``nbins``, a ``x / |x|`` that is NaN at 0, or an integer ``abs`` of the
     minimum passes every random draw and fails there."""
+    if dtype == "bf16":
+        vals16 = edge_values("f32", low, high)
+        bits = cast_to("bf16", vals16)
+        fin = np.isfinite(values_of("bf16", bits))
+        return np.array(list(dict.fromkeys(bits[fin].tolist())), dtype=np.uint16)
     dt = np_dtype(dtype)
     if np.issubdtype(dt, np.integer):
         info = np.iinfo(dt)
@@ -402,12 +427,12 @@ def make_case(
     for p in kernel.params:
         if p.kind == "scalar" and p.dtype in FLOAT_DTYPES and p.value == RANDOM:
             drawn = random_values(rng, p.dtype, 1, test.input_low, test.input_high)
-            args.append(ScalarArg(p.name, float(drawn[0]), p.dtype))
+            args.append(ScalarArg(p.name, float(values_of(p.dtype, drawn)[0]), p.dtype))
             continue
         literal = scalar_literal(p.value) if p.dtype in FLOAT_DTYPES else None
         if p.kind == "scalar" and literal is not None:
-            with np.errstate(over="ignore"):
-                args.append(ScalarArg(p.name, float(np_dtype(p.dtype).type(literal)), p.dtype))
+            rounded = values_of(p.dtype, cast_to(p.dtype, [literal]))
+            args.append(ScalarArg(p.name, float(rounded[0]), p.dtype))
             continue
         if p.kind == "scalar":
             val = _eval(p.value or "0", sizes, f"param {p.name}")
@@ -466,10 +491,12 @@ def copy_case(case: Case) -> Case:
 
 def oracle_case(kernel: Kernel, case: Case) -> OracleCase:
     """What the oracles receive for ``case``: in/inout pointers and scalars (0-d arrays)."""
-    inputs = dict(case.inputs)
+    by_name = {p.name: p for p in kernel.params}
+    inputs = {k: values_of(by_name[k].dtype, v) for k, v in case.inputs.items()}
     for a in case.args:
-        if isinstance(a, ScalarArg):
-            inputs[a.name] = np.array(a.value, dtype=np_dtype(a.dtype))
+        if isinstance(a, ScalarArg):  # bf16 scalars as float32 values, like bf16 buffers
+            inputs[a.name] = np.array(a.value, dtype=np.float32 if a.dtype == "bf16" else
+                                      np_dtype(a.dtype))
     outputs = [
         OutputSpec(p.name, p.dtype, case.shapes.get(p.name, ()))
         for p in kernel.params
@@ -489,7 +516,11 @@ def poison_findings(case: Case, expected: Mapping[str, np.ndarray[Any, Any]]) ->
         poisoned = np.all(raw == 0xFF, axis=1)
         want = expected.get(a.name)
         if want is not None and np.asarray(want).size == a.data.size:
-            want_raw = np.ascontiguousarray(np.asarray(want).reshape(-1).astype(a.data.dtype))
+            dtype = "bf16" if a.data.dtype == np.uint16 and not np.issubdtype(
+                np.asarray(want).dtype, np.integer) else ""
+            want_raw = np.ascontiguousarray(
+                cast_to(dtype, np.asarray(want).reshape(-1)) if dtype else
+                np.asarray(want).reshape(-1).astype(a.data.dtype))
             poisoned &= ~np.all(want_raw.view(np.uint8).reshape(-1, size) == 0xFF, axis=1)
         idx = np.flatnonzero(poisoned)
         if idx.size:
@@ -521,6 +552,27 @@ class _Worst:
     ulp: float | None = None
     abs: float = 0.0
     rel: float = 0.0
+    # what the engine judged benign and what a contract waiver covered, over every binding
+    notes: dict[str, None] = dataclasses.field(default_factory=dict)
+    waived: dict[str, None] = dataclasses.field(default_factory=dict)
+    used: set[int] = dataclasses.field(default_factory=set)  # indices of the waivers that held
+
+    def seen(self, outcome: LaunchOutcome, waivers: Sequence[Waiver] = ()) -> None:
+        for n in outcome.notes:
+            self.notes.setdefault(n)
+        for i, text in outcome.waived:
+            self.used.add(i)
+            reason = f" (waiver {i}: {waivers[i].reason!r})" if i < len(waivers) else ""
+            self.waived.setdefault(f"{text}{reason}")
+
+    def remarks(self) -> str:
+        """``; note: ...; waived: ...`` for the detail (the first 3 of each, and a count)."""
+        out = ""
+        for what, items in (("note", list(self.notes)), ("waived", list(self.waived))):
+            if items:
+                more = f" (+{len(items) - 3} more)" if len(items) > 3 else ""
+                out += f"; {what}: " + "; ".join(items[:3]) + more
+        return out
 
     def add(self, c: Comparison) -> None:
         if c.max_ulp is not None:
@@ -563,7 +615,11 @@ def launch_and_judge(
 def launch_case(
     kernel: Kernel, case: Case, ptx: bytes, engine: Engine, second_schedule: bool = True
 ) -> LaunchOutcome | tuple[str, str]:
-    """The engine's outcome, or ("skipped", why) when it could not run the launch."""
+    """The engine's outcome, or ("skipped", why) when it could not run the launch. The
+    contract's waivers go to the engine (``verify.waivers``) only when there are some."""
+    extra: dict[str, Any] = {}
+    if kernel.waivers:
+        extra["waivers"] = resolve_waivers(kernel.waivers, ptx, kernel.entry)[0]
     try:
         return engine.launch(
             ptx,
@@ -573,6 +629,7 @@ def launch_case(
             case.args,
             case.dynamic_shared,
             second_schedule=second_schedule,
+            **extra,
         )
     except CannotCheck as e:
         return "skipped", f"{engine.name} could not run it: {e}"
@@ -811,6 +868,7 @@ def run_test(
     oracles: Oracles | None = None,
     run_seed: int | None = None,
     bindings: Sequence[Binding] | None = None,
+    waivers_used: set[int] | None = None,
 ) -> Check:
     """One ``falsify.<TEST-ID>`` check (steps 1-5 of the module docstring).
 
@@ -821,7 +879,8 @@ def run_test(
     author binding to look for races, barrier divergence, bounds and uninitialised reads. Past
     ``deadline`` (``time.monotonic()``), no further binding starts and the test is skipped.
     ``oracles`` default to ``oracles_for(kernel, {}, Options())`` (enough for a trusted
-    reference; a bundle reference needs the bundle's files).
+    reference; a bundle reference needs the bundle's files). ``waivers_used`` collects the
+    indices of the contract waivers that covered a finding (``run`` fails a waiver none used).
     """
     cid = f"falsify.{test.id}"
     tool = engine.name
@@ -835,16 +894,8 @@ def run_test(
             return skipped(cid, f"no oracle can run here: {e}", tool, version)
         try:
             return run_test(
-                kernel,
-                test,
-                ptx,
-                seed,
-                engine,
-                cross_check=cross_check,
-                deadline=deadline,
-                oracles=oracles,
-                run_seed=run_seed,
-                bindings=bindings,
+                kernel, test, ptx, seed, engine, cross_check=cross_check, deadline=deadline,
+                oracles=oracles, run_seed=run_seed, bindings=bindings, waivers_used=waivers_used,
             )
         finally:
             oracles.close()
@@ -867,8 +918,10 @@ def run_test(
             if picked
             else f"{AUTHOR_ONLY}: only the author's sizes were run"
         )
+    worst = _Worst(used=waivers_used if waivers_used is not None else set())
     check = _judge_test(
-        kernel, test, ptx, (seed, run_seed, plan, phrase), engine, cross_check, deadline, oracles
+        kernel, test, ptx, (seed, run_seed, plan, phrase), engine, cross_check, deadline, oracles,
+        worst,
     )
     if ORACLE_IN_DETAIL.search(check.detail) is None:  # every detail names its oracle
         check = Check(
@@ -945,6 +998,7 @@ def _run_batch(
         if isinstance(outcome, tuple):
             stop = (b, *outcome)
             break
+        worst.seen(outcome, kernel.waivers)
         if engine.observes_findings and outcome.findings:
             stop = (b, "failed", _finding_text(outcome.findings))
             break
@@ -979,6 +1033,7 @@ def _judge_test(
     cross_check: Engine | None,
     deadline: float | None,
     oracles: Oracles,
+    worst: _Worst,
 ) -> Check:
     cid = f"falsify.{test.id}"
     tool = engine.name
@@ -991,50 +1046,16 @@ def _judge_test(
         if run_seed != seed
         else np.random.default_rng(seed),
     }
-    worst = _Worst()
-    # Every binding's checks and launch shape first, without a buffer (``make_case(dry=True)``):
-    # a contract may list thousands of bindings, each up to MAX_LAUNCH_BYTES of buffers.
-    cases: list[tuple[Binding, Case]] = []
-    too_large: list[str] = []
-    for b in plan:
-        try:
-            cases.append((b, make_case(kernel, test, b.sizes, np.random.default_rng(0), dry=True)))
-        except CannotCheck as e:
-            if b.chosen:  # a chosen size past the launch caps: noted, the others still run
-                too_large.append(f"{_fmt_sizes([b.sizes])} not run ({e})")
-                continue
-            return skipped(cid, f"{_where(engine, b)}: {e}", tool, version)
-        except BadInput as e:
-            return failed(cid, f"{_where(engine, b)}: {e}", tool, version)
+    dry = _dry_cases(kernel, test, plan, engine)
+    if isinstance(dry, Check):
+        return dry
+    cases, too_large = dry
     twice = second_schedule_plan(cases)
-    varied: list[Mapping[str, int]] = []
-    # Then in batches of at most MAX_HELD_BYTES of buffers (one binding at least): build, launch
-    # every binding of the batch, ask the oracles for all of them at once (a sandboxed reference
-    # starts while the kernel runs), judge, and let the buffers go before the next batch. The
-    # first failure in binding order is reported, as if each binding were judged right after its
-    # launch; the inputs are drawn in binding order, as when every binding is built first.
-    pos = 0
-    while pos < len(cases):
-        batch: list[tuple[Binding, Case, bool]] = []
-        held = 0
-        while pos < len(cases) and (not batch or held < MAX_HELD_BYTES):
-            b, _ = cases[pos]
-            try:
-                case = make_case(
-                    kernel, test, b.sizes, rngs[b.seed], edges=bool(b.chosen), pattern=b.pattern
-                )
-            except CannotCheck as e:  # checked by the dry run above; not expected
-                return skipped(cid, f"{_where(engine, b)}: {e}", tool, version)
-            except BadInput as e:
-                return failed(cid, f"{_where(engine, b)}: {e}", tool, version)
-            held += _held_bytes(case)
-            batch.append((b, case, twice[pos]))
-            pos += 1
-        ran = _run_batch(kernel, test, ptx, engine, batch, deadline, oracles, worst, seed)
-        if isinstance(ran, Check):
-            return ran
-        varied += ran
-        del batch, case  # the buffers go before the next batch is built
+    varied = _run_batches(
+        kernel, test, ptx, engine, (cases, twice, rngs), deadline, oracles, worst, seed
+    )
+    if isinstance(varied, Check):
+        return varied
     again = ""
     if run_seed != seed and any(b.seed == run_seed and not b.chosen for b in plan):
         again = f" and at seed {run_seed}"
@@ -1050,20 +1071,101 @@ def _judge_test(
             )
     summary = (
         f"{engine.description}: {_fmt_sizes(test.sizes)}; seed {seed}{again}; {phrase}{extra}; "
-        f"{worst.text(test.tolerance)}"
+        f"{worst.text(test.tolerance)}{worst.remarks()}"
     )
-    against = _oracle_text(oracles)
     if engine.observes_findings:
         return passed(
             cid,
             f"{summary}; no race/bounds/barrier/coverage/initialisation/step-limit findings; "
-            f"{against}",
+            f"{_oracle_text(oracles)}",
             tool,
             version,
         )
-    # A GPU: the values and poison-based coverage passed; look for every other finding with the
-    # interpreter on the smallest binding (its inputs come from a fresh generator with the seed).
     checker = cross_check if cross_check is not None else InterpreterEngine()
+    return _cross_checked(kernel, test, ptx, seed, checker, oracles, summary, engine)
+
+
+def _dry_cases(
+    kernel: Kernel, test: FalsificationTest, plan: Sequence[Binding], engine: Engine
+) -> Check | tuple[list[tuple[Binding, Case]], list[str]]:
+    """Every binding's checks and launch shape first, without a buffer (``make_case(dry=True)``:
+    a contract may list thousands of bindings, each up to MAX_LAUNCH_BYTES of buffers); the
+    cases and the chosen sizes past the launch caps (noted; the others still run)."""
+    cid = f"falsify.{test.id}"
+    cases: list[tuple[Binding, Case]] = []
+    too_large: list[str] = []
+    for b in plan:
+        try:
+            cases.append((b, make_case(kernel, test, b.sizes, np.random.default_rng(0), dry=True)))
+        except CannotCheck as e:
+            if b.chosen:
+                too_large.append(f"{_fmt_sizes([b.sizes])} not run ({e})")
+                continue
+            return skipped(cid, f"{_where(engine, b)}: {e}", engine.name, engine.version)
+        except BadInput as e:
+            return failed(cid, f"{_where(engine, b)}: {e}", engine.name, engine.version)
+    return cases, too_large
+
+
+def _run_batches(
+    kernel: Kernel,
+    test: FalsificationTest,
+    ptx: bytes,
+    engine: Engine,
+    planned: tuple[list[tuple[Binding, Case]], list[bool], dict[int, np.random.Generator]],
+    deadline: float | None,
+    oracles: Oracles,
+    worst: _Worst,
+    seed: int,
+) -> Check | list[Mapping[str, int]]:
+    """In batches of at most MAX_HELD_BYTES of buffers (one binding at least): build, launch
+    every binding of the batch, ask the oracles for all of them at once (a sandboxed reference
+    starts while the kernel runs), judge, and let the buffers go before the next batch. The
+    first failure in binding order is reported, as if each binding were judged right after its
+    launch; the inputs are drawn in binding order, as when every binding is built first.
+    Returns the failing check, or the sizes whose outputs varied under the second schedule."""
+    cid = f"falsify.{test.id}"
+    cases, twice, rngs = planned
+    varied: list[Mapping[str, int]] = []
+    pos = 0
+    while pos < len(cases):
+        batch: list[tuple[Binding, Case, bool]] = []
+        held = 0
+        while pos < len(cases) and (not batch or held < MAX_HELD_BYTES):
+            b, _ = cases[pos]
+            try:
+                case = make_case(
+                    kernel, test, b.sizes, rngs[b.seed], edges=bool(b.chosen), pattern=b.pattern
+                )
+            except CannotCheck as e:  # checked by the dry run above; not expected
+                return skipped(cid, f"{_where(engine, b)}: {e}", engine.name, engine.version)
+            except BadInput as e:
+                return failed(cid, f"{_where(engine, b)}: {e}", engine.name, engine.version)
+            held += _held_bytes(case)
+            batch.append((b, case, twice[pos]))
+            pos += 1
+        ran = _run_batch(kernel, test, ptx, engine, batch, deadline, oracles, worst, seed)
+        if isinstance(ran, Check):
+            return ran
+        varied += ran
+        del batch, case  # the buffers go before the next batch is built
+    return varied
+
+
+def _cross_checked(
+    kernel: Kernel,
+    test: FalsificationTest,
+    ptx: bytes,
+    seed: int,
+    checker: Engine,
+    oracles: Oracles,
+    summary: str,
+    engine: Engine,
+) -> Check:
+    """A GPU: the values and poison-based coverage passed; look for every other finding with
+    the interpreter on the smallest binding (its inputs from a fresh generator with the seed)."""
+    cid, tool, version = f"falsify.{test.id}", engine.name, engine.version
+    against = _oracle_text(oracles)
     small = _smallest(test.sizes)
     where = f"{checker.description}: {_fmt_sizes([small])}"
     try:
@@ -1120,6 +1222,7 @@ def run(ctx: Context) -> list[Check]:
     if not engine.observes_findings:
         cross = InterpreterEngine(step_limit=ctx.options.interp_step_limit)
     checks: list[Check] = []
+    used: set[int] = set()  # the contract waivers that covered a finding, over every test
     deadline = time.monotonic() + ctx.options.timeout
     run_seed = ctx.options.seed if ctx.options.seed is not None else fresh_seed()
     try:
@@ -1139,8 +1242,30 @@ def run(ctx: Context) -> list[Check]:
                     oracles=oracles,
                     run_seed=run_seed,
                     bindings=only_author,
+                    waivers_used=used,
                 )
             )
     finally:
         oracles.close()
+    return unmatched_waivers(kernel, ptx, checks, used)
+
+
+def unmatched_waivers(kernel: Kernel, ptx: bytes, checks: list[Check], used: set[int]) -> list[
+        Check]:
+    """A waiver that covered no finding in any test fails the first passed ``falsify.*`` check
+    (when every test ran: a skipped one may be where it would have held): a waiver must match
+    something, never sit in a contract unchecked. One that covers no instruction at all always
+    fails it (``contract.lint`` says so too)."""
+    _, problems = resolve_waivers(kernel.waivers, ptx, kernel.entry)
+    idle = [i for i in range(len(kernel.waivers)) if i not in used]
+    if not idle or (not problems and any(c.status == "skipped" for c in checks)):
+        return checks
+    why = "; ".join(problems) if problems else "; ".join(
+        f"waiver {i} ({describe_waiver(kernel.waivers[i])}) matched no finding in any "
+        "falsification test" for i in idle)
+    for k, c in enumerate(checks):
+        if c.status == "passed":
+            checks[k] = failed(c.id, f"{why}: a waiver must match a finding (remove it or "
+                               f"correct its location); {c.detail}", c.tool, c.version)
+            break
     return checks

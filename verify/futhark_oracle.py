@@ -15,7 +15,8 @@ The Futhark command line used (and nothing else; a stand-in for tests implements
 
 Binary data format (Futhark's documentation, "Binary Data Format"), implemented here
 (``encode_value`` / ``decode_values``) rather than through the ``futhark-data`` package, which
-writes the same bytes (tests/test_futhark_data.py) but whose reader also parses the text format,
+writes the same bytes (tests/verify/test_futhark_data.py) but whose reader also parses the text
+format,
 in quadratic time, and has no bound (docs/dependencies.md): each value is ``b``, the format
 version byte 2, the number of dimensions (one byte, 0 for a scalar), a 4-character type
 (``"  i8"``, ``" i16"``, ``" i32"``, ``" i64"``, ``"  u8"``, ``" u16"``, ``" u32"``, ``" u64"``,
@@ -162,7 +163,9 @@ class FutharkOracle:
                     args.append(encode_value(value.reshape(-1) if value.ndim else value))
                 elif a in params:  # an out pointer passed in: zeros (its contents are unset)
                     counts = {o.name: math.prod(o.shape) for o in case.outputs}
-                    args.append(encode_value(np.zeros(counts.get(a, 0), np_dtype(params[a].dtype))))
+                    dt = params[a].dtype  # bf16 travels as f32 values, as the inputs do
+                    zeros = np.zeros(counts.get(a, 0), np.float32 if dt == "bf16" else np_dtype(dt))
+                    args.append(encode_value(zeros))
                 else:
                     args.append(encode_value(np.array(case.sizes[a], dtype=np.int64)))
             want = {o.name: math.prod(o.shape) for o in case.outputs}

@@ -25,14 +25,14 @@ import hashlib
 import importlib
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ledger.core.errors import CannotCheck
-from verify.compare import np_dtype
+from verify.compare import cast_to
 from verify.engine import Arg, BufferArg, Dim3, LaunchOutcome, Observed
 
 DEFAULT_SHARED_LIMIT = 48 << 10  # above this a kernel must opt in to more dynamic shared memory
@@ -100,6 +100,7 @@ class CupyEngine:
         args: Sequence[Arg],
         dynamic_shared: int,
         second_schedule: bool = True,  # a device runs its own schedule: nothing to repeat
+        waivers: Mapping[tuple[str, int], int] | None = None,  # a device reports no findings
     ) -> LaunchOutcome:
         cp = self._cp
         fn = self._function(ptx, entry)
@@ -117,7 +118,7 @@ class CupyEngine:
                 if a.intent != "in":
                     copies.append((a, dev))
             else:
-                device_args.append(np_dtype(a.dtype).type(a.value))
+                device_args.append(cast_to(a.dtype, [a.value])[0])  # bf16: its bit pattern
         t0 = time.perf_counter()
         try:
             fn(grid, block, tuple(device_args), shared_mem=dynamic_shared)

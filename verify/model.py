@@ -11,9 +11,30 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-Dtype = Literal["f16", "f32", "f64", "s32", "u32", "s64", "u64", "u8", "s8"]
-FLOAT_DTYPES = ("f16", "f32", "f64")
+Dtype = Literal["f16", "bf16", "f32", "f64", "s32", "u32", "s64", "u64", "u8", "s8"]
+FLOAT_DTYPES = ("f16", "bf16", "f32", "f64")  # bf16 is stored as uint16 bits (verify/bfloat16.py)
 RANDOM = "random"  # a float scalar's value drawn from the test's input range (seeded)
+# Every kind of finding the PTX interpreter reports (``verify.ptxsim.errors.Finding.kind``); a
+# contract waiver names one of them
+FINDING_KINDS = (
+    "out_of_bounds",
+    "race",
+    "divergent_barrier",
+    "partial_barrier",
+    "uninitialised_read",
+    "unwritten",
+    "double_write",
+    "step_limit",
+    "misaligned",
+    "undefined_register",
+    "shuffle_undefined_lane",
+    "global_race",
+    "cp_async_in_flight",
+    "schedule_dependent",
+    "assert_failed",
+    "division_by_zero",
+    "stale_module_state",
+)
 OBLIGATIONS = ("PO1", "PO2", "PO3", "PO4", "PO5", "PO6", "PO7", "PO8")
 
 # What each proof obligation means, and the dynamic properties that can back it (SPEC 8).
@@ -138,6 +159,23 @@ class Claim:
 
 
 @dataclass(frozen=True)
+class Waiver:
+    """``kernel.waivers[i]`` (issue 32): a finding of one class at one PTX location that the
+    author declares harmless, with the written reason. Waived findings are shown as waived in
+    the falsify and certificate details, never dropped; a waiver that matches nothing fails."""
+
+    finding: str  # a finding kind (verify.ptxsim.errors.FINDING_KINDS), e.g. "global_race"
+    entry: str  # the PTX .entry it is in
+    line: int | None  # the PTX line of the instruction, or
+    label: str  # a PTX label: any instruction from it to the next label of the entry
+    reason: str
+
+    def where(self) -> str:
+        return f"{self.entry} " + (f"PTX line {self.line}" if self.line is not None else
+                                   f"block {self.label}")
+
+
+@dataclass(frozen=True)
 class Kernel:
     name: str
     version: str
@@ -158,6 +196,7 @@ class Kernel:
     futhark_oracle: FutharkOracle | None = None
     size_domain: tuple[SizeRange, ...] = ()  # one per size variable; () when not declared
     size_constraints: tuple[str, ...] = ()  # relations such as "rows * cols <= 1048576"
+    waivers: tuple[Waiver, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -490,6 +490,7 @@ def run_ptxas(
 
 _SCALAR_TYPES: dict[str, tuple[str, ...]] = {
     "f16": (".f16", ".b16", ".u16"),
+    "bf16": (".bf16", ".b16", ".u16"),
     "f32": (".f32", ".b32"),
     "f64": (".f64", ".b64"),
     "u8": (".u8", ".s8", ".b8"),
@@ -501,6 +502,7 @@ _SCALAR_TYPES: dict[str, tuple[str, ...]] = {
 }
 _DTYPE_BYTES = {
     "f16": 2,
+    "bf16": 2,
     "f32": 4,
     "f64": 8,
     "u8": 1,

@@ -7,21 +7,26 @@ With ``kernel.source`` and ``kernel.build`` in the contract and nvcc available:
    from ``ALLOWED_FLAGS`` (with a plain value) or a plain value / bundle-relative path; ``-ptx`` is
    given, the output (``-o``) is exactly ``kernel.ptx`` and the source is named. Flags that run or
    load other programs (``-ccbin``, ``-Xcompiler``, ``--options-file``, ``--run`` ...) are refused
-   because they are not on the list; flags that embed absolute paths (``-lineinfo``, ``-G``)
-   are refused because the output could never match byte for byte;
+   because they are not on the list; ``-G`` (device debug) is refused: its output depends on
+   the build machine. ``-lineinfo`` names the source by its absolute path, which is always
+   ``BUILD_DIR`` below, so it rebuilds byte for byte and is allowed;
 2. in a scratch copy of the bundle, delete the sealed PTX and run nvcc with a timeout, inside
    bubblewrap (``verify.confine``: only ``/usr``, the CUDA installation and the scratch copy
    exist there, so an ``#include "/home/…/.ledger/log.key"`` finds nothing to quote in a
-   diagnostic). Where no sandbox can run, the check is ``skipped`` and says why, unless the
-   trusted option ``--trust-bundle-code`` runs nvcc without one (every detail then says so);
+   diagnostic). The scratch copy is bound at the fixed path ``verify.confine.BUILD_DIR``
+   (``/build/bundle``), where ``ledger new`` builds too: nvcc's module id (below) is hashed from
+   the source's absolute path, so a bundle copied to any directory rebuilds byte for byte.
+   Where no sandbox can run, the check is ``skipped`` and says why, unless the trusted option
+   ``--trust-bundle-code`` runs nvcc without one (every detail then says so);
 3. compare the output with the sealed PTX byte for byte; on a mismatch the detail shows the
    first differing line (and says when it is the compiler-version comment nvcc writes). The one
    difference forgiven is nvcc's module id: internal-linkage symbols (an anonymous namespace,
    e.g. the ``cuda::std`` objects ``<cooperative_groups.h>`` pulls in) are named
    ``_INTERNAL_<id>_`` / ``_GLOBAL__N__<id>_`` with an 8-hex-digit id hashed from the source's
-   absolute path, so a rebuild in a scratch directory can never match the author's build byte
-   for byte. When the two files are equal once every id of the rebuilt PTX is replaced by the
-   sealed PTX's id at the same place, one to one, the check is ``skipped`` and says so: SPEC
+   absolute path, so a rebuild can match only a build made at the same path (``BUILD_DIR``:
+   ``ledger new``'s, or an author's own build inside that sandbox). When the two files are
+   equal once every id of the rebuilt PTX is replaced by the sealed PTX's id at the same place,
+   one to one, the check is ``skipped`` and says so: SPEC
    section 8 defines a pass as byte-for-byte equality, which cannot be shown here, and nothing
    else differs, so it is no failure either.
 """
@@ -33,8 +38,9 @@ from collections.abc import Sequence
 
 from ledger.core.bundle import check_path
 from ledger.core.errors import BadInput, BundleError
-from verify.confine import confined_argv, sandbox_status
+from verify.confine import BUILD_DIR, confined_argv, sandbox_status
 from verify.context import Context, Started, done
+from verify.model import Kernel
 from verify.report import Check, failed, passed, skipped
 from verify.tools import RunningTool, find_tool, start_release, tool_release
 
@@ -47,12 +53,12 @@ ALLOWED_FLAGS = frozenset({
     "prec-sqrt", "fmad", "rdc", "relocatable-device-code", "extra-device-vectorization",
     "restrict", "use_fast_math", "use-fast-math", "expt-relaxed-constexpr", "extended-lambda",
     "expt-extended-lambda", "w", "disable-warnings", "src-in-ptx", "m64", "machine", "dopt",
-    "Wno-deprecated-gpu-targets", "Werror",
+    "Wno-deprecated-gpu-targets", "Werror", "lineinfo", "generate-line-info",
 })
 # fmt: on
 # nvcc's per-source module id inside internal-linkage names (hashed from the source's path).
 _MODULE_ID = re.compile(rb"(?:(?<=_INTERNAL_)|(?<=_GLOBAL__N__))[0-9a-f]{8}(?=_)")
-_PATH_EMBEDDING = frozenset({"lineinfo", "generate-line-info", "G", "device-debug", "g", "debug"})
+_PATH_EMBEDDING = frozenset({"G", "device-debug", "g", "debug"})
 _FLAG = re.compile(r"(--?)([A-Za-z][\w\-]*)(?:=(.*))?")
 _JOINED = re.compile(r"-([DUI])(.+)")
 _VALUE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.,+=/\-]*")
@@ -163,6 +169,49 @@ def rebuild_check(ctx: Context) -> Check:
 def start(ctx: Context) -> Started:
     """``rebuild.ptx`` with nvcc started now and compared in ``finish()`` (the runner lets it run
     beside the falsification tests)."""
+    ready = _prepare(ctx)
+    if isinstance(ready, Started):
+        return ready
+    k, nvcc, args, bwrap = ready
+    scratch = ctx.scratch()
+    target = scratch / k.ptx
+    target.unlink()
+    timeout = ctx.options.timeout
+    argv = [nvcc, *args]
+    tool = RunningTool(
+        argv if bwrap is None else confined_argv(bwrap, nvcc, scratch, argv, at=BUILD_DIR),
+        cwd=scratch,
+        timeout=timeout,
+    )
+    # every detail of a run outside the sandbox says so
+    where = (f" (built at {BUILD_DIR})" if bwrap is not None else
+             " (nvcc ran without a sandbox: --trust-bundle-code)")
+    release = start_release(nvcc)  # beside nvcc
+    cmd = " ".join(k.build)
+
+    def finish() -> list[Check]:
+        res = tool.result()
+        version = release()
+        if res.timed_out:
+            return [failed("rebuild.ptx", f"{cmd}: timed out after {timeout:g} s", "nvcc", version)]
+        if not res.ok or not target.is_file():
+            # Only the diagnostic lines, not nvcc's echo of the offending source text.
+            msgs = [ln.strip() for ln in (res.stderr + res.stdout).splitlines() if "error" in ln]
+            err = " / ".join(msgs)[:400] or "no diagnostics"
+            return [failed(
+                "rebuild.ptx",
+                f"{cmd}: exit {res.returncode}, no PTX written: {err}{where}",
+                "nvcc",
+                version,
+            )]
+        return [_compare(ctx.bundle.file(k.ptx), target.read_bytes(), k.ptx, cmd, where, version)]
+
+    return Started(finish, [tool])
+
+
+def _prepare(ctx: Context) -> Started | tuple[Kernel, str, list[str], str | None]:
+    """The kernel, nvcc, its checked arguments and bwrap (None: trusted, no sandbox); or the
+    finished check when the rebuild cannot or must not run."""
     k = ctx.contract.kernel if ctx.contract is not None else None
     if k is None:
         why = "contract not loaded" if ctx.contract is None else "contract has no kernel section"
@@ -198,65 +247,39 @@ def start(ctx: Context) -> Started:
             "nvcc",
             tool_release(nvcc),
         )])
-    scratch = ctx.scratch()
-    target = scratch / k.ptx
-    target.unlink()
-    timeout = ctx.options.timeout
-    argv = [nvcc, *args]
-    tool = RunningTool(
-        argv if bwrap is None else confined_argv(bwrap, nvcc, scratch, argv),
-        cwd=scratch,
-        timeout=timeout,
-    )
-    # every detail of a run outside the sandbox says so
-    where = "" if bwrap is not None else " (nvcc ran without a sandbox: --trust-bundle-code)"
-    release = start_release(nvcc)  # beside nvcc
-    cmd = " ".join(k.build)
-    ptx_path = k.ptx
+    return k, nvcc, args, bwrap
 
-    def finish() -> list[Check]:
-        res = tool.result()
-        version = release()
-        if res.timed_out:
-            return [failed("rebuild.ptx", f"{cmd}: timed out after {timeout:g} s", "nvcc", version)]
-        if not res.ok or not target.is_file():
-            # Only the diagnostic lines, not nvcc's echo of the offending source text.
-            msgs = [ln.strip() for ln in (res.stderr + res.stdout).splitlines() if "error" in ln]
-            err = " / ".join(msgs)[:400] or "no diagnostics"
-            return [failed(
-                "rebuild.ptx",
-                f"{cmd}: exit {res.returncode}, no PTX written: {err}{where}",
-                "nvcc",
-                version,
-            )]
-        rebuilt = target.read_bytes()
-        sealed = ctx.bundle.file(ptx_path)
-        if rebuilt != sealed and same_up_to_module_id(sealed, rebuilt):
-            return [skipped(
-                "rebuild.ptx",
-                f"{cmd}: byte-for-byte equality cannot be shown from another directory: nvcc "
-                "names internal-linkage symbols with a module id hashed from the source's "
-                f"absolute path, and the rebuilt {ptx_path} equals the sealed PTX "
-                f"({len(sealed)} bytes) once those ids are renamed one to one",
-                "nvcc",
-                version,
-            )]
-        if rebuilt != sealed:
-            return [failed(
-                "rebuild.ptx",
-                f"{cmd}: rebuilt {ptx_path} differs from the sealed one; "
-                f"{first_difference(sealed, rebuilt)}{where}",
-                "nvcc",
-                version,
-            )]
-        return [passed(
+
+def _compare(sealed: bytes, rebuilt: bytes, ptx_path: str, cmd: str, where: str,
+             version: str) -> Check:
+    """Byte-for-byte equality (passed), equality up to nvcc's module id (skipped), else
+    failed with the first difference."""
+    if rebuilt != sealed and same_up_to_module_id(sealed, rebuilt):
+        return skipped(
             "rebuild.ptx",
-            f"{cmd}: rebuilt {ptx_path} equals the sealed PTX ({len(sealed)} bytes){where}",
+            f"{cmd}: byte-for-byte equality cannot be shown: nvcc names internal-linkage "
+            "symbols with a module id hashed from the source's absolute path, the sealed "
+            f"PTX was not built at {BUILD_DIR} (as `ledger new` builds), and the rebuilt "
+            f"{ptx_path} equals the sealed PTX ({len(sealed)} bytes) once those ids are "
+            f"renamed one to one{where}",
             "nvcc",
             version,
-        )]
-
-    return Started(finish, [tool])
+        )
+    if rebuilt != sealed:
+        return failed(
+            "rebuild.ptx",
+            f"{cmd}: rebuilt {ptx_path} differs from the bundle's; "
+            f"{first_difference(sealed, rebuilt)}{where} (after editing the source, run "
+            "`ledger rebuild DIR` to refresh the bundle's PTX)",
+            "nvcc",
+            version,
+        )
+    return passed(
+        "rebuild.ptx",
+        f"{cmd}: rebuilt {ptx_path} equals the sealed PTX ({len(sealed)} bytes){where}",
+        "nvcc",
+        version,
+    )
 
 
 def run(ctx: Context) -> list[Check]:

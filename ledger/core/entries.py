@@ -203,7 +203,7 @@ class BatchEncoder:
     ``native.join_plain`` per half, which judges the shape rules on the way (~3 µs an entry
     where the two steps below took ~7, docs/benchmarks.md), or, where that gives None or is not
     built, with ``check_bundle_shape`` and the C encoder of ``json``. The same bytes
-    (tests/test_sealers.py checks it on random input); a batch whose shared
+    (tests/ledger/test_sealers.py checks it on random input); a batch whose shared
     members are not plain JSON (``plain_entry``) takes ``canonical_json_extend`` for every
     entry. ``encode`` also applies the bundle shape rules (``check_entry_shape``)."""
 
@@ -509,7 +509,8 @@ def bundle_view(data: bytes) -> BundleView | None:
     """What ``ledger audit`` judges of a ``bundle`` entry, read in one pass (``BundleView``);
     None when ``entry_object`` refuses the bytes or they are another type of entry (the caller
     then takes ``entry_object``, which says why). The compiled scanner where built
-    (``ledger.core.native.bundle_view``), else ``bundle_view_py``; tests/test_native.py holds the
+    (``ledger.core.native.bundle_view``), else ``bundle_view_py``; tests/ledger/core/test_native.py
+    holds the
     two to the same answers."""
     return bundle_view_fn()(data)
 

@@ -6,7 +6,8 @@
     │   ├── ContractError            a contract cannot be read
     │   ├── KeyFileError             a key file is missing, malformed, or its passphrase is wrong
     │   ├── UnknownHash              no entry matches a hash or index (or a prefix is ambiguous)
-    │   └── LedgerStateError         no ledger at LEDGER_HOME, or one exists already
+    │   ├── LedgerStateError         no ledger at LEDGER_HOME, or one exists already
+    │   └── NotRegistered            a log refused a node key it does not hold registered
     ├── VerificationFailed  exit 1   tampering, a bad signature or proof, a failed check
     │   ├── ProofError               an inclusion or consistency proof does not verify
     │   ├── SignatureError           a signature, signed note or key id does not verify
@@ -53,6 +54,11 @@ class UnknownHash(BadInput):
 
 class LedgerStateError(BadInput):
     pass
+
+
+class NotRegistered(BadInput):
+    """A log refused a submission: the node key is not registered there, or was revoked
+    (exit 2: the fix is the operator's ``ledger keys register``, ``ledger.onboard``)."""
 
 
 class VerificationFailed(LedgerError):

@@ -1,4 +1,4 @@
-"""Fault injection for the crash campaigns (issue 33 item 8; ``tests/test_campaign_seal_kill.py``):
+"""Fault injection for the crash campaigns (issue 33 item 8; ``tests/campaigns/test_seal_kill.py``):
 with ``LEDGER_FAULT_KILL_AT=<point>`` in the environment, the process kills itself with SIGKILL
 (as ``kill -9`` would, no cleanup, no ``finally``) when it reaches that named point. Never set in
 normal use; an unknown point name is ignored.

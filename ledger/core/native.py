@@ -2,7 +2,8 @@
 
 The C module is built by ``pip install`` where a C compiler is found (``scripts/setup.sh`` does
 it; ``setup.py`` marks it optional). Each function below calls it when it is there and its
-pure-Python twin when it is not, with the same answers (``tests/test_native.py`` runs both):
+pure-Python twin when it is not, with the same answers (``tests/ledger/core/test_native.py`` runs
+both):
 
 * ``parse_plain(data, max_depth)``: the value of canonical JSON bytes in the plain subset every
   log entry is written in, or ``NOT_PLAIN`` when the bytes are outside it; the caller

@@ -45,7 +45,7 @@ from ledger.core.canonical import loads_canonical
 from ledger.core.encoding import b64_encode, hex_decode, hex_encode
 from ledger.core.entries import decode_entry
 from ledger.core.errors import BadInput, LedgerError, UnknownHash
-from ledger.http import guard
+from ledger.http import cosigners, guard
 from ledger.http.state import (  # re-exported: the per-request layer below the handlers
     MAX_PARAM_DIGITS,
     TILE_CACHE_BYTES,
@@ -59,7 +59,8 @@ from ledger.http.state import (  # re-exported: the per-request layer below the 
     tree_index,
 )
 from ledger.http.submit import submit_endpoint
-from ledger.http.web import attestations, compress, feed, pages, receipts
+from ledger.http.web import attestations, compress, download, feed, pages, receipts
+from ledger.http.web import search as web_search
 from ledger.kernels import entries_of, is_name_ref, split_ref
 from ledger.store import Store, open_store
 
@@ -549,7 +550,10 @@ def routes(accept_submissions: bool) -> list[BaseRoute]:
         Route("/api/v1/openapi.json", api_openapi, methods=["GET"]),
         Route("/", pages.home, methods=["GET"]),
         Route("/entry/{index:uint}", pages.entry, methods=["GET"]),
-        Route("/search", pages.search, methods=["GET"]),
+        Route("/search", web_search.search, methods=["GET"]),
+        Route("/kernel/{ref:path}", web_search.kernel_page, methods=["GET"]),
+        Route("/api/v1/bundles/{index:uint}/bundle.tar.gz", download.api_bundle_archive,
+              methods=["GET"]),
         Route("/key/{key_id}", pages.key_page, methods=["GET"]),
         Route("/keys", pages.keys_page, methods=["GET"]),
         Route("/api/v1/entries/{index:uint}/receipt", receipts.api_receipt, methods=["GET"]),
@@ -557,6 +561,7 @@ def routes(accept_submissions: bool) -> list[BaseRoute]:
               methods=["GET"]),
         Route("/api/v1/revoked", receipts.api_revoked, methods=["GET"]),
         Route("/feed.atom", feed.atom_feed, methods=["GET"]),
+        Route("/api/v1/witnesses", cosigners.api_witnesses, methods=["GET"]),  # issue 34
     ]
     if accept_submissions:
         out.append(Route("/api/v1/submit", submit_endpoint, methods=["POST"]))
@@ -573,9 +578,11 @@ def make_app(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         state.store  # noqa: B018  (open now, in the event loop's thread; fail early)
+        cosigners.start(app, home)  # issue 34: witnesses asked to cosign each new checkpoint
         try:
             yield
         finally:
+            cosigners.stop(app)
             state.close()
 
     app = Starlette(

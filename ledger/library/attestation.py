@@ -39,8 +39,9 @@ from ledger.library.attest_checks import (
 from ledger.library.provenance import verify_provenance
 
 if TYPE_CHECKING:
+    from ledger.library.evidence import Found
     from ledger.library.logs import ReadLog
-    from ledger.library.verifier import Found, Verifier
+    from ledger.library.verifier import Verifier
     from ledger.trust import Policy
 
 __all__ = ["Attested", "attest", "certificate_statement", "check_subject_files", "open_envelope",

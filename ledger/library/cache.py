@@ -34,7 +34,7 @@ from ledger.library.evidence import receipt_evidence
 
 if TYPE_CHECKING:
     from ledger.library.certificate import Certificate
-    from ledger.library.verifier import Found
+    from ledger.library.evidence import Found
     from ledger.trust import Policy
 
 
@@ -78,8 +78,7 @@ class Cache:
 
     def lookup(self, ref: str, policy: Policy) -> Found | None:
         """The cached evidence and files for ``ref``, None when there are none."""
-        from ledger.library.evidence import read_bundle_dir
-        from ledger.library.verifier import Found
+        from ledger.library.evidence import Found, read_bundle_dir
 
         digest = self.digest_of(ref, policy)
         if digest is None:

@@ -13,7 +13,6 @@ library (``ledger.library.verifier``) and the command line share one copy.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +34,18 @@ from verify.runner import check_bundle, compare_recorded
 
 if TYPE_CHECKING:
     from ledger.store import Store
+    from ledger.trust import Prover
+
+@dataclasses.dataclass(frozen=True)
+class Found:
+    """An entry named by a ref: its evidence, the bundle's files, a prover for the guard."""
+
+    evidence: Evidence
+    files: dict[str, bytes] | None
+    prover: Prover | None  # ledger.trust's, named only for the type
+    where: str
+    fix: str = ""  # what to do about a checkpoint older than the one remembered
+
 
 Progress = Callable[[str], None]
 
@@ -46,7 +57,6 @@ def _key_events(
     is only a hint): the index of the signer's registration and of its revocation, and a problem
     when the entries do not rebuild the checkpoint's tree (then a revocation could be hidden)."""
     stack: list[bytes] = []  # roots of the complete subtrees so far, left to right
-    sha256 = hashlib.sha256
     reg = rev = None
     needle = f'"key_id":"{signer}"'.encode()
     expect = 0
@@ -56,10 +66,10 @@ def _key_events(
         data = bytes(data)
         if idx != expect:
             return reg, rev, f"entry {expect} is missing from the stored log (run `ledger audit`)"
-        h = sha256(b"\x00" + data).digest()
+        h = merkle.leaf_hash(data)
         n = expect
         while n & 1:
-            h = sha256(b"\x01" + stack.pop() + h).digest()
+            h = merkle.node_hash(stack.pop(), h)
             n >>= 1
         stack.append(h)
         expect += 1
@@ -76,7 +86,7 @@ def _key_events(
                 rev = idx
     if expect != size:
         return reg, rev, f"the stored log ends at {expect} entries, before its checkpoint of {size}"
-    if root is not None and _fold(stack) != root:
+    if root is not None and merkle.combine(stack) != root:
         return (
             reg,
             rev,
@@ -86,16 +96,6 @@ def _key_events(
             ),
         )
     return reg, rev, None
-
-
-def _fold(stack: list[bytes]) -> bytes:
-    """RFC 6962 root from the complete-subtree roots of a tree, left to right."""
-    if not stack:
-        return merkle.EMPTY_ROOT
-    r = stack[-1]
-    for h in reversed(stack[:-1]):
-        r = hashlib.sha256(b"\x01" + h + r).digest()
-    return r
 
 
 def evidence_from_store(store: Store, index: int) -> Evidence:

@@ -56,7 +56,7 @@ from ledger.library.certificate import (
     partial_line,
     signer_allowed,
 )
-from ledger.library.evidence import receipt_evidence
+from ledger.library.evidence import Found, receipt_evidence
 from ledger.library.logs import LocalLog, ReadLog
 from ledger.trust import CheckpointMemory, Policy, QuorumMissing, Unproven
 from verify.integrity import Evidence, check_evidence
@@ -66,19 +66,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ledger.library.cache import Cache
-    from ledger.trust import Prover
     from verify.context import Options
-
-
-@dataclasses.dataclass(frozen=True)
-class Found:
-    """An entry named by a ref: its evidence, the bundle's files, a prover for the guard."""
-
-    evidence: Evidence
-    files: dict[str, bytes] | None
-    prover: Prover | None
-    where: str
-    fix: str = ""  # what to do about a checkpoint older than the one remembered
 
 
 @dataclasses.dataclass(frozen=True)

@@ -368,7 +368,7 @@ def submit_campaign(
     from ledger.core.bundle import Bundle
     from ledger.log import Log
     from ledger.submit import submit_bundle
-    from tests.test_server import bundle_files, fields
+    from tests.ledger.http.test_server import bundle_files, fields
 
     log = Log.open(log_home)
     try:

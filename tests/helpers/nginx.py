@@ -1,5 +1,5 @@
 """nginx (Debian nginx-light) serving a directory written by ``ledger publish`` on a free loopback
-port, with the headers docs/scale-out.md gives (one copy, for tests/test_publish.py and
+port, with the headers docs/scale-out.md gives (one copy, for tests/ledger/test_publish.py and
 bench/bench_mirror.py). Unprivileged-ish: its own prefix, pid, logs and temp paths in a
 temporary directory; as root, workers run as root to read pytest's 0700 directories."""
 

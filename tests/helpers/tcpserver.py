@@ -1,5 +1,6 @@
 """A threaded TCP server on a free 127.0.0.1 port whose every connection is handed to one
-function (the scripted HTTP peers of tests/test_pipeline.py and tests/test_publish.py)."""
+function (the scripted HTTP peers of tests/ledger/net/test_pipeline.py and
+tests/ledger/test_publish.py)."""
 
 from __future__ import annotations
 

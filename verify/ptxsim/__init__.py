@@ -9,7 +9,7 @@ described in docs/ptx-interpreter.md.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -121,7 +121,8 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
            args: Sequence[Buffer | Scalar], dynamic_shared: int = 0, step_limit: int = 50_000_000,
            max_findings: int = 20, tracking: bool = True,
            schedule_seed: int | None = None, schedule_values: bool = False,
-           out_undefined: bool = False, run_on: bool = False) -> SimResult:
+           out_undefined: bool = False, run_on: bool = False,
+           waivers: Mapping[tuple[str, int], int] | None = None) -> SimResult:
     """Run one kernel launch; buffers are modified in place; returns the findings.
 
     ``tracking=False`` turns off register definedness and global race tracking (only to
@@ -138,7 +139,9 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
     other than ``exch``, is ``uninitialised_read``; off, the caller's array is the start.
     ``run_on``: run on to the end (or ``step_limit``) after a finding, as a device would, so the
     buffers hold the whole launch's result; by default a launch stops ``AFTER_FINDING_STEPS``
-    warp-instructions after its first finding (``verify.ptxsim.machine``)."""
+    warp-instructions after its first finding (``verify.ptxsim.machine``). ``waivers``: (finding
+    kind, PTX line) -> a contract waiver's index; such a finding is not reported but returned in
+    ``SimResult.waived``, and the run goes on as if there were none."""
     prog = module.program(entry)
     if any(x < 1 for x in (*grid, *block)) or block[0] * block[1] * block[2] > 1024 or \
             dynamic_shared < 0:
@@ -163,6 +166,7 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
     m = Machine(prog, grid, block, gs, params, dynamic_shared, step_limit, max_findings,
                 tracking)
     m.out_undefined = out_undefined
+    m.waivers = dict(waivers or {})
     if run_on:
         m.after_finding = None
     try:
@@ -178,7 +182,8 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
     if original is not None and schedule_seed is not None and not m.findings:
         second = _second_schedule(prog, grid, block, bufs, original, dynamic_shared, step_limit,
                                   schedule_seed, m, schedule_values)
-    return SimResult(tuple(m.findings), m.thread_instr, m.warp_instr, ENGINE, second)
+    return SimResult(tuple(m.findings), m.thread_instr, m.warp_instr, ENGINE, second,
+                     tuple(m.notes), tuple(m.waived))
 
 
 def _launch_again(prog: Program, grid: tuple[int, int, int], block: tuple[int, int, int],
@@ -201,6 +206,7 @@ def _launch_again(prog: Program, grid: tuple[int, int, int], block: tuple[int, i
     m2 = Machine(prog, grid, block, gs2, first.params, dynamic_shared, step_limit, 1,
                  tracking=False)
     m2.out_undefined = first.out_undefined
+    m2.waivers = first.waivers
     try:
         m2.run()
     except UnsupportedPtx:
@@ -257,6 +263,7 @@ def _second_schedule(prog: Program, grid: tuple[int, int, int], block: tuple[int
     m2 = Machine(prog, grid, block, gs2, first.params, dynamic_shared, step_limit, 1,
                  tracking=hb is not None and hb.n_events > 0, schedule_seed=seed)
     m2.out_undefined = first.out_undefined
+    m2.waivers = first.waivers
     try:
         m2.run()
     except UnsupportedPtx:

@@ -52,6 +52,45 @@ def _unwritten_read(m: Machine, b: Any, o: np.ndarray, w: int, t: np.ndarray,
                  b.base + int(e[i]) * isz, key=("unwritten_read", b.name))
 
 
+def same_value_writers(m: Machine, where: np.ndarray, t: np.ndarray, sv: np.ndarray,
+                       what: str) -> np.ndarray:
+    """Benign-race rule (issue 32): lanes of ONE warp storing the SAME value to one address in
+    ONE instruction (``shared_sum[warp_id] = v`` after a butterfly reduction; Triton emits it
+    after every cross-warp reduction) make one write land whatever the order, so they are not a
+    race: the rows of such a group but its first lane are dropped (the indices of the rows kept
+    are returned) and a note names the group. Lanes of several warps, or different values, stay
+    for the race detector. ``where`` is a per-row address key (shared byte index, or buffer
+    element), ``sv`` the stored values, ``what`` a format string naming one address."""
+    keep_all = np.arange(where.size)
+    if where.size < 2 or bool((where[1:] > where[:-1]).all()):  # the common case: all distinct
+        return keep_all
+    order = np.lexsort((t, where))
+    ws = where[order]
+    first = np.ones(ws.size, bool)
+    first[1:] = ws[1:] != ws[:-1]
+    if first.all():
+        return keep_all
+    starts = np.flatnonzero(first)
+    grp = np.cumsum(first) - 1
+    lead = order[starts][grp]
+    same = ((t[order] >> 5) == (t[lead] >> 5)) & (sv[order] == sv[lead])
+    benign = np.logical_and.reduceat(same, starts)
+    size = np.diff(np.append(starts, ws.size))
+    shown = np.flatnonzero(benign & (size > 1))
+    if shown.size == 0:
+        return keep_all
+    g = int(shown[0])
+    lt = t[order[starts[shown]]]
+    nb = np.unique(m.block_of[lt]).size
+    m.note(f"benign_store: {what.format(int(ws[starts[g]]))} written with the same value by "
+           f"{int(size[g])} lanes of one warp (thread {{T{int(lt[0])}}} and the next) in one "
+           f"instruction at PTX line {m.line}: one write lands whatever their order, so it is "
+           "not a race" + (f" ({shown.size} such addresses, each by one warp, in {nb} block(s))"
+                           if shown.size > 1 else ""))
+    keep = first | ~benign[grp]
+    return np.sort(order[keep])
+
+
 def _global(m: Machine, addr: np.ndarray, w: int, t: np.ndarray, align: int,
             store: Any = None, atomic: bool = False, reads: bool = True) -> np.ndarray | None:
     what = "store" if store is not None else "load"
@@ -104,12 +143,18 @@ def _global(m: Machine, addr: np.ndarray, w: int, t: np.ndarray, align: int,
             else:
                 sv = np.ascontiguousarray(np.broadcast_to(np.asarray(store), addr.shape)[sel])
                 b.u8[byts] = sv.view(np.uint8).reshape(-1, w)
+        tk = t[sel]
         if store is not None:
-            m.g.note_writes(b, o, w, t[sel], atomic, m.report, m.line)
+            if not atomic and o.size > 1:  # lanes of one warp storing one value: one write
+                k = same_value_writers(m, o, tk, np.broadcast_to(np.asarray(store), addr.shape)[
+                    sel], "byte offset {} of buffer '" + b.name.replace("{", "").replace(
+                        "}", "") + "'")
+                o, tk = o[k], tk[k]
+            m.g.note_writes(b, o, w, tk, atomic, m.report, m.line)
             if m.cp_pending and not atomic:
-                m.check_copy_sources(b.base + o, w, t[sel])
+                m.check_copy_sources(b.base + o, w, tk)
         if m.tracking and (store is not None or not atomic):
-            m.g.track_race(b, o, w, t[sel], store is not None, m.block_of, m.bar_epoch, m.line,
+            m.g.track_race(b, o, w, tk, store is not None, m.block_of, m.bar_epoch, m.line,
                            m.report, atomic)
     return out
 
@@ -149,9 +194,11 @@ def _shared(m: Machine, saddr: np.ndarray, w: int, t: np.ndarray, align: int,
             return res
         byts = flat[:, None] + np.arange(w)[None, :]
         return np.ascontiguousarray(sh.data[byts]).view(UINT[w]).reshape(-1)
-    if track:
-        sh.track_write(flat, w, t, m.line, m.report, atomic=atomic)
     sv = np.broadcast_to(np.asarray(store).astype(UINT[w]), saddr.shape)
+    if track:
+        k = slice(None) if atomic or flat.size < 2 else same_value_writers(
+            m, flat, t, sv, "shared byte {{S{}}}")
+        sh.track_write(flat[k], w, t[k], m.line, m.report, atomic=atomic)
     if m.prio is not None and flat.size > 1:  # second schedule: the seeded thread order
         po = np.argsort(m.prio[t], kind="stable")
         flat, sv = flat[po], sv[po]

@@ -12,26 +12,7 @@ from typing import Any
 import numpy as np
 
 from ledger.core.errors import BadInput, CannotCheck
-
-FINDING_KINDS = (
-    "out_of_bounds",
-    "race",
-    "divergent_barrier",
-    "partial_barrier",
-    "uninitialised_read",
-    "unwritten",
-    "double_write",
-    "step_limit",
-    "misaligned",
-    "undefined_register",
-    "shuffle_undefined_lane",
-    "global_race",
-    "cp_async_in_flight",
-    "schedule_dependent",
-    "assert_failed",
-    "division_by_zero",
-    "stale_module_state",
-)
+from verify.model import FINDING_KINDS as FINDING_KINDS  # the one list (contract waivers name them)
 
 
 @dataclass(frozen=True)
@@ -70,3 +51,8 @@ class SimResult:
     # ``launch(..., schedule_values=True)``: each out/inout buffer whose bytes differ under the
     # second schedule, with its contents there (the caller judges them, e.g. under a tolerance)
     second_schedule: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
+    # what the run judged benign, with its evidence (e.g. a same-value store by the lanes of one
+    # warp in one instruction): not findings, shown in the detail as notes
+    notes: tuple[str, ...] = ()
+    # findings a contract waiver covered: (the waiver's index, the finding's text)
+    waived: tuple[tuple[int, str], ...] = ()

@@ -89,6 +89,11 @@ class _Specials(dict[str, Any]):
             "%ctaid.z": lambda: blk // (gx * gy),
             "%laneid": lambda: local % 32, "%warpid": lambda: local // 32,
             "%lanemask_eq": lambda: np.left_shift(1, local % 32),
+            # lanes below / up to / above / from this one (cub's and cooperative groups' masks)
+            "%lanemask_lt": lambda: np.left_shift(1, local % 32) - 1,
+            "%lanemask_le": lambda: np.left_shift(2, local % 32) - 1,
+            "%lanemask_gt": lambda: 0xFFFFFFFF ^ (np.left_shift(2, local % 32) - 1),
+            "%lanemask_ge": lambda: 0xFFFFFFFF ^ (np.left_shift(1, local % 32) - 1),
         }[key]
         v = np.asarray(f()).astype(np.uint32)
         self[key] = v
@@ -144,6 +149,10 @@ class Machine:
         # local memory starts poisoned: a byte is defined once a store wrote it
         self.local_ever = np.zeros(self.T * self.local_size, bool) if self.local_size else None
         self.findings: list[Finding] = []
+        self.notes: list[str] = []  # what was judged benign, with its evidence (not findings)
+        # (kind, PTX line) -> the contract waiver that covers it; the findings it covered
+        self.waivers: dict[tuple[str, int], int] = {}
+        self.waived: list[tuple[int, str]] = []
         self.keys: set[tuple[object, ...]] = set()
         self.thread_instr = 0
         self.warp_instr = 0
@@ -186,6 +195,10 @@ class Machine:
         if k in self.keys:
             return
         self.keys.add(k)
+        w = self.waivers.get((kind, self.line))
+        if w is not None:  # a contract waiver covers it: kept as waived, the run goes on
+            self.waived.append((w, f"{kind} at PTX line {self.line}: {self._fmt(message)}"))
+            return
         block, th = self.ids(thread) if thread is not None else (None, None)
         line = self.line or None
         text = f"{kind}: {self._fmt(message)}"
@@ -198,6 +211,14 @@ class Machine:
             # to the step limit (a loop that faults on every trip, such as i <= n - 1 at n = 0)
             self.step_limit = min(self.step_limit, self.warp_instr + self.after_finding)
             self.cut_short = True
+
+    def note(self, message: str) -> None:
+        """Record something judged benign (``benign_store``), once per PTX line, at most 20."""
+        k = ("note", self.line)
+        if k in self.keys or len(self.notes) >= 20:
+            return
+        self.keys.add(k)
+        self.notes.append(self._fmt(message))
 
     # ---- register definedness -------------------------------------------------------------
 

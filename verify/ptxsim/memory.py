@@ -101,6 +101,44 @@ class RaceCells:
         f[e] = fs
 
 
+@dataclass
+class _Access:
+    """One instruction's accesses of one global buffer, per element (``GlobalSpace.track_race``):
+    element indices, threads and their blocks."""
+
+    b: GlobalBuffer
+    e: np.ndarray
+    tt: np.ndarray
+    tb: np.ndarray
+    write: bool
+    atomic: bool
+    line: int
+    block_of: np.ndarray
+
+
+def _record_read(acc: _Access, stamp: np.ndarray, ep: np.ndarray, fs: np.ndarray | None) -> None:
+    """Keep the read in the first reader cell when that one is stale (none, this thread, or an
+    earlier barrier interval of the same block), else in the second."""
+    rc, e, tt, tb = acc.b.race, acc.e, acc.tt, acc.tb
+    assert rc is not None
+    r1c = rc.cells("r1")
+    r1 = r1c[e, 0] - 1
+    stale = (r1 < 0) | (r1 == tt) | ((acc.block_of[np.maximum(r1, 0)] == tb) & (r1c[e, 1] != ep))
+    if stale.all():
+        r1c[e] = stamp
+        if fs is not None:
+            rc.set_stamps("r1", e, fs)
+        return
+    k = np.flatnonzero(stale)
+    r1c[e[k]] = stamp[k]
+    if fs is not None:
+        rc.set_stamps("r1", e[k], fs[k])
+    k = np.flatnonzero(~stale)
+    rc.cells("r2")[e[k]] = stamp[k]
+    if fs is not None:
+        rc.set_stamps("r2", e[k], fs[k])
+
+
 class GlobalSpace:
     def __init__(self, buffers: list[tuple[str, str, np.ndarray]],
                  module_vars: list[tuple[str, str, int, bytes]] | None = None) -> None:
@@ -169,27 +207,36 @@ class GlobalSpace:
         isz = b.itemsize
         if b.race is None:
             b.race = RaceCells(b.size // max(isz, 1))
-        rc = b.race
         per = max(1, (width + isz - 1) // isz)
         if per == 1:
-            e = off // isz
-            tt = t.astype(np.int32)
+            e, tt = off // isz, t.astype(np.int32)
         else:
             e = (off[:, None] // isz + np.arange(per)[None, :]).ravel()
             tt = np.repeat(t, per).astype(np.int32)
-        tb = block_of[tt]
-        ep = epoch[tb]
+        acc = _Access(b, e, tt, block_of[tt], write, atomic, line, block_of)
+        ep = epoch[acc.tb]
         hb = self.hb
-        fs = None if hb is None else hb.fences[tb] - (1 if atomic else 0)  # this access's stamp
-        sync = hb is not None and hb.n_events > 0
+        fs = None if hb is None else hb.fences[acc.tb] - (1 if atomic else 0)  # its stamp
+        self._race_check(acc, ep, report)
+        stamp = np.empty((e.size, 3), np.int32)
+        stamp[:, 0] = tt + 1
+        stamp[:, 1] = ep
+        stamp[:, 2] = -line if atomic else line
+        if write:
+            self._record_write(acc, stamp, fs, report)
+        else:
+            _record_read(acc, stamp, ep, fs)
 
-        def conflict(o: np.ndarray, oep: np.ndarray) -> np.ndarray:
-            ob = block_of[np.maximum(o, 0)]
-            res: np.ndarray = (o >= 0) & (o != tt) & ((ob != tb) | (oep == ep))
-            return res
+    def _race_check(self, acc: _Access, ep: np.ndarray, report: Report) -> None:
+        """Report the first earlier access of these elements this one races with."""
+        b, e, tt, tb, block_of = acc.b, acc.e, acc.tt, acc.tb, acc.block_of
+        rc = b.race
+        assert rc is not None
+        hb = self.hb
+        sync = hb is not None and hb.n_events > 0
         # write-write on an out/inout buffer is double_write (note_writes), reported once there
         ww = b.writer is None
-        checks = [("w", "written"), ("r1", "read"), ("r2", "read")] if write else [
+        checks = [("w", "written"), ("r1", "read"), ("r2", "read")] if acc.write else [
             ("w", "written")]
         for which, verb in checks:
             cells = getattr(rc, which)
@@ -199,65 +246,48 @@ class GlobalSpace:
             o = c[:, 0] - 1
             if not (o >= 0).any():
                 continue
-            hit = conflict(o, c[:, 1])
-            if which == "w" and write:
+            ob = block_of[np.maximum(o, 0)]
+            hit = (o >= 0) & (o != tt) & ((ob != tb) | (c[:, 1] == ep))
+            if which == "w" and acc.write:
                 prev_atomic = c[:, 2] < 0
                 # atomic vs atomic: never; plain vs plain on out/inout: double_write's
-                hit &= ~prev_atomic if atomic else (prev_atomic | ww)
+                hit &= ~prev_atomic if acc.atomic else (prev_atomic | ww)
             if sync and hit.any():  # other blocks' accesses a hand-off ordered before this one
                 assert hb is not None
-                cross = np.flatnonzero(hit & (block_of[np.maximum(o, 0)] != tb))
+                cross = np.flatnonzero(hit & (ob != tb))
                 if cross.size:
-                    hit[cross] = ~hb.ordered(block_of[o[cross]], rc.stamps(which, e[cross]),
-                                             tb[cross])
+                    hit[cross] = ~hb.ordered(ob[cross], rc.stamps(which, e[cross]), tb[cross])
             bad = np.flatnonzero(hit)
             if bad.size:
                 i = bad[0]
-                same = block_of[o[i]] == tb[i]
-                how = ("in the same barrier interval of their block" if same else
+                how = ("in the same barrier interval of their block" if ob[i] == tb[i] else
                        "from another block of the same launch" + (
                            ", not ordered by a fence and an atomic hand-off" if sync else ""))
                 verb2 = verb + (" atomically" if c[i, 2] < 0 else "")
                 report("global_race", f"element {e[i]} of buffer '{b.name}' "
-                       f"{'written' if write else 'read'}{' atomically' if atomic else ''} by "
-                       f"thread {{T{tt[i]}}} at PTX line {line} and {verb2} by thread "
-                       f"{{T{o[i]}}} at PTX line {abs(int(c[i, 2]))} {how}",
-                       int(tt[i]), b.base + int(e[i]) * isz)
-                break
-        stamp = np.empty((e.size, 3), np.int32)
-        stamp[:, 0] = tt + 1
-        stamp[:, 1] = ep
-        stamp[:, 2] = -line if atomic else line
-        if write:
-            w = rc.cells("w")
-            w[e] = stamp
-            if fs is not None:
-                rc.set_stamps("w", e, fs)
-            if ww and not atomic:  # two threads of this store hit one element
-                back = w[e, 0] - 1
-                dup = np.flatnonzero(back != tt)
-                if dup.size:
-                    i = dup[0]
-                    report("global_race", f"element {e[i]} of buffer '{b.name}' written by "
-                           f"threads {{T{tt[i]}}} and {{T{back[i]}}} in one store at PTX line "
-                           f"{line}", int(tt[i]), b.base + int(e[i]) * isz)
-            return
-        r1c = rc.cells("r1")
-        r1 = r1c[e, 0] - 1
-        stale = (r1 < 0) | (r1 == tt) | ((block_of[np.maximum(r1, 0)] == tb) & (r1c[e, 1] != ep))
-        if stale.all():
-            r1c[e] = stamp
-            if fs is not None:
-                rc.set_stamps("r1", e, fs)
-            return
-        k = np.flatnonzero(stale)
-        r1c[e[k]] = stamp[k]
+                       f"{'written' if acc.write else 'read'}"
+                       f"{' atomically' if acc.atomic else ''} by thread {{T{tt[i]}}} at PTX line "
+                       f"{acc.line} and {verb2} by thread {{T{o[i]}}} at PTX line "
+                       f"{abs(int(c[i, 2]))} {how}", int(tt[i]), b.base + int(e[i]) * b.itemsize)
+                return
+
+    def _record_write(self, acc: _Access, stamp: np.ndarray, fs: np.ndarray | None,
+                      report: Report) -> None:
+        b, e, tt = acc.b, acc.e, acc.tt
+        rc = b.race
+        assert rc is not None
+        w = rc.cells("w")
+        w[e] = stamp
         if fs is not None:
-            rc.set_stamps("r1", e[k], fs[k])
-        k = np.flatnonzero(~stale)
-        rc.cells("r2")[e[k]] = stamp[k]
-        if fs is not None:
-            rc.set_stamps("r2", e[k], fs[k])
+            rc.set_stamps("w", e, fs)
+        if b.writer is None and not acc.atomic:  # two threads of this store hit one element
+            back = w[e, 0] - 1
+            dup = np.flatnonzero(back != tt)
+            if dup.size:
+                i = dup[0]
+                report("global_race", f"element {e[i]} of buffer '{b.name}' written by "
+                       f"threads {{T{tt[i]}}} and {{T{back[i]}}} in one store at PTX line "
+                       f"{acc.line}", int(tt[i]), b.base + int(e[i]) * b.itemsize)
 
     def note_writes(self, b: GlobalBuffer, off: np.ndarray, width: int, threads: np.ndarray,
                     atomic: bool, report: Report, line: int) -> None:

@@ -16,7 +16,7 @@ other line number stays the same):
 ``drop_store``     delete an ``st.global`` / ``st.shared`` / ``st.local`` (generic ``st.`` too)
 
 ``scripts/mutate_ptx.py`` runs the whole campaign over bundles/ and writes the figures;
-tests/test_ptx_mutation.py runs a bounded slice.
+tests/campaigns/test_ptx_mutations.py runs a bounded slice.
 """
 
 from __future__ import annotations

@@ -66,6 +66,7 @@ BUILDERS: dict[str, Callable[[Ctx], Fn]] = {
     "shf": ops_intx.shf, "bfind": ops_intx.bfind, "sad": ops_intx.sad,
     **{r: ops_intx.vop4 for r in ops_intx.VOP4}, "nanosleep": ops_intx.nanosleep,
     "match": ops_match.match, "assertfail": ops_intx.assertfail,
+    "dp4a": ops_intx.dot, "dp2a": ops_intx.dot,
 }
 
 

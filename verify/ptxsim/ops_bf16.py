@@ -35,9 +35,11 @@ def bf16_to_f64(bits: Any) -> np.ndarray:
     return u.view(np.float32).astype(np.float64)
 
 
-def round_bf16(s: Any, e: Any = 0.0) -> np.ndarray:
+def round_bf16(s: Any, e: Any = 0.0, mode: str = "rn") -> np.ndarray:
     """bf16 bits (uint16) of the exact value s + e (float64 pair, |e| below half an ulp of s),
-    rounded to nearest even."""
+    rounded to nearest even (``rn``), toward zero (``rz``), down (``rm``) or up (``rp``; the
+    directed modes with e = 0). A directed mode overflows to the largest finite value where it
+    rounds toward zero, else to the infinity."""
     s = np.asarray(s, np.float64)
     e = np.broadcast_to(np.asarray(e, np.float64), s.shape)
     fin = np.isfinite(s) & (s != 0)
@@ -45,12 +47,18 @@ def round_bf16(s: Any, e: Any = 0.0) -> np.ndarray:
     q = np.maximum(ex - 8, -133)  # the bf16 quantum at |s| (subnormals: 2^-133)
     k = np.ldexp(np.where(fin, s, 0.0), -q)  # exact: a power-of-two scaling
     fl = np.floor(k)
-    frac = k - fl
-    r = np.rint(k)  # half to even
-    tie = frac == 0.5
-    r = np.where(tie & (e > 0), fl + 1, np.where(tie & (e < 0), fl, r))
+    if mode == "rn":
+        frac = k - fl
+        r = np.rint(k)  # half to even
+        tie = frac == 0.5
+        r = np.where(tie & (e > 0), fl + 1, np.where(tie & (e < 0), fl, r))
+    else:
+        r = {"rz": np.trunc, "rm": np.floor, "rp": np.ceil}[mode](k)
     v = np.ldexp(r, q)
-    v = np.where(np.abs(v) > BF16_MAX, np.copysign(np.inf, s), v)
+    big = np.abs(v) > BF16_MAX
+    to_inf = np.full(s.shape, mode == "rn") | ((mode == "rm") & (s < 0)) | (
+        (mode == "rp") & (s > 0))
+    v = np.where(big, np.copysign(np.where(to_inf, np.inf, BF16_MAX), s), v)
     v = np.where(fin, v, s)  # zeros, infinities and NaN pass through
     bits = (v.astype(np.float32).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
     return np.where(np.isnan(s), np.uint16(0x7FFF), bits).astype(np.uint16)

@@ -172,13 +172,13 @@ def cvt(ctx: Ctx) -> Fn:
 
 
 def _cvt_bf16(ctx: Ctx, dt: str, st: str, fmode: str | None, mods: list[str]) -> Fn:
-    """cvt.rn.bf16.f32/.f64, cvt.rn.bf16x2.f32 (pack: first source in the high half) and
-    cvt.f32/.f64.bf16 (exact widening)."""
+    """cvt.{rn,rz,rm,rp}.bf16.f32/.f64 (``__float2bfloat16_rz`` ...), cvt.rn.bf16x2.f32 (pack:
+    first source in the high half) and cvt.f32/.f64.bf16 (exact widening)."""
     from verify.ptxsim.ops_bf16 import bf16_to_f64, round_bf16
 
     ins = ctx.ins
     ops = ins.operands
-    if any(p not in ("rn",) for p in mods):
+    if any(p not in ("rn", "rz", "rm", "rp") for p in mods):
         raise unsupported(ins)
     if dt == ".bf16x2":
         if st != ".f32" or fmode != "rn" or len(ops) != 3:
@@ -192,13 +192,14 @@ def _cvt_bf16(ctx: Ctx, dt: str, st: str, fmode: str | None, mods: list[str]) ->
             d(m, idx, (hi << np.uint32(16)) | lo)
         return pack
     if dt == ".bf16" and st in (".f32", ".f64"):
-        if fmode != "rn":
-            raise unsupported(ins, "bf16 conversion needs .rn")
+        if fmode not in ("rn", "rz", "rm", "rp"):
+            raise unsupported(ins, "bf16 conversion needs a rounding mode")
         d = ctx.set(ops[0], ".b16")
         a = ctx.get(ops[1], st)
+        mode = fmode
 
         def narrow(m: Machine, idx: Idx) -> None:
-            d(m, idx, round_bf16(np.asarray(a(m, idx), np.float64)))
+            d(m, idx, round_bf16(np.asarray(a(m, idx), np.float64), mode=mode))
         return narrow
     if st == ".bf16" and dt in (".f32", ".f64") and fmode is None:
         d = ctx.set(ops[0], dt)

@@ -9,6 +9,9 @@ Arithmetic", "Logic and Shift", "SIMD Video", "Miscellaneous" instructions).
 * ``sad`` (``__sad``, ``__usad``): ``d = c + |a - b|`` in the type, wrapping.
 * ``vadd4 vsub4 vavrg4 vabsdiff4 vmin4 vmax4`` (``__vabsdiffu4`` ...) with the default byte
   selectors and mask, ``.sat`` and the ``.add`` accumulate.
+* ``dp4a.atype.btype`` and ``dp2a.lo/.hi.atype.btype`` (``__dp4a``, ``__dp2a_lo/hi``, and what
+  nvcc makes of a plain C int8 dot product), every signedness form: ``c`` plus the products of
+  byte (or 16-bit) fields, each field sign-extended when its operand type is ``.s32``, wrapping.
 * ``nanosleep``: no effect on results (its operand is still read, so an undefined one is
   reported). ``assertfail``: the interpreter's form of a call to ``__assertfail`` (see
   ``verify.ptxsim.inline``): an ``assert_failed`` finding naming the assertion, its source
@@ -211,4 +214,58 @@ def assertfail(ctx: Ctx) -> Fn:
                  + f": thread {{T{t}}} (and {tids.size - 1} other thread(s) here) called "
                  f"__assertfail at PTX line {m.line}; on a GPU the launch stops with "
                  "cudaErrorAssert", t, None)
+    return fn
+
+
+def _lanes(x: Any, width: int, count: int, signed: bool) -> list[np.ndarray]:
+    """The ``count`` ``width``-bit fields of 32-bit values, low first, as int64 (sign-extended
+    when ``signed``)."""
+    u = np.asarray(x).astype(np.uint32).astype(np.int64)
+    mask, top = (1 << width) - 1, 1 << (width - 1)
+    out = []
+    for k in range(count):
+        f = (u >> (width * k)) & mask
+        out.append(np.where(f >= top, f - (1 << width), f) if signed else f)
+    return out
+
+
+def dot_value(op: str, half: str, a_signed: bool, b_signed: bool, a: Any, b: Any,
+              c: Any) -> np.ndarray:
+    """``dp4a`` / ``dp2a`` as the PTX ISA defines them: ``c`` plus the sum of the products of
+    ``a``'s four bytes (dp4a) or two 16-bit halves (dp2a) with ``b``'s bytes (dp2a: bytes 0-1
+    for ``.lo``, 2-3 for ``.hi``), wrapping modulo 2^32."""
+    if op == "dp4a":
+        av = _lanes(a, 8, 4, a_signed)
+        bv = _lanes(b, 8, 4, b_signed)
+    else:
+        av = _lanes(a, 16, 2, a_signed)
+        bv = _lanes(b, 8, 4, b_signed)[2:] if half == "hi" else _lanes(b, 8, 4, b_signed)[:2]
+    acc = np.asarray(c).astype(np.uint32).astype(np.int64)
+    for x, y in zip(av, bv, strict=True):
+        acc = acc + x * y
+    return (acc & 0xFFFFFFFF).astype(np.uint32)
+
+
+def dot(ctx: Ctx) -> Fn:
+    """``dp4a.atype.btype d, a, b, c`` and ``dp2a.mode.atype.btype d, a, b, c`` (``__dp4a``,
+    ``__dp2a_lo/hi``; nvcc also emits dp4a from a plain C int8 dot product): atype and btype
+    ``.u32`` or ``.s32``; ``c`` and ``d`` are ``.u32`` when both are unsigned, else ``.s32``."""
+    ins = ctx.ins
+    parts = ins.parts
+    half = ""
+    rest = parts[1:]
+    if parts[0] == "dp2a":
+        if not rest or rest[0] not in ("lo", "hi"):
+            raise unsupported(ins)
+        half, rest = rest[0], rest[1:]
+    if len(rest) != 2 or any(x not in ("u32", "s32") for x in rest) or len(ins.operands) != 4:
+        raise unsupported(ins)
+    a_signed, b_signed = rest[0] == "s32", rest[1] == "s32"
+    ops = ins.operands
+    d = ctx.set(ops[0], ".b32")
+    a, b, c = ctx.get(ops[1], ".b32"), ctx.get(ops[2], ".b32"), ctx.get(ops[3], ".b32")
+    op = parts[0]
+
+    def fn(m: Machine, idx: Idx) -> None:
+        d(m, idx, dot_value(op, half, a_signed, b_signed, a(m, idx), b(m, idx), c(m, idx)))
     return fn

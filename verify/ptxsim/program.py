@@ -49,8 +49,11 @@ Fn = Callable[["Machine", Idx], None]
 SPECIAL = {
     "%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z", "%ctaid.x", "%ctaid.y",
     "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z", "%laneid", "%warpid", "%nwarpid",
-    "%warpsize", "%lanemask_eq",
+    "%warpsize", "%lanemask_eq", "%lanemask_lt", "%lanemask_le", "%lanemask_gt", "%lanemask_ge",
 }
+
+# the PTX ISA's predefined constants ("Predefined identifiers"): ``WARP_SZ`` is ``warpSize``
+CONSTANTS = {"WARP_SZ": 32}
 
 # timers: the launch's count of warp-instructions so far (``Machine.warp_instr``), so two reads
 # by one thread are strictly increasing and a run is deterministic; %clock is its low 32 bits
@@ -153,6 +156,9 @@ class Ctx:
             return g
         if isinstance(op, Imm):
             return imm_getter(op, t, self.ins)
+        if isinstance(op, Sym) and op.name in CONSTANTS:
+            val = np.array(CONSTANTS[op.name], np.uint64).astype(DTYPE[t])[()]
+            return lambda m, idx: val
         if isinstance(op, Sym):
             space, addr = self.symbol(op.name)
             if space == "param":

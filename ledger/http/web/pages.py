@@ -7,8 +7,9 @@
   then the fields, kernel, bundle files, checks, inclusion proof and checkpoint;
 * ``/key/{key_id}``: one node key (registered when and by which entry, revoked when and why, the
   entries it signed) and ``/keys``: every node key;
-* ``/search?q=``: an index, bundle digest or leaf hash redirects to its entry; else the entries
-  of a kernel of that name, or signed (or registered, revoked) by a node key of that name or id.
+* ``/search?q=`` and ``/kernel/{name}@{version}``: ``ledger.http.web.search`` (issue 34: an
+  index of the whole log, not a scan of the newest entries); lists show each entry's verdict and
+  signer.
 
 The handlers only gather values; the templates under ``ledger/http/templates``
 (``ledger.http.web.render``,
@@ -26,30 +27,28 @@ from urllib.parse import quote
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, Response
 
 from ledger.core import merkle
 from ledger.core.bundle import parse_manifest
 from ledger.core.canonical import loads_canonical
 from ledger.core.cosigned import published_note
 from ledger.core.encoding import b64_encode, hex_encode
-from ledger.core.errors import BadInput, UnknownHash
+from ledger.core.errors import BadInput
 from ledger.core.verdict import obligation_states, partial_line
 from ledger.http.state import (
     Served,
     base_url,
     int_param,
-    resolve,
     served,
-    text_param,
     tree_index,
 )
+from ledger.http.web import download, explain, search
 from ledger.http.web.render import render
+from ledger.search import row_of, verdict_of
 
 PAGE_ENTRIES = 25
-MAX_QUERY = 200
-SEARCH_SCAN = 5000  # entries a name search (or a key page) reads back at most, newest first
-MAX_FOUND = 100  # entries a search or a key page lists at most
+MAX_FOUND = 100  # entries a key page lists at most
 
 
 def error_page(status: int, message: str) -> HTMLResponse:
@@ -104,20 +103,11 @@ def _keys(s: Served, size: int) -> list[dict[str, Any]]:
     return out
 
 
-def _names(s: Served, size: int) -> dict[str, str]:
-    return {k["id"]: k["name"] for k in _keys(s, size)}
-
-
-def _row(i: int, e: Any, names: dict[str, str]) -> dict[str, Any]:
-    signer = _text(e, "signer") or _text(e, "key_id")
-    return {"index": i, "type": _text(e, "type"), "what": _summary(e), "signer": signer,
-            "signer_name": names.get(signer, ""), "time": _text(e, "time")}
-
-
-def _window(s: Served, size: int) -> list[tuple[int, dict[str, Any]]]:
-    """The newest ``SEARCH_SCAN`` entries of the tree that parse, newest first."""
-    return [(i, e) for i in range(size - 1, max(-1, size - 1 - SEARCH_SCAN), -1)
-            if isinstance(e := _parse(s.store.entry(i)), dict)]
+def _rows(s: Served, size: int, indices: list[int]) -> list[dict[str, Any]]:
+    """The list rows (verdict, signer, ...) of entries ``indices``, read from the store (a page of
+    recent entries needs no whole-log index)."""
+    names = search.key_names(s, size)
+    return [search.row_view(row_of(i, s.store.entry(i)), names) for i in indices]
 
 
 # --- pages --------------------------------------------------------------------------------------
@@ -128,59 +118,12 @@ async def home(request: Request) -> Response:
     view = s.view()
     end = min(int_param(request, "before", view.size), view.size)
     start = max(0, end - PAGE_ENTRIES)
-    names = _names(s, view.size)
-    rows = [_row(i, _parse(s.store.entry(i)), names) for i in range(end - 1, start - 1, -1)]
+    rows = _rows(s, view.size, list(range(end - 1, start - 1, -1)))
     return render("home.html", {
         "title": "recent entries", "origin": view.checkpoint.origin, "size": view.size,
         "root": b64_encode(view.checkpoint.root), "rows": rows,
         "older": start if start > 0 else None,
     })
-
-
-async def search(request: Request) -> Response:
-    s = served(request)
-    q = (text_param(request, "q") or "").strip()
-    if not q or len(q) > MAX_QUERY:
-        raise BadInput("give an index, a bundle digest, a leaf hash (at least 8 hex digits), "
-                       "a kernel name or a signer (node key name or id)")
-    view = s.view()
-    try:
-        index = resolve(s, view, q.lower())
-    except BadInput as e:  # not a hash or index of this tree: a kernel name or a signer?
-        keys = [k for k in _keys(s, view.size) if q in (k["name"], k["id"])]
-        found, kernel_hit = _search_names(s, view.size, q, {k["id"] for k in keys})
-        if not found:
-            why = str(e) if isinstance(e, UnknownHash) else "no such index or hash"
-            return error_page(404, f"{why}; no kernel or signer named {q!r} in the newest "
-                                   f"{SEARCH_SCAN} entries")
-        names = _names(s, view.size)
-        return render("search.html", {
-            "title": f"search {q}", "query": q, "scanned": min(SEARCH_SCAN, view.size),
-            "rows": [_row(i, e, names) for i, e in found], "keys": keys,
-            "kernel_feed": q if kernel_hit else "",
-        })
-    return RedirectResponse(f"/entry/{index}", status_code=303)
-
-
-def _search_names(
-    s: Served, size: int, q: str, keys: set[str]
-) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
-    """Entries among the newest ``SEARCH_SCAN`` that seal kernel ``q``, or that a node key of
-    ``keys`` signed, registered or revoked; newest first, at most ``MAX_FOUND``; and whether a
-    kernel of that name was among them."""
-    out = []
-    kernel_hit = False
-    for i, e in _window(s, size):
-        kernel = e.get("kernel")
-        by_kernel = isinstance(kernel, dict) and kernel.get("name") == q
-        kernel_hit = kernel_hit or by_kernel
-        if by_kernel or e.get("signer") in keys or (
-            e.get("type") != "bundle" and e.get("key_id") in keys
-        ):
-            out.append((i, e))
-            if len(out) >= MAX_FOUND:
-                break
-    return out, kernel_hit
 
 
 _KEY_ID = re.compile(r"[0-9a-f]{16}")
@@ -199,15 +142,12 @@ async def key_page(request: Request) -> Response:
     key["revoked_time"] = (
         _text(_parse(s.store.entry(key["revoked"])), "time") if key["revoked"] is not None else ""
     )
-    names = {kid: key["name"]}
-    rows = []
-    for i, e in _window(s, view.size):
-        if e.get("signer") == kid:
-            rows.append(_row(i, e, names))
-            if len(rows) >= MAX_FOUND:
-                break
-    return render("key.html", {"title": f"node key {key['name']}", "key": key, "rows": rows,
-                               "limit": MAX_FOUND, "scanned": min(SEARCH_SCAN, view.size)})
+    index = search.index_of(s, view.size)
+    signed = [i for i in index.by_signers([kid]) if index.rows[i].type == "bundle"]
+    return render("key.html", {"title": f"node key {key['name']}", "key": key,
+                               "rows": [search.row_view(index.rows[i], {kid: key["name"]})
+                                        for i in signed[:MAX_FOUND]],
+                               "count": len(signed), "limit": MAX_FOUND})
 
 
 async def keys_page(request: Request) -> Response:
@@ -216,16 +156,6 @@ async def keys_page(request: Request) -> Response:
 
 
 # --- one entry ----------------------------------------------------------------------------------
-
-
-def _verdict(entry: dict[str, Any]) -> str:
-    """The verdict the recorded checks give (SPEC 8): failed, partial or verified."""
-    checks = entry.get("checks")
-    statuses = [c.get("status") for c in checks or [] if isinstance(c, dict)] if isinstance(
-        checks, list) else []
-    if not statuses or "failed" in statuses:
-        return "failed"
-    return "partial" if "skipped" in statuses else "verified"
 
 
 def _checks(entry: dict[str, Any]) -> list[dict[str, str]]:
@@ -245,7 +175,7 @@ def _obligations(entry: dict[str, Any], checks: list[dict[str, str]]) -> list[di
     claims = entry.get("obligations")
     return [
         {"obligation": _text(c, "obligation"), "theorem": _text(c, "theorem"),
-         "property": _text(c, "property"),
+         "property": _text(c, "property"), "words": explain.words(_text(c, "obligation")),
          "status": judged.get(_text(c, "obligation"), "not judged")}
         for c in (claims if isinstance(claims, list) else []) if isinstance(c, dict)
     ]
@@ -286,14 +216,18 @@ def _glance(s: Served, size: int, entry: dict[str, Any], checks: list[dict[str, 
     """The top of a bundle entry for an auditor."""
     digest = _text(entry, "bundle_digest")
     cert = next((c for c in checks if c["id"] == "certificate"), None)
+    obligations = _obligations(entry, checks)
+    verdict = verdict_of(entry)
     return {
-        "verdict": _verdict(entry),
+        "verdict": verdict,
+        "reasons": explain.partial_reasons(checks, obligations) if verdict == "partial" else [],
+        "backing": explain.BACKING,
         "partial": partial_line((c["id"], c["status"], c["detail"]) for c in checks),
         "kernel": _summary(entry),
         "digest": digest,
         "time": _text(entry, "time"),
         "signer": _signer(s, size, _text(entry, "signer")),
-        "obligations": _obligations(entry, checks),
+        "obligations": obligations,
         "certificate": cert,
         "command": verify_command(digest, vkey),
         "mirror_commands": (
@@ -322,8 +256,8 @@ async def entry(request: Request) -> Response:
         "receipt_url": f"/api/v1/entries/{index}/receipt",
         "attestation_url": f"/api/v1/entries/{index}/attestation",
         "command": verify_command(str(index), vkey),
-        "glance": None, "fields": None, "kernel": None, "kernel_name": "", "files": None,
-        "files_error": "", "checks": None, "key_id": "",
+        "glance": None, "fields": None, "kernel": None, "kernel_name": "", "kernel_ref": "",
+        "files": None, "files_error": "", "checks": None, "key_id": "", "archive": None,
         "tree_size": view.size, "root": b64_encode(view.checkpoint.root),
         "proof": [b64_encode(h) for h in s.store.inclusion_proof(index, view.size)],
         "checkpoint": published_note(s.store, view.note).decode("utf-8", "replace"),
@@ -342,5 +276,10 @@ async def entry(request: Request) -> Response:
         if isinstance(kernel, dict) and kernel:
             ctx["kernel"] = [(k, _text(kernel, k)) for k in sorted(kernel)]
             ctx["kernel_name"] = _text(kernel, "name")
+            if _text(kernel, "name") and _text(kernel, "version"):
+                ctx["kernel_ref"] = f"{_text(kernel, 'name')}@{_text(kernel, 'version')}"
         ctx["files"], ctx["files_error"] = _files(index, obj)
+        ctx["archive"] = {"url": f"/api/v1/bundles/{index}/bundle.tar.gz",
+                          "name": download.archive_name(index),
+                          "sha256": download.archive_digest(s, index)}
     return render("entry.html", ctx)

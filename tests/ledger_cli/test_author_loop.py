@@ -1,0 +1,260 @@
+"""The kernel author's loop (issue 34), through the real CLI with real nvcc and ptxas:
+``ledger new --nvcc-flag`` recorded in ``kernel.build`` and honoured by ``rebuild.ptx``;
+``ledger rebuild DIR`` after an edit of the ``.cu``; the scaffold's register headroom; extra size
+variables (``--size``); the elements per thread read from the source; the idle-thread warning of
+``contract.lint``; a usage error naming the subcommand's ``--help``."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ledger.core.bundle import read_dir
+from ledger_cli.scaffold import per_thread, register_budget
+from tests.helpers.ledgers import assert_one_error_line, cli_json, run_cli
+from verify.confine import sandbox_status
+from verify.contract import load_contract
+from verify.contract_lint import lint_check
+from verify.idle import idle_warnings
+from verify.tools import find_tool
+
+needs_nvcc = pytest.mark.skipif(find_tool("nvcc", cuda=True) is None, reason="no nvcc")
+BWRAP, WHY = sandbox_status()
+needs_sandbox = pytest.mark.skipif(BWRAP is None, reason=WHY)
+
+SCALE = """__global__ void scale(const float* x, float* y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i];
+}
+"""
+
+QUAD = """__global__ void quad(const float* x, float* y, int n) {
+  int i = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+  for (int k = 0; k < 4; ++k)
+    if (i + k < n) y[i + k] = 2.0f * x[i + k];
+}
+"""
+
+
+def _new(tmp: Path, src: str, name: str, *extra: str) -> tuple[Path, dict[str, object]]:
+    cu = tmp / f"{name}.cu"
+    cu.write_text(src)
+    out = cli_json("new", str(tmp / name), "--cu", str(cu), *extra)
+    return tmp / name, out
+
+
+def _checks(d: Path) -> dict[str, dict[str, str]]:
+    rep = cli_json("check", str(d), "--no-gpu", ok=(0, 1))
+    return {c["id"]: c for c in rep["checks"]}
+
+
+def test_register_budget() -> None:
+    assert register_budget(30) == 40  # 30 + 8 = 38 -> 40
+    assert register_budget(8) == 16
+    assert register_budget(1) == 8
+    assert register_budget(250) == 255
+    assert register_budget(255) == 255
+    assert all(register_budget(r) >= r + 1 for r in range(1, 255))
+
+
+def test_per_thread_from_source() -> None:
+    assert per_thread(SCALE) == 1
+    assert per_thread(QUAD) == 4
+    assert per_thread("int t = threadIdx.x + blockIdx.x * blockDim.x; int i = t * 2;") == 2
+    assert per_thread("int i = (blockIdx.x * blockDim.x + threadIdx.x) << 3;") == 8
+    assert per_thread("int i = 1000 * (blockIdx.x * blockDim.x + threadIdx.x);") == 1
+
+
+@needs_nvcc
+@needs_sandbox
+def test_flags_headroom_and_rebuild(tmp_path: Path) -> None:
+    d, out = _new(
+        tmp_path,
+        SCALE,
+        "scale",
+        "--nvcc-flag",
+        "-use_fast_math",
+        "--nvcc-flag",
+        "-DN=4",
+        "--nvcc-flag",
+        "-lineinfo",
+    )
+    res = out["resources"]
+    assert isinstance(res, dict) and res["max_registers"] == register_budget(res["registers"])
+    doc = yaml.safe_load((d / "contract.yaml").read_text())
+    assert doc["kernel"]["build"] == [
+        "nvcc",
+        "-arch=sm_86",
+        "-ptx",
+        "-use_fast_math",
+        "-DN=4",
+        "-lineinfo",
+        "-o",
+        "scale.ptx",
+        "scale.cu",
+    ]
+    assert doc["kernel"]["resources"]["max_registers"] == res["max_registers"]
+    assert "budget leaves headroom" in (d / "contract.yaml").read_text()
+    assert '.file\t1 "/build/bundle/scale.cu"' in (d / "scale.ptx").read_text()
+    st = _checks(d)
+    assert st["rebuild.ptx"]["status"] == "passed", st["rebuild.ptx"]["detail"]
+
+    # the plain summary says the headroom
+    plain = run_cli("new", str(tmp_path / "again"), "--cu", str(tmp_path / "scale.cu"))
+    assert plain.returncode == 0 and "+25 % headroom" in plain.stdout
+
+    # nothing to do: unchanged
+    same = cli_json("rebuild", str(d))
+    assert same["changed"] is False
+    # edit the source: the check says what to run, `ledger rebuild` refreshes the PTX
+    (d / "scale.cu").write_text(SCALE.replace("a * x[i]", "a * x[i] + 1.0f"))
+    st = _checks(d)
+    assert st["rebuild.ptx"]["status"] == "failed"
+    assert "run `ledger rebuild DIR`" in st["rebuild.ptx"]["detail"]
+    before = (d / "scale.ptx").read_bytes()
+    got = cli_json("rebuild", str(d))
+    assert got["changed"] is True and got["build"] == doc["kernel"]["build"]
+    assert "first difference at line" in str(got["difference"])
+    assert (d / "scale.ptx").read_bytes() != before
+    assert _checks(d)["rebuild.ptx"]["status"] == "passed"
+    text = run_cli("rebuild", str(d))
+    assert text.returncode == 0 and "scale.ptx unchanged" in text.stdout
+
+
+@needs_nvcc
+def test_refused_flags_and_rebuild_bad_input(tmp_path: Path) -> None:
+    cu = tmp_path / "scale.cu"
+    cu.write_text(SCALE)
+    for flag, want in (
+        ("-Xcompiler=-fPIC", "not allowed in a rebuild"),
+        ("--output-file=/tmp/x.ptx", "--nvcc-flag: kernel.build"),
+        ("-I/usr/include", "bad value"),
+        ("-G", "embeds absolute paths"),
+    ):
+        line = assert_one_error_line(
+            run_cli("new", str(tmp_path / "b"), "--cu", str(cu), f"--nvcc-flag={flag}"), 2
+        )
+        assert want in line, line
+        assert not (tmp_path / "b").exists()
+    line = assert_one_error_line(run_cli("rebuild", str(tmp_path / "nope")), 2)
+    assert "not a bundle directory" in line
+    (tmp_path / "empty").mkdir()
+    line = assert_one_error_line(run_cli("rebuild", str(tmp_path / "empty")), 2)
+    assert "no contract.yaml" in line
+
+
+@needs_nvcc
+@needs_sandbox
+def test_rebuild_compile_error_changes_nothing(tmp_path: Path) -> None:
+    d, _ = _new(tmp_path, SCALE, "scale")
+    before = (d / "scale.ptx").read_bytes()
+    (d / "scale.cu").write_text(SCALE.replace("a * x[i]", "a * undefined_name"))
+    line = assert_one_error_line(run_cli("rebuild", str(d)), 2)
+    assert "no PTX written" in line and "undefined_name" in line
+    assert (d / "scale.ptx").read_bytes() == before
+
+
+@needs_nvcc
+def test_extra_sizes_and_per_thread_launch(tmp_path: Path) -> None:
+    d, out = _new(tmp_path, QUAD, "quad", "--size", "cols")
+    doc = yaml.safe_load((d / "contract.yaml").read_text())
+    k = doc["kernel"]
+    assert k["launch"]["grid"][0] == "ceil_div(n, 1024)"  # 4 elements per thread, block 256
+    assert k["size_domain"]["cols"] == {"min": 1, "max": 1048576}
+    assert doc["falsification_tests"][0]["sizes"][0] == {"n": 1, "cols": 1}
+    assert any("size cols" in t for t in out["todo"])  # type: ignore[union-attr]
+    text = (d / "contract.yaml").read_text()
+    assert "# TODO: its domain; name it in the shape" in text
+    line = assert_one_error_line(
+        run_cli("new", str(tmp_path / "c"), "--cu", str(tmp_path / "quad.cu"), "--size", "n"), 2
+    )
+    assert "--size n: already a kernel parameter" in line
+
+
+def _contract(grid: str, shapes: str = "[n]") -> bytes:
+    return f"""metadata: {{version: "1", description: "t", references: [k.cu]}}
+equations: {{k: {{formula: "y = x"}}}}
+proof_obligations: []
+kernel:
+  name: k
+  version: "1"
+  entry: k
+  ptx: k.ptx
+  params:
+    - {{name: y, ptr: f32, intent: out, shape: {shapes}}}
+    - {{name: n, scalar: s32, value: n}}
+  launch: {{grid: ["{grid}", 1, 1], block: [256, 1, 1], shared_bytes: 0}}
+  size_domain: {{n: {{min: 1, max: 4096}}}}
+falsification_tests:
+  - id: FALSIFY-K-001
+    rule: r
+    prediction: p
+    test: t
+    if_fails: f
+    sizes: [{{n: 1}}, {{n: 255}}, {{n: 257}}, {{n: 775}}]
+    seed: 1
+    inputs: {{low: -1.0, high: 1.0}}
+    tolerance: {{ulp: 0}}
+    properties: [coverage]
+""".encode()
+
+
+def test_idle_thread_warning() -> None:
+    right = load_contract(_contract("ceil_div(n, 256)"))
+    assert idle_warnings(right) == []
+    wide = load_contract(_contract("ceil_div(n, 64)"))
+    got = idle_warnings(wide)
+    assert any("FALSIFY-K-001 sizes[3] (n=775) the launch runs 3328 threads" in w for w in got)
+    assert any("the domain's maximum of n (n=4096)" in w for w in got)
+    assert not any("sizes[0]" in w for w in got)  # one block rounding n=1 up is no waste
+    # a buffer larger than the thread count (several elements per thread) is no warning
+    assert idle_warnings(load_contract(_contract("ceil_div(n, 64)", "[4 * n]"))) == []
+
+
+def test_idle_warning_passes_lint() -> None:
+    """A warning, never a failure: bundles/saxpy with a launch of 4x the threads still passes
+    every gate, and the detail says so."""
+    files = read_dir(Path(__file__).resolve().parents[2] / "bundles" / "saxpy")
+    assert lint_check(load_contract(files["contract.yaml"]), files).status == "passed"
+    text = files["contract.yaml"].decode()
+    wide = re.sub(r'grid: \["ceil_div\(n, 256\)"', 'grid: ["ceil_div(n, 64)"', text)
+    assert wide != text
+    files = {**files, "contract.yaml": wide.encode()}
+    check = lint_check(load_contract(wide.encode()), files)
+    assert check.status == "passed", check.detail
+    assert "gates passed:" in check.detail and "; warning: at " in check.detail
+    assert "most threads never touch an output" in check.detail
+
+
+@needs_nvcc
+def test_bundled_contracts_have_no_idle_warning() -> None:
+    root = Path(__file__).resolve().parents[2] / "bundles"
+    for c in sorted(root.glob("*/contract.yaml")):
+        assert idle_warnings(load_contract(c.read_bytes())) == [], c
+
+
+def test_usage_error_names_subcommand_help() -> None:
+    r = run_cli("new", "--no-such-option")
+    assert r.returncode == 2
+    assert "ledger new --help" in r.stderr, r.stderr
+
+
+@needs_nvcc
+@needs_sandbox
+def test_per_thread_launch_covers_every_element(tmp_path: Path) -> None:
+    """The scaffold's grid for a 4-elements-per-thread kernel (ceil_div(n, 1024)) launches
+    enough threads and no 4x surplus: the falsification test (coverage: each element written
+    once) passes at the scaffold's edge sizes with the author's reference filled in."""
+    d, _ = _new(tmp_path, QUAD, "quad")
+    (d / "reference.py").write_text(
+        "import numpy as np\n\n\ndef quad(inputs, sizes):\n"
+        '    return {"y": 2.0 * inputs["x"].astype(np.float64)[: sizes["n"]]}\n'
+    )
+    st = _checks(d)
+    f = st["falsify.FALSIFY-QUAD-001"]
+    assert f["status"] == "passed", f["detail"]
+    assert "n=1,1023,1025,3079" in f["detail"]
+    assert "warning:" not in st["contract.lint"]["detail"]
