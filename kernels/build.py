@@ -105,8 +105,8 @@ def _spec(name: str, out_dir: Path, contract_path: Path, source_dir: Path) -> Sp
     argv = kernel.get("build")
     ptx = kernel.get("ptx")
     source = kernel.get("source")
-    if not (isinstance(argv, list) and argv and argv[0] == "nvcc"):
-        raise BuildError(f"{contract_path}: kernel.build must be an argv starting with nvcc")
+    if not (isinstance(argv, list) and argv and argv[0] in ("nvcc", "triton")):
+        raise BuildError(f"{contract_path}: kernel.build must be an argv starting with nvcc/triton")
     if not (isinstance(ptx, str) and isinstance(source, str)):
         raise BuildError(f"{contract_path}: kernel.ptx and kernel.source are required")
     wanted = [source, str(kernel.get("futhark", ""))]
@@ -126,7 +126,8 @@ def _spec(name: str, out_dir: Path, contract_path: Path, source_dir: Path) -> Sp
 
 def bundle_specs() -> list[Spec]:
     specs = []
-    for cu in sorted(KERNELS.glob("*/*.cu")):
+    # a CUDA kernel's <name>.cu, or a Triton kernel's <name>.py (docs/kernels.md "Triton kernels")
+    for cu in sorted([*KERNELS.glob("*/*.cu"), *KERNELS.glob("*/*.py")]):
         name = cu.parent.name
         if cu.stem != name:
             continue
@@ -147,15 +148,51 @@ def planted_specs() -> list[Spec]:
     ]
 
 
+def triton_release() -> str | None:
+    """The installed Triton's version (the ``triton`` extra), or None."""
+    from verify.triton_build import installed
+
+    here = installed()
+    return here[1] if here else None
+
+
+def _triton_argv(spec: Spec) -> tuple[list[str], dict[str, str]]:
+    """The driver's argv for a Triton build (verify.triton_build), unconfined: these are the
+    project's own sources."""
+    from verify.triton_build import DRIVER, driver_command, installed, parse_build
+
+    here = installed()
+    if here is None:
+        raise BuildError(f"{spec.name}: Triton is not installed (the triton extra)", 3)
+    try:
+        tb = parse_build(spec.argv, spec.ptx, tb_source(spec))
+    except Exception as e:  # BadInput: the contract's build is malformed
+        raise BuildError(f"{spec.name}: {e}") from e
+    if tb.version != here[1]:
+        raise BuildError(f"{spec.name}: built with Triton {tb.version}, {here[1]} installed", 3)
+    env = {"TRITON_DISABLE_LINE_INFO": "1", "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    return driver_command(tb, here[0], str(DRIVER)), env
+
+
+def tb_source(spec: Spec) -> str:
+    return next(r for r in spec.sources if r.endswith(".py") and r != "reference.py")
+
+
 def compile_ptx(spec: Spec, nvcc: str) -> bytes:
     """Run the contract's argv in a temporary directory holding only the sources."""
     with tempfile.TemporaryDirectory(prefix="kbuild-") as tmp:
         for rel, data in spec.sources.items():
             (Path(tmp) / rel).write_bytes(data)
         argv = [nvcc, *spec.argv[1:]]
+        env = None
+        if spec.argv[0] == "triton":
+            argv, env = _triton_argv(spec)
+            env["TRITON_CACHE_DIR"] = str(Path(tmp) / ".triton-cache")
+            env["HOME"] = tmp
         try:
             res = subprocess.run(
-                argv, cwd=tmp, capture_output=True, text=True, timeout=NVCC_TIMEOUT, check=False
+                argv, cwd=tmp, capture_output=True, text=True, timeout=NVCC_TIMEOUT, check=False,
+                env=env,
             )
         except (OSError, subprocess.TimeoutExpired) as e:
             raise BuildError(f"{spec.name}: nvcc did not run: {e}", 3) from e
@@ -170,6 +207,13 @@ def compile_ptx(spec: Spec, nvcc: str) -> bytes:
 def expected_files(spec: Spec, nvcc: str | None, release: str, planted: bool) -> dict[str, bytes]:
     """The bundle's files; without nvcc the PTX and BUILD-INFO.txt are left out."""
     files = {} if planted else {"contract.yaml": spec.contract, **spec.sources}
+    if spec.argv[0] == "triton":
+        version = triton_release()
+        if version is not None:
+            files[spec.ptx] = compile_ptx(spec, "triton")
+            info = f"kernel: {spec.kernel_id}\nbuild: {' '.join(spec.argv)}\ntriton: {version}\n"
+            files[BUILD_INFO] = info.encode()
+        return files
     if nvcc is not None:
         files[spec.ptx] = compile_ptx(spec, nvcc)
         info = f"kernel: {spec.kernel_id}\nbuild: {' '.join(spec.argv)}\nnvcc: {release}\n"
@@ -234,7 +278,10 @@ def main(argv: list[str] | None = None) -> int:
         for spec in specs:
             want = expected_files(spec, nvcc, release, args.planted)
             if args.check:
-                problems += compare(spec, want, current_files(spec.out_dir), nvcc is not None)
+                full = spec.ptx in want if spec.argv[0] == "triton" else nvcc is not None
+                problems += compare(spec, want, current_files(spec.out_dir), full)
+            elif spec.argv[0] == "triton" and spec.ptx not in want:
+                print(f"skipped {spec.name}: Triton is not installed (the triton extra)")
             else:
                 write(spec, want, args.planted)
                 print(f"built {spec.out_dir.relative_to(ROOT)} ({len(want)} files)")

@@ -36,7 +36,7 @@ the source scales its thread index (``per_thread``), so it does not launch 4x th
 import re
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -847,21 +847,32 @@ _FUT = {
 }
 
 
-def _write(sc: Scaffold, stem: str, source: str, ptx: bytes) -> None:
+def _write(
+    sc: Scaffold,
+    stem: str,
+    source: str,
+    ptx: bytes,
+    make_contract: "Callable[[bool], str] | None" = None,
+    source_name: str = "",
+) -> None:
+    """Write the bundle; ``make_contract(has_domain)`` and ``source_name`` default to the CUDA
+    path's (``ledger_cli.scaffold_triton`` gives its own)."""
     from ledger.core.errors import ContractError
     from verify.contract import load_contract
 
-    contract = _contract(sc, stem, True)
+    if make_contract is None:
+        make_contract = lambda has_domain: _contract(sc, stem, has_domain)  # noqa: E731
+    contract = make_contract(True)
     try:
         load_contract(contract.encode())
     except ContractError as e:
         if "size_domain" not in str(e):
             raise CannotCheck(f"ledger new wrote a contract the reader refuses: {e}") from e
-        contract = _contract(sc, stem, False)  # a verifier without size domains (issue 15)
+        contract = make_contract(False)  # a verifier without size domains (issue 15)
         load_contract(contract.encode())
     files = {
         "contract.yaml": contract,
-        f"{stem}.cu": source,
+        source_name or f"{stem}.cu": source,
         "reference.py": _reference(sc),
         f"{stem}.lean": _lean(sc),
         f"{stem}.fut": _futhark(sc),
@@ -897,7 +908,9 @@ def register(app: typer.Typer) -> None:
     @app.command("new")
     def new(
         directory: Annotated[Path, typer.Argument(help="The bundle directory to create.")],
-        cu: Annotated[Path, typer.Option("--cu", help="The kernel's CUDA source (.cu).")],
+        cu: Annotated[
+            Path | None, typer.Option("--cu", help="The kernel's CUDA source (.cu).")
+        ] = None,
         entry: Annotated[
             str | None,
             typer.Option("--entry", help="The kernel (PTX entry or __global__ name)."),
@@ -918,10 +931,34 @@ def register(app: typer.Typer) -> None:
                 "in size_domain with a TODO domain (repeatable).",
             ),
         ] = None,
+        triton: Annotated[
+            str | None,
+            typer.Option("--triton", help="A Triton kernel instead: FILE.py:KERNEL."),
+        ] = None,
+        signature: Annotated[
+            str | None,
+            typer.Option("--signature", help='Triton: the runtime parameter types, "*fp32,i32".'),
+        ] = None,
+        constexpr: Annotated[
+            list[str] | None,
+            typer.Option("--constexpr", help="Triton: NAME=VALUE of a constexpr (repeat)."),
+        ] = None,
+        num_warps: Annotated[int, typer.Option("--num-warps", help="Triton: warps.")] = 4,
+        num_stages: Annotated[int, typer.Option("--num-stages", help="Triton: stages.")] = 3,
         json_out: JsonOpt = False,
     ) -> None:
         """Start a bundle for any kernel: PTX, contract, reference/Lean/Futhark stubs."""
-        sc = new_bundle(directory, cu, entry, nvcc_flag or (), size or ())
+        if (cu is None) == (triton is None):
+            raise BadInput("give exactly one of --cu FILE.cu and --triton FILE.py:KERNEL")
+        if triton is not None:
+            from ledger_cli.scaffold_triton import TritonOptions, new_triton_bundle
+
+            opts = TritonOptions(triton, signature or "", tuple(constexpr or ()), num_warps,
+                                 num_stages)  # fmt: skip
+            sc = new_triton_bundle(directory, opts)
+        else:
+            assert cu is not None
+            sc = new_bundle(directory, cu, entry, nvcc_flag or (), size or ())
         if json_out:
             output.emit_json(sc.to_json())
             return

@@ -149,6 +149,7 @@ EXACT = {
     "test_attest.py": "ledger/test_attest.py",
     "test_author_loop.py": "ledger_cli/test_author_loop.py",
     "test_triton.py": "ledger_cli/test_triton.py",
+    "test_kernels_triton.py": "kernels/test_examples_triton.py",
     "test_search.py": "ledger/test_search.py",
 }
 # new files by prefix, for what the parallel branches add

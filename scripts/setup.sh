@@ -5,7 +5,7 @@
 #   scripts/setup.sh --test   also the test tools: pytest, hypothesis, ruff, mypy, pymerkle, and the
 #                             system packages the tests use as independent clients (b3sum, Go with
 #                             golang.org/x/mod, headless Chromium, nginx for ledger publish,
-#                             PostgreSQL) and the postgres extra (psycopg)
+#                             PostgreSQL), the postgres extra (psycopg) and the triton extra
 #   scripts/setup.sh --gpu    also CuPy for a CUDA device, the wheel of the CUDA major version
 #                             installed (scripts/cuda_extra.py picks gpu-cuda12 or gpu-cuda13)
 #   scripts/setup.sh --activate-line
@@ -46,7 +46,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
 if [ $want_test = 1 ]; then
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev,postgres]'
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev,postgres,triton]'
 else
   .venv/bin/python -m pip install -q --disable-pip-version-check -e .
   echo "setup: for a ledger on PostgreSQL also run: .venv/bin/python -m pip install -e '.[postgres]'" >&2

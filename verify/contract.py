@@ -401,8 +401,10 @@ def _kernel(v: object) -> Kernel:
     if d.get("build") is not None:
         argv = _list(d["build"], "kernel.build")
         build = tuple(_str(x, f"kernel.build[{i}]") for i, x in enumerate(argv))
-        if not build or build[0] != "nvcc":
-            raise ContractError("kernel.build[0]: the build command must start with 'nvcc'")
+        if not build or build[0] not in ("nvcc", "triton"):  # triton: verify.triton_build
+            raise ContractError(
+                "kernel.build[0]: the build command must start with 'nvcc' or 'triton'"
+            )
     params = _params(d.get("params"))
     launch = None if d.get("launch") is None else _launch(d["launch"])
     max_regs, max_shared, allow_spills = _resources(d.get("resources"))

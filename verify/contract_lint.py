@@ -357,6 +357,8 @@ def _flag_values(argv: tuple[str, ...], *names: str) -> list[str]:
 def _build_problems(k: Kernel) -> list[str]:
     """``kernel.build`` must compile ``source`` to ``ptx`` as PTX for ``target``."""
     argv = k.build
+    if argv and argv[0] == "triton":
+        return _triton_build_problems(k)
     out = []
     if "-ptx" not in argv and "--ptx" not in argv:
         out.append("kernel.build does not ask nvcc for PTX (-ptx)")
@@ -373,6 +375,20 @@ def _build_problems(k: Kernel) -> list[str]:
         if a.split("_", 1)[-1] != want:
             out.append(f"kernel.build -arch {a} does not match kernel.target {k.target}")
     return out
+
+
+def _triton_build_problems(k: Kernel) -> list[str]:
+    """A Triton build (``verify.triton_build``): well-formed, for ``target``, of ``source``."""
+    from ledger.core.errors import BadInput
+    from verify.triton_build import parse_build
+
+    try:
+        tb = parse_build(k.build, k.ptx, k.source or "")
+    except BadInput as e:
+        return [str(e)]
+    if tb.target != k.target:
+        return [f"kernel.build --target={tb.target} does not match kernel.target {k.target}"]
+    return []
 
 
 def _kernel(c: Contract, files: Files) -> list[str]:

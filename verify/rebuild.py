@@ -168,7 +168,14 @@ def rebuild_check(ctx: Context) -> Check:
 
 def start(ctx: Context) -> Started:
     """``rebuild.ptx`` with nvcc started now and compared in ``finish()`` (the runner lets it run
-    beside the falsification tests)."""
+    beside the falsification tests); a Triton build goes to ``verify.rebuild_triton``."""
+    k = ctx.contract.kernel if ctx.contract is not None else None
+    if k is not None and k.source and k.build and k.build[0] == "triton":
+        present = {f.path for f in ctx.bundle.files}
+        if k.source in present and k.ptx in present:
+            from verify import rebuild_triton
+
+            return rebuild_triton.start(ctx)
     ready = _prepare(ctx)
     if isinstance(ready, Started):
         return ready

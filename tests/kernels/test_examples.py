@@ -23,8 +23,11 @@ BUNDLES = ROOT / "bundles"
 KERNELS = ("vector_add", "f16_convert", "dot_shfl", "softmax_rows", "gemm_tiled", "gemm_mma")
 BUILT = tuple(k for k in KERNELS if (ROOT / "kernels" / k / f"{k}.cu").is_file())
 # every kernel build.py builds: the six above and the later ones (tests/ledger_cli/test_scaffold.py)
+# (the Triton kernels' sources are <name>.py: tests/kernels/test_examples_triton.py)
 ALL_BUILT = sorted(
-    p.parent.name for p in (ROOT / "kernels").glob("*/*.cu") if p.stem == p.parent.name
+    p.parent.name
+    for p in [*(ROOT / "kernels").glob("*/*.cu"), *(ROOT / "kernels").glob("*/*.py")]
+    if p.stem == p.parent.name
 )
 
 # PTX instructions each kernel must contain (issue 4: the feature each kernel exercises).

@@ -295,7 +295,7 @@ def test_schema_catches_structural_errors() -> None:
     del doc["metadata"]
     assert schema_errors(doc) == [
         "(document): missing 'metadata'",
-        "kernel.build[0]: expected 'nvcc'",
+        "kernel.build[0]: 'sh' is not one of ['nvcc', 'triton']",
         "kernel.params[0]: matches 0 of the 2 allowed shapes",
         "kernel.launch.grid: needs at least 3 items",
         "kernel.surprise: unknown key",
