@@ -44,6 +44,7 @@ __all__ = [
     "VerificationFailed",
     "Verifier",
     "__version__",
+    "attest",
     "load_cupy",
     "load_policy",
     "load_ptx",
@@ -52,6 +53,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from ledger.core.errors import LedgerError, PolicyError, VerificationFailed
+    from ledger.library.attestation import attest
     from ledger.library.cache import Cache
     from ledger.library.certificate import Certificate, CheckResult, Obligation, Signer
     from ledger.library.loaders import load_cupy, load_ptx
@@ -71,7 +73,7 @@ _WHERE = {
     "MirrorLog": "ledger.library.logs", "ReadLog": "ledger.library.logs",
     "ServerLog": "ledger.library.logs", "open_log": "ledger.library.logs",
     "Verifier": "ledger.library.verifier", "Policy": "ledger.trust",
-    "load_policy": "ledger.library.public",
+    "load_policy": "ledger.library.public", "attest": "ledger.library.attestation",
 }
 
 

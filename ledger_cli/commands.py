@@ -365,7 +365,7 @@ def seal(
     from ledger_cli import wiring
 
     log = open_log(home)
-    name = key or _only_key(log.keydir)
+    name = key or only_key(log.keydir)
     pw = read_passphrase(passphrase_file) if passphrase_file else None
     sk, _pub = load_node_secret(log.keydir, name, pw)
     wiring.check_node_may_seal(log, sk)
@@ -560,7 +560,7 @@ def _seal_cosign(log: Log, results: list[SealResult]) -> Cosign | None:
     ), asked
 
 
-def _only_key(keydir: Path) -> str:
+def only_key(keydir: Path) -> str:
     names = sorted(p.stem for p in keydir.glob("*.key")) if keydir.is_dir() else []
     if len(names) != 1:
         raise BadInput(
@@ -919,6 +919,7 @@ def receipt_refresh(
         )
 
 
+from ledger_cli import attest as attest_cli  # noqa: E402
 from ledger_cli import db as db_cli  # noqa: E402
 from ledger_cli import lock as lock_cli  # noqa: E402
 from ledger_cli import publish as publish_cli  # noqa: E402
@@ -929,6 +930,7 @@ rebuild.register(app)
 publish_cli.register(app)  # publish (issue 13)
 db_cli.register(app)  # db copy (issue 13)
 lock_cli.register(app)  # lock add, lock verify (issue 31)
+attest_cli.register(app)  # attest, verify-attestation (issue 35)
 helptext.one_line_summaries(app)
 
 

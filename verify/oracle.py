@@ -25,13 +25,13 @@ as ``skipped``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
+from ledger.core import verdict
 from ledger.core.errors import CannotCheck
 from verify.context import Options
 from verify.model import Kernel
@@ -40,7 +40,7 @@ Arrays = dict[str, np.ndarray[Any, Any]]
 Result = Arrays | str  # the outputs of one case, or why the oracle could not compute them
 
 # How falsify details and the certificate spell an oracle: "oracle <kind>:<name>".
-ORACLE_IN_DETAIL = re.compile(r"\boracle ((?:trusted|bundle|futhark):[^\s;,()]*[^\s;,():])")
+ORACLE_IN_DETAIL = verdict.ORACLE_IN_DETAIL
 WEAKER = (
     "the author's own executable spec, run in a sandbox: agreement with it is weaker than "
     "agreement with a reference the verifier ships"

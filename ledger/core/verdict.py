@@ -14,6 +14,9 @@ from collections.abc import Iterable
 # "PO3 FAILED (...)" (verify.certificate)
 _PO = re.compile(r"\b(PO[1-8]) (ok|partial|FAILED) \(")
 REASON_CHARS = 60
+# How falsify details and the certificate spell an oracle: "oracle <kind>:<name>" (verify.oracle
+# re-exports it; the attestation predicate lists the kinds, ledger.core.attestation)
+ORACLE_IN_DETAIL = re.compile(r"\boracle ((?:trusted|bundle|futhark):[^\s;,()]*[^\s;,():])")
 
 
 def obligation_states(detail: str) -> list[tuple[str, str, str]]:
@@ -57,3 +60,8 @@ def partial_line(checks: Iterable[tuple[str, str, str]]) -> str:
     if not skipped:
         return ""
     return "partial: " + ", ".join(f"{cid} skipped ({skip_reason(cid, d)})" for cid, d in skipped)
+
+
+def oracle_kinds(detail: str) -> list[str]:
+    """The oracle kinds (``trusted``, ``bundle``, ``futhark``) a ``falsify.*`` detail names."""
+    return [m.group(1).split(":")[0] for m in ORACLE_IN_DETAIL.finditer(detail)]

@@ -59,7 +59,7 @@ from ledger.http.state import (  # re-exported: the per-request layer below the 
     tree_index,
 )
 from ledger.http.submit import submit_endpoint
-from ledger.http.web import compress, download, feed, pages, receipts
+from ledger.http.web import attestations, compress, download, feed, pages, receipts
 from ledger.http.web import search as web_search
 from ledger.kernels import entries_of, is_name_ref, split_ref
 from ledger.store import Store, open_store
@@ -557,6 +557,8 @@ def routes(accept_submissions: bool) -> list[BaseRoute]:
         Route("/key/{key_id}", pages.key_page, methods=["GET"]),
         Route("/keys", pages.keys_page, methods=["GET"]),
         Route("/api/v1/entries/{index:uint}/receipt", receipts.api_receipt, methods=["GET"]),
+        Route("/api/v1/entries/{index:uint}/attestation", attestations.api_attestation,
+              methods=["GET"]),
         Route("/api/v1/revoked", receipts.api_revoked, methods=["GET"]),
         Route("/feed.atom", feed.atom_feed, methods=["GET"]),
         Route("/api/v1/witnesses", cosigners.api_witnesses, methods=["GET"]),  # issue 34

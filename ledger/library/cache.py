@@ -114,7 +114,8 @@ class Cache:
             for parent in reversed(target.relative_to(d).parents[:-1]):
                 private_dir(d / parent, "verified cache")
             write_atomic(target, data, 0o600, exclusive=False)
-        rec = Receipt(vkey.name, ev.item, ev.checkpoint, ev.signer, ev.revocation)
+        rec = Receipt(vkey.name, ev.item, ev.checkpoint, ev.signer, ev.revocation,
+                      revoked=ev.revoked)  # the signer's status at that checkpoint
         write_atomic(d / "receipt.json", rec.to_bytes(), 0o600, exclusive=False)
         names = self._names(vkey)
         private_dir(names.parent, "verified cache")

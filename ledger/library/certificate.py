@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.core.errors import PolicyError
-from ledger.core.verdict import first_clause, obligation_states
+from ledger.core.verdict import first_clause, obligation_states, oracle_kinds
 from ledger.core.verdict import partial_line as verdict_line
 from ledger.trust import PO_STATUSES, VERDICTS, Policy
 from verify.report import Check
@@ -127,9 +127,7 @@ def partial_line(checks: Sequence[CheckResult | Check]) -> str:
 
 def oracles_of(detail: str) -> list[str]:
     """The oracle kinds (``trusted``, ``bundle``, ``futhark``) a ``falsify.*`` detail names."""
-    from verify.oracle import ORACLE_IN_DETAIL
-
-    return [m.group(1).split(":")[0] for m in ORACLE_IN_DETAIL.finditer(detail)]
+    return oracle_kinds(detail)
 
 
 # -- the policy's rules ------------------------------------------------------------------------

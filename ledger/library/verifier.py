@@ -165,9 +165,19 @@ class Verifier:
 
     def _from_receipt(self, path: Path, files: dict[str, bytes] | None) -> Found:
         from ledger.core.fsutil import read_small
-        from ledger.trust import first_proof, receipt_prover
 
         data = read_small(path, MAX_RECEIPT_BYTES, "receipt")
+        fix = (f"bring the receipt forward with `ledger receipt refresh {path} --server URL` "
+               "(a newer checkpoint and a consistency proof), then verify again")
+        return self.receipt_data(data, files, str(path), fix)
+
+    def receipt_data(
+        self, data: bytes, files: dict[str, bytes] | None, where: str, fix: str = ""
+    ) -> Found:
+        """The evidence of the receipt ``data`` (a file's bytes, or an attestation's
+        ``predicate.log``): step 2 for evidence that travels with the ref."""
+        from ledger.trust import first_proof, receipt_prover
+
         rec = Receipt.from_bytes(data)
         vk = self._vkey(rec.checkpoint)
         at_hand = self.log.store if isinstance(self.log, LocalLog) else None
@@ -176,9 +186,7 @@ class Verifier:
             files = self.log.files(rec.item.index, rec.item.entry)
         prover = receipt_prover(data, vk, self.memory)
         local = self.log.prover() if self.log is not None else None
-        fix = (f"bring the receipt forward with `ledger receipt refresh {path} --server URL` "
-               "(a newer checkpoint and a consistency proof), then verify again")
-        return Found(ev, files, first_proof(prover, local) if local else prover, str(path), fix)
+        return Found(ev, files, first_proof(prover, local) if local else prover, where, fix)
 
     def receipt(self, path: Path, files: dict[str, bytes] | None) -> Found:
         """The evidence of the receipt file at ``path`` (``files``: the bundle's, if known)."""
@@ -237,6 +245,10 @@ class Verifier:
         cert = self._certificate(report, done.found, done.vkey)
         judge(cert, self.policy)
         return cert
+
+    def log_key(self, note: bytes) -> NoteVerifier:
+        """The policy's log key a checkpoint ``note`` is checked under."""
+        return self._vkey(note)
 
     def _vkey(self, note: bytes) -> NoteVerifier:
         """The policy's log key whose name is the checkpoint's origin (the first one else)."""

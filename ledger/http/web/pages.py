@@ -254,6 +254,7 @@ async def entry(request: Request) -> Response:
         "title": f"entry {index}", "index": index, "summary": _summary(obj),
         "leaf_hash": hex_encode(merkle.leaf_hash(data)), "vkey": vkey,
         "receipt_url": f"/api/v1/entries/{index}/receipt",
+        "attestation_url": f"/api/v1/entries/{index}/attestation",
         "command": verify_command(str(index), vkey),
         "glance": None, "fields": None, "kernel": None, "kernel_name": "", "kernel_ref": "",
         "files": None, "files_error": "", "checks": None, "key_id": "", "archive": None,

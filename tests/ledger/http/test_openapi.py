@@ -131,6 +131,7 @@ def test_description_covers_the_app(client: httpx.Client) -> None:
         "/api/v1/openapi.json": "/api/v1/openapi.json", "/": "/", "/entry/{index}": "/entry/3",
         "/search": "/search?q=3", "/feed.atom": "/feed.atom", "/keys": "/keys",
         "/api/v1/entries/{index}/receipt": "/api/v1/entries/3/receipt",
+        "/api/v1/entries/{index}/attestation": "/api/v1/entries/3/attestation",
         "/api/v1/revoked": "/api/v1/revoked?size=3",
         "/key/{key_id}": None, "/api/v1/witnesses": "/api/v1/witnesses", "/kernel/{ref}": None,
         "/api/v1/bundles/{index}/bundle.tar.gz": "/api/v1/bundles/3/bundle.tar.gz",
