@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ledger.core.errors import BadInput, LedgerError
-from ledger_cli import exits, helptext, net, output, rebuild, scaffold, verifying
+from ledger_cli import exits, helptext, net, new, output, rebuild, verifying
 from ledger_cli.home import home_dir, open_log
 from ledger_cli.options import HomeOpt, JsonOpt, new_app
 from ledger_cli.verifying import (
@@ -925,7 +925,7 @@ from ledger_cli import lock as lock_cli  # noqa: E402
 from ledger_cli import publish as publish_cli  # noqa: E402
 
 net.register(app)  # serve, export-tiles, mirror, witness, submit
-scaffold.register(app)  # new
+new.register(app)  # new
 rebuild.register(app)
 publish_cli.register(app)  # publish (issue 13)
 db_cli.register(app)  # db copy (issue 13)

@@ -77,7 +77,8 @@ def rebuild_bundle(directory: Path) -> Rebuilt:
     """Rebuild ``directory``'s PTX (module docstring); raises ``BadInput`` / ``CannotCheck``."""
     from ledger.core.fsutil import write_atomic
     from verify.confine import BUILD_DIR, confined_argv, sandbox_status
-    from verify.rebuild import check_build, first_difference
+    from verify.ptxdiff import first_difference
+    from verify.rebuild import check_build
     from verify.tools import find_tool, run_tool
 
     files, k = _load(directory)

@@ -41,6 +41,7 @@ from ledger.core.errors import BadInput, BundleError
 from verify.confine import BUILD_DIR, confined_argv, sandbox_status
 from verify.context import Context, Started, done
 from verify.model import Kernel
+from verify.ptxdiff import first_difference
 from verify.report import Check, failed, passed, skipped
 from verify.tools import RunningTool, find_tool, start_release, tool_release
 
@@ -129,20 +130,6 @@ def check_build(build: Sequence[str], ptx: str, source: str) -> list[str]:
     if source not in build[1:]:
         raise BadInput(f"kernel.build does not compile the kernel's source {source!r}")
     return list(build[1:])
-
-
-def first_difference(sealed: bytes, rebuilt: bytes) -> str:
-    """Where two PTX texts first differ, as one line of detail."""
-    a, b = sealed.split(b"\n"), rebuilt.split(b"\n")
-    for i, (x, y) in enumerate(zip(a, b, strict=False)):
-        if x != y:
-            xs = x.decode("utf-8", "replace").strip()[:120]
-            ys = y.decode("utf-8", "replace").strip()[:120]
-            hint = ""
-            if b"compilation tools" in x or b"Compiler Build ID" in x:
-                hint = " (the sealed PTX was written by a different nvcc)"
-            return f"first difference at line {i + 1}: sealed {xs!r}, rebuilt {ys!r}{hint}"
-    return f"one is a prefix of the other: sealed {len(sealed)} bytes, rebuilt {len(rebuilt)}"
 
 
 def same_up_to_module_id(sealed: bytes, rebuilt: bytes) -> bool:

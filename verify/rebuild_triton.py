@@ -98,7 +98,7 @@ def start(ctx: Context) -> Started:
 
 
 def _compare(sealed: bytes, rebuilt: bytes, ptx: str, cmd: str, where: str, version: str) -> Check:
-    from verify.rebuild import first_difference
+    from verify.ptxdiff import first_difference
 
     if rebuilt != sealed:
         return failed("rebuild.ptx", f"{cmd}: rebuilt {ptx} differs from the sealed one; "

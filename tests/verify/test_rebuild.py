@@ -18,7 +18,8 @@ from ledger.core.errors import BadInput
 from verify.confine import confined_argv, sandbox_status, tool_dirs
 from verify.context import Context, Options
 from verify.model import Contract, Kernel, Param
-from verify.rebuild import check_build, first_difference
+from verify.ptxdiff import first_difference
+from verify.rebuild import check_build
 from verify.report import Check
 from verify.tools import find_tool
 
