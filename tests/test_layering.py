@@ -47,7 +47,6 @@ LAYERS = (
 PENDING_SPLIT: dict[tuple[str, str], str] = {}
 PENDING_TYPE_CYCLES = {
     # cycles closed only by TYPE_CHECKING imports, which the rules count since issue 30
-    ("verify.sandbox", "verify.oracle"): "claims helper: OutputSpec below both",
     ("verify.ptxsim.values", "verify.ptxsim.machine"): "interp helper: Machine's type below ops",
     ("verify.ptxsim.handoff", "verify.ptxsim.machine"): "interp helper: Machine's type below ops",
     ("verify.ptxsim.handoff", "verify.ptxsim.program"): "interp helper: Fn below handoff",
