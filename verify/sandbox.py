@@ -60,7 +60,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -68,9 +68,6 @@ from ledger.core.errors import CannotCheck
 from verify.confine import base_argv, private_dirs
 from verify.confine import sandbox_status as sandbox_status  # callers found it here first
 from verify.tools import lower_limit
-
-if TYPE_CHECKING:  # what a case expects back (``verify.oracle``, which loads this module lazily)
-    from verify.oracle import OutputSpec
 
 MAX_MESSAGE = 300  # characters of an error the reference raised
 MAX_DIMS = 8  # dimensions of a returned array
@@ -95,11 +92,21 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
+class OutputView(Protocol):
+    """What a case expects back, as the sandbox reads it (``verify.oracle.OutputSpec``: the
+    oracle sits above this module and loads it lazily)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...  # element counts
+
+
 @dataclass(frozen=True)
 class Case:
     inputs: Mapping[str, np.ndarray[Any, Any]]  # pointer inputs and scalars (0-d) by name
     sizes: Mapping[str, int]
-    outputs: Sequence[OutputSpec]
+    outputs: Sequence[OutputView]
 
 
 @dataclass

@@ -22,16 +22,73 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from enum import IntEnum
+from typing import Any, Protocol
 
 import numpy as np
 
 from verify.ptxsim.errors import Finding, NotConverged, UnsupportedPtx
 from verify.ptxsim.memory import CpAsync, GlobalSpace, SharedSpace
-from verify.ptxsim.program import CInstr, Kind, Program
+
+# The machine sits below the modules that compile for it (values, program, handoff, ops_*): they
+# name ``Machine`` in their closures' types, and it reads their compiled program only through
+# the two protocols below, so no import runs upward (issue 30: no cycle, TYPE_CHECKING included).
+
+Idx = np.ndarray | None  # the threads a group runs (sorted), or None for every thread
+
+
+class Kind(IntEnum):
+    """What the machine does with an instruction: run its closure (``NORMAL``), or handle it
+    itself (a branch, an exit, a block barrier)."""
+
+    NORMAL = 0
+    BRANCH = 1
+    EXIT = 2
+    BARRIER = 3
+
 
 # the one instruction-kind enum, bound to module names the run loop reads
 NORMAL, BRANCH, EXIT, BARRIER = Kind.NORMAL, Kind.BRANCH, Kind.EXIT, Kind.BARRIER
+
+
+class InstrView(Protocol):
+    """What the machine reads of a compiled instruction (``verify.ptxsim.program.CInstr``)."""
+
+    @property
+    def line(self) -> int: ...
+    @property
+    def kind(self) -> Kind: ...
+    @property
+    def fn(self) -> Callable[[Machine, Idx], None]: ...
+    @property
+    def guard(self) -> Callable[[Machine, Idx], Any] | None: ...
+    @property
+    def target(self) -> int: ...
+    @property
+    def bar_count(self) -> int | None: ...
+    @property
+    def reads(self) -> tuple[str, ...]: ...
+    @property
+    def writes(self) -> tuple[str, ...]: ...
+    @property
+    def guard_reg(self) -> str | None: ...
+
+
+class ProgramView(Protocol):
+    """What the machine reads of a compiled entry (``verify.ptxsim.program.Program``)."""
+
+    @property
+    def code(self) -> Sequence[InstrView]: ...
+    @property
+    def store_types(self) -> dict[str, Any]: ...
+    @property
+    def static_shared(self) -> int: ...
+    @property
+    def local_size(self) -> int: ...
+    @property
+    def shared_granule(self) -> int: ...
+
+    def code_at_line(self, line: int) -> str: ...
 
 
 def _as_slice(idx: np.ndarray | None) -> Any:
@@ -101,7 +158,7 @@ class _Specials(dict[str, Any]):
 
 
 class Machine:
-    def __init__(self, prog: Program, grid: tuple[int, int, int], block: tuple[int, int, int],
+    def __init__(self, prog: ProgramView, grid: tuple[int, int, int], block: tuple[int, int, int],
                  gspace: GlobalSpace, params: bytes, dynamic_shared: int, step_limit: int,
                  max_findings: int, tracking: bool = True,
                  schedule_seed: int | None = None) -> None:
@@ -439,7 +496,7 @@ class Machine:
         except StopRun:
             return
 
-    def _loop(self, code: Sequence[CInstr]) -> None:
+    def _loop(self, code: Sequence[InstrView]) -> None:
         groups = self.groups
         while True:
             if not groups:

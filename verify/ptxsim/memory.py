@@ -20,12 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from verify.ptxsim.handoff import HandOff
 
 GLOBAL_BASE = 0x1_0000_0000
 SHARED_GENERIC = 0x7E00_0000_0000
@@ -35,6 +32,20 @@ WINDOW = 1 << 32
 UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 Report = Callable[[str, str, int, int | None], None]  # kind, message, thread, address
+
+
+class HandOffView(Protocol):
+    """The launch's hand-off state between blocks as memory and the ops use it
+    (``verify.ptxsim.handoff.HandOff``, which sits above this module)."""
+
+    @property
+    def fences(self) -> np.ndarray: ...  # F per block
+    @property
+    def n_events(self) -> int: ...
+
+    def fence(self, blocks: np.ndarray) -> None: ...
+    def atomic(self, blocks: np.ndarray, addr: np.ndarray, acquire: bool) -> None: ...
+    def ordered(self, ob: np.ndarray, stamp: np.ndarray, tb: np.ndarray) -> np.ndarray: ...
 
 
 @dataclass
@@ -160,7 +171,7 @@ class GlobalSpace:
             gap = max(1 << 16, (size + 255) // 256 * 256)
             addr += (size + 255) // 256 * 256 + gap
         self.args = self.bufs[nvars:]  # the launch's buffer arguments, in order
-        self.hb: HandOff | None = None  # fences and atomic hand-offs (made by the first fence)
+        self.hb: HandOffView | None = None  # fences and atomic hand-offs (by the first fence)
         self.bases = np.array([b.base for b in self.bufs], np.uint64)
         self.ends = np.array([b.base + b.size for b in self.bufs], np.uint64)
 

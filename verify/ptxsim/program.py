@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from verify.ptxsim.errors import UnsupportedPtx
+from verify.ptxsim.machine import Kind as Kind  # the machine's enum, named here by the ops
+from verify.ptxsim.machine import Machine
 from verify.ptxsim.parser import (
     Addr,
     Entry,
@@ -41,10 +42,7 @@ from verify.ptxsim.values import (
     unsupported,
 )
 
-if TYPE_CHECKING:
-    from verify.ptxsim.machine import Machine
-
-Fn = Callable[["Machine", Idx], None]
+Fn = Callable[[Machine, Idx], None]
 
 SPECIAL = {
     "%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z", "%ctaid.x", "%ctaid.y",
@@ -64,16 +62,6 @@ def _clock(name: str, t: str) -> Getter:
     """Getter of a timer register: not real time, a counter that only moves forward."""
     mask, dt = CLOCKS[name], DTYPE[t]
     return lambda m, idx: np.uint64(m.warp_instr & mask).astype(dt)
-
-
-class Kind(IntEnum):
-    """What the machine does with an instruction: run its closure (``NORMAL``), or handle it
-    itself (a branch, an exit, a block barrier)."""
-
-    NORMAL = 0
-    BRANCH = 1
-    EXIT = 2
-    BARRIER = 3
 
 
 @dataclass

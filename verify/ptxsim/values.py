@@ -13,19 +13,17 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from verify.ptxsim.errors import UnsupportedPtx
+from verify.ptxsim.machine import Idx as Idx  # defined with the machine, named here by the ops
+from verify.ptxsim.machine import Machine
 from verify.ptxsim.parser import Imm, Instr, Reg, type_size
 
-if TYPE_CHECKING:
-    from verify.ptxsim.machine import Machine
-
-Idx = np.ndarray | None
-Getter = Callable[["Machine", Idx], Any]
-Setter = Callable[["Machine", Idx, Any], None]
+Getter = Callable[[Machine, Idx], Any]
+Setter = Callable[[Machine, Idx, Any], None]
 
 DTYPE: dict[str, Any] = {
     ".pred": np.bool_,
