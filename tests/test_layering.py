@@ -234,7 +234,8 @@ def test_no_import_cycles() -> None:
 def test_the_shell_loads_its_command_modules_by_import() -> None:
     """No command module loaded by name (importlib in an ``except ImportError`` once dropped five
     commands silently): the app's module imports each one."""
-    assert {"ledger_cli.net", "ledger_cli.new", "ledger_cli.rebuild"} <= GRAPH["ledger_cli.commands"]
+    assert {"ledger_cli.net", "ledger_cli.new",
+            "ledger_cli.rebuild"} <= GRAPH["ledger_cli.commands"]
     for name, path in _modules().items():
         if _in(name, SHELL):
             assert "importlib" not in path.read_text(encoding="utf-8"), name
