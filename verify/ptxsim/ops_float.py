@@ -164,10 +164,36 @@ def _bf_fma(a: Any, b: Any, c: Any) -> Any:
     return round_bf16(*two_sum(np.asarray(a) * np.asarray(b), c))  # the product is exact
 
 
+def fmax_signed_zero(a: Any, b: Any) -> Any:
+    """PTX ``max``: the larger, a NaN input ignored, and +0.0 greater than -0.0 (PTX ISA:
+    "if values of both inputs are 0.0, then +0.0 > -0.0"). numpy's ``fmax`` returns its first
+    argument for equal values, so ``fmax(-0.0, +0.0)`` gave -0.0 and the two lanes of a butterfly
+    reduction disagreed on the sign of a zero maximum."""
+    r = np.fmax(a, b)
+    both_zero = (np.asarray(a) == 0) & (np.asarray(b) == 0)
+    if not np.any(both_zero):
+        return r
+    pos = np.where(np.signbit(a) & np.signbit(b), -0.0, 0.0).astype(np.asarray(r).dtype)
+    out = np.where(both_zero, pos, r)
+    return out if np.ndim(out) else out[()]  # a scalar stays a numpy scalar
+
+
+def fmin_signed_zero(a: Any, b: Any) -> Any:
+    """PTX ``min``: the smaller, a NaN input ignored, and -0.0 smaller than +0.0."""
+    r = np.fmin(a, b)
+    both_zero = (np.asarray(a) == 0) & (np.asarray(b) == 0)
+    if not np.any(both_zero):
+        return r
+    neg = np.where(np.signbit(a) | np.signbit(b), -0.0, 0.0).astype(np.asarray(r).dtype)
+    out = np.where(both_zero, neg, r)
+    return out if np.ndim(out) else out[()]  # a scalar stays a numpy scalar
+
+
 _BF16: dict[str, Callable[..., Any]] = {
     "add": _bf_add, "sub": lambda a, b: _bf_add(a, -np.asarray(b)),
     "mul": lambda a, b: round_bf16(np.asarray(a) * np.asarray(b)), "fma": _bf_fma,
-    "min": lambda a, b: round_bf16(np.fmin(a, b)), "max": lambda a, b: round_bf16(np.fmax(a, b)),
+    "min": lambda a, b: round_bf16(fmin_signed_zero(a, b)),
+    "max": lambda a, b: round_bf16(fmax_signed_zero(a, b)),
     "neg": lambda a: round_bf16(np.negative(a)), "abs": lambda a: round_bf16(np.abs(a)),
 }
 
@@ -214,7 +240,7 @@ def float_op(ctx: Ctx) -> Fn:
         _rn_only(ctx)
         base: dict[str, Callable[..., Any]] = {
             "add": np.add, "sub": np.subtract, "mul": np.multiply,
-            "fma": lambda a, b, c: a * b + c, "min": np.fmin, "max": np.fmax,
+            "fma": lambda a, b, c: a * b + c, "min": fmin_signed_zero, "max": fmax_signed_zero,
             "neg": np.negative, "abs": np.abs,
         }
         if op not in base:
@@ -297,9 +323,9 @@ def _f32_64(ctx: Ctx, op: str, t: str, parts: list[str]) -> Callable[..., Any]:
     elif op == "tanh":
         f = _approx(np.tanh, t)
     elif op == "min":
-        f = np.fmin
+        f = fmin_signed_zero
     elif op == "max":
-        f = np.fmax
+        f = fmax_signed_zero
     elif op == "abs":
         f = np.abs
     elif op == "neg":

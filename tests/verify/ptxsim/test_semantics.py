@@ -763,3 +763,23 @@ def test_a_launch_with_a_finding_stops_soon_after_it_without_a_never_ends_claim(
                step_limit=50_000_000)
     assert [f.kind for f in r.findings] == ["out_of_bounds"]
     assert budget <= r.warp_instructions <= budget + 64
+
+
+def test_max_and_min_order_signed_zeros_as_ptx_does() -> None:
+    """PTX ``max``/``min``: +0.0 > -0.0 whatever the operands' order, so the two lanes of a
+    butterfly reduction agree (numpy's ``fmax`` returns its first operand for equal values: a
+    Triton softmax over a row of zeros and negative zeros stored two signs to one shared slot)."""
+    import numpy as np
+
+    from verify.ptxsim.ops_float import fmax_signed_zero, fmin_signed_zero
+
+    a = np.array([0.0, -0.0, -0.0, 1.0, np.nan, 0.0], dtype=np.float32)
+    b = np.array([-0.0, 0.0, -0.0, np.nan, -0.0, 0.0], dtype=np.float32)
+    for f, want_neg in ((fmax_signed_zero, [False, False, True, False, True, False]),
+                        (fmin_signed_zero, [True, True, True, False, True, False])):
+        for x, y in ((a, b), (b, a)):
+            got = f(x, y)
+            assert got.dtype == np.float32
+            assert list(np.signbit(got)) == want_neg
+            assert not np.isnan(got).any()
+    assert fmax_signed_zero(np.float32(2.0), np.float32(3.0)) == 3.0
