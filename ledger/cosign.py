@@ -233,11 +233,18 @@ def cosignatures(note: bytes, log_key: NoteVerifier) -> list[dict[str, Any]]:
     """The signature lines of ``note`` other than the log's own (``ledger checkpoint --json``):
     ``{"name", "key_id" (hex), "time"}``, ``time`` the cosignature/v1 timestamp (Unix seconds;
     None for a line of another length). Read, not verified: the lines a log keeps were verified
-    when it stored them, and a reader checks them against the witness keys it trusts."""
+    when it stored them, and a reader checks them against the witness keys it trusts. A stored
+    note that no longer parses (a line with a control character, kept by an older version: the
+    table is append-only) lists none; its text is still printed, escaped."""
+    from ledger.core.errors import LedgerError
     from ledger.core.note import open_note
 
+    try:
+        sigs = open_note(note, [log_key]).signatures
+    except LedgerError:  # a note an older version stored with lines no reader accepts now
+        return []
     out = []
-    for sig in open_note(note, [log_key]).signatures:
+    for sig in sigs:
         if (sig.name, sig.key_id) == (log_key.name, log_key.key_id):
             continue
         stamp = int.from_bytes(sig.signature[:8], "big") if len(sig.signature) == 72 else None

@@ -15,7 +15,8 @@ rules;
 * tests/ledger/core/test_canonical.py: the canonical parser on random and damaged bytes;
 * tests/ledger/store/test_fuzz_ledger.py: the entry decoder on random bytes and one-byte mutations;
 * tests/ledger/test_sealers.py: entries made by ``join_plain`` in forked workers and stored;
-* tests/campaigns/test_hostile_entries.py, test_store.py, test_tamper.py, test_mirror.py (not with
+* tests/campaigns/test_hostile_entries.py, tests/ledger/store/test_sqlite.py,
+tests/campaigns/test_tampering.py, tests/ledger/test_mirror.py (not with
   ``--quick``): the scanner and the signature threads on real ledgers, damaged, audited and
   mirrored.
 

@@ -657,11 +657,13 @@ def _constants(v: object) -> tuple[Constant, ...]:
 
 
 def _preconditions(v: object) -> tuple[str, ...]:
-    """``kernel.preconditions``: ``"targets[i] < V"`` relations over the inputs (issue 32)."""
-    from verify.inputs import parse_precondition
-
+    """``kernel.preconditions``: ``"targets[i] < V"`` relations over the inputs (issue 32).
+    ``verify.inputs`` (numpy) loads only for a contract that has some: a plain contract is read
+    before nvcc starts, without numpy (issue 12, start-up)."""
     if v is None:
         return ()
+    from verify.inputs import parse_precondition
+
     items = _list(v, "kernel.preconditions")
     if len(items) > MAX_PRECONDITIONS:
         raise ContractError(f"kernel.preconditions: more than {MAX_PRECONDITIONS} relations")

@@ -26,6 +26,7 @@ elements per thread from the source instead (``ledger_cli.scaffold.per_thread``)
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 
 from ledger.core.errors import ContractError
@@ -51,7 +52,12 @@ def _bindings(c: Contract, k: Kernel) -> list[tuple[str, dict[str, int]]]:
 
 
 def _spread(grid_x: str) -> bool:
-    """A grid that spreads elements over threads: ``ceil_div(n, 256)``, ``(n + 255) / 256``."""
+    """A grid that spreads elements over threads: ``ceil_div(n, 256)``, ``(n + 255) / 256``.
+    A product of tile counts flattened into x (``ceil_div(M, 32) * ceil_div(N, 32)``, a tiled
+    matmul's programs, Triton's way) is not: each block owns a tile, and at a thin corner of the
+    domain most of its threads idle by design."""
+    if re.search(r"\)\s*\*|\*\s*(ceil_div|\()", grid_x):
+        return False
     return "ceil_div" in grid_x or "/" in grid_x
 
 

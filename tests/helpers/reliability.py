@@ -1,5 +1,6 @@
-"""The crash-and-concurrency drivers of the reliability campaign (tests/campaigns/
-test_reliability.py) and its benchmark (bench/reliability.py): kill -9 a sealing process at
+"""The crash-and-concurrency drivers of the reliability campaign
+(tests/campaigns/test_reliability.py) and its benchmark (bench/reliability.py): kill -9 a
+sealing process at
 random moments, and several processes sealing at once, each followed by a full audit."""
 
 from __future__ import annotations

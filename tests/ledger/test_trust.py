@@ -600,9 +600,12 @@ def test_the_threat_model_names_tests_that_exist() -> None:
     current: Path | None = None
     cited: list[str] = []
     missing: list[str] = []
-    for m in re.finditer(r"`((?:tests/)?test_\w+\.py)?(?:::(\w+))?`", doc):
+    for m in re.finditer(r"`((?:tests/)?(?:\w+/)*test_\w+\.py)?(?:::(\w+))?`", doc):
         if m.group(1):
-            current = REPO / "tests" / Path(m.group(1)).name
+            named = m.group(1)
+            found = [REPO / named] if named.startswith("tests/") else sorted(
+                (REPO / "tests").rglob(Path(named).name))
+            current = found[0] if found else REPO / "tests" / named
             if not current.is_file():
                 missing.append(m.group(1))
                 continue

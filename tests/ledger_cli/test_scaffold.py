@@ -324,7 +324,8 @@ def test_bundles_match_their_sources() -> None:
     """The bundle files other than the PTX are the sources, byte for byte, reference.py
     included (the PTX itself is rebuilt by tests/kernels/test_examples.py::test_build_check_passes
     and
-    test_kernels_planted.py::test_planted_build_check_passes, which cover these bundles too)."""
+    tests/campaigns/test_planted_bugs.py::test_planted_build_check_passes, which cover these
+    bundles too)."""
     spec = importlib.util.spec_from_file_location("kbuild_new", ROOT / "kernels" / "build.py")
     assert spec is not None and spec.loader is not None
     build = importlib.util.module_from_spec(spec)

@@ -120,4 +120,4 @@ def test_setup_sh_refuses_an_unknown_option_before_doing_anything() -> None:
         check=False,
     )
     assert res.returncode == 2
-    assert res.stderr == "setup: unknown option --gpus (options: --test, --gpu)\n"
+    assert res.stderr == "setup: unknown option --gpus (options: --test, --gpu, --activate-line)\n"

@@ -240,7 +240,7 @@ def test_missing_metadata() -> None:
         (
             "build: [nvcc, -arch=sm_86, -ptx, -o, vadd.ptx, vadd.cu]",
             "build: [sh, -c, 'rm -rf /']",
-            "kernel.build[0]: the build command must start with 'nvcc'",
+            "kernel.build[0]: the build command must start with 'nvcc' or 'triton'",
         ),
         (
             '  version: "1.0.0"\n  entry',

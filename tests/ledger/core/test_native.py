@@ -394,7 +394,7 @@ def test_the_shape_flag_is_the_shape_rules(field: str, value: object) -> None:
 def test_audit_mirror_and_seal_run_on_the_twins(tmp_path: Path) -> None:
     """Where the module is not built (``LEDGER_NATIVE=0`` here) the twins seal a batch and audit
     it clean, as the module does (the encoder's and the signatures' bytes are held equal by the
-    tests above and test_sealers.py)."""
+    tests above and tests/ledger/test_sealers.py)."""
     code = """
 import sys
 from pathlib import Path
