@@ -677,39 +677,19 @@ def _param_lines(sc: Scaffold, n: str) -> list[str]:
 
 def _contract(sc: Scaffold, stem: str, has_domain: bool) -> str:
     n = _size_var(sc.params)
-    ny = _yq(n)
+    return (
+        _contract_head(sc, stem, n)
+        + _contract_kernel(sc, stem, n)
+        + (_contract_domain(sc, n) if has_domain else "")
+        + _contract_tests(sc, n)
+        + _contract_certificate(sc)
+    )
+
+
+def _contract_head(sc: Scaffold, stem: str, n: str) -> str:
+    """The marker lines, metadata, equations and proof obligations of the contract."""
     ns = sc.function.capitalize()
     b = sc.block
-    u = b * sc.per_thread  # elements one block covers
-    plines = _param_lines(sc, n)
-    regs = f"max_registers: {sc.max_registers}, " if sc.max_registers else ""
-    regs_note = (
-        f"  # ptxas measured {sc.registers} registers; the budget leaves headroom (+25 %, "
-        "a multiple of 8)"
-        if sc.max_registers
-        else ""
-    )
-    shared = sc.shared_bytes if sc.shared_bytes is not None else 0
-    extra = "".join(f", {_yq(x)}: {{v}}" for x in sc.extra_sizes)
-    sizes = ", ".join(
-        f"{{{ny}: {v}{extra.format(v=v)}}}" for v in (1, u - 1 if u > 1 else 2, u + 1, 3 * u + 7)
-    )
-    sizes_note = "  # TODO: bind each size to a value that fits the test" if sc.extra_sizes else ""
-    domain = (
-        f"  size_domain:\n    {ny}: {{min: 1, max: 1048576}}  # TODO: the sizes it supports\n"
-        + "".join(
-            f"    {_yq(x)}: {{min: 1, max: 1048576}}  # TODO: its domain; name it in the "
-            "shape of the parameters it sizes (it is no kernel parameter)\n"
-            for x in sc.extra_sizes
-        )
-        if has_domain
-        else ""
-    )
-    build = ", ".join(
-        [f"-arch={TARGET}", "-ptx", *(_yq(f) for f in sc.nvcc_flags), "-o", f"{stem}.ptx",
-         f"{stem}.cu"]
-    )
-    params = "\n".join(plines)
     return f"""# {MARKER}: written by `ledger new` from {stem}.cu. Fill in every TODO, then
 # delete these two lines (contract.lint fails while any file of the bundle carries the marker).
 metadata:
@@ -724,7 +704,26 @@ proof_obligations:
     property: "Every access is in bounds"
     formal: "b < ceil_div({n}, {b}) and t < {b} -> b*{b} + t < {n} + {b} (guard i < {n})"
     lean: {{theorem: {ns}.guard_in_bounds, module: {ns}, status: sorry}}
-kernel:
+"""
+
+
+def _contract_kernel(sc: Scaffold, stem: str, n: str) -> str:
+    """The contract's ``kernel:`` section: build, parameters, launch and resources."""
+    b = sc.block
+    regs = f"max_registers: {sc.max_registers}, " if sc.max_registers else ""
+    regs_note = (
+        f"  # ptxas measured {sc.registers} registers; the budget leaves headroom (+25 %, "
+        "a multiple of 8)"
+        if sc.max_registers
+        else ""
+    )
+    shared = sc.shared_bytes if sc.shared_bytes is not None else 0
+    build = ", ".join(
+        [f"-arch={TARGET}", "-ptx", *(_yq(f) for f in sc.nvcc_flags), "-o", f"{stem}.ptx",
+         f"{stem}.cu"]
+    )
+    params = "\n".join(_param_lines(sc, n))
+    return f"""kernel:
   name: {sc.function}
   version: "0.1.0"
   entry: {sc.entry}
@@ -741,7 +740,31 @@ kernel:
     block: [{b}, 1, 1]
     shared_bytes: 0
   resources: {{{regs}max_shared_bytes: {shared}, spills: forbid}}{regs_note}
-{domain}falsification_tests:
+"""
+
+
+def _contract_domain(sc: Scaffold, n: str) -> str:
+    """The ``kernel.size_domain`` lines: the size variable and each extra size, all TODO."""
+    return (
+        f"  size_domain:\n    {_yq(n)}: {{min: 1, max: 1048576}}  # TODO: the sizes it supports\n"
+        + "".join(
+            f"    {_yq(x)}: {{min: 1, max: 1048576}}  # TODO: its domain; name it in the "
+            "shape of the parameters it sizes (it is no kernel parameter)\n"
+            for x in sc.extra_sizes
+        )
+    )
+
+
+def _contract_tests(sc: Scaffold, n: str) -> str:
+    """The one falsification test, its sizes at the edges of one block's elements."""
+    u = sc.block * sc.per_thread  # elements one block covers
+    extra = "".join(f", {_yq(x)}: {{v}}" for x in sc.extra_sizes)
+    sizes = ", ".join(
+        f"{{{_yq(n)}: {v}{extra.format(v=v)}}}"
+        for v in (1, u - 1 if u > 1 else 2, u + 1, 3 * u + 7)
+    )
+    sizes_note = "  # TODO: bind each size to a value that fits the test" if sc.extra_sizes else ""
+    return f"""falsification_tests:
   - id: FALSIFY-{sc.function.upper().replace("_", "-")}-001
     rule: "matches the reference at the edges of the launch shape"
     prediction: "outputs equal the reference; each element written once; no access out of bounds"
@@ -752,7 +775,13 @@ kernel:
     inputs: {{low: -1.0, high: 1.0}}
     tolerance: {{ulp: 0}}  # TODO: the rounding the kernel promises
     properties: [reference, coverage, bounds]
-certificate:
+"""
+
+
+def _contract_certificate(sc: Scaffold) -> str:
+    """The certificate: each property tied to the scaffold's one (sorry) theorem."""
+    ns = sc.function.capitalize()
+    return f"""certificate:
   - obligation: PO1
     theorem: {ns}.guard_in_bounds
     property: coverage

@@ -430,9 +430,6 @@ LONG_FUNCTIONS = {
     "verify.ptxsim.machine:Machine._loop": "the interpreter's dispatch loop: locals bound once "
                                            "for speed (a call per instruction costs ~2x)",
     # still to shorten (issue 30 follow-up): each is one procedure read top to bottom today
-    "verify.sizes:choose_sizes": "the verifier's size choice, step by step (to split)",
-    "verify.ptx:start_assemble": "ptxas's command line and its checks (to split)",
-    "ledger_cli.scaffold:_contract": "the scaffold's contract text, one field after another",
 }
 
 

@@ -604,6 +604,16 @@ def assemble_check(ctx: Context) -> Check:
     return check
 
 
+@dataclass(frozen=True)
+class _Budget:
+    """What ``ptx.assemble`` holds each entry to: the kernel contract's budget, or none."""
+
+    entry: str | None  # the contract's entry; None without a kernel contract
+    max_regs: int | None
+    max_smem: int | None
+    allow_spills: bool
+
+
 def start_assemble(ctx: Context) -> Started:
     """``ptx.assemble`` with ptxas started now and judged in ``finish()`` (the runner lets it
     run beside the falsification tests). The first file's ptxas runs in the background; any
@@ -616,26 +626,11 @@ def start_assemble(ctx: Context) -> Started:
             "(install the CUDA toolkit or kernel-ledger[cuda])",
             tool="ptxas",
         )])
-    k = ctx.contract.kernel if ctx.contract is not None else None
-    notes: list[str] = []
-    if k is not None:
-        if not any(f.path == k.ptx for f in ctx.bundle.files):
-            return done([failed(
-                "ptx.assemble",
-                f"the contract's kernel.ptx {k.ptx!r} is not in the bundle",
-                "ptxas",
-                tool_release(ptxas),
-            )])
-        jobs = [(k.ptx, k.target or DEFAULT_TARGET)]
-        max_regs, max_smem, allow = k.max_registers, k.max_shared_bytes, k.allow_spills
-        notes.append(
-            f"budget: max_registers {max_regs}, max_shared_bytes {max_smem}, "
-            f"spills {'allowed' if allow else 'forbidden'}"
-        )
-    else:
-        jobs = [(f.path, DEFAULT_TARGET) for f in ctx.bundle.with_suffix(".ptx")]
-        max_regs, max_smem, allow = None, None, True
-        notes.append(f"no kernel contract: every .ptx assembled for {DEFAULT_TARGET}, no budget")
+    planned = _assemble_jobs(ctx, ptxas)
+    if isinstance(planned, Check):
+        return done([planned])
+    jobs, budget, notes = planned
+    allow = budget.allow_spills
     scratch = ctx.scratch()
     timeout = ctx.options.timeout
     first: RunningTool | None = None
@@ -660,43 +655,7 @@ def start_assemble(ctx: Context) -> Started:
                 res = first.result()
             else:
                 res = run_tool(argv, cwd=scratch, timeout=timeout)
-            stats = parse_ptxas_output(res.stdout + "\n" + res.stderr)
-            if res.timed_out:
-                problems.append(f"{path}: ptxas timed out after {timeout:g} s")
-                continue
-            if not res.ok:
-                problems.append(f"{path}: ptxas -arch={arch} exit {res.returncode}: {_errors(res)}")
-            for s in stats:
-                lines.append(
-                    f"{path}:{s.entry} on {arch}: {s.registers} registers, "
-                    f"{s.shared_bytes} bytes smem, {s.spill_stores} bytes spill stores, "
-                    f"{s.spill_loads} bytes spill loads, {s.stack_frame} bytes stack frame"
-                )
-                if k is not None and s.entry != k.entry:
-                    others.append(s.entry)
-                    continue  # another kernel of the source: the budget is the contract entry's
-                if not allow and (s.spill_stores or s.spill_loads):
-                    problems.append(
-                        f"{s.entry}: spills registers ({s.spill_stores} bytes stores, "
-                        f"{s.spill_loads} bytes loads) and the contract forbids spills"
-                    )
-                if max_regs is not None and s.registers > max_regs:
-                    problems.append(
-                        f"{s.entry}: {s.registers} registers > max_registers {max_regs}"
-                    )
-                if max_smem is not None and s.shared_bytes > max_smem:
-                    problems.append(
-                        f"{s.entry}: {s.shared_bytes} bytes smem > max_shared_bytes {max_smem}"
-                    )
-            if res.ok and not allow and k is not None:
-                problems += judge_warnings(
-                    res.stdout + "\n" + res.stderr, k.entry,
-                    {s.entry for s in stats if s.entry != k.entry},
-                )
-            if res.ok and k is not None and not any(s.entry == k.entry for s in stats):
-                problems.append(f"ptxas printed no statistics for entry {k.entry!r}")
-            elif res.ok and not stats:
-                problems.append(f"{path}: ptxas printed no entry statistics")
+            _judge_assembly(path, arch, res, budget, timeout, problems, lines, others)
         if others:
             notes.append(f"budget not applied to the other entries ({', '.join(others)})")
         detail = "; ".join(lines + notes)
@@ -705,6 +664,93 @@ def start_assemble(ctx: Context) -> Started:
         return [passed("ptx.assemble", detail, "ptxas", version)]
 
     return Started(finish, [first] if first is not None else [])
+
+
+def _assemble_jobs(
+    ctx: Context, ptxas: str
+) -> tuple[list[tuple[str, str]], _Budget, list[str]] | Check:
+    """The (bundle path, target) pairs to assemble, the budget and its note; or the failed
+    check when the contract's kernel.ptx is not in the bundle."""
+    k = ctx.contract.kernel if ctx.contract is not None else None
+    notes: list[str] = []
+    if k is not None:
+        if not any(f.path == k.ptx for f in ctx.bundle.files):
+            return failed(
+                "ptx.assemble",
+                f"the contract's kernel.ptx {k.ptx!r} is not in the bundle",
+                "ptxas",
+                tool_release(ptxas),
+            )
+        jobs = [(k.ptx, k.target or DEFAULT_TARGET)]
+        budget = _Budget(k.entry, k.max_registers, k.max_shared_bytes, k.allow_spills)
+        notes.append(
+            f"budget: max_registers {budget.max_regs}, max_shared_bytes {budget.max_smem}, "
+            f"spills {'allowed' if budget.allow_spills else 'forbidden'}"
+        )
+    else:
+        jobs = [(f.path, DEFAULT_TARGET) for f in ctx.bundle.with_suffix(".ptx")]
+        budget = _Budget(None, None, None, True)
+        notes.append(f"no kernel contract: every .ptx assembled for {DEFAULT_TARGET}, no budget")
+    return jobs, budget, notes
+
+
+def _judge_assembly(
+    path: str,
+    arch: str,
+    res: ToolResult,
+    budget: _Budget,
+    timeout: float,
+    problems: list[str],
+    lines: list[str],
+    others: list[str],
+) -> None:
+    """Judge one ptxas run: its problems, its per-entry statistics lines and the other entries
+    (outside the budget) are appended to the lists given."""
+    stats = parse_ptxas_output(res.stdout + "\n" + res.stderr)
+    if res.timed_out:
+        problems.append(f"{path}: ptxas timed out after {timeout:g} s")
+        return
+    if not res.ok:
+        problems.append(f"{path}: ptxas -arch={arch} exit {res.returncode}: {_errors(res)}")
+    entry = budget.entry
+    for s in stats:
+        lines.append(
+            f"{path}:{s.entry} on {arch}: {s.registers} registers, "
+            f"{s.shared_bytes} bytes smem, {s.spill_stores} bytes spill stores, "
+            f"{s.spill_loads} bytes spill loads, {s.stack_frame} bytes stack frame"
+        )
+        if entry is not None and s.entry != entry:
+            others.append(s.entry)
+            continue  # another kernel of the source: the budget is the contract entry's
+        problems += _over_budget(s, budget)
+    if res.ok and not budget.allow_spills and entry is not None:
+        problems += judge_warnings(
+            res.stdout + "\n" + res.stderr, entry,
+            {s.entry for s in stats if s.entry != entry},
+        )
+    if res.ok and entry is not None and not any(s.entry == entry for s in stats):
+        problems.append(f"ptxas printed no statistics for entry {entry!r}")
+    elif res.ok and not stats:
+        problems.append(f"{path}: ptxas printed no entry statistics")
+
+
+def _over_budget(s: PtxasStats, budget: _Budget) -> list[str]:
+    """How one entry's statistics break the budget (none: an empty list)."""
+    problems: list[str] = []
+    if not budget.allow_spills and (s.spill_stores or s.spill_loads):
+        problems.append(
+            f"{s.entry}: spills registers ({s.spill_stores} bytes stores, "
+            f"{s.spill_loads} bytes loads) and the contract forbids spills"
+        )
+    if budget.max_regs is not None and s.registers > budget.max_regs:
+        problems.append(
+            f"{s.entry}: {s.registers} registers > max_registers {budget.max_regs}"
+        )
+    if budget.max_smem is not None and s.shared_bytes > budget.max_smem:
+        problems.append(
+            f"{s.entry}: {s.shared_bytes} bytes smem > max_shared_bytes {budget.max_smem}"
+        )
+    return problems
 
 
 def start(ctx: Context) -> Started:

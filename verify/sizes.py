@@ -27,7 +27,7 @@ largest of its thread count, its buffer elements and the product of its size var
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -245,73 +245,128 @@ def choose_sizes(
         return Plan((), ("sizes not extended: the contract declares no kernel.size_domain",))
     if allowance is None:
         allowance = ALLOWANCE_LAUNCHES * cost_cap
-    notes: list[str] = []
-    base = {n: snap(r, r.min)[0] for n, r in domain.items()}
+    cands = _Candidates(kernel, domain, cost_cap)
     tile_map = tiles(kernel)
     blocks = block_sizes(kernel)
     stride = grid_stride(kernel)
     if not tile_map and not blocks:
-        notes.append("no tile or block size readable from the launch expressions")
-    tiers: list[list[tuple[dict[str, int], str]]] = [[] for _ in range(7)]
-    joint: dict[str, dict[str, int]] = {"tile+1": {}, "tile-1": {}, "prime": {}}
-    unrun_max: dict[str, tuple[int, int]] = {}  # name -> (its max, the index of its note)
-
-    def propose(tier: int, name: str, value: int, why: str) -> None:
-        for v in snap(domain[name], value):
-            tiers[tier].append(({**base, name: v}, f"{name} {why}"))
-
+        cands.notes.append("no tile or block size readable from the launch expressions")
     for name, r in domain.items():
-        var_tiles = sorted(t for t in tile_map.get(name, ()) if 1 < t <= MAX_UNIT)
+        units = cands.edges(name, r, tile_map.get(name, ()), blocks, stride)
+        cands.prime_and_joint(name, r, units)
+        cands.maximum(name, r)
+    if len(domain) > 1:
+        for label, values in cands.joint.items():
+            cands.tiers[1].append((dict(values), f"all {label}"))
+    for _ in range(RANDOM_DRAWS):
+        point = _draw(kernel, domain, rng, cost_cap // BIG_SHARE)
+        if point is not None:
+            cands.tiers[5].append((point, "random"))
+    picked, left_out = _select(kernel, cands.tiers, author, cost_cap, allowance)
+    notes = cands.notes
+    if left_out:
+        notes.append(f"{left_out} more candidate sizes not run (the per-test allowance)")
+    _note_maxima_run(notes, cands.unrun_max, picked, author)
+    if not picked:
+        notes.append("sizes not extended: no binding inside the domain and under the cost cap")
+    return Plan(picked, tuple(notes))
+
+
+_Tiers = list[list[tuple[dict[str, int], str]]]
+
+
+class _Candidates:
+    """The candidate bindings of one test by tier, and the notes written while proposing them.
+
+    Each candidate moves one size from ``base`` (every size at its minimum); ``joint`` gathers
+    the per-size edges and primes that run together when the domain has several sizes.
+    """
+
+    def __init__(self, kernel: Kernel, domain: Mapping[str, SizeRange], cost_cap: int) -> None:
+        self.kernel = kernel
+        self.domain = domain
+        self.cost_cap = cost_cap
+        self.base = {n: snap(r, r.min)[0] for n, r in domain.items()}
+        self.tiers: _Tiers = [[] for _ in range(7)]
+        self.joint: dict[str, dict[str, int]] = {"tile+1": {}, "tile-1": {}, "prime": {}}
+        self.unrun_max: dict[str, tuple[int, int]] = {}  # name -> (its max, the index of its note)
+        self.notes: list[str] = []
+
+    def propose(self, tier: int, name: str, value: int, why: str) -> None:
+        for v in snap(self.domain[name], value):
+            self.tiers[tier].append(({**self.base, name: v}, f"{name} {why}"))
+
+    def edges(
+        self,
+        name: str,
+        r: SizeRange,
+        its_tiles: Iterable[int],
+        blocks: Sequence[int],
+        stride: int | None,
+    ) -> list[tuple[int, str]]:
+        """Propose the minimum and each side of the size's units; return the units (size, label)."""
+        var_tiles = sorted(t for t in its_tiles if 1 < t <= MAX_UNIT)
         units = [(t, "tile") for t in var_tiles] or [(b, "block") for b in blocks]
         if not var_tiles and r.multiple_of > 1:  # the declared granularity is its edge unit
             units = [(r.multiple_of, "step"), *units]
-        propose(0, name, r.min, "min")
+        self.propose(0, name, r.min, "min")
         for i, (u, label) in enumerate(units):
             tier = 0 if i == 0 else 3
-            propose(tier, name, u - 1, f"{label}-1 ({u})")
-            propose(tier, name, u + 1, f"{label}+1 ({u})")
-            propose(6, name, u, f"{label} ({u})")
+            self.propose(tier, name, u - 1, f"{label}-1 ({u})")
+            self.propose(tier, name, u + 1, f"{label}+1 ({u})")
+            self.propose(6, name, u, f"{label} ({u})")
         if stride is not None and stride not in blocks:
             # a constant grid covers the sizes with a grid-stride loop: its second trip starts
             # at the grid's thread count, where a loop's tail and unrolled bodies first show
-            propose(0, name, stride - 1, f"grid-stride-1 ({stride})")
-            propose(0, name, stride + 1, f"grid-stride+1 ({stride})")
-            propose(6, name, stride, f"grid-stride ({stride})")
+            self.propose(0, name, stride - 1, f"grid-stride-1 ({stride})")
+            self.propose(0, name, stride + 1, f"grid-stride+1 ({stride})")
+            self.propose(6, name, stride, f"grid-stride ({stride})")
             units.append((stride, "grid-stride"))
         if var_tiles:  # the block's own sizes matter less where the grid tiles the variable
             for b in blocks:
                 if b not in var_tiles:
-                    propose(3, name, b - 1, f"block-1 ({b})")
-                    propose(3, name, b + 1, f"block+1 ({b})")
+                    self.propose(3, name, b - 1, f"block-1 ({b})")
+                    self.propose(3, name, b + 1, f"block+1 ({b})")
+        return units
+
+    def prime_and_joint(self, name: str, r: SizeRange, units: Sequence[tuple[int, str]]) -> None:
+        """Propose a prime above two of the largest unit; record the size's joint values."""
         unit = max([u for u, _ in units], default=1)
         prime = next_prime(2 * unit) if 2 * unit < min(r.max, MAX_UNIT) else snap(r, r.max)[-1]
         if 2 * unit < min(r.max, MAX_UNIT):
             kind = next((lb for u, lb in units if u == unit), "unit")
-            propose(2, name, prime, f"prime above two {kind}s")
+            self.propose(2, name, prime, f"prime above two {kind}s")
         edge = units[0][0] if units else 1
-        joint["tile+1"][name] = snap(r, edge + 1)[-1]
-        joint["tile-1"][name] = snap(r, max(edge - 1, r.min))[0]
-        joint["prime"][name] = snap(r, prime)[-1]
+        self.joint["tile+1"][name] = snap(r, edge + 1)[-1]
+        self.joint["tile-1"][name] = snap(r, max(edge - 1, r.min))[0]
+        self.joint["prime"][name] = snap(r, prime)[-1]
+
+    def maximum(self, name: str, r: SizeRange) -> None:
+        """Propose the size's maximum, or the largest under the cap for it with a note."""
         top = snap(r, r.max)[-1]
-        at_top = {**base, name: top}
-        big_cap = cost_cap // BIG_SHARE
-        if cost(kernel, at_top) <= big_cap:
-            tiers[4].append((at_top, f"{name} max"))
-        else:
-            fit = _largest_under(kernel, r, base, big_cap)
-            note = f"max {name}={top} not run (over the cost cap of {big_cap} for it)"
-            if fit is not None:
-                tiers[4].append(({**base, name: fit}, f"{name} largest under the cap"))
-                note += f"; largest run {name}={fit}"
-            unrun_max[name] = (top, len(notes))
-            notes.append(note)
-    if len(domain) > 1:
-        for label, values in joint.items():
-            tiers[1].append((dict(values), f"all {label}"))
-    for _ in range(RANDOM_DRAWS):
-        point = _draw(kernel, domain, rng, cost_cap // BIG_SHARE)
-        if point is not None:
-            tiers[5].append((point, "random"))
+        at_top = {**self.base, name: top}
+        big_cap = self.cost_cap // BIG_SHARE
+        if cost(self.kernel, at_top) <= big_cap:
+            self.tiers[4].append((at_top, f"{name} max"))
+            return
+        fit = _largest_under(self.kernel, r, self.base, big_cap)
+        note = f"max {name}={top} not run (over the cost cap of {big_cap} for it)"
+        if fit is not None:
+            self.tiers[4].append(({**self.base, name: fit}, f"{name} largest under the cap"))
+            note += f"; largest run {name}={fit}"
+        self.unrun_max[name] = (top, len(self.notes))
+        self.notes.append(note)
+
+
+def _select(
+    kernel: Kernel,
+    tiers: _Tiers,
+    author: Sequence[Mapping[str, int]],
+    cost_cap: int,
+    allowance: int,
+) -> tuple[tuple[Chosen, ...], int]:
+    """The candidates taken in ``TIER_ORDER`` within the allowances, cheapest first; and how
+    many were left out for the allowances."""
     seen = {_key(a) for a in author}
     chosen: list[tuple[int, Chosen]] = []
     spent = 0
@@ -331,10 +386,17 @@ def choose_sizes(
                     continue
                 spent += c
             chosen.append((c, Chosen(sizes, why)))
-    if left_out:
-        notes.append(f"{left_out} more candidate sizes not run (the per-test allowance)")
     chosen.sort(key=lambda cc: cc[0])  # stable: cheapest first, priority order among equals
-    picked = tuple(c for _, c in chosen)
+    return tuple(c for _, c in chosen), left_out
+
+
+def _note_maxima_run(
+    notes: list[str],
+    unrun_max: Mapping[str, tuple[int, int]],
+    picked: Sequence[Chosen],
+    author: Sequence[Mapping[str, int]],
+) -> None:
+    """Rewrite the "not run" note of each maximum that ran in another binding after all."""
     # a maximum too costly with the others at their minimum may still run in a joint binding
     # (all primes) or the author's: then the note would say "not run" of a size that ran
     ran = [c.sizes for c in picked] + [dict(a) for a in author]
@@ -343,9 +405,6 @@ def choose_sizes(
         if where is not None:
             shown = ",".join(f"{k}={v}" for k, v in where.items())
             notes[at] = f"max {name}={top} run at {shown} (alone it is over the cost cap)"
-    if not picked:
-        notes.append("sizes not extended: no binding inside the domain and under the cost cap")
-    return Plan(picked, tuple(notes))
 
 
 def _key(sizes: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
