@@ -84,6 +84,10 @@ def test_local_commands_follow_their_schemas(sealed: Sealed, tmp_path: Path) -> 
     _valid("export-tiles.json", _ok("export-tiles", str(tmp_path / "tiles"), home=home))
     _valid("publish.json", _ok("publish", str(tmp_path / "pub"), home=home))
     _valid("db-migrate.json", _ok("db", "migrate", home=home))
+    entries = _ok("log", home=home)
+    _valid("log.json", entries)
+    one = entries["entries"][1]
+    assert (one["signer_name"], one["verdict"]) == ("team-ci", "partial")
 
 
 def test_server_commands_follow_their_schemas(sealed: Sealed, tmp_path: Path) -> None:
