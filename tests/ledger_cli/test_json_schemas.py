@@ -133,6 +133,26 @@ def test_attestations_follow_their_schemas(sealed: Sealed, tmp_path: Path) -> No
     _valid("verify-attestation.json", done)
 
 
+def test_refusals_follow_their_schemas(sealed: Sealed, tmp_path: Path) -> None:
+    """A bundle whose checks fail: ``seal`` and ``submit`` refuse it (exit 1), each with the
+    refused shape of its schema."""
+    bad = tmp_path / "broken"
+    shutil.copytree(sealed.bundle, bad)
+    (bad / "ledger-receipt.json").unlink(missing_ok=True)
+    (bad / "vector_add.ptx").write_text("not ptx at all\n")
+    res = run_cli("seal", str(bad), "--key", "team-ci", "--json", home=sealed.home)
+    assert res.returncode == 1, res.stderr
+    out = json.loads(res.stdout)
+    _valid("seal.json", out)
+    assert out["entries"] == [] and out["refused"][0]["directory"] == str(bad)
+    res = run_cli("submit", str(bad), "--server", "http://127.0.0.1:9", "--key", "team-ci",
+                  "--vkey", sealed.vkey, "--json", home=sealed.home)
+    assert res.returncode == 1, res.stderr
+    out = json.loads(res.stdout)
+    _valid("submit.json", out)
+    assert out["refused"] == str(bad)
+
+
 def test_db_copy_follows_its_schema(pg_server: PgServer, sealed: Sealed, tmp_path: Path) -> None:
     home = tmp_path / "copy"
     shutil.copytree(sealed.home, home)
