@@ -1,0 +1,196 @@
+"""Attacks on the round's new surfaces (issue 33, last item): name lookups, search, the kernel
+pages, bundle downloads and the statement checker, against a real server on 127.0.0.1 and the
+real CLI. Each test is one attack; docs/reliability.md ("Round surfaces") keeps the table.
+
+Found and fixed by class here:
+
+* a text that ``str.isdigit()`` accepts but ``int()`` refuses (``"²"``, ``"①"``): the search
+  box, ``ledger show``/``proof`` and ``verify --receipt``'s <hash> answered 500 or a traceback;
+* a ``*`` query handed to ``fnmatch`` (its ``?``/``[`` syntax undocumented, every distinct
+  pattern compiled into a 32,768-entry cache): the wildcard is now matched by hand, ``*`` only;
+* two parsers of ``NAME@VERSION`` (the search box split at the first ``@``, the lookup at the
+  last): one now, ``ledger.kernels.split_ref``'s.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from ledger.core.bundle import Bundle
+from ledger.http.server import make_app
+from ledger.log import Log
+from ledger.search import Index, Row
+from tests.helpers.ledgers import add_node, fake_fields, new_ledger, run_cli, write_bundle
+from tests.helpers.server import BackgroundServer
+
+
+def _seal(log: Log, sk: Any, root: Path, name: str, version: str,
+          files: dict[str, bytes] | None = None) -> int:
+    fields = fake_fields(f"{name}{version}")
+    fields["kernel"] = {"name": name, "version": version}
+    d = write_bundle(root, f"b{abs(hash((name, version)))}", f"{name}{version}",
+                     files or {"src/k.cu": b"// k\n"})
+    return log.seal(Bundle.from_dir(d), fields, sk).index
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    root = tmp_path_factory.mktemp("roundsurf")
+    log = new_ledger(root / "home")
+    sk = add_node(log, "alice")
+    at = {
+        "plain": _seal(log, sk, root, "gemm", "1.0"),
+        "twice_a": _seal(log, sk, root, "dup", "1.0", {"src/a.cu": b"a\n"}),
+        "twice_b": _seal(log, sk, root, "dup", "1.0", {"src/b.cu": b"b\n"}),
+        "odd": _seal(log, sk, root, "soft\u00admax_\u202ertl", "1.0"),
+        "deep": _seal(log, sk, root, "deep", "1.0",
+                      {"src/" + "/".join(["d"] * 6) + "/x.cu": b"x\n"}),
+    }
+    with BackgroundServer(make_app(log.home)) as srv, httpx.Client(timeout=60) as c:
+        yield {"url": srv.url, "c": c, "log": log, "at": at, "home": log.home}
+    log.close()
+
+
+# --- search and the kernel pages ---------------------------------------------------------------
+
+@pytest.mark.parametrize("q", [
+    "\u00b2", "\u2460", "\u0663\u00b2", "\u00b9\u00b2\u00b3",  # isdigit() but not int()
+    "*" * 200, "*a" * 100, "[", "[!a-z]*", "?", "a" * 201, "\x00", "\x1b[31m", "\u202e",
+    "'; DROP TABLE entries; --", "%", "_", "..%2f..%2fetc", "gemm@", "@1.0", "a@b@c",
+])
+def test_search_answers_hostile_queries_without_a_server_error(site: Any, q: str) -> None:
+    r = site["c"].get(site["url"] + "/search", params={"q": q}, follow_redirects=False)
+    assert r.status_code in (200, 303, 400, 404), (q, r.status_code, r.text[:300])
+    if r.status_code == 303:  # never off-site
+        assert r.headers["location"].startswith("/"), r.headers["location"]
+        assert not r.headers["location"].startswith("//")
+
+
+def test_search_wildcard_is_star_only_and_bounded() -> None:
+    index = Index()
+    for i, name in enumerate(["gemm_f16", "gemm_f32", "g?mm", "g[e]mm", "sgemm"]):
+        index.add(Row(index=i, type="bundle", name=name, version="1", signer="", time="",
+                      digest=f"{i:064x}", verdict="verified"))
+    assert index.names("gemm*") == ["gemm_f16", "gemm_f32"]
+    assert index.names("*f3*") == ["gemm_f32"]
+    assert index.names("g?mm*") == ["g?mm"]  # ? is a character, not "any one"
+    assert index.names("g[e]mm*") == ["g[e]mm"]  # [..] is a character class nowhere
+    assert index.names("*gemm") == ["sgemm"]
+    t0 = time.process_time()
+    assert index.names("*a" * 100 + "b") == []  # no backtracking blow-up
+    assert time.process_time() - t0 < 5
+
+
+def test_search_a_superscript_digit_is_not_an_index(site: Any) -> None:
+    r = site["c"].get(site["url"] + "/search", params={"q": "\u00b2"})
+    assert r.status_code == 404, r.text[:300]
+    assert "\u00b2" in r.text  # the query is kept in the box
+
+
+@pytest.mark.parametrize("ref", [
+    "a@b@c", "../../etc/passwd", "..%2F..%2Fetc", "gemm@" + "9" * 190, "%00@1", "gemm@1.0/..",
+    "\u202e@1", "*@*",
+])
+def test_kernel_page_hostile_refs(site: Any, ref: str) -> None:
+    r = site["c"].get(site["url"] + "/kernel/" + ref, follow_redirects=False)
+    assert r.status_code in (200, 400, 404), (ref, r.status_code, r.text[:300])
+
+
+def test_one_parser_of_name_at_version(site: Any) -> None:
+    """The search box and the lookup API read ``a@b@c`` the same way (name ``a@b``)."""
+    from ledger.kernels import split_ref
+    from ledger.search import parse_ref
+
+    assert parse_ref("a@b@c") == split_ref("a@b@c") == ("a@b", "c")
+    r = site["c"].get(site["url"] + "/search", params={"q": "a@b@c"}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/kernel/a%40b@c"
+
+
+# --- GET /api/v1/lookup/NAME@VERSION -------------------------------------------------------------
+
+@pytest.mark.parametrize("ref", [
+    "@", "a@", "@a", "x" * 401 + "@1", "a%0Ab@1", "\u00b2", "\u00b2@1", "../../x@1", "%0a@1",
+    "gemm@1.0%00", "\u202e@1",
+])
+def test_lookup_refuses_or_misses_hostile_refs(site: Any, ref: str) -> None:
+    r = site["c"].get(site["url"] + "/api/v1/lookup/" + ref)
+    assert r.status_code in (400, 404), (ref, r.status_code, r.text[:300])
+
+
+def test_lookup_lists_every_entry_of_an_ambiguous_name(site: Any) -> None:
+    r = site["c"].get(site["url"] + "/api/v1/lookup/dup@1.0")
+    assert r.status_code == 200
+    got = [e["index"] for e in r.json()["entries"]]
+    assert got == [site["at"]["twice_a"], site["at"]["twice_b"]]
+
+
+def test_lookup_of_an_odd_unicode_name_is_exact(site: Any) -> None:
+    r = site["c"].get(site["url"] + "/api/v1/lookup/soft\u00admax_\u202ertl@1.0")
+    assert r.status_code == 200 and [e["index"] for e in r.json()["entries"]] == [
+        site["at"]["odd"]]
+    # the same name without its invisible soft hyphen is another name
+    r = site["c"].get(site["url"] + "/api/v1/lookup/softmax_\u202ertl@1.0")
+    assert r.status_code == 404
+
+
+# --- bundle downloads ---------------------------------------------------------------------------
+
+def test_bundle_archive_members_stay_inside_and_are_reproducible(site: Any) -> None:
+    url = f"{site['url']}/api/v1/bundles/{site['at']['deep']}/bundle.tar.gz"
+    a, b = site["c"].get(url), site["c"].get(url)
+    assert a.status_code == 200 and a.content == b.content
+    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(a.content))) as tar:
+        for m in tar.getmembers():
+            assert m.isfile() and not m.issym() and not m.islnk(), m.name
+            assert not m.name.startswith("/") and ".." not in m.name.split("/"), m.name
+            assert m.name.startswith(f"entry-{site['at']['deep']}/")
+
+
+@pytest.mark.parametrize("path", ["0/bundle.tar.gz/..", "-1/bundle.tar.gz", "99999999999999999999/"
+                                  "bundle.tar.gz", "%2e%2e/bundle.tar.gz"])
+def test_bundle_archive_hostile_indices(site: Any, path: str) -> None:
+    r = site["c"].get(f"{site['url']}/api/v1/bundles/{path}")
+    assert r.status_code in (400, 404), (path, r.status_code)
+
+
+# --- the CLI's name and index lookups -----------------------------------------------------------
+
+@pytest.mark.parametrize("ref", ["\u00b2", "\u2460", "dup@1.0", "x" * 5000 + "@1", "a\nb@1"])
+def test_show_refuses_hostile_refs_in_one_line(site: Any, ref: str) -> None:
+    res = run_cli("show", ref, home=site["home"])
+    assert res.returncode == 2, (ref, res.returncode, res.stderr[-500:])
+    assert "Traceback" not in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+# --- the statement checker ----------------------------------------------------------------------
+
+def _verdicts(sig: str) -> Any:
+    from verify.lean import claims
+    from verify.lean.lexer import lex_raw
+
+    return claims.judge({"T.x": [t[1] for t in lex_raw(sig)]})["T.x"]
+
+
+@pytest.mark.parametrize("sig", [
+    "(n : Nat) : " + "(" * 5000 + "n" + ")" * 5000 + " = n",  # deep nesting
+    "(n : Nat) : n < " + "9" * 4000,  # a huge numeral
+    "(n : Nat) : n = " + " + ".join(["n"] * 3000),  # a long chain
+    "(x : Nat) : x ^ 99999999 = x ^ 99999999",  # a huge power
+    "(n : Nat) : 2 ^ 99999999 < n",  # a huge constant power
+    "(assert : Nat) (check-sat : Nat) : assert = assert",  # names that look like SMT
+    "(|x| : Nat) : |x| = |x|",
+])
+def test_statement_checker_is_bounded(sig: str) -> None:
+    t0 = time.monotonic()
+    v = _verdicts(sig)
+    assert v.kind in ("unchecked", "trivial", "claims", "contradictory", "restates")
+    assert time.monotonic() - t0 < 120  # the solver's batch limit is 60 s
