@@ -194,3 +194,82 @@ def test_statement_checker_is_bounded(sig: str) -> None:
     v = _verdicts(sig)
     assert v.kind in ("unchecked", "trivial", "claims", "contradictory", "restates")
     assert time.monotonic() - t0 < 120  # the solver's batch limit is 60 s
+
+
+# --- the server's cosigner: a hostile witness ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def origin(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from ledger.core.note import parse_vkey
+    from ledger.witness import Witness
+    from tests.ledger.test_mirror import make_origin, vkey_of
+
+    tmp = tmp_path_factory.mktemp("cosignhostile")
+    log = make_origin(tmp / "log", 2)
+    w = Witness.init(tmp / "w", "w.example")
+    w.add_log(vkey_of(log))
+    yield log, parse_vkey(w.vkey)
+    log.close()
+
+
+@pytest.mark.parametrize("mode", ["endless", "huge_length", "digits_length", "trickle_body",
+                                  "redirect_other", "redirect_loop", "garbage", "not_http",
+                                  "html_200", "close"])
+def test_cosigner_round_against_a_hostile_witness_is_bounded(origin: Any, mode: str) -> None:
+    """One round of the server's cosigner (the real exchange, ``request_cosignature``) against a
+    witness that misbehaves: it ends within a bound of its ask timeout, holds no more than a few
+    MiB, records one printable error line and writes nothing to the log."""
+    import tracemalloc
+
+    from ledger import cosign
+    from ledger.store import open_store
+    from tests.helpers.hostile import HostileServer
+
+    log, v = origin
+    before = (log.store.size(), log.store.checkpoint())
+    with HostileServer(mode) as hs:
+        c = cosign.Cosigner(log.home, [(v, hs.url)], ask_timeout=2.0)
+        store = open_store(log.home, read_only=True)
+        tracemalloc.start()
+        t0 = time.monotonic()
+        try:
+            assert c._round(store, v, hs.url) is False
+        finally:
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            store.close()
+        took = time.monotonic() - t0
+    [st] = c.status()
+    assert st.error and st.failures == 1, st
+    assert st.error.isprintable() and len(st.error) <= 300, st.error
+    assert took < 20, (mode, took)
+    assert peak < 32 << 20, (mode, peak)
+    assert (log.store.size(), log.store.checkpoint()) == before
+
+
+@pytest.mark.parametrize("field", ["url", "witness", "error"])
+def test_missing_reasons_prints_a_hostile_servers_status_as_one_clean_line(
+        origin: Any, field: str) -> None:
+    """``receipt refresh`` says why a witness is missing from the server's
+    ``GET /api/v1/witnesses``: a hostile server's controls and bidi overrides never reach the
+    terminal."""
+    import json
+    import socket
+
+    from ledger import cosign
+    from tests.helpers.tcpserver import serving
+
+    _, v = origin
+    item = {"witness": v.label, "url": "http://w.example", "error": "refused", "retry_in": 1}
+    item[field] = ("\x1b[2J\u009b31m\u202eevil\r\n" if field != "witness" else v.label)
+    body = json.dumps({"cosigning": True, "note": "", "witnesses": [item]}).encode()
+
+    def answer(sock: socket.socket) -> None:
+        sock.recv(65536)
+        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                     + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+
+    with serving(answer) as port:
+        line = cosign.missing_reasons(f"http://127.0.0.1:{port}", [v], timeout=10)
+    assert line.isprintable(), repr(line)
+    assert "\n" not in line
