@@ -273,3 +273,66 @@ def test_missing_reasons_prints_a_hostile_servers_status_as_one_clean_line(
         line = cosign.missing_reasons(f"http://127.0.0.1:{port}", [v], timeout=10)
     assert line.isprintable(), repr(line)
     assert "\n" not in line
+
+
+# --- the library: lock files and the verified cache ---------------------------------------------
+
+def test_a_lock_file_that_locks_one_kernel_twice_is_refused(tmp_path: Path) -> None:
+    """Two lines for one NAME@VERSION (a bad merge, a hand edit) with different digests: which
+    one ``admit`` trusts would depend on line order, so the file is refused, naming the line."""
+    from ledger.core.errors import BadInput
+    from ledger.library.lockfile import LockFile
+
+    lock = tmp_path / "kernels.lock"
+    lock.write_text(f"gemm@1 {'a' * 64} log.example\n# c\ngemm@1 {'b' * 64} log.example\n")
+    with pytest.raises(BadInput, match=r"kernels.lock:3: gemm@1 is locked twice"):
+        LockFile.read(lock)
+    lock.write_text(f"gemm@1 {'a' * 64} log.example\ngemm@1.0 {'b' * 64} log.example\n")
+    assert [k.ref for k in LockFile.read(lock).kernels] == ["gemm@1", "gemm@1.0"]
+
+
+@pytest.fixture()
+def cache_policy(tmp_path: Path) -> Any:
+    import types
+
+    import nacl.signing
+
+    from ledger.core.note import format_vkey, parse_vkey
+    from ledger.library.cache import Cache
+
+    sk = nacl.signing.SigningKey.generate()
+    vk = parse_vkey(format_vkey("log.example", bytes(sk.verify_key)))
+    return Cache(tmp_path / "cache"), types.SimpleNamespace(log_keys=[vk]), vk
+
+
+@pytest.mark.parametrize("content", [b"../../../etc\n", b"A" * 64, b"", b"\xff" * 10,
+                                     b"0" * 63])
+def test_a_tampered_cache_name_file_is_a_miss_not_an_error(cache_policy: Any,
+                                                           content: bytes) -> None:
+    from ledger.core.fsutil import private_dir
+
+    cache, policy, vk = cache_policy
+    d = cache._names(vk)
+    for p in (cache.root, cache.root / "kernels", d.parent, d):
+        private_dir(p)
+    (d / cache._name_file("gemm@1")).write_bytes(content)
+    assert cache.digest_of("gemm@1", policy) is None
+    assert cache.lookup("gemm@1", policy) is None
+
+
+@pytest.mark.parametrize("ref", ["k" * 101 + "@1", "\u00e9" * 300 + "@1.0"])
+def test_a_long_name_gets_a_name_file_the_file_system_takes(cache_policy: Any,
+                                                            ref: str) -> None:
+    """A ref whose hex would pass 255 bytes is kept under its SHA-256 (it failed with "File name
+    too long" after the kernel had verified)."""
+    from ledger.core.fsutil import private_dir, write_atomic
+
+    cache, policy, vk = cache_policy
+    name = cache._name_file(ref)
+    assert name.startswith("sha256-") and len(name) < 255
+    assert cache._name_file("gemm@1") == "67656d6d4031"  # short refs keep the old layout
+    d = cache._names(vk)
+    for p in (cache.root, cache.root / "kernels", d.parent, d):
+        private_dir(p)
+    write_atomic(d / name, b"c" * 64, 0o600, exclusive=False)
+    assert cache.digest_of(ref, policy) == "c" * 64
