@@ -336,3 +336,62 @@ def test_a_long_name_gets_a_name_file_the_file_system_takes(cache_policy: Any,
         private_dir(p)
     write_atomic(d / name, b"c" * 64, 0o600, exclusive=False)
     assert cache.digest_of(ref, policy) == "c" * 64
+
+
+# --- ledger keys register FILE ------------------------------------------------------------------
+
+def _exported(name: str = "n1") -> dict[str, Any]:
+    import nacl.signing
+
+    from ledger.core.encoding import b64_encode
+    from ledger.core.entries import pop_message
+    from ledger.keys import KIND_PUBLIC
+
+    sk = nacl.signing.SigningKey.generate()
+    pub = bytes(sk.verify_key)
+    return {"kind": KIND_PUBLIC, "name": name, "public_key": b64_encode(pub),
+            "pop": b64_encode(sk.sign(pop_message(name, pub)).signature)}
+
+
+def _hostile_key_files(d: Path) -> dict[str, Path]:
+    import json
+
+    out: dict[str, Path] = {}
+
+    def put(label: str, data: bytes) -> None:
+        out[label] = d / f"{label}.pub"
+        out[label].write_bytes(data)
+
+    ok = _exported()
+    other = _exported()
+    put("wrong_pop", json.dumps({**ok, "pop": other["pop"]}).encode())
+    put("pop_for_other_name", json.dumps({**ok, "name": "n2"}).encode())
+    put("oversized", json.dumps({**ok, "pad": "x" * 10_000}).encode())
+    put("deep", b"[" * 3000 + b"]" * 3000)
+    put("not_utf8", b"\xff\xfe{}")
+    put("not_object", b'"n1"')
+    put("control_name", json.dumps({**ok, "name": "n\x1b[2J\u202e"}).encode())
+    put("short_key", json.dumps({**ok, "public_key": "AAAA"}).encode())
+    put("huge_number", b'{"kind": 1e999999, "name": ' + b"9" * 3000 + b"}")
+    out["symlink_to_zero"] = d / "zero.pub"
+    out["symlink_to_zero"].symlink_to("/dev/zero")
+    out["fifo"] = d / "fifo.pub"
+    import os
+
+    os.mkfifo(out["fifo"])
+    return out
+
+
+def test_keys_register_refuses_hostile_files_in_one_line(tmp_path: Path) -> None:
+    log = new_ledger(tmp_path / "home")
+    before = log.store.size()
+    log.close()
+    for label, path in _hostile_key_files(tmp_path).items():
+        res = run_cli("keys", "register", str(path), home=tmp_path / "home")
+        assert res.returncode == 2, (label, res.returncode, res.stderr[-400:])
+        assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1, \
+            (label, res.stderr)
+        assert "\x1b" not in res.stderr and "\u202e" not in res.stderr, (label, res.stderr)
+    log = Log.open(tmp_path / "home", read_only=True)
+    assert log.store.size() == before  # nothing registered
+    log.close()
