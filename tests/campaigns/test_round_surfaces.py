@@ -395,3 +395,27 @@ def test_keys_register_refuses_hostile_files_in_one_line(tmp_path: Path) -> None
     log = Log.open(tmp_path / "home", read_only=True)
     assert log.store.size() == before  # nothing registered
     log.close()
+
+
+@pytest.mark.parametrize("path", ["-1/attestation", "99999999999999999999/"
+                                  "attestation", "%2e%2e/attestation", "999999/attestation"])
+def test_attestation_hostile_indices(site: Any, path: str) -> None:
+    r = site["c"].get(f"{site['url']}/api/v1/entries/{path}")
+    assert r.status_code in (400, 404), (path, r.status_code, r.text[:200])
+
+
+def test_many_theorems_past_the_batch_limit_are_unchecked_not_passed() -> None:
+    """600 theorems in one batch, each restating its hypothesis: the first ``MAX_THEOREMS`` are
+    found vacuous, the rest are marked unchecked with the reason (never counted as claims). A
+    vacuous theorem hidden past the limit is therefore ``unchecked``, not caught: said in
+    docs/reliability.md."""
+    from verify.lean import claims
+    from verify.lean.lexer import lex_raw
+
+    sigs = {f"T.t{i}": [t[1] for t in lex_raw(f"(n : Nat) (h : n < {i + 1}) : n + {i} < "
+                                               f"{2 * i + 1}")] for i in range(600)}
+    got = claims.judge(sigs)
+    kinds = [got[f"T.t{i}"].kind for i in range(600)]
+    assert all(k == "unchecked" for k in kinds[claims.MAX_THEOREMS:])
+    assert all("more than" in got[f"T.t{i}"].why for i in range(claims.MAX_THEOREMS, 600))
+    assert all(k == "restates" for k in kinds[:claims.MAX_THEOREMS]), set(kinds)
