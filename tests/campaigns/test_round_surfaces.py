@@ -419,3 +419,20 @@ def test_many_theorems_past_the_batch_limit_are_unchecked_not_passed() -> None:
     assert all(k == "unchecked" for k in kinds[claims.MAX_THEOREMS:])
     assert all("more than" in got[f"T.t{i}"].why for i in range(claims.MAX_THEOREMS, 600))
     assert all(k == "restates" for k in kinds[:claims.MAX_THEOREMS]), set(kinds)
+
+
+@pytest.mark.parametrize("text", ["\u00b2", "\u2460", "\u0663"])
+def test_a_receipts_hash_argument_that_only_looks_like_digits(site: Any, text: str) -> None:
+    """``verify HASH --receipt R``: ``match_receipt`` read ``²`` as an index with ``int()``
+    (ValueError, a traceback); now it is one more text that does not name the entry."""
+    import types
+
+    from ledger.core.errors import UnknownHash
+    from ledger.library.evidence import match_receipt
+
+    i = site["at"]["plain"]
+    rec: Any = types.SimpleNamespace(item=types.SimpleNamespace(
+        entry=site["log"].store.entry(i), index=i))
+    with pytest.raises(UnknownHash):
+        match_receipt(rec, text)
+    match_receipt(rec, str(i))  # the plain index still names it
