@@ -323,7 +323,8 @@ def missing_reasons(
         why = item.get("error") or "asked, no cosignature yet (try again in a few seconds)"
         retry = item.get("retry_in")
         when = f", retrying in {retry:g} s" if isinstance(retry, (int, float)) else ""
-        parts.append(f"{w.label} at {item.get('url')}: {oneline(str(why), 200)}{when}")
+        at = oneline(str(item.get("url")), 200)  # the server's text, like ``why``
+        parts.append(f"{w.label} at {at}: {oneline(str(why), 200)}{when}")
     return "; ".join(parts)
 
 

@@ -20,7 +20,6 @@ Matches come newest first, at most ``limit`` of them.
 from __future__ import annotations
 
 import bisect
-import fnmatch
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -130,7 +129,7 @@ class Index:
         substring matches; a ``*`` in the query is a wildcard over the whole name."""
         q = query.lower()
         if "*" in q:
-            return sorted(n for n in self._by_name if fnmatch.fnmatchcase(n, q))
+            return sorted(n for n in self._by_name if wildcard_match(q, n))
         prefix = sorted(n for n in self._by_name if n.startswith(q))
         inside = sorted(n for n in self._by_name if q in n and not n.startswith(q))
         return prefix + inside
@@ -168,7 +167,7 @@ class Index:
         if not q:
             return []
         found: set[int] = set()
-        if q.isdigit() and int(q) < self.size:
+        if q.isascii() and q.isdigit() and len(q) <= 20 and int(q) < self.size:
             found.add(int(q))
         found.update(self.by_digest_prefix(q))
         found.update(self.by_names(self.names(q)))
@@ -178,9 +177,31 @@ class Index:
         return [self.rows[i] for i in sorted(found, reverse=True)[:limit]]
 
 
+def wildcard_match(pattern: str, name: str) -> bool:
+    """Whether ``name`` matches ``pattern``, where ``*`` (only) matches any run of characters
+    and every other character is itself: the parts between the stars are found in order, left
+    to right (linear; no regular expression, no cache of untrusted patterns)."""
+    parts = pattern.split("*")
+    first, last = parts[0], parts[-1]
+    if len(name) < len(first) + len(last) or not name.startswith(first) \
+            or not name.endswith(last):
+        return False
+    at, end = len(first), len(name) - len(last)
+    for part in parts[1:-1]:
+        found = name.find(part, at, end)
+        if found < 0:
+            return False
+        at = found + len(part)
+    return True
+
+
 def parse_ref(text: str) -> tuple[str, str | None]:
-    """``name@version`` -> (name, version); ``name`` -> (name, None)."""
-    name, at, version = text.partition("@")
-    if not name or (at and not version):
+    """``name@version`` -> (name, version), split as ``ledger.kernels.split_ref`` does (at the
+    last ``@``); ``name`` -> (name, None)."""
+    from ledger.kernels import split_ref
+
+    if "@" in text:
+        return split_ref(text)
+    if not text.strip():
         raise BadInput(f"a kernel ref is NAME or NAME@VERSION, not {text!r}")
-    return name, version if at else None
+    return text, None

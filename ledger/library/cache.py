@@ -8,7 +8,9 @@ else ``~/.cache/kernel-ledger``; the checkpoint memory lives beside it), every d
   and the signer's registration (and revocation) as a receipt (``ledger.core.receipt``);
 * ``kernels/<bundle digest hex>/files/``: the bundle's files;
 * ``kernels/names/<sha256(log vkey)[:32]>/<NAME@VERSION hex-encoded>``: the digest a verified
-  ``NAME@VERSION`` had in that log.
+  ``NAME@VERSION`` had in that log (``sha256-<hex of its SHA-256>`` for a ref of more than
+  ``MAX_HEX_NAME`` bytes, whose hex would pass the file system's 255-byte name limit). A name
+  file that does not hold a digest is a miss (fetched again), never an error.
 
 Nothing here is trusted: a cached ref is verified again from scratch (its files hashed against
 the signed manifest, the receipt's signatures and proofs checked under the policy's log key, the
@@ -38,6 +40,13 @@ if TYPE_CHECKING:
     from ledger.trust import Policy
 
 
+MAX_HEX_NAME = 100  # bytes of a NAME@VERSION kept as its hex (200 characters) in a name file
+
+
+def _is_digest(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
+
+
 @dataclass(frozen=True)
 class Cache:
     """The verified cache rooted at ``root`` (``Cache.default()``: the user's)."""
@@ -51,7 +60,7 @@ class Cache:
         return cls(cache_dir())
 
     def _kernel(self, digest: str) -> Path:
-        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        if not _is_digest(digest):
             raise BadInput(f"{digest!r} is not a bundle digest")
         return self.root / "kernels" / digest
 
@@ -59,21 +68,29 @@ class Cache:
         tag = hex_encode(hashlib.sha256(vkey.vkey.encode()).digest())[:32]
         return self.root / "kernels" / "names" / tag
 
+    @staticmethod
+    def _name_file(ref: str) -> str:
+        raw = ref.encode("utf-8")
+        if len(raw) <= MAX_HEX_NAME:
+            return hex_encode(raw)
+        return "sha256-" + hex_encode(hashlib.sha256(raw).digest())
+
     def digest_of(self, ref: str, policy: Policy) -> str | None:
         """The cached digest ``ref`` names: itself when a full digest, else the digest recorded
         for ``NAME@VERSION`` under one of the policy's log keys."""
         t = ref.strip().lower()
-        if len(t) == 64 and all(c in "0123456789abcdef" for c in t):
+        if _is_digest(t):
             return t
         if "@" not in ref or "/" in ref:
             return None
         for vk in policy.log_keys:
-            p = self._names(vk) / hex_encode(ref.encode("utf-8"))
+            p = self._names(vk) / self._name_file(ref)
             if p.is_file():
                 try:
-                    return read_small(p, 128, "cached name").decode("ascii").strip()
+                    got = read_small(p, 128, "cached name").decode("ascii").strip()
                 except (BadInput, UnicodeDecodeError):
                     return None
+                return got if _is_digest(got) else None  # a tampered name file: a miss
         return None
 
     def lookup(self, ref: str, policy: Policy) -> Found | None:
@@ -120,5 +137,5 @@ class Cache:
         names = self._names(vkey)
         private_dir(names.parent, "verified cache")
         private_dir(names, "verified cache")
-        write_atomic(names / hex_encode(cert.kernel.encode("utf-8")),
+        write_atomic(names / self._name_file(cert.kernel),
                      cert.bundle_digest.encode("ascii"), 0o600, exclusive=False)

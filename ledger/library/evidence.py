@@ -244,7 +244,7 @@ def match_receipt(receipt: Receipt, text: str) -> None:
     t = text.strip().lower()
     obj = decode_entry(receipt.item.entry)
     names = [hex_encode(merkle.leaf_hash(receipt.item.entry)), obj.bundle_digest or ""]
-    if t.isdigit() and int(t) == receipt.item.index:
+    if t.isascii() and t.isdigit() and len(t) <= 20 and int(t) == receipt.item.index:
         return
     if len(t) < 8 or not any(n.startswith(t) for n in names if n):
         raise UnknownHash(f"{text!r} does not name the receipt's entry {receipt.item.index}")

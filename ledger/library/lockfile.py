@@ -68,6 +68,7 @@ class LockFile:
             return cls(path, ())
         text = read_small(path, MAX_LOCK_BYTES, "lock file").decode("utf-8", "replace")
         out: list[Locked] = []
+        seen: set[tuple[str, str]] = set()
         for n, raw in enumerate(text.splitlines(), 1):
             line = raw.strip()
             if not line or line.startswith("#"):
@@ -79,6 +80,9 @@ class LockFile:
             if (len(parts) != 3 or not at or not name or not version or len(digest) != 64
                     or any(c not in "0123456789abcdef" for c in digest)):
                 raise BadInput(f"{path}:{n}: expected 'NAME@VERSION DIGEST ORIGIN'")
+            if (name, version) in seen:  # two digests for one kernel: which one holds?
+                raise BadInput(f"{path}:{n}: {ref} is locked twice; keep one line for it")
+            seen.add((name, version))
             out.append(Locked(name, version, digest, parts[2]))
         return cls(path, tuple(out))
 

@@ -458,7 +458,7 @@ class BaseStore(ABC):
         full or as a unique prefix of at least 8 hex digits (SPEC 7)."""
         t = text.strip().lower()
         size = self.size()
-        if t.isdigit() and len(t) < 8:
+        if t.isascii() and t.isdigit() and len(t) < 8:  # "²".isdigit(), int("²") raises
             i = int(t)
             if i >= size:
                 raise UnknownHash(f"no entry {i} (the log has {size} entries)")
