@@ -61,7 +61,7 @@ from ledger.http.state import (  # re-exported: the per-request layer below the 
 from ledger.http.submit import submit_endpoint
 from ledger.http.web import attestations, compress, download, feed, pages, receipts
 from ledger.http.web import search as web_search
-from ledger.kernels import entries_of, is_name_ref, split_ref
+from ledger.kernels import is_name_ref, kernel_of, split_ref
 from ledger.store import Store, open_store
 
 log = logging.getLogger("ledger.http.server")
@@ -158,7 +158,11 @@ def lookup_kernel(s: Served, size: int, ref: str) -> Response:
     """``GET /api/v1/lookup/NAME@VERSION`` (like sumdb's ``/lookup/M@V``): every bundle entry
     of the latest tree sealing it, oldest first (at most ``MAX_KERNEL_ENTRIES``)."""
     name, version = split_ref(ref)
-    found = entries_of(s.store, name, version, size)
+    # candidates from the app's in-memory index (kept up to date incrementally, as search is),
+    # never a scan of every entry per request; each is then read and matched exactly
+    rows = web_search.index_of(s, size).by_ref(name, version)
+    found = sorted(r.index for r in rows if r.index < size
+                   and kernel_of(s.store.entry(r.index)) == (name, version))
     if not found:
         raise UnknownHash(f"no entry of the latest tree seals {name}@{version}")
     items = []
