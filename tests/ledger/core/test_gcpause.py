@@ -46,6 +46,11 @@ def test_what_the_batch_made_goes_to_the_oldest_generation_unwalked(collector_on
         made = [[i] for i in range(1000)]
     assert gc.get_count()[0] < 700  # no young collection is due
     assert any(o is made for o in gc.get_objects(generation=2))
+    import threading
+
+    if threading.active_count() > 1:  # the freeze count is process-wide
+        pytest.skip("another thread of this test worker (a server or cosigner an earlier test "
+                    "file left) may move objects: the freeze count cannot be pinned")
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()
