@@ -18,7 +18,7 @@ scalar values and launch geometry. ``run(ctx)`` is the check group that reports
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, cast
 
 import yaml
@@ -664,18 +664,7 @@ def _preconditions(v: object) -> tuple[str, ...]:
         return ()
     from verify.inputs import parse_precondition
 
-    items = _list(v, "kernel.preconditions")
-    if len(items) > MAX_PRECONDITIONS:
-        raise ContractError(f"kernel.preconditions: more than {MAX_PRECONDITIONS} relations")
-    out = []
-    for i, x in enumerate(items):
-        text = _str(x, f"kernel.preconditions[{i}]")
-        try:
-            parse_precondition(text)
-        except ContractError as e:
-            raise ContractError(f"kernel.preconditions[{i}]: {e}") from e
-        out.append(text)
-    return tuple(out)
+    return _relations(v, "kernel.preconditions", MAX_PRECONDITIONS, parse_precondition, "")
 
 
 def _reference(v: object) -> tuple[str, str, str]:
@@ -751,17 +740,24 @@ def _size_domain(v: object) -> tuple[SizeRange, ...]:
 def _size_constraints(v: object) -> tuple[str, ...]:
     if v is None:
         return ()
-    path = "kernel.size_constraints"
+    return _relations(v, "kernel.size_constraints", MAX_CONSTRAINTS, parse_relation,
+                      "expected a relation: ")
+
+
+def _relations(v: object, path: str, most: int, parse: Callable[[str], object],
+               why: str) -> tuple[str, ...]:
+    """A list of at most ``most`` relation texts at ``path``, each read by ``parse`` (its
+    ``ContractError`` named by the item's path, after ``why``)."""
     items = _list(v, path)
-    if len(items) > MAX_CONSTRAINTS:
-        raise ContractError(f"{path}: more than {MAX_CONSTRAINTS} relations")
+    if len(items) > most:
+        raise ContractError(f"{path}: more than {most} relations")
     out = []
     for i, x in enumerate(items):
         text = _str(x, f"{path}[{i}]")
         try:
-            parse_relation(text)
+            parse(text)
         except ContractError as e:
-            raise ContractError(f"{path}[{i}]: expected a relation: {e}") from e
+            raise ContractError(f"{path}[{i}]: {why}{e}") from e
         out.append(text)
     return tuple(out)
 
