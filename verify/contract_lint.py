@@ -5,8 +5,9 @@ bundle's path -> bytes) is given, over the bundle it came in. Each gate passes, 
 reason, or is skipped (no bundle; a helper module not available). The gates, in order, and the
 ``pv lint`` gate each matches or strengthens, are documented in contracts/README.md ("Lint").
 
-``schema_errors(doc)`` validates parsed YAML against ``verify/contract_schema.json`` with a small
-validator for the subset of JSON Schema (2020-12) that file uses.
+``schema_errors(doc)`` validates parsed YAML against ``verify/contract_schema.json`` with
+``jsonschema`` (Draft 2020-12, one validator built on first use), each error as one
+``path: problem`` line.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import ast
 import importlib
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -714,9 +715,11 @@ def lint_check(contract: Contract, files: Mapping[str, bytes]) -> Check:
 
 
 # ---------------------------------------------------------------------------------------------
-# JSON Schema subset: type, enum, const, pattern, minLength, minimum, maximum, required,
-# properties, additionalProperties, minProperties, dependentRequired, items, prefixItems,
-# minItems, maxItems, oneOf, $ref (local "#/$defs/...").
+# The JSON Schema, checked by ``jsonschema`` (Draft 2020-12, what the file declares). The
+# validator is built once; four keywords are given today's one-line wording (the path of the
+# key, then what to fix) through jsonschema's own extension API, every other error is worded
+# from its keyword below. "integer" means an int, as YAML reads one: ``1.0`` is a number, not an
+# integer (jsonschema's default accepts it).
 
 SCHEMA_PATH = Path(__file__).with_name("contract_schema.json")
 
@@ -727,99 +730,117 @@ def load_schema() -> dict[str, Any]:
     return schema
 
 
-_TYPES: dict[str, Callable[[Any], bool]] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
+def _required(v: Any, required: list[str], instance: Any, schema: Any) -> Iterator[Any]:
+    if isinstance(instance, dict):
+        for k in required:
+            if k not in instance:
+                yield _jsonschema().ValidationError(f"missing {k!r}")
+
+
+def _dependent_required(v: Any, deps: dict[str, list[str]], instance: Any,
+                        schema: Any) -> Iterator[Any]:
+    if isinstance(instance, dict):
+        for k, needs in deps.items():
+            if k in instance:
+                for d in needs:
+                    if d not in instance:
+                        yield _jsonschema().ValidationError(f"has {k!r} but not {d!r}")
+
+
+def _additional(v: Any, extra: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    if not isinstance(instance, dict):
+        return
+    props = schema.get("properties", {})
+    for k in instance:
+        if k in props:
+            continue
+        if extra is False:
+            yield _jsonschema().ValidationError("unknown key", path=[k])
+        elif isinstance(extra, dict):
+            yield from v.descend(instance[k], extra, path=k)
+
+
+def _one_of(v: Any, shapes: list[Any], instance: Any, schema: Any) -> Iterator[Any]:
+    matches = sum(v.evolve(schema=s).is_valid(instance) for s in shapes)
+    if matches != 1:
+        yield _jsonschema().ValidationError(
+            f"matches {matches} of the {len(shapes)} allowed shapes"
+        )
+
+
+def _jsonschema() -> Any:
+    import jsonschema  # loaded with the validator, on the first schema check
+
+    return jsonschema
+
+
+@lru_cache(maxsize=1)
+def _validator() -> Any:
+    """The contract schema's validator, built once (checking the schema itself, too)."""
+    js = _jsonschema()
+    base = js.Draft202012Validator
+    base.check_schema(load_schema())
+    types = base.TYPE_CHECKER.redefine(
+        "integer", lambda _c, x: isinstance(x, int) and not isinstance(x, bool)
+    )
+    cls = js.validators.extend(
+        base,
+        {"required": _required, "dependentRequired": _dependent_required,
+         "additionalProperties": _additional, "oneOf": _one_of},
+        type_checker=types,
+    )
+    return cls(load_schema())
+
+
+def _problem(e: Any) -> str:
+    """A jsonschema error as today's ``problem`` text (the part after ``path: ``)."""
+    kw, want, got = e.validator, e.validator_value, e.instance
+    if kw == "type":
+        return f"expected {' or '.join(want if isinstance(want, list) else [want])}"
+    if kw == "enum":
+        return f"{got!r} is not one of {want}"
+    if kw == "const":
+        return f"expected {want!r}"
+    if kw == "pattern":
+        return f"{got[:40]!r} does not match {want}"
+    if kw == "minLength":
+        return "too short"
+    if kw == "minimum":
+        return f"below {want}"
+    if kw == "maximum":
+        return f"above {want}"
+    if kw == "minItems":
+        return f"needs at least {want} items"
+    if kw == "maxItems":
+        return f"at most {want} items"
+    if kw == "minProperties":
+        return f"needs at least {want} keys"
+    return str(e.message)  # required, dependentRequired, additionalProperties, oneOf: ours
+
+
+def _yaml_path(parts: Iterable[Any]) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(document)"
+
+
+def _doc_order(doc: Any, parts: Iterable[Any]) -> tuple[int, ...]:
+    """Where a path lies in the document (key positions, list indexes): errors are listed in
+    the order a reader meets them, each node's own before those of what it holds."""
+    out = []
+    node = doc
+    for p in parts:
+        if isinstance(node, dict):
+            out.append(list(node).index(p) if p in node else -1)
+        else:
+            out.append(p)
+        node = node[p] if isinstance(node, dict | list) else None
+    return tuple(out)
 
 
 def schema_errors(doc: Any, schema: Mapping[str, Any] | None = None) -> list[str]:
     """Every place ``doc`` breaks the contract JSON Schema, as ``path: problem`` lines."""
-    root = load_schema() if schema is None else schema
-    out: list[str] = []
-    _validate(doc, root, root, "", out)
-    return out
-
-
-def _validate(
-    v: Any, s: Mapping[str, Any], root: Mapping[str, Any], path: str, out: list[str]
-) -> None:
-    where = path or "(document)"
-    if "$ref" in s:
-        ref = s["$ref"]
-        if not ref.startswith("#/"):
-            raise ContractError(f"schema: unsupported $ref {ref}")
-        target: Any = root
-        for part in ref[2:].split("/"):
-            target = target[part]
-        _validate(v, target, root, path, out)
-    if "type" in s:
-        types = s["type"] if isinstance(s["type"], list) else [s["type"]]
-        if not any(_TYPES[t](v) for t in types):
-            out.append(f"{where}: expected {' or '.join(types)}")
-            return
-    if "enum" in s and v not in s["enum"]:
-        out.append(f"{where}: {v!r} is not one of {s['enum']}")
-    if "const" in s and v != s["const"]:
-        out.append(f"{where}: expected {s['const']!r}")
-    if isinstance(v, str):
-        if "pattern" in s and re.search(s["pattern"], v) is None:
-            out.append(f"{where}: {v[:40]!r} does not match {s['pattern']}")
-        if len(v) < s.get("minLength", 0):
-            out.append(f"{where}: too short")
-    if _TYPES["number"](v):
-        if "minimum" in s and v < s["minimum"]:
-            out.append(f"{where}: below {s['minimum']}")
-        if "maximum" in s and v > s["maximum"]:
-            out.append(f"{where}: above {s['maximum']}")
-    if isinstance(v, dict):
-        _validate_object(v, s, root, path, out)
-    if isinstance(v, list):
-        if len(v) < s.get("minItems", 0):
-            out.append(f"{where}: needs at least {s['minItems']} items")
-        if "maxItems" in s and len(v) > s["maxItems"]:
-            out.append(f"{where}: at most {s['maxItems']} items")
-        prefix = s.get("prefixItems", [])
-        for i, item in enumerate(v):
-            sub = prefix[i] if i < len(prefix) else s.get("items")
-            if sub is not None:
-                _validate(item, sub, root, f"{path}[{i}]", out)
-    if "oneOf" in s:
-        matches = 0
-        for sub in s["oneOf"]:
-            trial: list[str] = []
-            _validate(v, sub, root, path, trial)
-            matches += not trial
-        if matches != 1:
-            out.append(f"{where}: matches {matches} of the {len(s['oneOf'])} allowed shapes")
-
-
-def _validate_object(
-    v: dict[str, Any], s: Mapping[str, Any], root: Mapping[str, Any], path: str, out: list[str]
-) -> None:
-    where = path or "(document)"
-    for k in s.get("required", []):
-        if k not in v:
-            out.append(f"{where}: missing {k!r}")
-    if len(v) < s.get("minProperties", 0):
-        out.append(f"{where}: needs at least {s['minProperties']} keys")
-    for k, deps in s.get("dependentRequired", {}).items():
-        if k in v:
-            for d in deps:
-                if d not in v:
-                    out.append(f"{where}: has {k!r} but not {d!r}")
-    props = s.get("properties", {})
-    extra = s.get("additionalProperties", True)
-    for k, item in v.items():
-        sub = f"{path}.{k}" if path else k
-        if k in props:
-            _validate(item, props[k], root, sub, out)
-        elif extra is False:
-            out.append(f"{sub}: unknown key")
-        elif isinstance(extra, dict):
-            _validate(item, extra, root, sub, out)
+    v = _validator() if schema is None else _validator().evolve(schema=schema)
+    errors = sorted(v.iter_errors(doc), key=lambda e: _doc_order(doc, e.absolute_path))
+    return [f"{_yaml_path(e.absolute_path)}: {_problem(e)}" for e in errors]
