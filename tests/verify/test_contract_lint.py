@@ -12,7 +12,7 @@ from ledger.core.bundle import Bundle
 from verify import contract as contract_group
 from verify.context import Context
 from verify.contract import load_contract, parse_yaml
-from verify.contract_lint import GATES, lint_check, lint_contract, schema_errors
+from verify.contract_lint import GATES, lint_check, lint_contract, load_schema, schema_errors
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "contracts"
@@ -283,6 +283,14 @@ def test_every_bundled_and_fixture_contract_loads_and_fits_the_schema(path: Path
     data = path.read_bytes()
     load_contract(data)
     assert schema_errors(parse_yaml(data)) == []
+
+
+def test_schema_is_valid_draft_2020_12() -> None:
+    from jsonschema import Draft202012Validator
+
+    schema = load_schema()
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    Draft202012Validator.check_schema(schema)
 
 
 def test_schema_catches_structural_errors() -> None:
