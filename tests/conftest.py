@@ -44,6 +44,7 @@ CAMPAIGNS = frozenset({
     "campaigns/test_own_kernels_round2.py",
     "campaigns/test_own_kernels_round3.py",
     "campaigns/test_own_kernels_round4.py",
+    "campaigns/test_real_kernels.py",
     "campaigns/test_reliability.py",
     "campaigns/test_fault_campaign.py",
     "campaigns/test_seal_kill.py",
