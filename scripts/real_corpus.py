@@ -75,9 +75,10 @@ SPECS: dict[str, dict[str, Any]] = {
             "sizes": [{"N": 1}, {"N": 127}, {"N": 129}, {"N": 1000}],
             "inputs": {"low": -5.0, "high": 5.0},
             "tolerance": {"ulp": 1, "abs": 1.0e-6,
-                          "why": "f32 tanhf and products, rounded once to bf16: within one bf16 ulp of "
-                                 "the float64 value, except where 1 + tanh cancels (x below -3), whose "
-                                 "outputs are below 1e-5 in size and within 1e-6"},
+                          "why": "f32 tanhf and products, rounded once to bf16: within one "
+                                 "bf16 ulp of the float64 value, except where 1 + tanh cancels "
+                                 "(x below -3), whose outputs are below 1e-5 in size and within "
+                                 "1e-6"},
         },
         "ref": GELU_REF,
         "fut": ("entry FN [n] (x: [n]f32) : [n]f32 =\n"
@@ -157,7 +158,8 @@ def FN(inputs, sizes):
         "kind": "scatter-add (f32 atomics)",
         "description": "llm.c GPT-2 encoder backward: dwte[inp[b,t]] += dout[b,t] and "
                        "dwpe[t] += dout[b,t] with float atomicAdd",
-        "formula": "dwte[v,c] += sum_{b,t: inp[b,t]=v} dout[b,t,c];  dwpe[t,c] += sum_b dout[b,t,c]",
+        "formula": ("dwte[v,c] += sum_{b,t: inp[b,t]=v} dout[b,t,c];  "
+                    "dwpe[t,c] += sum_b dout[b,t,c]"),
         "sizes_flag": ["V"],
         "kernel": {
             "params": [p("dwte", "f32", "inout", ["V", "C"]), p("dwpe", "f32", "inout", ["T", "C"]),
@@ -287,7 +289,8 @@ def FN(inputs, sizes):
             "inputs": {"low": -1.0, "high": 1.0},
             "tolerance": {"rel": 1.0e-4, "abs": 1.0e-4,
                           "why": "f32 sums of up to 1024 terms for the mean and the variance "
-                                 "(32 serial adds per lane, a 5-step butterfly), rsqrtf (2 ulp) and "
+                                 "(32 serial adds per lane, a 5-step butterfly), rsqrtf (2 ulp) "
+                                 "and "
                                  "the mean's rounding in x - m magnified by rstd (up to 316 for a "
                                  "row of equal values): measured below 2e-5 absolute"},
         },
@@ -329,7 +332,8 @@ def FN(inputs, sizes):
             "size_constraints": ["B * T * V <= 1048576"],
         },
         "test": {
-            "sizes": [{"B": 1, "T": 1, "V": 1}, {"B": 2, "T": 65, "V": 10}, {"B": 4, "T": 7, "V": 33}],
+            "sizes": [{"B": 1, "T": 1, "V": 1}, {"B": 2, "T": 65, "V": 10},
+                      {"B": 4, "T": 7, "V": 33}],
             "inputs": {"low": 1.0e-6, "high": 1.0},
             "tolerance": {"ulp": 2},
         },
@@ -365,7 +369,8 @@ def FN(inputs, sizes):
             "size_constraints": ["B * T * V <= 1048576"],
         },
         "test": {
-            "sizes": [{"B": 1, "T": 1, "V": 1}, {"B": 2, "T": 5, "V": 30}, {"B": 3, "T": 4, "V": 77}],
+            "sizes": [{"B": 1, "T": 1, "V": 1}, {"B": 2, "T": 5, "V": 30},
+                      {"B": 3, "T": 4, "V": 77}],
             "inputs": {"low": -1.0, "high": 1.0},
             "tolerance": {"ulp": 2, "abs": 1.0e-6},
         },
@@ -420,7 +425,8 @@ def FN(inputs, sizes):
         out = out + inputs["bias"].astype(np.float64)[None, :]
     return {"out": out.ravel()}
 """,
-        "fut": ("entry FN [bt][c][oc] (x: [bt][c]f32) (w: [oc][c]f32) (b: [oc]f32) : [bt][oc]f32 =\n"
+        "fut": ("entry FN [bt][c][oc] (x: [bt][c]f32) (w: [oc][c]f32) (b: [oc]f32) : "
+                "[bt][oc]f32 =\n"
                 "  map (\\r -> map2 (\\wr bi -> bi + f32.sum (map2 (*) r wr)) w b) x\n"),
         "fut_case": ("[[2f32]] [[3f32]] [1f32]", "[[7f32]]"),
         "statement": "thread (bt, oc) inside both guards writes out[bt, oc] once; the bias is read "
@@ -430,7 +436,8 @@ def FN(inputs, sizes):
         "upstream": LLMC + "dev/cuda/permute.cu",
         "lines": "100-116 (permute_kernel)",
         "kind": "4-D permutation (transpose)",
-        "description": "llm.c permute: (d1, d2, d3, d4) -> (d4, d3, d1, d2), one thread per element",
+        "description": "llm.c permute: (d1, d2, d3, d4) -> (d4, d3, d1, d2), one thread per "
+                       "element",
         "formula": "out[i4, i3, i1, i2] = matrix[i1, i2, i3, i4]",
         "kernel": {
             "params": [p("matrix", "f32", "in", ["dim1", "dim2", "dim3", "dim4"]),
@@ -457,7 +464,8 @@ def FN(inputs, sizes):
         "fut": ("entry FN [a][b][c][d] (m: [a][b][c][d]f32) : [d][c][a][b]f32 =\n"
                 "  tabulate_4d d c a b (\\i4 i3 i1 i2 -> m[i1, i2, i3, i4])\n"),
         "fut_case": ("[[[[1f32]]]]", "[[[[1f32]]]]"),
-        "statement": "the index map is a bijection of [0, d1 d2 d3 d4): each thread under the guard "
+        "statement": "the index map is a bijection of [0, d1 d2 d3 d4): each thread under the "
+                     "guard "
                      "writes its own output element once",
     },
     "adamw2": {
@@ -488,7 +496,8 @@ def FN(inputs, sizes):
                           "why": "two fmas per moment (each within 1 ulp, but b1 m + (1-b1) g may "
                                  "cancel to near 0, hence abs 1e-6 on values of size 1), then "
                                  "sqrtf, a division and the update: the step lr m^/(sqrt v^ + eps) "
-                                 "is at most lr/sqrt(1-b2) = 0.032 in size, so its few-ulp error is "
+                                 "is at most lr/sqrt(1-b2) = 0.032 in size, so its few-ulp error "
+                                 "is "
                                  "below 1e-8"},
         },
         "ref": """
@@ -522,7 +531,8 @@ def FN(inputs, sizes):
                        "dout[.., o], one block per column, bf16",
         "formula": "dbias[o] = bf16(dbias[o] + sum_{b,t} dout[b,t,o])",
         "kernel": {
-            "params": [p("dbias", "bf16", "inout", ["OC"]), p("dout", "bf16", "in", ["B", "T", "OC"]),
+            "params": [p("dbias", "bf16", "inout", ["OC"]),
+                       p("dout", "bf16", "in", ["B", "T", "OC"]),
                        s("B"), s("T"), s("OC")],
             "launch": launch(["OC", 1, 1], [128, 1, 1], 512),
             "resources": {"max_shared_bytes": 512},
@@ -531,7 +541,8 @@ def FN(inputs, sizes):
             "size_constraints": ["B * T * OC <= 1048576"],
         },
         "test": {
-            "sizes": [{"B": 1, "T": 1, "OC": 1}, {"B": 2, "T": 65, "OC": 3}, {"B": 3, "T": 50, "OC": 10}],
+            "sizes": [{"B": 1, "T": 1, "OC": 1}, {"B": 2, "T": 65, "OC": 3},
+                      {"B": 3, "T": 50, "OC": 10}],
             "inputs": {"low": -1.0, "high": 1.0},
             "tolerance": {"ulp": 1, "abs": 1.0e-4,
                           "why": "an f32 sum of at most 2048 bf16 terms of size <= 1, in tree "
@@ -591,7 +602,8 @@ def FN(inputs, sizes):
                        "(first add during the load) into one partial sum",
         "formula": "g_odata[b] = sum_{i in [2*128*b, 2*128*(b+1)) and i < n} g_idata[i]",
         "kernel": {
-            "params": [p("g_idata", "f32", "in", ["n"]), p("g_odata", "f32", "out", ["ceil_div(n, 256)"]),
+            "params": [p("g_idata", "f32", "in", ["n"]),
+                       p("g_odata", "f32", "out", ["ceil_div(n, 256)"]),
                        s("n", "u32")],
             "launch": launch(["ceil_div(n, 256)", 1, 1], [128, 1, 1], 512),
             "resources": {"max_shared_bytes": 512},
@@ -628,7 +640,8 @@ def FN(inputs, sizes):
         "kind": "scan (warp shuffles, block-wide inclusive prefix sum, nullable output)",
         "description": "CUDA samples shfl_scan_test: inclusive prefix sum within each block of 256 "
                        "ints by __shfl_up_sync, and the block totals when partial_sums is not null",
-        "formula": "data'[b*256 + j] = sum_{k <= j} data[b*256 + k]; partial_sums[b] = data'[b*256 + 255]",
+        "formula": ("data'[b*256 + j] = sum_{k <= j} data[b*256 + k]; "
+                    "partial_sums[b] = data'[b*256 + 255]"),
         "kernel": {
             "params": [p("data", "s32", "inout", ["n"]), s("width", "s32", 32),
                        p("partial_sums", "s32", "out", ["n // 256"], nullable=True),
@@ -664,7 +677,8 @@ def _run(*argv: str) -> dict[str, Any]:
     out = subprocess.run([str(ROOT / ".venv" / "bin" / "ledger"), *argv, "--json"],
                          capture_output=True, text=True, check=False)
     if out.returncode != 0:
-        raise SystemExit(f"ledger {' '.join(argv)}: exit {out.returncode}\n{out.stdout}{out.stderr}")
+        raise SystemExit(f"ledger {' '.join(argv)}: exit {out.returncode}\n"
+                         f"{out.stdout}{out.stderr}")
     result: dict[str, Any] = json.loads(out.stdout)
     return result
 

@@ -123,7 +123,9 @@ class BundleOracle:
         if self._error is not None:
             raise self._error
         assert self._session is not None
-        run = self._session.run([SandboxCase(c.inputs, c.sizes, c.outputs, c.nulled) for c in cases])
+        run = self._session.run(
+            [SandboxCase(c.inputs, c.sizes, c.outputs, c.nulled) for c in cases]
+        )
         return [r.error if r.error else r.outputs for r in run.cases]
 
     def close(self) -> None:
