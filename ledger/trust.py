@@ -47,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -409,6 +410,12 @@ def _stamp() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
 
 
+@functools.lru_cache(maxsize=64)
+def _memory_path(root: Path, vkey: str) -> Path:
+    """``checkpoints/<sha256(vkey)[:32]>`` under ``root``, made once per memory and log key."""
+    return root / "checkpoints" / hex_encode(hashlib.sha256(vkey.encode()).digest())[:32]
+
+
 @dataclass
 class CheckpointMemory:
     root: Path
@@ -423,17 +430,19 @@ class CheckpointMemory:
             return cls(Path("/nonexistent/kernel-ledger-cache"))
 
     def path(self, vkey: NoteVerifier) -> Path:
-        digest = hex_encode(hashlib.sha256(vkey.vkey.encode()).digest())
-        return self.root / "checkpoints" / digest[:32]
+        return _memory_path(self.root, vkey.vkey)
 
     def _seen_path(self, vkey: NoteVerifier) -> Path:
         p = self.path(vkey)
         return p.with_name(p.name + ".seen")
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
+    def _private(self) -> None:
         private_dir(self.root, "checkpoint cache")
         private_dir(self.root / "checkpoints", "checkpoint cache")
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self._private()
         try:
             fd = os.open(self.root / "checkpoints" / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as e:
@@ -446,9 +455,12 @@ class CheckpointMemory:
 
     def remembered(self, vkey: NoteVerifier) -> bytes | None:
         path = self.path(vkey)
-        if not path.exists():
-            return None
-        return read_small(path, 1 << 20, "remembered checkpoint")
+        try:  # read first, ask why only when it fails: no stat on the common path
+            return read_small(path, 1 << 20, "remembered checkpoint")
+        except BadInput:
+            if not path.exists():
+                return None
+            raise
 
     def seen(self, vkey: NoteVerifier) -> dict[int, bytes]:
         """size -> root of the checkpoints proven to be prefixes of the remembered one (a damaged
@@ -508,13 +520,16 @@ class CheckpointMemory:
         signature and the valid cosignatures of ``witnesses`` are kept, never other lines."""
         note = keep_verified(note, [vkey, *witnesses])
         cp = parse_checkpoint(note_text(note))
+        self._private()
+        if self.remembered(vkey) == note:  # written atomically: read whole, nothing to write
+            return f"same as the checkpoint remembered (size {cp.size})"
         with self._locked():
             kept = self.remembered(vkey)
             if kept is None:
                 self._store(vkey, note, {cp.size: cp.root})
                 return f"first checkpoint remembered for {vkey.name} (size {cp.size})"
-            try:
-                old = parse_checkpoint(open_note(kept, [vkey]).text)
+            try:  # the very bytes just verified and stripped: the same checkpoint
+                old = cp if kept == note else parse_checkpoint(open_note(kept, [vkey]).text)
             except LedgerError:
                 self._store(vkey, note, {cp.size: cp.root})  # a damaged cache: start again
                 return f"remembered checkpoint was unreadable; now size {cp.size}"
@@ -524,14 +539,16 @@ class CheckpointMemory:
         self, kept: bytes, old: Checkpoint, note: bytes, cp: Checkpoint, vkey: NoteVerifier,
         prove: Prover | None, fix: str,
     ) -> str:
-        seen = self.seen(vkey)
-        seen[old.size] = old.root
         if cp.size == old.size:
             if cp.root != old.root:
                 raise self.evidence(kept, note, f"two roots for tree size {cp.size}")
             if note_text(note) == note_text(kept) and tells_more(note, kept):
+                seen = self.seen(vkey)
+                seen[old.size] = old.root
                 self._store(vkey, note, seen)  # keep the copy with more cosignatures
             return f"same as the checkpoint remembered (size {cp.size})"
+        seen = self.seen(vkey)
+        seen[old.size] = old.root
         if cp.size < old.size and cp.size in seen:
             if seen[cp.size] != cp.root:
                 raise self.evidence(

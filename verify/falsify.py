@@ -475,7 +475,11 @@ def oracle_case(kernel: Kernel, case: Case) -> OracleCase:
         for p in kernel.params
         if p.kind == "ptr" and p.intent != "in" and p.name in case.shapes
     ]
-    return OracleCase(inputs, case.sizes, outputs)
+    nulled = frozenset(  # a nullable output passed null: the reference may still return it
+        p.name for p in kernel.params
+        if p.kind == "ptr" and p.intent != "in" and p.name not in case.shapes
+    )
+    return OracleCase(inputs, case.sizes, outputs, nulled)
 
 
 def poison_findings(case: Case, expected: Mapping[str, np.ndarray[Any, Any]]) -> list[Observed]:

@@ -156,14 +156,16 @@ def _check_manifest(entry: Entry, files: Mapping[str, bytes] | None) -> Check:
     if files is None:
         return failed("integrity.manifest", "no bundle files to check")
     want = dict(rows)
+    got: dict[str, bytes] = {}  # each file hashed once, the digest compared and listed
     for rel in sorted(set(want) | set(files)):
         if rel not in files:
             return failed("integrity.manifest", f"{rel}: listed in the manifest but missing")
         if rel not in want:
             return failed("integrity.manifest", f"{rel}: not listed in the sealed manifest")
-        if blake3_digest(files[rel]) != want[rel]:
+        got[rel] = blake3_digest(files[rel])
+        if got[rel] != want[rel]:
             return failed("integrity.manifest", f"{rel}: BLAKE3 does not match the manifest")
-    if make_manifest((p, blake3_digest(d)) for p, d in files.items()) != manifest:
+    if make_manifest(got.items()) != manifest:
         return failed("integrity.manifest", "files do not reproduce the manifest byte for byte")
     return passed(
         "integrity.manifest",

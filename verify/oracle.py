@@ -63,6 +63,7 @@ class OracleCase:
     inputs: Mapping[str, np.ndarray[Any, Any]]  # in/inout pointers, and scalars as 0-d arrays
     sizes: Mapping[str, int]
     outputs: Sequence[OutputSpec]  # the out/inout pointer parameters, with element counts
+    nulled: frozenset[str] = frozenset()  # out/inout pointers passed null: no output, not compared
 
 
 class Oracle(Protocol):
@@ -122,7 +123,9 @@ class BundleOracle:
         if self._error is not None:
             raise self._error
         assert self._session is not None
-        run = self._session.run([SandboxCase(c.inputs, c.sizes, c.outputs) for c in cases])
+        run = self._session.run(
+            [SandboxCase(c.inputs, c.sizes, c.outputs, c.nulled) for c in cases]
+        )
         return [r.error if r.error else r.outputs for r in run.cases]
 
     def close(self) -> None:

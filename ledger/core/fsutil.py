@@ -154,11 +154,14 @@ def fsync_dir(directory: Path) -> None:
             os.close(dfd)
 
 
-def check_private_dir(directory: Path, what: str = "ledger directory") -> None:
+def check_private_dir(
+    directory: Path, what: str = "ledger directory", lstat: os.stat_result | None = None
+) -> None:
     """Refuse a directory that is a symlink, is not a directory, belongs to another user, or that
-    group or others may write (they could swap the files the ledger trusts)."""
+    group or others may write (they could swap the files the ledger trusts). ``lstat``: its
+    ``os.lstat`` when the caller has just taken it (None: taken here)."""
     try:
-        st = os.lstat(directory)
+        st = os.lstat(directory) if lstat is None else lstat
     except OSError as e:
         raise BadInput(f"{directory}: cannot use {what} ({e.strerror})") from e
     if stat.S_ISLNK(st.st_mode):
@@ -217,7 +220,11 @@ def check_secret_file(path: Path, what: str = "key file") -> None:
 def private_dir(directory: Path, what: str = "ledger directory") -> Path:
     """Make ``directory`` (and missing parents) with mode 0700 whatever the umask; refuse an
     existing one that others could write (``check_private_dir``)."""
-    if not os.path.lexists(directory):
+    try:
+        st: os.stat_result | None = os.lstat(directory)
+    except (OSError, ValueError):  # as os.path.lexists: missing (or unreachable), made below
+        st = None
+    if st is None:
         try:
             make_parents(directory)
             os.mkdir(directory, 0o700)
@@ -227,7 +234,7 @@ def private_dir(directory: Path, what: str = "ledger directory") -> Path:
             raise BadInput(f"{directory}: cannot create {what} ({e.strerror})") from e
         else:
             os.chmod(directory, 0o700)  # mkdir's mode is masked by the umask
-    check_private_dir(directory, what)
+    check_private_dir(directory, what, st)
     return directory
 
 

@@ -26,9 +26,12 @@ Cosignature v1 (a witness's signature line, added to the log's note)
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import functools
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import nacl.exceptions
@@ -48,6 +51,7 @@ _HEX8 = re.compile(r"[0-9a-f]{8}")
 _DECIMAL = re.compile(r"0|[1-9][0-9]*")
 
 
+@functools.lru_cache(maxsize=256)
 def _valid_name(name: str) -> bool:
     # Go: non-empty, valid UTF-8, no Unicode space, no "+"; here also no control or bidi
     # character (ledger.core.text: a name is shown to people)
@@ -106,8 +110,10 @@ class NoteVerifier:
         if self.key_id != key_id(self.name, self.public, self.alg):
             raise BadInput(f"key id {hex_encode(self.key_id)} does not match key {self.name}")
 
-    @property
+    @functools.cached_property
     def vkey(self) -> str:
+        """The key's text (``name+<key id>+<base64>``), made once per key: the verified cache
+        and the checkpoint memory name their folders by its hash on every lookup."""
         return format_vkey(self.name, self.public, self.alg)
 
     @property
@@ -116,11 +122,40 @@ class NoteVerifier:
         return f"{self.name}+{hex_encode(self.key_id)}"
 
     def verify(self, message: bytes, signature: bytes) -> bool:
+        memo = _CHECKED.get()
+        key = (self.alg, self.public, message, signature)
+        if memo is not None and key in memo:
+            return memo[key]
         try:
             nacl.signing.VerifyKey(self.public).verify(message, signature)
+            ok = True
         except (nacl.exceptions.BadSignatureError, nacl.exceptions.ValueError, ValueError):
-            return False
-        return True
+            ok = False
+        if memo is not None:
+            memo[key] = ok
+        return ok
+
+
+# (alg, public key, message, signature) -> the answer, inside ``checked_once`` only
+_CHECKED: contextvars.ContextVar[dict[tuple[int, bytes, bytes, bytes], bool] | None] = (
+    contextvars.ContextVar("note_signatures_checked", default=None))
+
+
+@contextlib.contextmanager
+def checked_once() -> Iterator[None]:
+    """Within this block (one verification, which reads the same checkpoint in several steps:
+    its integrity check, ``keep_verified`` before it is remembered, the remembered copy) a note
+    signature is checked once: the same key over the same bytes with the same signature gets
+    the answer it got, never a weaker one. An outermost block starts empty (a nested one shares
+    it), so nothing carries from one verification to the next."""
+    if _CHECKED.get() is not None:
+        yield
+        return
+    token = _CHECKED.set({})
+    try:
+        yield
+    finally:
+        _CHECKED.reset(token)
 
 
 @dataclass(frozen=True)
@@ -335,6 +370,8 @@ def tells_more(note: bytes, kept: bytes) -> bool:
     ``keep_verified``) adds anything: another text, or a signature by a key ``kept`` lacks. A
     newer line by a key already kept (a witness's later cosignature of the same checkpoint)
     adds nothing, so a host replaying lines cannot make a store grow while the tree stands."""
+    if note == kept:
+        return False
     if note_text(note) != note_text(kept):
         return True
     return not signature_keys(note) <= signature_keys(kept)

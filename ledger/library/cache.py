@@ -21,7 +21,9 @@ shown to contradict fails). A cache entry whose files changed on disk fails ``in
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,8 +45,17 @@ if TYPE_CHECKING:
 MAX_HEX_NAME = 100  # bytes of a NAME@VERSION kept as its hex (200 characters) in a name file
 
 
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
 def _is_digest(text: str) -> bool:
-    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
+    return _DIGEST.fullmatch(text) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def _names_dir(root: Path, vkey: str) -> Path:
+    """``kernels/names/<sha256(vkey)[:32]>`` under ``root``, made once per cache and log key."""
+    return root / "kernels" / "names" / hex_encode(hashlib.sha256(vkey.encode()).digest())[:32]
 
 
 @dataclass(frozen=True)
@@ -65,8 +76,7 @@ class Cache:
         return self.root / "kernels" / digest
 
     def _names(self, vkey: NoteVerifier) -> Path:
-        tag = hex_encode(hashlib.sha256(vkey.vkey.encode()).digest())[:32]
-        return self.root / "kernels" / "names" / tag
+        return _names_dir(self.root, vkey.vkey)
 
     @staticmethod
     def _name_file(ref: str) -> str:
@@ -85,29 +95,31 @@ class Cache:
             return None
         for vk in policy.log_keys:
             p = self._names(vk) / self._name_file(ref)
-            if p.is_file():
-                try:
-                    got = read_small(p, 128, "cached name").decode("ascii").strip()
-                except (BadInput, UnicodeDecodeError):
-                    return None
-                return got if _is_digest(got) else None  # a tampered name file: a miss
+            try:  # read first, ask why only when it fails: no stat on the common path
+                got = read_small(p, 128, "cached name").decode("ascii").strip()
+            except BadInput:
+                if not p.is_file():
+                    continue  # not cached under this key
+                return None
+            except UnicodeDecodeError:
+                return None
+            return got if _is_digest(got) else None  # a tampered name file: a miss
         return None
 
     def lookup(self, ref: str, policy: Policy) -> Found | None:
         """The cached evidence and files for ``ref``, None when there are none."""
-        from ledger.library.evidence import Found, read_bundle_dir
+        from ledger.core.bundle import read_dir
+        from ledger.library.evidence import Found
 
         digest = self.digest_of(ref, policy)
         if digest is None:
             return None
         d = self._kernel(digest)
-        if not (d / "receipt.json").is_file():
-            return None
-        try:
+        try:  # none there (or a half-written entry, files but no receipt), or unreadable: a miss
             rec = Receipt.from_bytes(read_small(d / "receipt.json", MAX_RECEIPT_BYTES, "receipt"))
-            files = read_bundle_dir(d / "files")
+            files = read_dir(d / "files")
         except LedgerError:
-            return None  # unreadable: fetched again
+            return None  # fetched again
         ev = receipt_evidence(rec, rec.origin)
         return Found(ev, files, None, f"cache {d}")
 

@@ -148,6 +148,8 @@ def receipt_evidence(rec: Receipt, name: str, local: Store | None = None) -> Evi
 def later_at_hand(local: Store | None, entry: bytes) -> Later | None:
     """Offline, with the log's own ledger at hand: what it proves about the entry's signer in its
     newer tree (``ledger.revocation.later_evidence``), for ``integrity.signer``."""
+    if local is None:  # nothing at hand: no need to decode the entry
+        return None
     from ledger.core.encoding import hex_decode
     from ledger.revocation import later_evidence
 
@@ -155,7 +157,7 @@ def later_at_hand(local: Store | None, entry: bytes) -> Later | None:
         signer = decode_entry(entry).signer
     except LedgerError:
         return None
-    got = None if local is None or signer is None else later_evidence(local, hex_decode(signer))
+    got = None if signer is None else later_evidence(local, hex_decode(signer))
     return None if got is None else Later(*got)
 
 

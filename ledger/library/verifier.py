@@ -44,7 +44,7 @@ from ledger.core.errors import (
     VerificationFailed,
 )
 from ledger.core.merkle import leaf_hash
-from ledger.core.note import NoteVerifier, note_text, parse_checkpoint
+from ledger.core.note import NoteVerifier, checked_once, note_text, parse_checkpoint
 from ledger.core.receipt import FILE_NAME, MAX_RECEIPT_BYTES, Receipt
 from ledger.kernels import is_name_ref, split_ref
 from ledger.library.certificate import (
@@ -226,13 +226,15 @@ class Verifier:
         (``progress``: called as each group of re-run checks begins)."""
         ev = found.evidence
         vk = self._vkey(ev.checkpoint)
-        report = self._report(ev, vk, found.files, progress or self.progress)
-        report, error = self._guard(report, ev.checkpoint, vk, found)
+        with checked_once():  # the checkpoint's signature: checked in step 3, reused in step 4
+            report = self._report(ev, vk, found.files, progress or self.progress)
+            report, error = self._guard(report, ev.checkpoint, vk, found)
         return Examined(found, report, vk, error)
 
     def check(self, found: Found) -> Certificate:
         """Steps 3 to 6 for evidence already gathered."""
-        return self.certify(self.examine(found))
+        with checked_once():
+            return self.certify(self.examine(found))
 
     def certify(self, done: Examined) -> Certificate:
         """Steps 5 and 6: raise for a failed verification or an unmet policy rule, else the

@@ -170,3 +170,86 @@ def test_new_and_rebuild_follow_their_schemas(tmp_path: Path) -> None:
     if res.returncode != 0:
         pytest.skip(f"ledger rebuild could not run here: {res.stderr.strip()}")
     _valid("rebuild.json", json.loads(res.stdout))
+
+
+def _object_nodes(node: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every sub-schema of ``node`` that describes an object (``type`` object, or
+    ``properties``), with its JSON pointer."""
+    if isinstance(node, dict):
+        kind = node.get("type")
+        if kind == "object" or (isinstance(kind, list) and "object" in kind) or (
+                "properties" in node):
+            yield where, node
+        for k, v in node.items():
+            yield from _object_nodes(v, f"{where}/{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _object_nodes(v, f"{where}/{i}")
+
+
+def test_every_schema_object_is_closed() -> None:
+    """Every object in docs/schemas says ``additionalProperties: false`` (a member the code
+    does not emit is an error, so a closed schema really pins the output down), or is a
+    documented map: ``additionalProperties`` (or ``patternProperties``) a schema of its values."""
+    open_: list[str] = []
+    for path in sorted(SCHEMAS.glob("*.json")):
+        for where, obj in _object_nodes(json.loads(path.read_text()), "#"):
+            extra = obj.get("additionalProperties")
+            is_map = isinstance(extra, dict) or (
+                "patternProperties" in obj and extra is not True)
+            if extra is not False and not is_map:
+                open_.append(f"{path.name} {where}")
+    assert open_ == [], f"schema objects without additionalProperties false: {open_}"
+
+
+def test_each_variant_follows_its_closed_schema(sealed: Sealed, tmp_path: Path) -> None:
+    """The variants of the commands whose schemas were closed last (issue 31), each validated
+    as it is really printed: ``verify`` partial, refused by the policy, failed (under another
+    log key, exit 1) and offline from a receipt; ``check`` partial and failed; ``show`` of a
+    bundle, a key registration and a key revocation; ``audit`` passing and with findings; the
+    JSON error object. (A ``verified`` verdict needs the Lean and Futhark toolchains, which the
+    shipped bundles' checks skip here; the enum admits it.)"""
+    home = tmp_path / "home"
+    shutil.copytree(sealed.home, home)
+    other = tmp_path / "other"
+    _ok("init", "--origin", "example.org/kernels", home=other)
+    wrong = run_cli("vkey", home=other).stdout.strip()
+
+    def printed(schema: str, code: int, *args: str, home: Path | None = home) -> Any:
+        res = run_cli(*args, "--json", home=home)
+        assert res.returncode == code, (args, res.stderr)
+        out = json.loads(res.stdout)
+        _valid(schema, out)
+        return out
+
+    assert printed("verify.json", 0, "verify", "vector_add@1.0.0")["verdict"] == "partial"
+    strict = tmp_path / "strict.json"
+    strict.write_text(json.dumps({"log": sealed.vkey, "verdict": "verified"}))
+    assert "policy" in printed("verify.json", 1, "verify", "1", "--policy", str(strict))
+    failed = printed("verify.json", 1, "verify", "1", "--vkey", wrong)
+    assert failed["verdict"] == "failed"
+    bundle = tmp_path / "vector_add"
+    shutil.copytree(sealed.bundle, bundle)
+    _ok("receipt", "write", "1", "--out", str(bundle), home=home)
+    offline = printed("verify.json", 0, "verify", "1", "--receipt",
+                      str(bundle / "ledger-receipt.json"), "--vkey", sealed.vkey,
+                      home=tmp_path / "nowhere")
+    assert offline["verdict"] == "partial" and offline["index"] == 1
+    assert printed("check.json", 0, "check", str(bundle))["verdict"] == "partial"
+    broken = tmp_path / "broken"
+    shutil.copytree(bundle, broken)
+    (broken / "ledger-receipt.json").unlink()
+    (broken / "vector_add.ptx").write_text("not ptx at all\n")
+    assert printed("check.json", 1, "check", str(broken))["verdict"] == "failed"
+    assert printed("show.json", 0, "show", "1")["entry"]["type"] == "bundle"
+    assert printed("show.json", 0, "show", "0")["entry"]["type"] == "key-registration"
+    spare = _ok("keys", "new", "variant", home=home)
+    _ok("keys", "register", "variant", home=home)
+    revoked = _ok("keys", "revoke", spare["key_id"], "--reason", "lost", home=home)
+    shown = printed("show.json", 0, "show", str(revoked["index"]))
+    assert shown["entry"]["type"] == "key-revocation"
+    assert printed("audit.json", 0, "audit")["problems"] == []
+    findings = printed("audit.json", 1, "audit", "--vkey", wrong)
+    assert findings["ok"] is False and findings["problems"]
+    err = printed("error.json", 2, "verify", "nope@1")
+    assert err["error"]["type"] == "UnknownHash"

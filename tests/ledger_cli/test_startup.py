@@ -75,7 +75,7 @@ def _sealed_vector_add(tmp_path: Path) -> dict[str, str]:
     sk = add_node(log)
     assert log.seal(Bundle.from_dir(bundle), fake_fields(), sk).index == 1
     log.close()
-    # not measured by coverage (scripts/test.sh): its start-up hook in the child imports what
+    # not measured by coverage (scripts/coverage.sh): its start-up hook in the child imports what
     # the command does not (multiprocessing among them)
     env = {k: v for k, v in os.environ.items() if k not in (
         "LEDGER_DEBUG", "COLUMNS", "COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG",

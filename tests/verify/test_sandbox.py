@@ -290,6 +290,21 @@ def test_bad_outputs_are_refused(body: str, want: str) -> None:
 
 
 @needs_bwrap
+def test_an_output_passed_null_may_be_returned_and_is_dropped() -> None:
+    # A nullable out pointer passed null (llm.c layernorm's mean/rstd): the reference cannot
+    # tell, returns it anyway, and it is dropped, neither compared nor refused; any other extra
+    # name is still refused.
+    src = HEADER + "def ref(inputs, sizes):\n    return {'y': inputs['x'] + 1, 'z': np.zeros(4)}\n"
+    x = np.arange(4, dtype=np.float32)
+    case = Case({"x": x}, {"n": 4}, [OutputSpec("y", "f32", (4,))], frozenset({"z"}))
+    (res,) = run_reference({"ref.py": src.encode()}, "ref.py", "ref", [case], limits=SMALL).cases
+    assert res.error == "" and set(res.outputs) == {"y"}, res.error
+    other = Case({"x": x}, {"n": 4}, [OutputSpec("y", "f32", (4,))], frozenset({"w"}))
+    (res,) = run_reference({"ref.py": src.encode()}, "ref.py", "ref", [other], limits=SMALL).cases
+    assert "returned 'z', which is not an output of the contract" in res.error
+
+
+@needs_bwrap
 def test_a_pickle_written_straight_to_the_result_stream_is_refused() -> None:
     # Bypass the runner: find the result stream and forge a record holding a pickled object array.
     body = (

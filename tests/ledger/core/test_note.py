@@ -172,6 +172,36 @@ def test_wrong_signature_by_known_key() -> None:
         note.open_note(fake, [peter])
 
 
+def test_checked_once_answers_as_checking_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside ``checked_once`` a signature checked before gets the answer it got: a good note
+    still opens, every tampered one (same key, other bytes or signature) is still refused, and
+    nothing is remembered once the block ends."""
+    peter = note.parse_vkey(PETER_VKEY)
+    calls: list[bytes] = []
+    real = nacl.signing.VerifyKey.verify
+
+    def counted(self: nacl.signing.VerifyKey, *args: bytes) -> bytes:
+        calls.append(args[0])
+        return real(self, *args)
+
+    monkeypatch.setattr(nacl.signing.VerifyKey, "verify", counted)
+    with note.checked_once():
+        for _ in range(3):
+            note.open_note(PETER_NOTE, [peter])
+        assert len(calls) == 1
+        for tampered in (PETER_NOTE.replace(b"answer", b"Answer"),
+                         PETER_TEXT + b"\n" + PETER_SIG.replace(b"nAM=", b"nAA=")):
+            for _ in range(2):
+                with pytest.raises(SignatureError):
+                    note.open_note(tampered, [peter])
+        with note.checked_once():  # nested: the same record
+            note.open_note(PETER_NOTE, [peter])
+        assert len(calls) == 3
+    note.open_note(PETER_NOTE, [peter])
+    assert len(calls) == 4  # the block ended: checked again
+
+
+
 @pytest.mark.parametrize(
     "msg",
     [
