@@ -5,9 +5,15 @@ bundle's path -> bytes) is given, over the bundle it came in. Each gate passes, 
 reason, or is skipped (no bundle; a helper module not available). The gates, in order, and the
 ``pv lint`` gate each matches or strengthens, are documented in contracts/README.md ("Lint").
 
-``schema_errors(doc)`` validates parsed YAML against ``verify/contract_schema.json`` with
-``jsonschema`` (Draft 2020-12, one validator built on first use), each error as one
-``path: problem`` line.
+``schema_errors(doc)`` validates parsed YAML against ``verify/contract_schema.json`` (JSON Schema
+draft-04), each error as one ``path: problem`` line, in two steps:
+
+1. fastjsonschema's code for the schema, generated once into ``verify._contract_schema_check``
+   (``scripts/contract_schema_check.py``): a document it accepts is valid, and the answer is ``[]``
+   (every valid contract, so every ``ledger verify`` of one, stops here);
+2. only when it rejects (it stops at the first error), jsonschema's ``Draft4Validator``, imported
+   then, lists every error in today's wording. Its answer is the verdict: the fast code is at
+   least as strict (its ``$`` is ``\\Z``), never looser.
 """
 
 from __future__ import annotations
@@ -715,11 +721,11 @@ def lint_check(contract: Contract, files: Mapping[str, bytes]) -> Check:
 
 
 # ---------------------------------------------------------------------------------------------
-# The JSON Schema, checked by ``jsonschema`` (Draft 2020-12, what the file declares). The
-# validator is built once; four keywords are given today's one-line wording (the path of the
-# key, then what to fix) through jsonschema's own extension API, every other error is worded
-# from its keyword below. "integer" means an int, as YAML reads one: ``1.0`` is a number, not an
-# integer (jsonschema's default accepts it).
+# The JSON Schema (draft-04: its "integer" is an int, as YAML reads one; ``1.0`` is a number, not
+# an integer, as draft-06 and later would have it). The accept path is the generated fastjsonschema
+# code; a rejected document goes to jsonschema's validator, built once, where four keywords are
+# given today's one-line wording (the path of the key, then what to fix) through jsonschema's own
+# extension API and every other error is worded from its keyword below.
 
 SCHEMA_PATH = Path(__file__).with_name("contract_schema.json")
 
@@ -737,8 +743,8 @@ def _required(v: Any, required: list[str], instance: Any, schema: Any) -> Iterat
                 yield _jsonschema().ValidationError(f"missing {k!r}")
 
 
-def _dependent_required(v: Any, deps: dict[str, list[str]], instance: Any,
-                        schema: Any) -> Iterator[Any]:
+def _dependencies(v: Any, deps: dict[str, list[str]], instance: Any,
+                  schema: Any) -> Iterator[Any]:
     if isinstance(instance, dict):
         for k, needs in deps.items():
             if k in instance:
@@ -769,27 +775,36 @@ def _one_of(v: Any, shapes: list[Any], instance: Any, schema: Any) -> Iterator[A
 
 
 def _jsonschema() -> Any:
-    import jsonschema  # loaded with the validator, on the first schema check
+    import jsonschema  # loaded only for a document the fast check rejects
 
     return jsonschema
 
 
 @lru_cache(maxsize=1)
 def _validator() -> Any:
-    """The contract schema's validator, built once. The schema itself is checked against its
-    metaschema by the tests (``check_schema`` loads the metaschema: ~0.1 s on every start)."""
+    """The contract schema's full validator, built once. The schema itself is checked against
+    its metaschema by the tests (``check_schema`` loads the metaschema: ~0.1 s)."""
     js = _jsonschema()
-    base = js.Draft202012Validator
-    types = base.TYPE_CHECKER.redefine(
-        "integer", lambda _c, x: isinstance(x, int) and not isinstance(x, bool)
-    )
     cls = js.validators.extend(
-        base,
-        {"required": _required, "dependentRequired": _dependent_required,
+        js.Draft4Validator,
+        {"required": _required, "dependencies": _dependencies,
          "additionalProperties": _additional, "oneOf": _one_of},
-        type_checker=types,
     )
     return cls(load_schema())
+
+
+def _accepts(doc: Any) -> bool:
+    """The generated fastjsonschema check: True when ``doc`` fits the schema."""
+    from fastjsonschema import JsonSchemaValueException
+
+    from verify import _contract_schema_check
+
+    check: Callable[[Any], Any] = _contract_schema_check.validate
+    try:
+        check(doc)
+    except JsonSchemaValueException:
+        return False
+    return True
 
 
 def _problem(e: Any) -> str:
@@ -815,7 +830,7 @@ def _problem(e: Any) -> str:
         return f"at most {want} items"
     if kw == "minProperties":
         return f"needs at least {want} keys"
-    return str(e.message)  # required, dependentRequired, additionalProperties, oneOf: ours
+    return str(e.message)  # required, dependencies, additionalProperties, oneOf: ours
 
 
 def _yaml_path(parts: Iterable[Any]) -> str:
@@ -840,7 +855,14 @@ def _doc_order(doc: Any, parts: Iterable[Any]) -> tuple[int, ...]:
 
 
 def schema_errors(doc: Any, schema: Mapping[str, Any] | None = None) -> list[str]:
-    """Every place ``doc`` breaks the contract JSON Schema, as ``path: problem`` lines."""
+    """Every place ``doc`` breaks the contract JSON Schema, as ``path: problem`` lines (another
+    ``schema`` than the contract's is checked by jsonschema alone)."""
+    if schema is None and _accepts(doc):
+        return []
     v = _validator() if schema is None else _validator().evolve(schema=schema)
-    errors = sorted(v.iter_errors(doc), key=lambda e: _doc_order(doc, e.absolute_path))
+    found = list(v.iter_errors(doc))
+    # a value of the wrong type gets that one line: no "below 0" for -0.5 where an integer belongs
+    mistyped = {tuple(e.absolute_path) for e in found if e.validator == "type"}
+    found = [e for e in found if e.validator == "type" or tuple(e.absolute_path) not in mistyped]
+    errors = sorted(found, key=lambda e: _doc_order(doc, e.absolute_path))
     return [f"{_yaml_path(e.absolute_path)}: {_problem(e)}" for e in errors]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -285,12 +285,42 @@ def test_every_bundled_and_fixture_contract_loads_and_fits_the_schema(path: Path
     assert schema_errors(parse_yaml(data)) == []
 
 
-def test_schema_is_valid_draft_2020_12() -> None:
-    from jsonschema import Draft202012Validator
+def test_schema_is_valid_draft_04() -> None:
+    """Draft-04, which both validators implement (fastjsonschema: 04/06/07) and whose "integer"
+    is an int, as the contract means it (from draft-06 on, ``1.0`` would be one)."""
+    from jsonschema import Draft4Validator
 
     schema = load_schema()
-    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    Draft202012Validator.check_schema(schema)
+    assert schema["$schema"] == "http://json-schema.org/draft-04/schema#"
+    Draft4Validator.check_schema(schema)
+
+
+def test_generated_schema_check_is_up_to_date() -> None:
+    """``verify/_contract_schema_check.py`` is what ``scripts/contract_schema_check.py`` generates
+    from today's schema with the installed fastjsonschema, byte for byte."""
+    spec = importlib.util.spec_from_file_location(
+        "contract_schema_check", ROOT / "scripts" / "contract_schema_check.py")
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    assert (ROOT / "verify" / "_contract_schema_check.py").read_text(encoding="utf-8") \
+        == gen.generate()
+
+
+def test_fast_check_accepts_only_what_jsonschema_accepts() -> None:
+    """The fast path's answer, "valid", is jsonschema's: a float where an integer belongs and a
+    pattern's match before a trailing newline are refused by both (the second by the fast code
+    only, which then defers to jsonschema's full list)."""
+    from verify.contract_lint import _accepts, _validator
+
+    doc = parse_yaml((FIX / "clean.yaml").read_bytes())
+    assert _accepts(doc) and list(_validator().iter_errors(doc)) == []
+    doc["kernel"]["resources"] = {"max_registers": 32.0}
+    assert not _accepts(doc)
+    assert schema_errors(doc) == ["kernel.resources.max_registers: expected integer"]
+    doc["kernel"]["resources"] = {}
+    doc["kernel"]["params"][0]["name"] = "a\n"
+    assert not _accepts(doc) and schema_errors(doc) == []
 
 
 def test_schema_catches_structural_errors() -> None:
