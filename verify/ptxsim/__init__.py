@@ -162,14 +162,7 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
     if threads > MAX_THREADS:
         raise CannotCheck(f"a launch of {threads} threads is more than the PTX interpreter "
                           f"runs ({MAX_THREADS}); use smaller sizes or a GPU")
-    bufs = []
-    for a in args:
-        if isinstance(a, Buffer):
-            if a.intent not in ("in", "out", "inout"):
-                raise PtxSyntaxError(f"buffer {a.name!r}: intent must be in, out or inout")
-            if a.data.ndim != 1 or not a.data.flags.c_contiguous:
-                raise PtxSyntaxError(f"buffer {a.name!r} must be a 1-D contiguous array")
-            bufs.append((a.name, a.intent, a.data))
+    bufs = _buffers(args)
     stateful = any(intent == "var" for _, intent, _, _ in prog.module_vars)
     original = [d.copy() for _, _, d in bufs] if schedule_seed is not None or stateful else None
     gs = GlobalSpace(bufs, prog.module_vars)
@@ -199,6 +192,19 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
                                   schedule_seed, m, schedule_values)
     return SimResult(tuple(m.findings), m.thread_instr, m.warp_instr, ENGINE, second,
                      tuple(m.notes), tuple(m.waived), written)
+
+
+def _buffers(args: Sequence[Buffer | Scalar]) -> list[tuple[str, str, np.ndarray]]:
+    """The buffer arguments as (name, intent, data), checked."""
+    bufs = []
+    for a in args:
+        if isinstance(a, Buffer):
+            if a.intent not in ("in", "out", "inout"):
+                raise PtxSyntaxError(f"buffer {a.name!r}: intent must be in, out or inout")
+            if a.data.ndim != 1 or not a.data.flags.c_contiguous:
+                raise PtxSyntaxError(f"buffer {a.name!r} must be a 1-D contiguous array")
+            bufs.append((a.name, a.intent, a.data))
+    return bufs
 
 
 def _block_ids(blocks: Sequence[int], grid: tuple[int, int, int]) -> np.ndarray:
