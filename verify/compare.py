@@ -111,7 +111,8 @@ class Comparison:
 
 
 def compare_output(
-    name: str, got: np.ndarray[Any, Any], want: Any, dtype: str, tol: Tolerance
+    name: str, got: np.ndarray[Any, Any], want: Any, dtype: str, tol: Tolerance,
+    only: np.ndarray[Any, Any] | None = None,
 ) -> Comparison:
     """Compare ``got`` with the reference's ``want`` under ``tol``.
 
@@ -120,6 +121,8 @@ def compare_output(
     ``tol.rel`` of |want| (any bound given suffices); no bound at all means 0 ulp. NaN matches
     only an expected NaN; an infinity only the same infinity. Integers: exact, or within
     ``tol.abs``. Raises ``BadInput`` when the reference's shape does not fit the buffer.
+    ``only``: a boolean mask over the elements; the others are not compared (a launch run on a
+    sample of its blocks wrote only some elements; indices stay those of the whole buffer).
     """
     dt = np_dtype(dtype)
     g = np.asarray(got).reshape(-1)
@@ -148,6 +151,13 @@ def compare_output(
             rel = np.where(diff == 0, 0.0, diff / np.maximum(np.abs(w64), 1.0))
             ok = exact | (diff <= (tol.abs if tol.abs is not None else -1.0))
             max_ulp = None
+        if only is not None:
+            keep = np.asarray(only, dtype=bool).reshape(-1)
+            ok |= ~keep
+            diff = np.where(keep, diff, 0.0)
+            rel = np.where(keep, rel, 0.0)
+            if max_ulp is not None:
+                max_ulp = float(np.where(keep, ulp, 0.0).max()) if g.size else 0.0
     bad_idx = np.flatnonzero(~ok)
     first = ""
     if bad_idx.size:

@@ -61,6 +61,8 @@ class LaunchOutcome:
     # dropped
     notes: tuple[str, ...] = ()
     waived: tuple[tuple[int, str], ...] = ()  # (the waiver's index, the finding's text)
+    # a launch run on a sample of its blocks: per out/inout buffer, the elements they wrote
+    written: tuple[tuple[str, np.ndarray[Any, Any]], ...] = ()
 
 
 class Engine(Protocol):
@@ -82,10 +84,13 @@ class Engine(Protocol):
         second_schedule: bool = True,
         waivers: Mapping[tuple[str, int], int] | None = None,
         constants: Mapping[str, bytes] | None = None,
+        blocks: Sequence[int] | None = None,
     ) -> LaunchOutcome:
         """``second_schedule``: an engine that can run the launch again under another thread
         order (the interpreter, issue 10) does so when this is True and the launch is small
         enough; a device ignores it. ``waivers``: (finding kind, PTX line) -> a contract
         waiver's index (``verify.waivers``): an engine that reports findings returns those it
-        covers in ``LaunchOutcome.waived``; a device sees no findings and ignores it."""
+        covers in ``LaunchOutcome.waived``; a device sees no findings and ignores it.
+        ``blocks``: run only these grid blocks (the interpreter's block sampling; it returns the
+        elements they wrote in ``LaunchOutcome.written``); a device refuses it (CannotCheck)."""
         ...

@@ -97,6 +97,7 @@ from verify.model import (
 )
 from verify.oracle import ORACLE_IN_DETAIL, OracleCase, Oracles, OutputSpec, Result, oracles_for
 from verify.report import Check, failed, passed, skipped
+from verify.sampling import SAMPLE_BLOCKS, pick_blocks, unsafe_reason
 from verify.waivers import describe as describe_waiver
 from verify.waivers import resolve as resolve_waivers
 
@@ -191,6 +192,7 @@ class InterpreterEngine:
         second_schedule: bool = True,
         waivers: Mapping[tuple[str, int], int] | None = None,
         constants: Mapping[str, bytes] | None = None,
+        blocks: Sequence[int] | None = None,
     ) -> LaunchOutcome:
         sim = self._sim
         module = self.module(ptx)
@@ -201,7 +203,8 @@ class InterpreterEngine:
             else:
                 value = int(cast_to("bf16", [a.value])[0]) if a.dtype == "bf16" else a.value
                 sim_args.append(sim.Scalar(value=value, ptx_type=PTX_TYPES[a.dtype]))
-        need = interpreter_bytes(module.program(entry), grid, block, dynamic_shared)
+        run_grid = grid if blocks is None else (len(blocks), 1, 1)  # the blocks that run
+        need = interpreter_bytes(module.program(entry), run_grid, block, dynamic_shared)
         if need > MAX_INTERP_BYTES:
             raise TooLarge(
                 f"the interpreter's state for this launch would take about {need >> 20} MiB "
@@ -209,6 +212,7 @@ class InterpreterEngine:
                 f"{MAX_INTERP_BYTES >> 20} MiB)"
             )
         small = math.prod(grid) * math.prod(block) <= SECOND_SCHEDULE_MAX_THREADS
+        small = small and blocks is None  # a sampled launch runs once
         t0 = time.perf_counter()
         try:
             res = sim.launch(
@@ -227,6 +231,7 @@ class InterpreterEngine:
                 out_undefined=True,  # out buffers are poisoned: their contents are unspecified
                 waivers=waivers,
                 constants=constants,
+                blocks=blocks,
             )
         except CannotCheck as e:
             if need > COLLECT_AFTER_BYTES:
@@ -252,6 +257,7 @@ class InterpreterEngine:
             tuple(res.second_schedule.items()),
             notes=tuple(res.notes),
             waived=tuple(res.waived),
+            written=tuple(res.written.items()),
         )
 
 
@@ -309,6 +315,8 @@ class Case:
     inputs: dict[str, np.ndarray[Any, Any]]  # copies of the in/inout values, for the reference
     shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # pointer dims
     constants: dict[str, bytes] = dataclasses.field(default_factory=dict)  # __constant__ contents
+    # the grid blocks a sampled launch runs (``verify.sampling``); () runs every block
+    blocks: tuple[int, ...] = ()
 
 
 class TooLarge(CannotCheck):
@@ -599,6 +607,8 @@ def launch_case(
         extra["waivers"] = resolve_waivers(kernel.waivers, ptx, kernel.entry)[0]
     if case.constants:
         extra["constants"] = case.constants
+    if case.blocks:
+        extra["blocks"] = case.blocks
     try:
         return engine.launch(
             ptx,
@@ -637,6 +647,7 @@ def judge_case(
     if findings:
         return "failed", _finding_text(findings)
     by_name = {p.name: p for p in kernel.params}
+    written = dict(outcome.written) if case.blocks else {}  # sampled: what its blocks wrote
     for name, expected in expected_by.items():
         assert not isinstance(expected, str)
         for a in case.args:
@@ -647,7 +658,9 @@ def judge_case(
             try:
                 dtype = by_name[a.name].dtype
                 got = nan_rule(a.data, expected[a.name], dtype, test.nan)
-                cmp = compare_output(a.name, got, expected[a.name], dtype, test.tolerance)
+                cmp = compare_output(
+                    a.name, got, expected[a.name], dtype, test.tolerance, written.get(a.name)
+                )
             except BadInput as e:
                 return "failed", f"{e} (oracle {name})"
             if cmp.bad:
@@ -755,6 +768,7 @@ class Binding:
     seed: int
     chosen: str = ""  # why the verifier chose it ("n block+1 (256)"); "" for the author's
     pattern: str = ""  # "" (random inputs), or one of PATTERNS: how the input values are laid out
+    sample: int = 0  # run on at most this many of the grid's blocks (``verify.sampling``); 0: all
 
 
 def fresh_seed() -> int:
@@ -771,17 +785,27 @@ def _stream(run_seed: int, test_id: str, purpose: int) -> np.random.Generator:
 
 
 def plan_bindings(
-    kernel: Kernel, test: FalsificationTest, run_seed: int, cost_cap: int
+    kernel: Kernel, test: FalsificationTest, run_seed: int, cost_cap: int,
+    sample_blocks: int = 0, no_sample: str = "",
 ) -> tuple[list[Binding], str]:
     """The author's sizes at the contract's seed, then the verifier's sizes at ``run_seed`` (or,
     when none can be chosen, the author's sizes again at ``run_seed``, so that the contract's seed
-    is never used alone); and a phrase for the detail."""
+    is never used alone); and a phrase for the detail. ``sample_blocks`` (0: never): a chosen
+    binding over ``cost_cap`` whose grid has more blocks runs on that many of them
+    (``verify.sampling``); ``no_sample`` says why blocks may not be sampled."""
     from verify.model import domain_text
     from verify.sizes import choose_sizes
 
-    plan = choose_sizes(kernel, test.sizes, _stream(run_seed, test.id, 1), cost_cap)
+    plan = choose_sizes(kernel, test.sizes, _stream(run_seed, test.id, 1), cost_cap,
+                        sample_blocks=sample_blocks, no_sample=no_sample)
     out = [Binding(s, test.seed) for s in test.sizes]
-    out += [Binding(c.sizes, run_seed, c.why) for c in plan.chosen]
+    reached: list[str] = []
+    for c in plan.chosen:
+        sample, text = _sampled(kernel, c.sizes, cost_cap, sample_blocks)
+        out.append(Binding(c.sizes, run_seed, c.why, sample=sample))
+        if c.why.endswith(" max") and text:
+            name = c.why.removesuffix(" max")
+            reached.append(f"max {name}={c.sizes[name]} run{text}")
     again = pattern_bindings(kernel, plan.chosen, run_seed, cost_cap, test)
     out += again
     if (
@@ -794,11 +818,32 @@ def plan_bindings(
         phrase = (
             f"chosen {_fmt_chosen([c.sizes for c in plan.chosen])} at seed {run_seed} "
             f"(domain {domain_text(kernel.size_domain, kernel.size_constraints)}"
-            + "".join(f"; {n}" for n in plan.notes)
+            + "".join(f"; {n}" for n in [*plan.notes, *reached])
             + ")"
         )
         phrase += _patterns_text(again)
     return out, phrase
+
+
+def _sampled(
+    kernel: Kernel, sizes: Mapping[str, int], cost_cap: int, sample_blocks: int
+) -> tuple[int, str]:
+    """How many blocks a chosen binding runs on (0: all) and, for one over a quarter of the cost
+    cap (a maximum within ``verify.sizes.REACH``), the detail's words: `` on 16 of 4096 blocks
+    (edge blocks and a sample)`` or `` (every block)``."""
+    from verify.sizes import BIG_SHARE, cost
+
+    units = cost(kernel, sizes)
+    if units <= cost_cap // BIG_SHARE:
+        return 0, ""
+    try:
+        grid = kernel.launch.grid if kernel.launch else ()
+        blocks = math.prod(_eval(g, sizes, "launch.grid") for g in grid)
+    except BadInput:
+        blocks = 0
+    if sample_blocks and units > cost_cap and blocks > sample_blocks:
+        return sample_blocks, f" on {sample_blocks} of {blocks} blocks (edge blocks and a sample)"
+    return 0, " (every block)"
 
 
 def _patterns_text(again: Sequence[Binding]) -> str:
@@ -903,7 +948,11 @@ def run_test(
         run_seed = seed
     cap = CPU_COST_CAP if engine.observes_findings else GPU_COST_CAP
     test_s = test if test.seed == seed else dataclasses.replace(test, seed=seed)
-    plan, phrase = plan_bindings(kernel, test_s, run_seed, cap)
+    sample, no_sample = 0, ""
+    if engine.observes_findings:  # the interpreter may run a big grid on some of its blocks
+        no_sample = unsafe_reason(ptx) or ""
+        sample = 0 if no_sample else SAMPLE_BLOCKS
+    plan, phrase = plan_bindings(kernel, test_s, run_seed, cap, sample, no_sample)
     if bindings is not None:  # the caller's bindings (tests, Options.extend_sizes off)
         plan = list(bindings)
         picked = [b.sizes for b in plan if b.chosen]
@@ -932,7 +981,7 @@ def second_schedule_plan(cases: Sequence[tuple[Binding, Case]]) -> list[bool]:
     """Which launches the interpreter runs again under its second schedule (issue 10): every
     author binding, and the ``SECOND_SCHEDULE_CHOSEN`` chosen bindings with the most threads;
     none over ``SECOND_SCHEDULE_MAX_THREADS`` threads."""
-    fits = [_threads(c) <= SECOND_SCHEDULE_MAX_THREADS for _, c in cases]
+    fits = [_threads(c) <= SECOND_SCHEDULE_MAX_THREADS and not b.sample for b, c in cases]
     chosen = [i for i, (b, _) in enumerate(cases) if b.chosen and fits[i]]
     chosen.sort(key=lambda i: (-_threads(cases[i][1]), i))
     keep = set(chosen[:SECOND_SCHEDULE_CHOSEN])
@@ -942,14 +991,17 @@ def second_schedule_plan(cases: Sequence[tuple[Binding, Case]]) -> list[bool]:
 def _schedule_text(cases: Sequence[tuple[Binding, Case]], twice: Sequence[bool]) -> str:
     """Which sizes ran under the second schedule, and which once (and why), for the detail."""
     two = [b.sizes for (b, _), t in zip(cases, twice, strict=True) if t]
+    sampled = [b.sizes for b, _ in cases if b.sample]
     big = [b.sizes for (b, c), t in zip(cases, twice, strict=True)
-           if not t and _threads(c) > SECOND_SCHEDULE_MAX_THREADS]
+           if not t and not b.sample and _threads(c) > SECOND_SCHEDULE_MAX_THREADS]
     rest = [b.sizes for (b, c), t in zip(cases, twice, strict=True)
-            if not t and _threads(c) <= SECOND_SCHEDULE_MAX_THREADS]
+            if not t and not b.sample and _threads(c) <= SECOND_SCHEDULE_MAX_THREADS]
     where = _fmt_chosen(two) if two else "no size"
     parts = [f"second schedule (seed {SECOND_SCHEDULE_SEED}) at {where}"]
     if big:
         parts.append(f"once at {_fmt_chosen(big)} (over {SECOND_SCHEDULE_MAX_THREADS} threads)")
+    if sampled:
+        parts.append(f"once at {_fmt_chosen(sampled)} (run on a sample of its blocks)")
     if rest:
         parts.append(
             f"once at {_fmt_chosen(rest)} (chosen sizes beyond the {SECOND_SCHEDULE_CHOSEN} "
@@ -1135,6 +1187,8 @@ def _run_batches(
                 return skipped(cid, f"{_where(engine, b)}: {e}", engine.name, engine.version)
             except BadInput as e:
                 return failed(cid, f"{_where(engine, b)}: {e}", engine.name, engine.version)
+            if b.sample:
+                case.blocks = pick_blocks(case.grid, b.sample, _stream(b.seed, test.id, 2))
             held += _held_bytes(case)
             batch.append((b, case, twice[pos]))
             pos += 1

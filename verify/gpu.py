@@ -112,7 +112,10 @@ class CupyEngine:
         second_schedule: bool = True,  # a device runs its own schedule: nothing to repeat
         waivers: Mapping[tuple[str, int], int] | None = None,  # a device reports no findings
         constants: Mapping[str, bytes] | None = None,
+        blocks: Sequence[int] | None = None,  # never sampled on a device (docs/falsification.md)
     ) -> LaunchOutcome:
+        if blocks is not None:
+            raise CannotCheck("a device runs every block of a launch (no block sampling)")
         cp = self._cp
         fn = self._function(ptx, entry)
         if constants:

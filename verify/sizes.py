@@ -46,10 +46,16 @@ MAX_CHOSEN = 12  # bindings per test at most
 # Candidate tiers in the order they are taken: 0 edges (min, first tile or block +-1), 1 every
 # variable at once, 5 random draws, 2 primes, 4 the maximum (or largest under the cap), 3 the
 # other block sizes +-1, 6 the exact tile and block sizes (the "nice" ones authors list).
-TIER_ORDER = (0, 1, 5, 2, 4, 3, 6)
-MANDATORY = (0, 1)  # the edges always run (each under the cost cap); the rest within allowances
+TIER_ORDER = (0, 1, 7, 5, 2, 4, 3, 6)  # 7: a maximum within REACH (issue 32)
+MANDATORY = (0, 1, 7)  # the edges always run (each under the cost cap); the rest within allowances
 BIG_SHARE = 4  # the maximum and the random draws each cost at most cost_cap / BIG_SHARE
 ALLOWANCE_LAUNCHES = 1  # the non-edge chosen sizes of a test cost at most this many capped launches
+# Issue 32 ("Sizes"): a domain maximum up to REACH (per size variable) runs in every test, the
+# others at their minimum, when its launch costs at most REACH_SHARE capped launches; a launch
+# of many blocks counts as sampled when the runner may sample it (``sample_blocks``).
+REACH = 1 << 12
+REACH_SHARE = 32
+REACH_TIER = 7
 
 
 @dataclass(frozen=True)
@@ -170,21 +176,26 @@ def grid_vars(kernel: Kernel) -> set[str]:
     return out
 
 
-def cost(kernel: Kernel, sizes: Mapping[str, int]) -> int:
+def cost(kernel: Kernel, sizes: Mapping[str, int], sample_blocks: int = 0) -> int:
     """Work units of one launch (about 5 microseconds each in the interpreter on one core;
     docs/benchmarks.md): its threads and buffer elements, ``LAUNCH_OVERHEAD``, and
     ``TRIP_COST`` per trip of the loops over the size variables the grid does not spread (each
     taken in steps of the block's x dimension, at most ``LOOP_STEP``; in steps of the whole
     grid when the grid is a constant of several blocks: ``grid_stride``). The
     interpreter steps every thread of a launch together, so a long loop costs about as much in a
-    single block as in many: the trips, not the threads, dominate there."""
+    single block as in many: the trips, not the threads, dominate there. ``sample_blocks``: the
+    launch runs on at most that many of its blocks (``verify.sampling``), so only their threads
+    count."""
     threads = elements = 0
     trips = 1
     try:
         if kernel.launch is not None:
             grid = [eval_expr(g, sizes) for g in kernel.launch.grid]
             block = [eval_expr(b, sizes) for b in kernel.launch.block]
-            threads = math.prod(grid) * math.prod(block)
+            nblocks = math.prod(grid)
+            if sample_blocks:
+                nblocks = min(nblocks, sample_blocks)
+            threads = nblocks * math.prod(block)
             step = min(block[0] if block[0] > 1 else max(math.prod(block), 1), LOOP_STEP)
             step = max(step, grid_stride(kernel) or 1)
             spread = grid_vars(kernel)
@@ -231,6 +242,8 @@ def choose_sizes(
     rng: np.random.Generator,
     cost_cap: int,
     allowance: int | None = None,
+    sample_blocks: int = 0,
+    no_sample: str = "",
 ) -> Plan:
     """The verifier's own bindings for one test (module docstring).
 
@@ -239,13 +252,16 @@ def choose_sizes(
     the others while their total cost stays within ``allowance`` (default
     ``ALLOWANCE_LAUNCHES * cost_cap``) and the number of bindings within
     ``MAX_CHOSEN``; each launch must cost at most ``cost_cap``. The result runs cheapest first.
+    A maximum up to ``REACH`` is a third mandatory tier under ``REACH_SHARE * cost_cap``, its
+    cost counted on ``sample_blocks`` blocks when that is not 0 (the runner samples the launch);
+    ``no_sample`` says why the runner may not sample (for the "not run" note).
     """
     domain = {r.name: r for r in kernel.size_domain}
     if not domain:
         return Plan((), ("sizes not extended: the contract declares no kernel.size_domain",))
     if allowance is None:
         allowance = ALLOWANCE_LAUNCHES * cost_cap
-    cands = _Candidates(kernel, domain, cost_cap)
+    cands = _Candidates(kernel, domain, cost_cap, sample_blocks, no_sample)
     tile_map = tiles(kernel)
     blocks = block_sizes(kernel)
     stride = grid_stride(kernel)
@@ -262,7 +278,7 @@ def choose_sizes(
         point = _draw(kernel, domain, rng, cost_cap // BIG_SHARE)
         if point is not None:
             cands.tiers[5].append((point, "random"))
-    picked, left_out = _select(kernel, cands.tiers, author, cost_cap, allowance)
+    picked, left_out = _select(kernel, cands.tiers, author, cost_cap, allowance, sample_blocks)
     notes = cands.notes
     if left_out:
         notes.append(f"{left_out} more candidate sizes not run (the per-test allowance)")
@@ -282,12 +298,15 @@ class _Candidates:
     the per-size edges and primes that run together when the domain has several sizes.
     """
 
-    def __init__(self, kernel: Kernel, domain: Mapping[str, SizeRange], cost_cap: int) -> None:
+    def __init__(self, kernel: Kernel, domain: Mapping[str, SizeRange], cost_cap: int,
+                 sample_blocks: int = 0, no_sample: str = "") -> None:
         self.kernel = kernel
         self.domain = domain
         self.cost_cap = cost_cap
+        self.sample_blocks = sample_blocks
+        self.no_sample = no_sample
         self.base = {n: snap(r, r.min)[0] for n, r in domain.items()}
-        self.tiers: _Tiers = [[] for _ in range(7)]
+        self.tiers: _Tiers = [[] for _ in range(8)]
         self.joint: dict[str, dict[str, int]] = {"tile+1": {}, "tile-1": {}, "prime": {}}
         self.unrun_max: dict[str, tuple[int, int]] = {}  # name -> (its max, the index of its note)
         self.notes: list[str] = []
@@ -349,8 +368,19 @@ class _Candidates:
         if cost(self.kernel, at_top) <= big_cap:
             self.tiers[4].append((at_top, f"{name} max"))
             return
+        why = ""
+        if r.max <= REACH:  # issue 32: run it anyway when a few capped launches afford it
+            reach_cap = self.cost_cap * REACH_SHARE
+            units = cost(self.kernel, at_top, self.sample_blocks)
+            if units <= reach_cap:
+                self.tiers[REACH_TIER].append((at_top, f"{name} max"))
+                return
+            on = f" on {self.sample_blocks} blocks" if self.sample_blocks else ""
+            why = f"; {units} units{on}, over the {reach_cap} a maximum up to {REACH} may take"
+            if self.no_sample:
+                why += f"; blocks not sampled: {self.no_sample}"
         fit = _largest_under(self.kernel, r, self.base, big_cap)
-        note = f"max {name}={top} not run (over the cost cap of {big_cap} for it)"
+        note = f"max {name}={top} not run (over the cost cap of {big_cap} for it{why})"
         if fit is not None:
             self.tiers[4].append(({**self.base, name: fit}, f"{name} largest under the cap"))
             note += f"; largest run {name}={fit}"
@@ -364,6 +394,7 @@ def _select(
     author: Sequence[Mapping[str, int]],
     cost_cap: int,
     allowance: int,
+    sample_blocks: int = 0,
 ) -> tuple[tuple[Chosen, ...], int]:
     """The candidates taken in ``TIER_ORDER`` within the allowances, cheapest first; and how
     many were left out for the allowances."""
@@ -378,7 +409,10 @@ def _select(
                 continue
             seen.add(k)
             c = cost(kernel, sizes)
-            if c > cost_cap:
+            if tier == REACH_TIER:  # a maximum within REACH: its own cap, sampled if need be
+                if cost(kernel, sizes, sample_blocks) > cost_cap * REACH_SHARE:
+                    continue
+            elif c > cost_cap:
                 continue
             if tier not in MANDATORY:
                 if len(chosen) >= MAX_CHOSEN or spent + c > allowance:

@@ -123,7 +123,8 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
            schedule_seed: int | None = None, schedule_values: bool = False,
            out_undefined: bool = False, run_on: bool = False,
            waivers: Mapping[tuple[str, int], int] | None = None,
-           constants: Mapping[str, bytes] | None = None) -> SimResult:
+           constants: Mapping[str, bytes] | None = None,
+           blocks: Sequence[int] | None = None) -> SimResult:
     """Run one kernel launch; buffers are modified in place; returns the findings.
 
     ``tracking=False`` turns off register definedness and global race tracking (only to
@@ -144,7 +145,10 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
     kind, PTX line) -> a contract waiver's index; such a finding is not reported but returned in
     ``SimResult.waived``, and the run goes on as if there were none. ``constants``: the host-set
     contents of module-scope ``.const`` arrays by name (``kernel.constants``), replacing their
-    initialisers for this launch."""
+    initialisers for this launch. ``blocks``: run only these blocks of the grid (linear ids,
+    x fastest; ``%nctaid`` is still the whole grid): the others do not run, so no ``unwritten``
+    finding is made and ``SimResult.written`` says, per out/inout buffer, which elements the run
+    blocks wrote (the falsification runner's block sampling, docs/falsification.md)."""
     prog = module.program(entry)
     if constants:
         prog = _with_constants(prog, constants)
@@ -152,24 +156,19 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
             dynamic_shared < 0:
         raise PtxSyntaxError(f"invalid launch shape grid={grid} block={block} "
                              f"dynamic_shared={dynamic_shared}")
-    threads = grid[0] * grid[1] * grid[2] * -(-block[0] * block[1] * block[2] // 32) * 32
+    ids = None if blocks is None else _block_ids(blocks, grid)
+    nblk = grid[0] * grid[1] * grid[2] if ids is None else int(ids.size)
+    threads = nblk * -(-block[0] * block[1] * block[2] // 32) * 32
     if threads > MAX_THREADS:
         raise CannotCheck(f"a launch of {threads} threads is more than the PTX interpreter "
                           f"runs ({MAX_THREADS}); use smaller sizes or a GPU")
-    bufs = []
-    for a in args:
-        if isinstance(a, Buffer):
-            if a.intent not in ("in", "out", "inout"):
-                raise PtxSyntaxError(f"buffer {a.name!r}: intent must be in, out or inout")
-            if a.data.ndim != 1 or not a.data.flags.c_contiguous:
-                raise PtxSyntaxError(f"buffer {a.name!r} must be a 1-D contiguous array")
-            bufs.append((a.name, a.intent, a.data))
+    bufs = _buffers(args)
     stateful = any(intent == "var" for _, intent, _, _ in prog.module_vars)
     original = [d.copy() for _, _, d in bufs] if schedule_seed is not None or stateful else None
     gs = GlobalSpace(bufs, prog.module_vars)
     params = _param_bytes(prog, args, gs)
     m = Machine(prog, grid, block, gs, params, dynamic_shared, step_limit, max_findings,
-                tracking)
+                tracking, blocks=ids)
     m.out_undefined = out_undefined
     m.waivers = dict(waivers or {})
     if run_on:
@@ -179,7 +178,11 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
     except UnsupportedPtx as e:
         e.findings = tuple(m.findings)
         raise
-    if not m.stopped:
+    written: dict[str, np.ndarray] = {}
+    if ids is not None:
+        written = {b.name: (b.writer >= 0) | b.atomic for b in gs.args
+                   if b.writer is not None and b.atomic is not None}
+    elif not m.stopped:
         _unwritten(m, gs)
     if original is not None and stateful and not m.findings:
         _launch_again(prog, grid, block, bufs, original, dynamic_shared, step_limit, m)
@@ -188,7 +191,28 @@ def launch(module: Module, entry: str, grid: tuple[int, int, int], block: tuple[
         second = _second_schedule(prog, grid, block, bufs, original, dynamic_shared, step_limit,
                                   schedule_seed, m, schedule_values)
     return SimResult(tuple(m.findings), m.thread_instr, m.warp_instr, ENGINE, second,
-                     tuple(m.notes), tuple(m.waived))
+                     tuple(m.notes), tuple(m.waived), written)
+
+
+def _buffers(args: Sequence[Buffer | Scalar]) -> list[tuple[str, str, np.ndarray]]:
+    """The buffer arguments as (name, intent, data), checked."""
+    bufs = []
+    for a in args:
+        if isinstance(a, Buffer):
+            if a.intent not in ("in", "out", "inout"):
+                raise PtxSyntaxError(f"buffer {a.name!r}: intent must be in, out or inout")
+            if a.data.ndim != 1 or not a.data.flags.c_contiguous:
+                raise PtxSyntaxError(f"buffer {a.name!r} must be a 1-D contiguous array")
+            bufs.append((a.name, a.intent, a.data))
+    return bufs
+
+
+def _block_ids(blocks: Sequence[int], grid: tuple[int, int, int]) -> np.ndarray:
+    """``blocks`` as a sorted array of distinct linear block ids inside the grid."""
+    ids = np.unique(np.asarray(list(blocks), dtype=np.int64))
+    if ids.size == 0 or ids[0] < 0 or ids[-1] >= grid[0] * grid[1] * grid[2]:
+        raise PtxSyntaxError(f"blocks must name at least one block of the grid {grid}")
+    return ids
 
 
 def _with_constants(prog: Program, constants: Mapping[str, bytes]) -> Program:
@@ -233,7 +257,7 @@ def _launch_again(prog: Program, grid: tuple[int, int, int], block: tuple[int, i
             zip(prog.module_vars, first.g.bufs, strict=False)]
     gs2 = GlobalSpace([(n, i, d) for (n, i, _), d in zip(bufs, original, strict=True)], left)
     m2 = Machine(prog, grid, block, gs2, first.params, dynamic_shared, step_limit, 1,
-                 tracking=False)
+                 tracking=False, blocks=first.block_ids)
     m2.out_undefined = first.out_undefined
     m2.waivers = first.waivers
     try:
@@ -290,7 +314,8 @@ def _second_schedule(prog: Program, grid: tuple[int, int, int], block: tuple[int
     # order decides which accesses are ordered, and this schedule applies the atomics in another
     hb = first.g.hb
     m2 = Machine(prog, grid, block, gs2, first.params, dynamic_shared, step_limit, 1,
-                 tracking=hb is not None and hb.n_events > 0, schedule_seed=seed)
+                 tracking=hb is not None and hb.n_events > 0, schedule_seed=seed,
+                 blocks=first.block_ids)
     m2.out_undefined = first.out_undefined
     m2.waivers = first.waivers
     try:

@@ -56,3 +56,6 @@ class SimResult:
     notes: tuple[str, ...] = ()
     # findings a contract waiver covered: (the waiver's index, the finding's text)
     waived: tuple[tuple[int, str], ...] = ()
+    # ``launch(..., blocks=...)``: per out/inout buffer, the elements the run blocks wrote (a
+    # plain store or an atomic); the caller compares only those (blocks not run wrote nothing)
+    written: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)

@@ -138,7 +138,7 @@ class _Specials(dict[str, Any]):
         m, local = self.m, self.local
         bx, by, _ = m.block
         gx, gy, _ = m.grid
-        blk = m.block_of
+        blk = m.block_of if m.block_ids is None else m.block_ids[m.block_of]
         f: Callable[[], Any] = {
             "%tid.x": lambda: local % bx, "%tid.y": lambda: (local // bx) % by,
             "%tid.z": lambda: local // (bx * by),
@@ -161,7 +161,7 @@ class Machine:
     def __init__(self, prog: ProgramView, grid: tuple[int, int, int], block: tuple[int, int, int],
                  gspace: GlobalSpace, params: bytes, dynamic_shared: int, step_limit: int,
                  max_findings: int, tracking: bool = True,
-                 schedule_seed: int | None = None) -> None:
+                 schedule_seed: int | None = None, blocks: np.ndarray | None = None) -> None:
         self.prog = prog
         self.tracking = tracking  # definedness and global race tracking (bench: off vs on)
         # launch(out_undefined=True): an out buffer's elements hold no value until written, so
@@ -170,7 +170,10 @@ class Machine:
         self.grid, self.block = grid, block
         self.nthreads_block = block[0] * block[1] * block[2]
         self.pb = (self.nthreads_block + 31) // 32 * 32
-        self.nblk = grid[0] * grid[1] * grid[2]
+        # ``blocks``: the linear ids (x fastest) of the grid's blocks this run runs, ascending;
+        # the machine's block b is grid block blocks[b] (%ctaid, messages), %nctaid the whole grid
+        self.block_ids = blocks
+        self.nblk = grid[0] * grid[1] * grid[2] if blocks is None else int(blocks.size)
         self.T = self.nblk * self.pb
         self.W = self.T // 32
         self.g = gspace
@@ -228,6 +231,8 @@ class Machine:
 
     def ids(self, t: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         b, loc = divmod(int(t), self.pb)
+        if self.block_ids is not None:
+            b = int(self.block_ids[b])
         bx, by, _ = self.block
         gx, gy, _ = self.grid
         return ((b % gx, (b // gx) % gy, b // (gx * gy)),
