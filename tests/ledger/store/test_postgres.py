@@ -272,6 +272,7 @@ def _worker(home: Path, prefix: str, count: int) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.campaign  # a crash loop: scripts/campaigns.sh
 def test_two_hosts_seal_into_one_database_and_a_killed_writer_loses_nothing(
     pg_server: PgServer, tmp_path: Path
 ) -> None:
@@ -434,6 +435,7 @@ def test_shared_sealing_through_two_servers_on_one_database(
     assert audit_ok(a)
 
 
+@pytest.mark.campaign  # a crash loop: scripts/campaigns.sh
 def test_sequencer_killed_mid_batch_loses_nothing_acknowledged(
     pg_server: PgServer, tmp_path: Path
 ) -> None:
