@@ -97,6 +97,12 @@ if [ ${#pkgs[@]} -gt 0 ]; then
     echo "setup: not root or no apt-get: checks and tests needing ${pkgs[*]} will say skipped" >&2
   fi
 fi
+# the project's own modules compiled once, here: the editable install leaves them as source, and
+# where PYTHONDONTWRITEBYTECODE is set (it is on the project's build machines) Python would
+# compile about a hundred modules afresh on every `ledger` run, 0.3-0.4 s of CPU a command
+# (`ledger log` 0.61 -> 0.36 s, `ledger check bundles/vector_add` 1.59 -> 1.20 s). A module
+# edited later is recompiled in memory as usual (the timestamp no longer matches).
+.venv/bin/python -m compileall -q ledger ledger_cli verify >/dev/null
 echo "setup: ready (.venv)" >&2
 if [ "$(command -v ledger 2>/dev/null)" = "$(pwd -P)/.venv/bin/ledger" ]; then
   echo "setup: \`ledger\` is on PATH" >&2
