@@ -25,6 +25,7 @@ from ledger.core.errors import (
     LedgerError,
     TamperDetected,
 )
+from ledger.core.faults import kill_point
 from ledger.core.fsutil import write_atomic
 from ledger.core.receipt import FILE_NAME, Receipt
 from ledger.library import evidence
@@ -123,7 +124,8 @@ def seal_checked(
 ) -> list[SealResult]:
     """Append each checked bundle in its own transaction and write its receipt.
 
-    A bundle the log refuses (sealed by this key already, the key revoked meanwhile, an entry
+    A bundle this key sealed before is answered with that entry (``Sealed.already``) and its
+    receipt written afresh. A bundle the log refuses (the key revoked meanwhile, an entry
     over the size limit) is recorded in ``refused`` with the reason and the others go on; with
     ``refused`` None the first refusal is raised (after the earlier ones were appended). A
     receipt that cannot be written (disk full) does not undo or hide the seal: the result says
@@ -133,6 +135,7 @@ def seal_checked(
     for d, bundle, report in checked:
         if progress is not None:
             progress(str(d))
+        kill_point("seal.checked")
         try:
             sealed = log.seal(bundle, contract_fields(bundle, report), node)
         except BadInput as e:
@@ -145,6 +148,7 @@ def seal_checked(
         if write_receipts:
             try:
                 receipt_path = write_receipt(log, sealed.index, d)
+                kill_point("seal.receipt-written")
             except (LedgerError, OSError) as e:
                 receipt_error = str(e) if isinstance(e, LedgerError) else (e.strerror or str(e))
         results.append(SealResult(d, sealed, bundle, report, receipt_path, receipt_error))

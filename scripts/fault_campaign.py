@@ -188,7 +188,8 @@ def receipt_state(home: Path, bundle_dir: Path) -> str:
         vk = pinned_vkey(home)
         assert vk is not None
         checks, _ = check_evidence(
-            Evidence(rec.item, rec.checkpoint, rec.signer, rec.revocation, False),
+            Evidence(rec.item, rec.checkpoint, rec.signer, rec.revocation, False,
+                     revoked=rec.revoked),  # the revoked-key list the receipt carries
             vk,
             read_dir(bundle_dir),
         )
@@ -283,12 +284,15 @@ def seal_points(quick: bool, root: Path, section: Section, mode: str, only: Poin
                 + (f", {stray_temps(d)} stray temp file" if stray_temps(d) else "")
             ] += 1
             # recovery: the plain commands reach the finished state
+            # sealing is idempotent (issue 33 item 8): a retry of a committed seal answers
+            # "already sealed as entry N", writes the receipt and exits 0, like a first seal
             again = run(["seal", str(d)], home, True)
-            if sealed and again.returncode != 2:
-                section.fail(f"{where}: retry of a committed seal gave exit {again.returncode}")
+            if again.returncode != 0:
+                section.fail(f"{where}: retry gave exit {again.returncode}: "
+                             f"{again.stderr.strip()[:200]}")
                 continue
-            if not sealed and again.returncode != 0:
-                section.fail(f"{where}: retry failed: {again.stderr.strip()}")
+            if sealed and "already sealed" not in again.stdout + again.stderr:
+                section.fail(f"{where}: retry of a committed seal did not say already sealed")
                 continue
             if receipt_state(home, d) != "valid":
                 w = run(["receipt", "write", digest.hex(), "--out", str(d)], home)

@@ -159,8 +159,10 @@ def test_budget_is_the_entrys_and_the_k_tail_bug_is_caught(tmp_path: Path) -> No
     assert "budget not applied to the other entries (_Z10gemm_naivePKfS0_Pfiii)" in asm["detail"]
     f = _falsify(checks)
     assert f["status"] == "passed", f["detail"]
-    # 4. the maximum of K ran in the joint "all primes" binding: the note says so
-    assert "max K=64 run at M=37,N=37,K=64 (alone it is over the cost cap)" in f["detail"]
+    # 4. the maximum of K runs (since issue 32 every maximum up to 2^12 runs: alone, the other
+    # sizes at their minimum) and also in the joint "all primes" binding: the note says so
+    assert "max K=64 run (every block)" in f["detail"]
+    assert "(37,37,64)" in f["detail"]
     assert "max K=64 not run" not in f["detail"]
     bad = _bundle(tmp_path, "gemm_bug", "#define BUG\n" + src, GEMM, GEMM_TEST, GEMM_REF,
                   entry="gemm_tiled")
