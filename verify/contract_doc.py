@@ -39,7 +39,17 @@ import sys
 import types
 from collections.abc import Callable, Mapping
 from functools import cache
-from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    ClassVar,
+    Literal,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+)
 
 import msgspec
 import msgspec.structs
@@ -91,10 +101,6 @@ def _int(lo: int, hi: int) -> Meta:
     return Meta(ge=lo, le=hi)
 
 
-def _one_of(choices: tuple[str, ...], refuse: Callable[[str], str]) -> Meta:
-    return Meta(pattern=f"^(?:{'|'.join(map(re.escape, choices))})\\Z", extra={"refuse": refuse})
-
-
 # ---------------------------------------------------------------------------------------------
 # Field types
 
@@ -125,10 +131,13 @@ NonNegative = Annotated[float, Meta(ge=0.0, le=_LARGEST), _words(lambda _: "must
 Dim3 = Annotated[tuple[Expr, Expr, Expr],
                  _words(lambda v: f"expected 3 expressions, got {len(v)}")]
 Names = tuple[Name, ...]
-Spills = Annotated[str, _one_of(("forbid", "allow"), lambda s: f"{s!r} is not forbid or allow")]
+Spills = Annotated[Literal["forbid", "allow"], _words(lambda s: f"{s!r} is not forbid or allow")]
 File = Annotated[str, Meta(pattern=r"\S"), _words(lambda _: "empty")]
-Finding = Annotated[str, _one_of(FINDING_KINDS, lambda s: f"{s!r} is not a finding class "
-                                                          f"({', '.join(FINDING_KINDS)})")]
+if TYPE_CHECKING:
+    Finding = str  # one of FINDING_KINDS
+else:
+    Finding = Annotated[Literal[FINDING_KINDS], _words(
+        lambda s: f"{s!r} is not a finding class ({', '.join(FINDING_KINDS)})")]
 # at least MIN_REASON characters once stripped
 Reason = Annotated[str, Meta(pattern=rf"\S[\s\S]{{{MIN_REASON - 2},}}\S"), _words(
     lambda _: f"a written reason is required (at least {MIN_REASON} characters) saying why "
