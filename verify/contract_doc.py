@@ -376,9 +376,8 @@ def _prepare(model: type[Section], value: object) -> dict[str, Any]:
             if model.MISSING is not None:
                 raise Refusal(f"missing{model.MISSING}", f".{k}")
             d[k] = None
-    for k, tp in fields.items():
-        nested = _struct(tp)
-        if nested is not None and isinstance(d.get(k), dict):
+    for k, nested in _nested(model).items():
+        if isinstance(d.get(k), dict):
             d[k] = _prepare(nested, d[k])
     model.rule(d)
     return {k: d[k] for k in model.ORDER or fields if k in d}
@@ -398,9 +397,15 @@ def _unwrap(tp: Any) -> tuple[Any, list[Meta]]:
             return tp, metas
 
 
-def _struct(tp: Any) -> type[Section] | None:
-    base, _ = _unwrap(tp)
-    return base if isinstance(base, type) and issubclass(base, Section) else None
+@cache
+def _nested(model: type[Section]) -> dict[str, type[Section]]:
+    """The fields of ``model`` that are sections themselves (``ConstantDoc.range``)."""
+    out = {}
+    for k, tp in _fields(model).items():
+        base, _ = _unwrap(tp)
+        if isinstance(base, type) and issubclass(base, Section):
+            out[k] = base
+    return out
 
 
 _STEP = re.compile(rf"\.({NAME})|\[([0-9]+)\]")
