@@ -32,7 +32,8 @@ def test_a_section_is_a_frozen_typed_model() -> None:
 
 @pytest.mark.parametrize(("value", "want"), [
     ("x", "s: expected a mapping, got a string"),
-    ({"block": "x", "zz": 1, "grid": 1}, "s.zz: unknown field (allowed: grid, block, shared_bytes)"),
+    ({"block": "x", "zz": 1, "grid": 1},
+     "s.zz: unknown field (allowed: grid, block, shared_bytes)"),
     ({"block": "x"}, "s.grid: missing"),
     ({"grid": None, "block": [1, 1, 1]}, "s.grid: expected a list, got null"),
     ({"grid": [1, 2], "block": [1, 1, 1]}, "s.grid: expected 3 expressions, got 2"),
@@ -106,7 +107,8 @@ def test_names_references_and_claims() -> None:
         "s.file: missing (a bundle reference needs file and function)")
     assert _refusal(doc.Resources, {"max_registers": 2**64}) == (
         f"s.max_registers: {2**64} is out of range [1, 255]")
-    assert _refusal(doc.Resources, {"spills": "maybe"}) == "s.spills: 'maybe' is not forbid or allow"
+    assert _refusal(doc.Resources, {"spills": "maybe"}) == (
+        "s.spills: 'maybe' is not forbid or allow")
     claim = section(doc.ClaimDoc, {"obligation": "PO1", "theorem": "T", "property": "p",
                                    "statement": None, "provable_contracts_field": 1}, "c")
     assert claim.statement == ""  # other keys of a claim are allowed (provable-contracts' own)
