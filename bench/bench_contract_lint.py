@@ -1,5 +1,6 @@
 """Benchmark: contract reading and lint, this tree's code against the code before issue 35's
-library change (``jsonschema`` for the schema, pydantic models for the contract's sections).
+library change (generated fastjsonschema code and jsonschema for the schema, msgspec models for
+the contract's fixed-shape sections).
 
 The base is ``verify/contract.py`` and ``verify/contract_lint.py`` of ``--base`` (default
 7eb5031, the commit before the change), extracted with ``git show`` into a temporary folder and
@@ -14,7 +15,7 @@ contract (``contracts/*.yaml``, ``bundles/*/contract.yaml``) and every corpus co
    ``model alone``: ``contract_from_doc`` over them (the parser: msgspec models of the
    fixed-shape sections against the hand-written reader, where the base has it);
 4. ``cold start``: a fresh interpreter importing the two modules and reading one contract (the
-   imports of jsonschema and pydantic, the validator and the models built once).
+   imports of the schema check and msgspec, the models built once).
 
 Rounds alternate which side runs first; each round times every contract ``--inner`` times on each
 side. Reported: per-round ratios new / base (above 1: the new code is slower), min, median, max.
