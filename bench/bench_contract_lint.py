@@ -1,5 +1,6 @@
 """Benchmark: contract reading and lint, this tree's code against the code before issue 35's
-library change (``jsonschema`` for the schema, pydantic models for the contract's sections).
+library change (generated fastjsonschema code and jsonschema for the schema, msgspec models for
+the contract's fixed-shape sections).
 
 The base is ``verify/contract.py`` and ``verify/contract_lint.py`` of ``--base`` (default
 7eb5031, the commit before the change), extracted with ``git show`` into a temporary folder and
@@ -10,10 +11,11 @@ contract (``contracts/*.yaml``, ``bundles/*/contract.yaml``) and every corpus co
 1. ``read``: ``parse_yaml`` + ``contract_from_doc`` + ``schema_errors``, what ``contract.schema``
    runs (a refused file, such as the corpus's binding registry, is timed up to its refusal);
 2. ``read + lint``: the same, then ``lint_contract`` over the bare contract;
-3. ``JSON Schema alone``: ``schema_errors`` over the documents already parsed (the one step
-   that changed; the rest of ``read`` is PyYAML and the parser, the same code on both sides);
+3. ``JSON Schema alone``: ``schema_errors`` over the documents already parsed;
+   ``model alone``: ``contract_from_doc`` over them (the parser: msgspec models of the
+   fixed-shape sections against the hand-written reader, where the base has it);
 4. ``cold start``: a fresh interpreter importing the two modules and reading one contract (the
-   imports of jsonschema and pydantic, the validator and the models built once).
+   imports of the schema check and msgspec, the models built once).
 
 Rounds alternate which side runs first; each round times every contract ``--inner`` times on each
 side. Reported: per-round ratios new / base (above 1: the new code is slower), min, median, max.
@@ -176,6 +178,19 @@ def main() -> None:
                     lambda data: base_lint.schema_errors(parsed[id(data)]),
                     [("", data) for data, _ in docs], args.repeat, args.inner)
         print(f"| JSON Schema alone ({len(docs)} parsed documents) | {_fmt(r['new_ms'])} | "
+              f"{_fmt(r['base_ms'])} | {_fmt(r['ratios'])} |")
+        def model(contract: Any) -> Callable[[bytes], object]:
+            def build(data: bytes) -> object:
+                try:
+                    return contract.contract_from_doc(parsed[id(data)])
+                except ContractError as e:
+                    return str(e)
+
+            return build
+
+        r = _ratios(model(new_contract), model(base_contract),
+                    [("", data) for data, _ in docs], args.repeat, args.inner)
+        print(f"| model alone ({len(docs)} parsed documents) | {_fmt(r['new_ms'])} | "
               f"{_fmt(r['base_ms'])} | {_fmt(r['ratios'])} |")
         clean = str(ROOT / "tests" / "fixtures" / "contracts" / "clean.yaml")
         cold_new, cold_base, cold_r = [], [], []

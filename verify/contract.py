@@ -25,12 +25,19 @@ import yaml
 
 from ledger.core.errors import ContractError
 from ledger.core.text import unsafe_at
+from verify import contract_doc as sections
 from verify.context import Context, Started, done
+from verify.contract_doc import BOOL_HINT as _BOOL_HINT
+from verify.contract_doc import DTYPES as DTYPES
+from verify.contract_doc import MAX_CONSTANT_VALUES as MAX_CONSTANT_VALUES
+from verify.contract_doc import MAX_SIZE as MAX_SIZE
+from verify.contract_doc import MIN_REASON as MIN_REASON
+from verify.contract_doc import section
+from verify.contract_doc import type_name as _type_name
 from verify.expr import eval_expr as eval_expr
 from verify.expr import expr_names as expr_names
 from verify.expr import parse_expr, parse_relation
 from verify.model import (
-    FINDING_KINDS,
     FLOAT_DTYPES,
     LAUNCH_VALUES,
     NAN_RULES,
@@ -57,11 +64,9 @@ from verify.report import Check, failed, passed, skipped
 MAX_BYTES = 256 * 1024
 MAX_DEPTH = 32
 MAX_NODES = 10_000
-MAX_SIZE = 1 << 40  # a size binding's largest value (falsification_tests[i].sizes)
 MAX_DOMAIN_VARS = 16
 MAX_CONSTRAINTS = 16
 
-DTYPES = ("f16", "bf16", "f32", "f64", "s32", "u32", "s64", "u64", "u8", "s8")
 INTENTS = ("in", "out", "inout")
 Intent = Literal["in", "out", "inout"]
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -216,22 +221,6 @@ def _parse_yaml(data: bytes) -> Any:
 
 # ---------------------------------------------------------------------------------------------
 # Typed model
-
-
-# YAML 1.1 (PyYAML) reads these unquoted words as booleans: a parameter called ``off`` or ``on``
-_BOOL_HINT = " (YAML reads unquoted on, off, yes, no, true and false as booleans: quote it, 'off')"
-
-
-def _type_name(v: object) -> str:
-    names = {
-        dict: "a mapping",
-        list: "a list",
-        str: "a string",
-        bool: "a boolean",
-        int: "an integer",
-        float: "a number",
-    }
-    return names.get(type(v), "null" if v is None else type(v).__name__)
 
 
 def _map(v: object, path: str) -> dict[str, Any]:
@@ -447,14 +436,6 @@ def _scalar_value(v: object, dtype: str, path: str, domain: InputDomain | None =
     return _expr(v, path)
 
 
-def _dim3(v: object, path: str) -> tuple[str, str, str]:
-    items = _list(v, path)
-    if len(items) != 3:
-        raise ContractError(f"{path}: expected 3 expressions, got {len(items)}")
-    a, b, c = (_expr(x, f"{path}[{i}]") for i, x in enumerate(items))
-    return (a, b, c)
-
-
 def _kernel(v: object) -> Kernel:
     path = "kernel"
     if isinstance(v, str):
@@ -548,37 +529,21 @@ def _params(v: object) -> list[Param]:
 
 
 def _launch(v: object) -> Launch:
-    ld = _map(v, "kernel.launch")
-    _known(ld, ("grid", "block", "shared_bytes"), "kernel.launch")
-    for k in ("grid", "block"):
-        if k not in ld:
-            raise ContractError(f"kernel.launch.{k}: missing")
-    return Launch(
-        grid=_dim3(ld["grid"], "kernel.launch.grid"),
-        block=_dim3(ld["block"], "kernel.launch.block"),
-        shared_bytes=_expr(ld.get("shared_bytes", 0), "kernel.launch.shared_bytes"),
-    )
+    ld = section(sections.LaunchDoc, v, "kernel.launch")
+    grid, block = tuple(map(str, ld.grid)), tuple(map(str, ld.block))  # plain str, as before
+    return Launch(grid=(grid[0], grid[1], grid[2]), block=(block[0], block[1], block[2]),
+                  shared_bytes=str(ld.shared_bytes))
 
 
 def _resources(v: object) -> tuple[int | None, int | None, bool]:
     """``kernel.resources``: (max_registers, max_shared_bytes, spills allowed)."""
     if v is None:
         return None, None, False
-    rd = _map(v, "kernel.resources")
-    _known(rd, ("max_registers", "max_shared_bytes", "spills"), "kernel.resources")
-    max_regs = max_shared = None
-    if rd.get("max_registers") is not None:
-        max_regs = _int(rd["max_registers"], "kernel.resources.max_registers", 1, 255)
-    if rd.get("max_shared_bytes") is not None:
-        max_shared = _int(rd["max_shared_bytes"], "kernel.resources.max_shared_bytes")
-    spills = _str(rd.get("spills", "forbid"), "kernel.resources.spills")
-    if spills not in ("forbid", "allow"):
-        raise ContractError(f"kernel.resources.spills: {spills!r} is not forbid or allow")
-    return max_regs, max_shared, spills == "allow"
+    rd = section(sections.Resources, v, "kernel.resources")
+    return rd.max_registers, rd.max_shared_bytes, rd.spills == "allow"
 
 
 MAX_WAIVERS = 32
-MIN_REASON = 10  # characters: a waiver's reason is written text, not a placeholder
 
 
 def _waivers(v: object) -> tuple[Waiver, ...]:
@@ -590,30 +555,12 @@ def _waivers(v: object) -> tuple[Waiver, ...]:
         raise ContractError(f"kernel.waivers: {len(items)} waivers, at most {MAX_WAIVERS}")
     out = []
     for i, w in enumerate(items):
-        path = f"kernel.waivers[{i}]"
-        d = _map(w, path)
-        _known(d, ("finding", "entry", "line", "label", "reason"), path)
-        for k in ("finding", "entry", "reason"):
-            if d.get(k) is None:
-                raise ContractError(f"{path}.{k}: missing")
-        finding = _str(d["finding"], f"{path}.finding")
-        if finding not in FINDING_KINDS:
-            raise ContractError(f"{path}.finding: {finding!r} is not a finding class "
-                                f"({', '.join(FINDING_KINDS)})")
-        if (d.get("line") is None) == (d.get("label") is None):
-            raise ContractError(f"{path}: give exactly one PTX location, line or label")
-        reason = _str(d["reason"], f"{path}.reason").strip()
-        if len(reason) < MIN_REASON:
-            raise ContractError(f"{path}.reason: a written reason is required (at least "
-                                f"{MIN_REASON} characters) saying why the finding is harmless")
-        line = None if d.get("line") is None else _int(d["line"], f"{path}.line", 1, 1 << 24)
-        label = "" if d.get("label") is None else _str(d["label"], f"{path}.label")
-        out.append(Waiver(finding, _str(d["entry"], f"{path}.entry"), line, label, reason))
+        wd = section(sections.WaiverDoc, w, f"kernel.waivers[{i}]")
+        out.append(Waiver(wd.finding, wd.entry, wd.line, wd.label, wd.reason.strip()))
     return tuple(out)
 
 
 MAX_CONSTANTS = 16
-MAX_CONSTANT_VALUES = 1 << 16  # elements of one __constant__ array
 MAX_PRECONDITIONS = 16
 
 
@@ -627,30 +574,12 @@ def _constants(v: object) -> tuple[Constant, ...]:
         raise ContractError(f"kernel.constants: {len(items)} arrays, at most {MAX_CONSTANTS}")
     out = []
     for i, c in enumerate(items):
-        path = f"kernel.constants[{i}]"
-        d = _map(c, path)
-        _known(d, ("name", "dtype", "values", "count", "range"), path)
-        name = _name(d.get("name"), f"{path}.name")
-        dtype = _str(d.get("dtype"), f"{path}.dtype")
-        if dtype not in DTYPES:
-            raise ContractError(f"{path}.dtype: {dtype!r} is not one of {', '.join(DTYPES)}")
-        if ("values" in d) == ("range" in d):
-            raise ContractError(f"{path}: give values, or count and range")
-        if "values" in d:
-            vals = _list(d["values"], f"{path}.values")
-            if not 1 <= len(vals) <= MAX_CONSTANT_VALUES:
-                raise ContractError(f"{path}.values: 1 to {MAX_CONSTANT_VALUES} values")
-            nums = tuple(_num(x, f"{path}.values[{j}]") for j, x in enumerate(vals))
-            out.append(Constant(name, cast(Dtype, dtype), len(nums), nums))
-            continue
-        count = _int(d.get("count"), f"{path}.count", 1, MAX_CONSTANT_VALUES)
-        rd = _map(d["range"], f"{path}.range")
-        _known(rd, ("low", "high"), f"{path}.range")
-        low, high = _num(rd.get("low"), f"{path}.range.low"), _num(rd.get("high"),
-                                                                   f"{path}.range.high")
-        if low > high:
-            raise ContractError(f"{path}.range: low {low} is above high {high}")
-        out.append(Constant(name, cast(Dtype, dtype), count, (), low, high))
+        cd = section(sections.ConstantDoc, c, f"kernel.constants[{i}]")
+        if cd.range is None:
+            out.append(Constant(cd.name, cd.dtype, len(cd.values), cd.values))
+        else:
+            assert cd.count is not None  # ConstantDoc.rule: a range comes with a count
+            out.append(Constant(cd.name, cd.dtype, cd.count, (), cd.range.low, cd.range.high))
     if len({c.name for c in out}) != len(out):
         raise ContractError("kernel.constants: a __constant__ array is named twice")
     return tuple(out)
@@ -678,32 +607,16 @@ def _reference(v: object) -> tuple[str, str, str]:
         raise ContractError(
             f"{path}: expected a trusted reference name or {{file, function}}, got {_type_name(v)}"
         )
-    _known(v, ("file", "function"), path)
-    for k in ("file", "function"):
-        if v.get(k) is None:
-            raise ContractError(f"{path}.{k}: missing (a bundle reference needs file and function)")
-    file = _str(v["file"], f"{path}.file")
-    if not file.strip():
-        raise ContractError(f"{path}.file: empty")
-    return "", file, _name(v["function"], f"{path}.function")
+    ref = section(sections.BundleReference, v, path)
+    return "", ref.file, ref.function
 
 
 def _futhark_oracle(v: object) -> FutharkOracle | None:
     path = "kernel.futhark_oracle"
     if v is None:
         return None
-    d = _map(v, path)
-    _known(d, ("entry", "args", "results"), path)
-    if d.get("entry") is None:
-        raise ContractError(f"{path}.entry: missing")
-    entry = _name(d["entry"], f"{path}.entry")
-    names: dict[str, tuple[str, ...]] = {}
-    for k in ("args", "results"):
-        items = _list(d.get(k, []), f"{path}.{k}")
-        names[k] = tuple(_name(x, f"{path}.{k}[{i}]") for i, x in enumerate(items))
-    if not names["results"]:
-        raise ContractError(f"{path}.results: must name at least one output parameter")
-    return FutharkOracle(entry, names["args"], names["results"])
+    o = section(sections.Oracle, v, path)
+    return FutharkOracle(o.entry, o.args, o.results)
 
 
 def _size_domain(v: object) -> tuple[SizeRange, ...]:
@@ -721,19 +634,8 @@ def _size_domain(v: object) -> tuple[SizeRange, ...]:
     for name, spec in d.items():
         p = f"{path}.{name}"
         _name(name, p)
-        sd = _map(spec, p)
-        _known(sd, ("min", "max", "multiple_of"), p)
-        for k in ("min", "max"):
-            if sd.get(k) is None:
-                raise ContractError(f"{p}.{k}: missing (the domain's bounds are part of the claim)")
-        lo = _int(sd["min"], f"{p}.min", 0, MAX_SIZE)
-        hi = _int(sd["max"], f"{p}.max", 0, MAX_SIZE)
-        if lo > hi:
-            raise ContractError(f"{p}: min {lo} is above max {hi}")
-        step = _int(sd.get("multiple_of", 1), f"{p}.multiple_of", 1, 1 << 20)
-        if -(-lo // step) * step > hi:
-            raise ContractError(f"{p}: no multiple of {step} lies in [{lo}, {hi}]")
-        out.append(SizeRange(name, lo, hi, step))
+        sd = section(sections.SizeSpec, spec, p)
+        out.append(SizeRange(name, sd.min, sd.max, sd.multiple_of))
     return tuple(out)
 
 
@@ -792,42 +694,25 @@ def _ftest(v: object, path: str) -> FalsificationTest:
             _name(k, f"{path}.sizes[{i}]")
             binding[k] = _int(x, f"{path}.sizes[{i}].{k}", 0, MAX_SIZE)
         sizes.append(binding)
-    td = _map(d["tolerance"], f"{path}.tolerance")
-    _known(td, ("ulp", "rel", "abs", "why"), f"{path}.tolerance")
-    why = _opt_str(td, "why", f"{path}.tolerance")
-    tol: dict[str, float | None] = {}
-    for k in ("ulp", "rel", "abs"):
-        if td.get(k) is not None:
-            x = _num(td[k], f"{path}.tolerance.{k}")
-            if x < 0:
-                raise ContractError(f"{path}.tolerance.{k}: must not be negative")
-            tol[k] = x
-    if not tol:
-        raise ContractError(f"{path}.tolerance: needs ulp, rel or abs")
+    td = section(sections.ToleranceDoc, d["tolerance"], f"{path}.tolerance")
     props_l = _list(d["properties"], f"{path}.properties")
     props = tuple(_str(x, f"{path}.properties[{i}]") for i, x in enumerate(props_l))
     if not props:
         raise ContractError(f"{path}.properties: must list at least one property")
     seed = _int(d.get("seed", 0), f"{path}.seed", 0, (1 << 64) - 1)
-    low, high = -1.0, 1.0
-    if d.get("inputs") is not None:
-        inp = _map(d["inputs"], f"{path}.inputs")
-        _known(inp, ("low", "high"), f"{path}.inputs")
-        low = _num(inp.get("low", low), f"{path}.inputs.low")
-        high = _num(inp.get("high", high), f"{path}.inputs.high")
-        if low > high:
-            raise ContractError(f"{path}.inputs: low {low} is above high {high}")
+    inputs = sections.Inputs() if d.get("inputs") is None else section(
+        sections.Inputs, d["inputs"], f"{path}.inputs")
     specials, nan = _specials(d, path)
     return FalsificationTest(
         tid,
         rule,
         prediction,
         tuple(sizes),
-        Tolerance(**tol, why=why),
+        Tolerance(td.ulp, td.rel, td.abs, td.why),
         props,
         seed=seed,
-        input_low=low,
-        input_high=high,
+        input_low=inputs.low,
+        input_high=inputs.high,
         executable=True,
         specials=specials,
         nan=nan,
@@ -851,16 +736,8 @@ def _specials(d: Mapping[str, Any], path: str) -> tuple[tuple[str, ...], str]:
 
 
 def _claim(v: object, path: str) -> Claim:
-    d = _map(v, path)
-    for k in ("obligation", "theorem", "property"):
-        if d.get(k) is None:
-            raise ContractError(f"{path}.{k}: missing")
-    return Claim(
-        obligation=_str(d["obligation"], f"{path}.obligation"),
-        theorem=_str(d["theorem"], f"{path}.theorem"),
-        property=_str(d["property"], f"{path}.property"),
-        statement=_opt_str(d, "statement", path),
-    )
+    cd = section(sections.ClaimDoc, v, path)
+    return Claim(cd.obligation, cd.theorem, cd.property, cd.statement)
 
 
 def _reject_non_contracts(doc: dict[str, Any]) -> None:
