@@ -32,11 +32,11 @@ from verify.contract_doc import DTYPES as DTYPES
 from verify.contract_doc import MAX_CONSTANT_VALUES as MAX_CONSTANT_VALUES
 from verify.contract_doc import MAX_SIZE as MAX_SIZE
 from verify.contract_doc import MIN_REASON as MIN_REASON
-from verify.contract_doc import section
+from verify.contract_doc import Expr, Refusal, section
 from verify.contract_doc import type_name as _type_name
 from verify.expr import eval_expr as eval_expr
 from verify.expr import expr_names as expr_names
-from verify.expr import parse_expr, parse_relation
+from verify.expr import parse_relation
 from verify.model import (
     FLOAT_DTYPES,
     LAUNCH_VALUES,
@@ -284,16 +284,11 @@ def _name(v: object, path: str) -> str:
 
 
 def _expr(v: object, path: str) -> str:
-    if isinstance(v, int) and not isinstance(v, bool):
-        return str(v)
-    if not isinstance(v, str):
-        hint = _BOOL_HINT if isinstance(v, bool) else ""
-        raise ContractError(f"{path}: expected an expression, got {_type_name(v)}{hint}")
+    """A size expression at ``path``, read as the models read one (``contract_doc.Expr``)."""
     try:
-        parse_expr(v)
-    except ContractError as e:
-        raise ContractError(f"{path}: expected an expression: {e}") from e
-    return v
+        return str(Expr.check(v))
+    except Refusal as e:  # worded ": expected an expression ..."
+        raise ContractError(f"{path}{e}") from e
 
 
 def _known(d: Mapping[str, Any], allowed: tuple[str, ...], path: str) -> None:
