@@ -35,6 +35,7 @@ from ledger.core.encoding import hex_encode  # noqa: E402
 from ledger.core.note import parse_vkey  # noqa: E402
 from ledger.core.receipt import Receipt  # noqa: E402
 from ledger.keys import load_node_secret, new_node_key  # noqa: E402
+from ledger.library.cache import unpack  # noqa: E402
 from ledger.log import Log  # noqa: E402
 from ledger.trust import CheckpointMemory  # noqa: E402
 from verify.integrity import Evidence, check_evidence  # noqa: E402
@@ -92,7 +93,7 @@ def main() -> None:
         cache = ledger.Cache(root / "cache")
         mem = CheckpointMemory(root / "mem")
         ledger.Verifier(policy, ledger.LocalLog(home), cache=cache, memory=mem).verify(digest)
-        data = (root / "cache" / "kernels" / digest / "receipt.json").read_bytes()
+        data, _ = unpack((root / "cache" / "kernels" / digest / "entry").read_bytes())
         offline = ledger.Verifier(policy, None, cache=cache, memory=mem)
         t1 = timed_rounds({"cached": lambda: offline.verify("bench_kernel@1.0.0"),
                            "receipt": lambda: receipt_alone(data, vk)}, args.repeat)

@@ -152,10 +152,19 @@ def checked_once() -> Iterator[None]:
         yield
         return
     token = _CHECKED.set({})
+    parsed = _PARSED.set({})
     try:
         yield
     finally:
+        _PARSED.reset(parsed)
         _CHECKED.reset(token)
+
+
+# inside ``checked_once`` only: what a verification's steps parse of the same bytes again (a
+# note opened under the same keys, a checkpoint text): the first answer, parsed once (both are
+# frozen values of the bytes alone; a failure is not kept and is raised again by parsing again)
+_PARSED: contextvars.ContextVar[dict[tuple[object, ...], object] | None] = (
+    contextvars.ContextVar("note_parsed", default=None))
 
 
 @dataclass(frozen=True)
@@ -294,8 +303,20 @@ def open_note(note: bytes, verifiers: Sequence[NoteVerifier]) -> Note:
 
     BadInput when malformed; SignatureError when a signature by a given key fails or when no
     given key signed it. Signatures by other keys are kept in ``.signatures`` only; a repeated
-    line is dropped.
+    line is dropped. Inside ``checked_once`` the same note under the same keys is opened once.
     """
+    memo = _PARSED.get()
+    if memo is None:
+        return _open_note(note, verifiers)
+    key = ("note", note, *((v.alg, v.name, v.key_id, v.public) for v in verifiers))
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = _open_note(note, verifiers)
+    assert isinstance(got, Note)
+    return got
+
+
+def _open_note(note: bytes, verifiers: Sequence[NoteVerifier]) -> Note:
     if not isinstance(note, bytes):
         raise BadInput("a signed note must be bytes")
     if len(note) > MAX_NOTE_SIZE:
@@ -403,7 +424,19 @@ def format_checkpoint(cp: Checkpoint) -> bytes:
 
 
 def parse_checkpoint(text: bytes) -> Checkpoint:
-    """Parse checkpoint note text strictly; BadInput when malformed."""
+    """Parse checkpoint note text strictly; BadInput when malformed (inside ``checked_once``
+    the same text is parsed once)."""
+    memo = _PARSED.get()
+    if memo is None:
+        return _parse_checkpoint(text)
+    got = memo.get(("checkpoint", text))
+    if got is None:
+        got = memo[("checkpoint", text)] = _parse_checkpoint(text)
+    assert isinstance(got, Checkpoint)
+    return got
+
+
+def _parse_checkpoint(text: bytes) -> Checkpoint:
     _check_text(text, "checkpoint")
     if not text.endswith(b"\n"):
         raise BadInput("checkpoint must end with a newline")

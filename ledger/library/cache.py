@@ -4,9 +4,15 @@ cache: what a first verification fetched, kept so that the same ref verifies aga
 Layout under the cache directory (``$LEDGER_CACHE_DIR``, else ``$XDG_CACHE_HOME/kernel-ledger``,
 else ``~/.cache/kernel-ledger``; the checkpoint memory lives beside it), every directory 0700:
 
-* ``kernels/<bundle digest hex>/receipt.json``: the entry, its inclusion proof, the checkpoint
-  and the signer's registration (and revocation) as a receipt (``ledger.core.receipt``);
-* ``kernels/<bundle digest hex>/files/``: the bundle's files;
+* ``kernels/<bundle digest hex>/entry``: one file (``pack``): the receipt (the entry, its
+  inclusion proof, the checkpoint, the signer's registration, revocation and the committed
+  revoked-key list; ``ledger.core.receipt``) and the bundle's files, written atomically, so a
+  cached kernel is read with one open and one read (a directory of files took a listing, an open
+  per file and a second listing: the largest cost of a cached verification). Format, UTF-8
+  headers: ``kernel-ledger cache entry v1\n``, ``<receipt length>\n`` and the receipt's bytes,
+  then per file in sorted path order ``<length> <path>\n`` and its bytes; read with the
+  bundle's limits (files, bytes, paths), anything else is a miss. (Caches written before it, a
+  ``receipt.json`` beside a ``files/`` folder, are a miss: fetched again.)
 * ``kernels/names/<sha256(log vkey)[:32]>/<NAME@VERSION hex-encoded>``: the digest a verified
   ``NAME@VERSION`` had in that log (``sha256-<hex of its SHA-256>`` for a ref of more than
   ``MAX_HEX_NAME`` bytes, whose hex would pass the file system's 255-byte name limit). A name
@@ -25,10 +31,12 @@ import functools
 import hashlib
 import re
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ledger.core.bundle import MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES, check_path
 from ledger.core.encoding import hex_encode
 from ledger.core.errors import BadInput, LedgerError
 from ledger.core.fsutil import private_dir, read_small, write_atomic
@@ -46,10 +54,58 @@ MAX_HEX_NAME = 100  # bytes of a NAME@VERSION kept as its hex (200 characters) i
 
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
+_MAGIC = b"kernel-ledger cache entry v1\n"
+ENTRY = "entry"  # kernels/<digest>/entry: the receipt and the files (``pack``)
+_MAX_ENTRY = len(_MAGIC) + MAX_RECEIPT_BYTES + MAX_TOTAL_BYTES + MAX_FILES * 1100
 
 
 def _is_digest(text: str) -> bool:
     return _DIGEST.fullmatch(text) is not None
+
+
+def pack(receipt: bytes, files: Mapping[str, bytes]) -> bytes:
+    """A cache entry's bytes: the receipt, then each file in sorted path order."""
+    parts = [_MAGIC, b"%d\n" % len(receipt), receipt]
+    for rel in sorted(files):
+        parts += [b"%d %s\n" % (len(files[rel]), rel.encode("utf-8")), files[rel]]
+    return b"".join(parts)
+
+
+def unpack(data: bytes) -> tuple[bytes, dict[str, bytes]]:
+    """The receipt and files of a cache entry; ``BadInput`` for anything ``pack`` does not
+    write (or a bundle its limits refuse): the caller treats it as a miss."""
+    if not data.startswith(_MAGIC):
+        raise BadInput("not a cache entry")
+    at = len(_MAGIC)
+    size, at = _length(data, at, MAX_RECEIPT_BYTES)
+    receipt, at = data[at:at + size], at + size
+    files: dict[str, bytes] = {}
+    last = b""
+    while at < len(data):
+        end = data.find(b"\n", at, at + 1100)
+        n, sep, raw = data[at:end].partition(b" ") if end > 0 else (b"", b"", b"")
+        if not sep or not n.isdigit() or raw <= last or len(files) >= MAX_FILES:
+            raise BadInput("cache entry: malformed file header")
+        size, last = int(n), raw
+        try:
+            rel = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise BadInput("cache entry: a file name is not UTF-8") from e
+        check_path(rel)
+        if size > MAX_FILE_BYTES or end + 1 + size > len(data):
+            raise BadInput(f"cache entry: {rel} is cut short or over the file limit")
+        files[rel], at = data[end + 1:end + 1 + size], end + 1 + size
+    return receipt, files
+
+
+def _length(data: bytes, at: int, limit: int) -> tuple[int, int]:
+    end = data.find(b"\n", at, at + 12)
+    if end < 0 or not data[at:end].isdigit() or int(data[at:end]) > limit:
+        raise BadInput("cache entry: malformed receipt header")
+    size = int(data[at:end])
+    if end + 1 + size > len(data):
+        raise BadInput("cache entry: the receipt is cut short")
+    return size, end + 1
 
 
 @functools.lru_cache(maxsize=64)
@@ -108,18 +164,18 @@ class Cache:
 
     def lookup(self, ref: str, policy: Policy) -> Found | None:
         """The cached evidence and files for ``ref``, None when there are none."""
-        from ledger.core.bundle import read_dir
         from ledger.library.evidence import Found
 
         digest = self.digest_of(ref, policy)
         if digest is None:
             return None
         d = self._kernel(digest)
-        try:  # none there (or a half-written entry, files but no receipt), or unreadable: a miss
-            rec = Receipt.from_bytes(read_small(d / "receipt.json", MAX_RECEIPT_BYTES, "receipt"))
-            files = read_dir(d / "files")
+        try:  # none there, unreadable or not what ``pack`` writes: a miss, fetched again
+            receipt, files = unpack(read_small(d / ENTRY, _MAX_ENTRY, "cache entry",
+                                               follow_symlinks=False))
+            rec = Receipt.from_bytes(receipt)
         except LedgerError:
-            return None  # fetched again
+            return None
         ev = receipt_evidence(rec, rec.origin)
         return Found(ev, files, None, f"cache {d}")
 
@@ -130,22 +186,17 @@ class Cache:
         shutil.rmtree(self._kernel(digest), ignore_errors=True)
 
     def keep(self, found: Found, cert: Certificate, vkey: NoteVerifier) -> None:
-        """Keep what ``found`` fetched for ``cert`` (written atomically, files first, the receipt
-        last: a half-written entry has no receipt and is not used)."""
+        """Keep what ``found`` fetched for ``cert``: its entry (receipt and files, ``pack``)
+        written atomically, then the name file that points to it."""
         if found.files is None or found.where.startswith("cache "):
             return
         ev = found.evidence
         d = self._kernel(cert.bundle_digest)
-        for p in (self.root, self.root / "kernels", d, d / "files"):
+        for p in (self.root, self.root / "kernels", d):
             private_dir(p, "verified cache")
-        for rel, data in sorted(found.files.items()):
-            target = d / "files" / rel
-            for parent in reversed(target.relative_to(d).parents[:-1]):
-                private_dir(d / parent, "verified cache")
-            write_atomic(target, data, 0o600, exclusive=False)
         rec = Receipt(vkey.name, ev.item, ev.checkpoint, ev.signer, ev.revocation,
                       revoked=ev.revoked)  # the signer's status at that checkpoint
-        write_atomic(d / "receipt.json", rec.to_bytes(), 0o600, exclusive=False)
+        write_atomic(d / ENTRY, pack(rec.to_bytes(), found.files), 0o600, exclusive=False)
         names = self._names(vkey)
         private_dir(names.parent, "verified cache")
         private_dir(names, "verified cache")

@@ -117,13 +117,16 @@ def test_the_example_program_end_to_end(sealed: Sealed, tmp_path: Path) -> None:
                    "vector_add@1.0.0")
     assert res.returncode == 0, res.stderr
     # a tampered cached file: refused (offline), then fetched again from the log
-    cached = tmp_path / "c" / "kernels" / lines[0].split()[1].rstrip(":") / "files"
-    (cached / "vector_add.ptx").write_bytes(b"// swapped\n")
+    from ledger.library.cache import pack, unpack
+
+    cached = tmp_path / "c" / "kernels" / lines[0].split()[1].rstrip(":") / "entry"
+    receipt, files = unpack(cached.read_bytes())
+    cached.write_bytes(pack(receipt, {**files, "vector_add.ptx": b"// swapped\n"}))
     res = _example(team, tmp_path / "c", "--log", str(tmp_path / "nowhere"), "vector_add@1.0.0")
     assert res.returncode == 1 and "vector_add.ptx" in res.stderr, res.stderr
     res = _example(team, tmp_path / "c", "--log", str(sealed.home), "vector_add@1.0.0")
     assert res.returncode == 0, res.stderr
-    assert (cached / "vector_add.ptx").read_bytes() == (
+    assert unpack(cached.read_bytes())[1]["vector_add.ptx"] == (
         sealed.bundle / "vector_add.ptx").read_bytes()
     from ledger.witness import cosigner_vkey
 

@@ -150,13 +150,18 @@ def test_the_cache_answers_offline_and_refuses_a_tampered_file(world: World,
     assert replace(cert, checks=(), log="", signer=first.signer) == replace(first, checks=(),
                                                                            log="")
     assert [c.id for c in cert.checks] == [c.id for c in first.checks]
-    cached = tmp_path / "cache" / "kernels" / world.digest / "files" / "k.ptx"
-    cached.write_bytes(b"// not the sealed PTX\n")
+    from ledger.core.bundle import read_dir
+    from ledger.library.cache import pack, unpack
+
+    cached = tmp_path / "cache" / "kernels" / world.digest / "entry"
+    receipt, files = unpack(cached.read_bytes())
+    assert files == read_dir(world.bundle)
+    cached.write_bytes(pack(receipt, {**files, "k.ptx": b"// not the sealed PTX\n"}))
     with pytest.raises(TamperDetected, match=r"k\.ptx"):
         offline.verify("vector_add@1.0.0")
     again = world.verifier(cache=cache).verify("vector_add@1.0.0")  # refused, fetched again
     assert again.bundle_digest == world.digest
-    assert cached.read_bytes() == (world.bundle / "k.ptx").read_bytes()
+    assert unpack(cached.read_bytes())[1]["k.ptx"] == (world.bundle / "k.ptx").read_bytes()
 
 
 def test_policy_files_take_the_new_fields_and_refuse_unknown_ones(world: World,
