@@ -539,37 +539,49 @@ def _oracle_problems(c: Contract, files: Mapping[str, bytes]) -> list[str]:
 
 
 UNFINISHED = "LEDGER-NEW: UNFINISHED"  # the marker `ledger new` puts in every stub it writes
+# The TODO forms `ledger new` writes into contract.yaml: a YAML comment that begins with the word
+# TODO (``# TODO`` / ``# TODO: shape guessed ...``) or a quoted value that is ``"TODO"`` or begins
+# ``"TODO:"`` (``description: "TODO: what ..."``). A TODO elsewhere in a line (``"a TODO list"``,
+# a comment that only mentions it) is not one: real contracts may use the word.
+_SCAFFOLD_TODO = re.compile(r"""(?:^|\s)#\s*TODO\b|:\s*["']TODO(?:["']|:)""")
 
 
 def _unfinished(c: Contract, files: Files) -> list[str]:
-    """No file still carries the ``ledger new`` scaffold marker (an unfinished stub)."""
+    """No file still carries the ``ledger new`` scaffold marker (an unfinished stub), and
+    ``contract.yaml`` keeps none of the TODOs ``ledger new`` wrote (``_SCAFFOLD_TODO``): each
+    marks a guess nobody checked yet (a shape, the grid, the size domain, the tolerance), so the
+    gate still fails once the marker lines are deleted."""
     if files is None:
         raise _Skip("no bundle")
     marker = UNFINISHED.encode()
     stubs = sorted(p for p, d in files.items() if marker in d)
+    todo = _todo_lines(files.get("contract.yaml", b""))
     if stubs:
-        todo = _todo_lines(files.get("contract.yaml", b"")) if "contract.yaml" in stubs else ""
         return [
             f"{', '.join(stubs)} still marked {UNFINISHED!r} (a `ledger new` stub to fill in)"
-            + todo
+            + (f"; {todo}" if todo else "")
         ]
+    if todo:
+        return [f"{todo} (left by `ledger new`: check each line, then delete its TODO)"]
     return []
 
 
 def _todo_lines(contract: bytes) -> str:
-    """The scaffold contract's ``TODO`` lines as a to-do list: ``; contract.yaml TODO at line 5
-    (description), ...`` (the first 12)."""
+    """The contract's scaffold TODO lines (``_SCAFFOLD_TODO``) as a to-do list: ``contract.yaml
+    TODO at line 5 (description), ...`` (the first 12), or "" when there is none."""
     hits = []
     for i, line in enumerate(contract.decode("utf-8", "replace").splitlines(), start=1):
-        if "TODO" in line and not line.lstrip().startswith("#"):
+        if _SCAFFOLD_TODO.search(line) and not line.lstrip().startswith("#"):
             key = re.match(r"\s*-?\s*\{?\s*([A-Za-z_]\w*)\s*:\s*([^,}\s]*)", line)
             what = key.group(1) if key else "see the line"
             what = f"param {key.group(2)}" if key and what == "name" else what
             hits.append(f"line {i} ({what})")
+        elif _SCAFFOLD_TODO.search(line):
+            hits.append(f"line {i} (comment)")
     if not hits:
         return ""
     more = f", and {len(hits) - 12} more" if len(hits) > 12 else ""
-    return f"; contract.yaml TODO at {', '.join(hits[:12])}{more}"
+    return f"contract.yaml TODO at {', '.join(hits[:12])}{more}"
 
 
 def _waivers(c: Contract, files: Files) -> list[str]:

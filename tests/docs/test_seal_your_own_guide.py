@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ledger.core.bundle import read_dir
 from tests.helpers.ledgers import assert_one_error_line, cli_json, run_cli
 from verify import sandbox
+from verify.contract import load_contract
+from verify.contract_lint import lint_check
 from verify.tools import find_tool
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "seal-your-own-kernel.md"
@@ -90,6 +93,7 @@ def test_unfinished_scaffold_cannot_pass(scaffold: Path) -> None:
     assert st["certificate"]["status"] == "failed"
     # the guide's to-do list quotes these
     guide = GUIDE.read_text(encoding="utf-8")
+    assert "A TODO that `ledger new` wrote and\nyou leave in `contract.yaml` fails" in guide
     assert "contract.yaml TODO at line 5 (description), line 9 (formula), line 27 (param x)" in (
         guide
     )
@@ -145,6 +149,15 @@ def _fill_in(d: Path) -> None:
     text = text.replace("status: sorry", f"status: {values['status']}")
     text = text.replace('statement: "TODO"', f'statement: "{values["statement"]}"')
     assert "UNFINISHED" not in text and '"TODO' not in text
+    (d / "contract.yaml").write_text(text)
+    # with the marker lines gone, the `# TODO` comments left still block sealing (the guide's
+    # step 5): every line they mark is right for leaky ReLU, so each comment is deleted
+    files = read_dir(d)
+    lint = lint_check(load_contract(files["contract.yaml"]), files)
+    assert lint.status == "failed" and lint.detail.startswith("unfinished: contract.yaml TODO at")
+    assert "(param x)" in lint.detail and "(tolerance)" in lint.detail, lint.detail
+    text = re.sub(r"\s+# TODO\b.*$", "", text, flags=re.M)
+    assert "TODO" not in text
     (d / "contract.yaml").write_text(text)
 
 

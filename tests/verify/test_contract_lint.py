@@ -96,6 +96,40 @@ def test_lean_exists_reason() -> None:
     )
 
 
+def _with_contract(text: str) -> dict[str, bytes]:
+    return {**_files("clean.yaml"), "contract.yaml": text.encode()}
+
+
+def test_scaffold_todo_left_without_the_marker_fails_unfinished() -> None:
+    """Deleting the marker lines does not finish a scaffold: a TODO `ledger new` wrote (an
+    unchecked guess) still fails the gate, and the reason lists where it is."""
+    clean = (FIX / "clean.yaml").read_text()
+    lines = clean.splitlines()
+    at = next(i for i, ln in enumerate(lines) if "name: b, ptr: f32" in ln)
+    lines[at] += "  # TODO: shape guessed: one element per thread"
+    text = "\n".join(lines) + "\n"
+    text = text.replace("tolerance: {ulp: 0}", "tolerance: {ulp: 0}  # TODO")
+    text = text.replace('description: "f32 vector add (test fixture)"', 'description: "TODO"')
+    files = _with_contract(text)
+    check = lint_check(load_contract(files["contract.yaml"]), files)
+    assert check.status == "failed"
+    assert check.detail == (
+        f"unfinished: contract.yaml TODO at line 6 (description), line {at + 1} (param b), "
+        f"line {text.splitlines().index('    tolerance: {ulp: 0}  # TODO') + 1} (tolerance) "
+        "(left by `ledger new`: check each line, then delete its TODO)"
+    )
+
+
+def test_todo_word_that_ledger_new_did_not_write_passes() -> None:
+    """Only the scaffold's own TODO forms count: the word inside a value or a comment does not."""
+    text = (FIX / "clean.yaml").read_text().replace(
+        'description: "f32 vector add (test fixture)"',
+        'description: "TODO list merge kernel: adds a TODO: weight"  # see the TODO file',
+    )
+    files = _with_contract(text)
+    assert lint_check(load_contract(files["contract.yaml"]), files).status == "passed"
+
+
 def test_theorem_that_the_scan_rejects_fails() -> None:
     files = _files("clean.yaml")
     files["Clean.lean"] = files["Clean.lean"].replace(
