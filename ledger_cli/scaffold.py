@@ -11,8 +11,10 @@ bundle for any kernel (SPEC 7; guide: docs/seal-your-own-kernel.md).
    ``--entry`` (the PTX name or the ``__global__`` function's name in the source) or the only one;
 4. name and type each parameter from the kernel's signature in the source (``const T*`` -> an
    ``in`` pointer; a written pointer -> ``out``, or ``inout`` when it is also read; integer
-   scalars become size variables), checked against the PTX parameter types; a parameter the
-   source does not explain gets a PTX-derived name and a guess;
+   scalars become size variables, every one declared in the size domain and bound in the test
+   sizes, the first sizing the guessed shapes and the grid, the others with TODOs), checked
+   against the PTX parameter types; a parameter the source does not explain gets a PTX-derived
+   name and a guess;
 5. assemble with ``ptxas -v`` for the registers and shared memory (the resource budget);
 6. write ``contract.yaml``, the PTX, the source, ``reference.py``, ``<name>.lean`` and
    ``<name>.fut``. Every stub carries the ``LEDGER-NEW: UNFINISHED`` marker, which fails the
@@ -641,7 +643,22 @@ def per_thread(body: str) -> int:
 
 
 def _size_var(params: list[NewParam]) -> str:
-    return next((p.name for p in params if p.kind == "scalar" and p.dtype in _INTEGER), "n")
+    """The main size variable: the first integer scalar parameter (shapes and grid use it), or
+    ``n`` when the kernel takes none."""
+    return next(iter(_param_sizes(params)), "n")
+
+
+def _param_sizes(params: list[NewParam]) -> list[str]:
+    """Every integer scalar parameter, in order: each is a size variable (``value: NAME``), so
+    each is declared in the size domain and bound in the test sizes (the first is the main one,
+    the others carry a TODO: a size of their own, a size expression, or a number)."""
+    return [p.name for p in params if p.kind == "scalar" and p.dtype in _INTEGER]
+
+
+def _more_sizes(sc: Scaffold) -> list[str]:
+    """The size variables besides the main one: the other integer scalar parameters, then the
+    ``--size`` names."""
+    return [*_param_sizes(sc.params)[1:], *sc.extra_sizes]
 
 
 def _yq(word: str) -> str:
@@ -666,6 +683,12 @@ def _param_lines(sc: Scaffold, n: str) -> list[str]:
             line = f"    - {{name: {name}, ptr: {p.dtype}, intent: {p.intent}, shape: [{extent}]}}"
             note = p.guessed or "shape guessed: one element per thread"
             plines.append(f"{line}  # TODO: {note}")
+        elif p.dtype in _INTEGER and p.name != n:
+            plines.append(
+                f"    - {{name: {name}, scalar: {p.dtype}, value: {name}}}  # TODO: a second "
+                "size: name it in the shapes it sizes; if it is not a size of its own, give a "
+                'size expression (value: "rows * cols") or a number and drop it from size_domain'
+            )
         elif p.dtype in _INTEGER:
             plines.append(f"    - {{name: {name}, scalar: {p.dtype}, value: {name}}}")
         elif p.dtype in ("f16", "bf16", "f32", "f64"):
@@ -744,9 +767,15 @@ def _contract_kernel(sc: Scaffold, stem: str, n: str) -> str:
 
 
 def _contract_domain(sc: Scaffold, n: str) -> str:
-    """The ``kernel.size_domain`` lines: the size variable and each extra size, all TODO."""
+    """The ``kernel.size_domain`` lines: the main size, each other integer scalar parameter and
+    each extra size, all TODO."""
     return (
         f"  size_domain:\n    {_yq(n)}: {{min: 1, max: 1048576}}  # TODO: the sizes it supports\n"
+        + "".join(
+            f"    {_yq(x)}: {{min: 1, max: 1048576}}  # TODO: its domain (a size parameter of "
+            "the kernel)\n"
+            for x in _param_sizes(sc.params)[1:]
+        )
         + "".join(
             f"    {_yq(x)}: {{min: 1, max: 1048576}}  # TODO: its domain; name it in the "
             "shape of the parameters it sizes (it is no kernel parameter)\n"
@@ -758,12 +787,12 @@ def _contract_domain(sc: Scaffold, n: str) -> str:
 def _contract_tests(sc: Scaffold, n: str) -> str:
     """The one falsification test, its sizes at the edges of one block's elements."""
     u = sc.block * sc.per_thread  # elements one block covers
-    extra = "".join(f", {_yq(x)}: {{v}}" for x in sc.extra_sizes)
+    extra = "".join(f", {_yq(x)}: {{v}}" for x in _more_sizes(sc))
     sizes = ", ".join(
         f"{{{_yq(n)}: {v}{extra.format(v=v)}}}"
         for v in (1, u - 1 if u > 1 else 2, u + 1, 3 * u + 7)
     )
-    sizes_note = "  # TODO: bind each size to a value that fits the test" if sc.extra_sizes else ""
+    sizes_note = "  # TODO: bind each size to a value that fits the test" if _more_sizes(sc) else ""
     return f"""falsification_tests:
   - id: FALSIFY-{sc.function.upper().replace("_", "-")}-001
     rule: "matches the reference at the edges of the launch shape"
@@ -843,20 +872,48 @@ end {ns}
 
 
 def _futhark(sc: Scaffold) -> str:
-    args = " ".join(
-        f"({p.name}: {'[n]' if p.kind == 'ptr' else ''}{_FUT.get(p.dtype, 'f32')})"
-        for p in sc.params
-        if (p.kind == "ptr" and p.intent != "out")
-        or (p.kind == "scalar" and p.dtype not in _INTEGER)
-    )
+    """The Futhark stub: the entry takes every size the arrays are shaped by as a size parameter
+    (``[total]``), every other integer scalar as an argument, each array with its contract
+    shape (one element per thread: ``[total]``; a vector type's ``k * n`` elements: ``[]`` and a
+    TODO, which Futhark cannot take as a size parameter), and says what the scaffold cannot know."""
+    n = _size_var(sc.params)
     outs = [p for p in sc.params if p.kind == "ptr" and p.intent != "in"]
-    ret = _FUT.get(outs[0].dtype, "f32") if outs else "f32"
+    arrays = [p for p in sc.params if p.kind == "ptr" and p.intent != "out"]
+    shaped = any(p.lanes == 1 for p in [*arrays, *outs[:1]])
+
+    def typ(p: NewParam) -> str:
+        return f"{f'[{n}]' if p.lanes == 1 else '[]'}{_FUT.get(p.dtype, 'f32')}"
+
+    args = " ".join(
+        f"({p.name}: {typ(p) if p.kind == 'ptr' else _FUT.get(p.dtype, 'f32')})"
+        for p in sc.params
+        if p in arrays or (p.kind == "scalar" and p.name != n)
+    )
+    notes = [
+        f"--   {p.name}: {p.lanes} * {n} {p.dtype} elements (a {p.lanes}-lane vector type)"
+        for p in [*arrays, *outs] if p.lanes != 1
+    ]  # fmt: skip
+    notes += [
+        f"--   {x}: a size no array here is shaped by yet; where the contract's shape names "
+        f"it, make it a size parameter [{x}] and drop the ({x}: ...) argument"
+        for x in _param_sizes(sc.params)[1:]
+    ]
+    notes += [
+        f"--   {x}: a size that is no kernel parameter; name it in the array types it sizes"
+        for x in sc.extra_sizes
+    ]
+    todo = (
+        f"-- TODO: each array's size is its contract shape (guessed: [{n}], one element per "
+        "thread)\n" + "".join(f"{line}\n" for line in notes)
+    )
+    ret = typ(outs[0]) if outs else "f32"
+    size = f" [{n}]" if shaped else ""
     return f"""-- {MARKER}: the specification of {sc.function}, written by `ledger new`.
 -- Write the entry's body and test cases, then delete this marker line.
--- ==
+{todo}-- ==
 -- entry: {sc.function}
 
-entry {sc.function} [n] {args} : [n]{ret} =
+entry {sc.function}{size} {args} : {ret} =
   ???
 """
 
@@ -918,7 +975,7 @@ def _write(
     sc.files = sorted([*files, f"{stem}.ptx"])
     sc.todo += [
         *(f"size {x}: name it in the shapes it sizes, narrow its size_domain, bind it in the "
-          "falsification sizes" for x in sc.extra_sizes),
+          "falsification sizes" for x in _more_sizes(sc)),
         "contract.yaml: every TODO (description, formula, shapes, launch, tolerance, statements)",
         "reference.py: the numpy reference",
         f"{stem}.lean: the proofs (no sorry), with status: proved in the contract",

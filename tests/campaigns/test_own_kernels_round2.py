@@ -75,7 +75,10 @@ def test_yaml_boolean_names_are_quoted(tmp_path: Path) -> None:
     params = _params(d)  # the reader takes the scaffold (it refused it: "got a boolean")
     assert list(params) == ["x", "y", "on", "off", "yes", "no", "null"]
     assert params["x"].shape == ("on",) and params["off"].value == "off"
-    assert "sizes: [{'on': 1}," in (d / "contract.yaml").read_text()
+    # every integer scalar is a size: declared and bound, each name quoted
+    text = (d / "contract.yaml").read_text()
+    assert "sizes: [{'on': 1, 'off': 1, 'yes': 1, 'no': 1, 'null': 1}," in text
+    assert "    'null': {min: 1, max: 1048576}  # TODO: its domain" in text
 
 
 def test_reader_says_why_a_name_is_a_boolean() -> None:

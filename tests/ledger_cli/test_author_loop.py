@@ -165,13 +165,62 @@ def test_extra_sizes_and_per_thread_launch(tmp_path: Path) -> None:
     assert k["launch"]["grid"][0] == "ceil_div(n, 1024)"  # 4 elements per thread, block 256
     assert k["size_domain"]["cols"] == {"min": 1, "max": 1048576}
     assert doc["falsification_tests"][0]["sizes"][0] == {"n": 1, "cols": 1}
-    assert any("size cols" in t for t in out["todo"])  # type: ignore[union-attr]
+    todo = out["todo"]
+    assert isinstance(todo, list) and any("size cols" in t for t in todo)
     text = (d / "contract.yaml").read_text()
     assert "# TODO: its domain; name it in the shape" in text
     line = assert_one_error_line(
         run_cli("new", str(tmp_path / "c"), "--cu", str(tmp_path / "quad.cu"), "--size", "n"), 2
     )
     assert "--size n: already a kernel parameter" in line
+
+
+ROWSCALE = """// y[i] = x[i] * s[i % cols] for i < total
+__global__ void rowscale(const float* x, const float* s, float* y, int total, int cols) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < total) y[i] = x[i] * s[i % cols];
+}
+"""
+
+
+@needs_nvcc
+@needs_sandbox
+def test_every_integer_scalar_is_a_declared_and_bound_size(tmp_path: Path) -> None:
+    """A second integer scalar (``cols``) is a size like the first: declared in the size domain
+    with a TODO, bound in the test sizes, carried by the Futhark stub; with its shape named and
+    the TODOs done, ``ledger check`` runs the kernel at both sizes."""
+    d, out = _new(tmp_path, ROWSCALE, "rowscale")
+    text = (d / "contract.yaml").read_text()
+    doc = yaml.safe_load(text)
+    k = doc["kernel"]
+    assert k["size_domain"] == {"total": {"min": 1, "max": 1048576},
+                                "cols": {"min": 1, "max": 1048576}}  # fmt: skip
+    assert doc["falsification_tests"][0]["sizes"][3] == {"total": 775, "cols": 775}
+    assert "cols: {min: 1, max: 1048576}  # TODO: its domain" in text
+    assert re.search(r"\{name: cols, scalar: s32, value: cols\}  # TODO: a second size", text)
+    assert 'value: "rows * cols"' in text
+    todo = out["todo"]
+    assert isinstance(todo, list) and any("size cols" in t for t in todo)
+    fut = (d / "rowscale.fut").read_text()
+    assert "entry rowscale [total] (x: [total]f32) (s: [total]f32) (cols: i32) : [total]f32" in fut
+    assert "make it a size parameter [cols]" in fut
+
+    # filled in: s has cols elements, the reference, every TODO gone, cols bound small
+    text = "\n".join(text.splitlines()[2:]) + "\n"
+    text = text.replace("{name: s, ptr: f32, intent: in, shape: [total]}",
+                        "{name: s, ptr: f32, intent: in, shape: [cols]}")  # fmt: skip
+    text = re.sub(r"\s+# TODO\b.*$", "", text, flags=re.M)
+    text = re.sub(r"sizes: \[.*\]", "sizes: [{total: 1, cols: 1}, {total: 775, cols: 3}]", text)
+    (d / "contract.yaml").write_text(text)
+    (d / "reference.py").write_text(
+        "import numpy as np\n\n\ndef rowscale(inputs, sizes):\n"
+        '    t, c = sizes["total"], sizes["cols"]\n'
+        '    x, s = inputs["x"].astype(np.float64), inputs["s"].astype(np.float64)\n'
+        '    return {"y": x[:t] * s[np.arange(t) % c]}\n'
+    )
+    f = _checks(d)["falsify.FALSIFY-ROWSCALE-001"]
+    assert f["status"] == "passed", f["detail"]
+    assert "total=1,cols=1; total=775,cols=3; seed 1; chosen (total,cols)=" in f["detail"]
 
 
 def _contract(grid: str, shapes: str = "[n]") -> bytes:
