@@ -169,15 +169,22 @@ def _checks(entry: dict[str, Any]) -> list[dict[str, str]]:
 
 def _obligations(entry: dict[str, Any], checks: list[dict[str, str]]) -> list[dict[str, str]]:
     """The claimed obligations, each with the status the ``certificate`` check recorded for it at
-    seal time ("not judged" when the certificate names none: it could not run)."""
+    seal time ("not judged" when the certificate names none: it could not run), then each of
+    PO1-PO8 the bundle does not claim ("not claimed"), every row with its words."""
     cert = next((c for c in checks if c["id"] == "certificate"), None)
     judged = {po: status for po, status, _ in obligation_states(cert["detail"] if cert else "")}
     claims = entry.get("obligations")
-    return [
+    rows = [
         {"obligation": _text(c, "obligation"), "theorem": _text(c, "theorem"),
          "property": _text(c, "property"), "words": explain.words(_text(c, "obligation")),
          "status": judged.get(_text(c, "obligation"), "not judged")}
         for c in (claims if isinstance(claims, list) else []) if isinstance(c, dict)
+    ]
+    claimed = {r["obligation"] for r in rows}
+    return rows + [
+        {"obligation": po, "theorem": "", "property": "", "words": words,
+         "status": "not claimed"}
+        for po, words in explain.OBLIGATION_WORDS.items() if po not in claimed
     ]
 
 

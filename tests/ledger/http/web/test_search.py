@@ -145,9 +145,18 @@ def test_obligations_in_words_and_partial_reasons_as_a_list(site: Any) -> None:
     assert "Verdict at seal time: partial" in page
     rows = re.findall(r"<tr><td>(PO\d)</td><td class=\"([a-z-]+)\">[a-z ]+</td>"
                       r"<td class=\"words\">(.*?)</td>", page)
-    assert [(po, status) for po, status, _ in rows] == [("PO1", "partial"), ("PO7", "ok")]
+    unclaimed = ["PO2", "PO3", "PO4", "PO5", "PO6", "PO8"]
+    assert [(po, status) for po, status, _ in rows] == [
+        ("PO1", "partial"), ("PO7", "ok"), *((po, "not-claimed") for po in unclaimed)]
     assert "written exactly once" in text_of(rows[0][2])
     assert "between two barriers" in text_of(rows[1][2])
+    # the obligations it does not claim are explained in words too
+    said = {po: text_of(w) for po, _, w in rows}
+    assert "reached by the whole block" in said["PO3"]
+    assert "within the stated error bound" in said["PO4"]
+    assert "reads shared memory before" in said["PO6"]
+    assert "agree with the reference" in said["PO8"]
+    assert "No proof obligations claimed." not in page
     reasons = re.search(r'<ul class="reasons" id="partial-reasons">(.*?)</ul>', page, re.S)
     assert reasons, page
     items = [text_of(li) for li in re.findall(r"<li>(.*?)</li>", reasons.group(1))]
@@ -155,6 +164,12 @@ def test_obligations_in_words_and_partial_reasons_as_a_list(site: Any) -> None:
     assert items[1].startswith("PO1 (coverage) partial") and len(items) == 2
     verified = site["c"].get(site["url"] + f"/entry/{site['at']['f16']}").text
     assert "partial-reasons" not in verified
+    # a bundle that claims nothing says so, and still lists PO1-PO8 in words as not claimed
+    assert "No proof obligations claimed." in verified
+    rows = re.findall(r"<tr><td>(PO\d)</td><td class=\"not-claimed\">not claimed</td>"
+                      r"<td class=\"words\">(.+?)</td>", verified)
+    assert [po for po, _ in rows] == [f"PO{i}" for i in range(1, 9)]
+    assert all(text_of(w) for _, w in rows)
 
 
 def _members(data: bytes) -> list[tarfile.TarInfo]:
