@@ -231,6 +231,17 @@ def report_json(report: Report) -> dict[str, Any]:
     return obj
 
 
+def warning_lines(report: Report) -> list[str]:
+    """The warnings a passed check carries in its detail (``; warning: ...``: contract.lint's
+    idle blocks, ``verify.idle``), each as ``warning: <check>: <text>`` for under the verdict,
+    where a reader sees what a passed row's detail hides."""
+    out = []
+    for c in report.checks:
+        if c.status != "failed" and "; warning: " in c.detail:
+            out += [f"warning: {c.id}: {w}" for w in c.detail.split("; warning: ")[1:]]
+    return out
+
+
 def print_report(report: Report, json_out: bool) -> None:
     if json_out:
         output.emit_json(report_json(report))
@@ -239,6 +250,8 @@ def print_report(report: Report, json_out: bool) -> None:
         line = partial_text(report)
         if line:
             output.plain(line)
+        for warning in warning_lines(report):
+            output.plain(warning)
 
 
 def report_exit(report: Report, required: list[str]) -> int:

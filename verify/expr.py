@@ -159,10 +159,20 @@ def eval_expr(expr: str, sizes: Mapping[str, int]) -> int:
     return _eval(parse_expr(str(expr)), sizes, str(expr))
 
 
+def eval_tree(tree: Expr, sizes: Mapping[str, int], src: str = "") -> int:
+    """Evaluate a parsed expression (part of a ``parse_expr`` tree); ``src`` names it in errors."""
+    return _eval(tree, sizes, src or "(part of an expression)")
+
+
 def expr_names(expr: str) -> frozenset[str]:
     """The size names an expression uses."""
+    return tree_names(parse_expr(str(expr)))
+
+
+def tree_names(tree: Expr) -> frozenset[str]:
+    """The size names a parsed expression uses."""
     out: set[str] = set()
-    stack = [parse_expr(str(expr))]
+    stack = [tree]
     while stack:
         t = stack.pop()
         if t[0] == "name":
