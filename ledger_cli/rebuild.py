@@ -131,5 +131,6 @@ def register(app: typer.Typer) -> None:
             output.plain(f"{cmd}: {r.ptx} unchanged ({r.new_bytes} bytes)")
             return
         output.plain(f"{cmd}: rewrote {r.ptx} ({r.old_bytes} -> {r.new_bytes} bytes)")
-        output.plain(f"  {r.difference.replace('sealed', 'old').replace('rebuilt', 'new')}")
+        said = r.difference.replace(": bundle's ", ": old ", 1).replace(", rebuilt ", ", new ", 1)
+        output.plain(f"  {said}")
         output.plain(f"  next: ledger check {directory}")

@@ -10,7 +10,7 @@ With ``kernel.source`` and ``kernel.build`` in the contract and nvcc available:
    because they are not on the list; ``-G`` (device debug) is refused: its output depends on
    the build machine. ``-lineinfo`` names the source by its absolute path, which is always
    ``BUILD_DIR`` below, so it rebuilds byte for byte and is allowed;
-2. in a scratch copy of the bundle, delete the sealed PTX and run nvcc with a timeout, inside
+2. in a scratch copy of the bundle, delete the bundle's PTX and run nvcc with a timeout, inside
    bubblewrap (``verify.confine``: only ``/usr``, the CUDA installation and the scratch copy
    exist there, so an ``#include "/home/…/.ledger/log.key"`` finds nothing to quote in a
    diagnostic). The scratch copy is bound at the fixed path ``verify.confine.BUILD_DIR``
@@ -18,14 +18,15 @@ With ``kernel.source`` and ``kernel.build`` in the contract and nvcc available:
    the source's absolute path, so a bundle copied to any directory rebuilds byte for byte.
    Where no sandbox can run, the check is ``skipped`` and says why, unless the trusted option
    ``--trust-bundle-code`` runs nvcc without one (every detail then says so);
-3. compare the output with the sealed PTX byte for byte; on a mismatch the detail shows the
+3. compare the output with the bundle's PTX byte for byte (worded as the bundle's, never as
+   "sealed": a checked bundle may never have been sealed); on a mismatch the detail shows the
    first differing line (and says when it is the compiler-version comment nvcc writes). The one
    difference forgiven is nvcc's module id: internal-linkage symbols (an anonymous namespace,
    e.g. the ``cuda::std`` objects ``<cooperative_groups.h>`` pulls in) are named
    ``_INTERNAL_<id>_`` / ``_GLOBAL__N__<id>_`` with an 8-hex-digit id hashed from the source's
    absolute path, so a rebuild can match only a build made at the same path (``BUILD_DIR``:
    ``ledger new``'s, or an author's own build inside that sandbox). When the two files are
-   equal once every id of the rebuilt PTX is replaced by the sealed PTX's id at the same place,
+   equal once every id of the rebuilt PTX is replaced by the bundle's PTX's id at the same place,
    one to one, the check is ``skipped`` and says so: SPEC
    section 8 defines a pass as byte-for-byte equality, which cannot be shown here, and nothing
    else differs, so it is no failure either.
@@ -244,33 +245,34 @@ def _prepare(ctx: Context) -> Started | tuple[Kernel, str, list[str], str | None
     return k, nvcc, args, bwrap
 
 
-def _compare(sealed: bytes, rebuilt: bytes, ptx_path: str, cmd: str, where: str,
+def _compare(bundled: bytes, rebuilt: bytes, ptx_path: str, cmd: str, where: str,
              version: str) -> Check:
-    """Byte-for-byte equality (passed), equality up to nvcc's module id (skipped), else
-    failed with the first difference."""
-    if rebuilt != sealed and same_up_to_module_id(sealed, rebuilt):
+    """Byte-for-byte equality with the bundle's PTX (passed), equality up to nvcc's module id
+    (skipped), else failed with the first difference. Worded as the bundle's PTX, never "the
+    sealed": ``ledger check`` runs on bundles that were never sealed."""
+    if rebuilt != bundled and same_up_to_module_id(bundled, rebuilt):
         return skipped(
             "rebuild.ptx",
             f"{cmd}: byte-for-byte equality cannot be shown: nvcc names internal-linkage "
-            "symbols with a module id hashed from the source's absolute path, the sealed "
+            "symbols with a module id hashed from the source's absolute path, the bundle's "
             f"PTX was not built at {BUILD_DIR} (as `ledger new` builds), and the rebuilt "
-            f"{ptx_path} equals the sealed PTX ({len(sealed)} bytes) once those ids are "
+            f"{ptx_path} equals the bundle's PTX ({len(bundled)} bytes) once those ids are "
             f"renamed one to one{where}",
             "nvcc",
             version,
         )
-    if rebuilt != sealed:
+    if rebuilt != bundled:
         return failed(
             "rebuild.ptx",
             f"{cmd}: rebuilt {ptx_path} differs from the bundle's; "
-            f"{first_difference(sealed, rebuilt)}{where} (after editing the source, run "
+            f"{first_difference(bundled, rebuilt)}{where} (after editing the source, run "
             "`ledger rebuild DIR` to refresh the bundle's PTX)",
             "nvcc",
             version,
         )
     return passed(
         "rebuild.ptx",
-        f"{cmd}: rebuilt {ptx_path} equals the sealed PTX ({len(sealed)} bytes){where}",
+        f"{cmd}: rebuilt {ptx_path} equals the bundle's PTX ({len(bundled)} bytes){where}",
         "nvcc",
         version,
     )

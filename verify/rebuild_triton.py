@@ -2,12 +2,12 @@
 
 1. check the argv (``parse_build``): the options of one compile, the kernel's source and PTX;
 2. Triton installed beside this Python (the ``triton`` extra), else ``skipped``; a different
-   Triton version than the sealed one's ``--version`` is ``skipped`` and says both (Triton's PTX
+   Triton version than the contract's ``--version`` is ``skipped`` and says both (Triton's PTX
    changes between releases, so a rebuild with another one can show nothing either way);
-3. in a scratch copy of the bundle without the sealed PTX, run the driver inside bubblewrap at
+3. in a scratch copy of the bundle without the bundle's PTX, run the driver inside bubblewrap at
    ``BUILD_DIR`` (it imports the bundle's Python file): no sandbox here is ``skipped`` with the
    reason, unless ``--trust-bundle-code``;
-4. compare byte for byte with the sealed PTX (``verify.rebuild``'s rules, without nvcc's module
+4. compare byte for byte with the bundle's PTX (``verify.rebuild``'s rules, without nvcc's module
    id, which Triton has no counterpart of).
 """
 
@@ -97,11 +97,12 @@ def start(ctx: Context) -> Started:
     return Started(finish, [tool])
 
 
-def _compare(sealed: bytes, rebuilt: bytes, ptx: str, cmd: str, where: str, version: str) -> Check:
+def _compare(bundled: bytes, rebuilt: bytes, ptx: str, cmd: str, where: str,
+             version: str) -> Check:
     from verify.ptxdiff import first_difference
 
-    if rebuilt != sealed:
-        return failed("rebuild.ptx", f"{cmd}: rebuilt {ptx} differs from the sealed one; "
-                      f"{first_difference(sealed, rebuilt)}{where}", TOOL, version)  # fmt: skip
-    return passed("rebuild.ptx", f"{cmd}: rebuilt {ptx} equals the sealed PTX ({len(sealed)} "
-                  f"bytes){where}", TOOL, version)  # fmt: skip
+    if rebuilt != bundled:
+        return failed("rebuild.ptx", f"{cmd}: rebuilt {ptx} differs from the bundle's; "
+                      f"{first_difference(bundled, rebuilt)}{where}", TOOL, version)  # fmt: skip
+    return passed("rebuild.ptx", f"{cmd}: rebuilt {ptx} equals the bundle's PTX "
+                  f"({len(bundled)} bytes){where}", TOOL, version)  # fmt: skip

@@ -119,6 +119,11 @@ def test_flags_headroom_and_rebuild(tmp_path: Path) -> None:
     assert _checks(d)["rebuild.ptx"]["status"] == "passed"
     text = run_cli("rebuild", str(d))
     assert text.returncode == 0 and "scale.ptx unchanged" in text.stdout
+    # the plain output names the two sides old and new
+    (d / "scale.cu").write_text(SCALE.replace("a * x[i]", "a * x[i] - 1.0f"))
+    text = run_cli("rebuild", str(d))
+    assert text.returncode == 0 and "rewrote scale.ptx" in text.stdout, text.stderr
+    assert re.search(r"  first difference at line \d+: old '.*', new '", text.stdout), text.stdout
 
 
 @needs_nvcc
