@@ -658,27 +658,35 @@ def show(
         output.emit_json(item)
         return
     e = item["entry"]
-    output.plain(f"entry {item['index']}  leaf {item['leaf_hash']}")
+    lines = [f"entry {item['index']}  leaf {item['leaf_hash']}"]
     for k in sorted(e):
         if k in ("checks", "manifest", "obligations"):
             continue
         value = e[k]
         if k == "kernel" and isinstance(value, dict):  # "name version", not a Python dict
             value = " ".join(str(value.get(f, "?")) for f in ("name", "version"))
-        output.plain(f"  {k}: {value}")
+        lines.append(f"  {k}: {value}")
     if e.get("manifest"):
-        output.plain("  manifest:")
-        for line in str(e["manifest"]).splitlines():
-            output.plain(f"    {line}")
+        lines.append("  manifest:")
+        lines += [f"    {line}" for line in str(e["manifest"]).splitlines()]
     # stored entries may have odd shapes (written before shapes were validated): show, not crash
     for o in _items(e.get("obligations")):
         if isinstance(o, dict):
             o = f"{o.get('obligation')}: {o.get('theorem')} / {o.get('property')}"
-        output.plain(f"  claim {o}")
+        lines.append(f"  claim {o}")
     for c in _items(e.get("checks")):
         if isinstance(c, dict):
             c = f"{c.get('id')}: {c.get('status')} - {c.get('detail')}"
-        output.plain(f"  check {c}")
+        lines.append(f"  check {c}")
+    # at a terminal's width no token is split mid-way (a base64 signature, a hash): a value too
+    # long for its line is cut with an ellipsis, and the last line says where to read it whole
+    width, cut = output.fit_width(), False
+    for line in lines:
+        text, was_cut = output.unsplit(output.clean(line), width)
+        cut = cut or was_cut
+        output.plain(text)
+    if cut:
+        output.plain("(… marks a value cut to fit the width; --json shows every value whole)")
 
 
 def _items(value: object) -> list[object]:

@@ -101,6 +101,33 @@ def plain(text: str) -> None:
     _console("out").print(clean(text), markup=False)
 
 
+def fit_width() -> int | None:
+    """The width lines are folded at (a terminal, or ``$COLUMNS``), or None on a pipe, where
+    text lines are never folded."""
+    out = _console("out")
+    return None if out.soft_wrap else out.width
+
+
+def unsplit(text: str, width: int | None = None) -> tuple[str, bool]:
+    """``text`` with no token that a ``width``-column fold would split: a line that is a label
+    and one long token (``  signature: <base64>``) keeps the token on the line, cut with ``…`` to
+    what is left of it; any other token longer than a line is cut to one line. Returns the text
+    and whether anything was cut. ``width`` None (a pipe): unchanged."""
+    if width is None:
+        return text, False
+    cut = False
+    m = re.fullmatch(r"(\s*\S+:? )(\S+)", text)
+    if m and len(text) > width and len(m.group(1)) < width // 2:
+        room = width - len(m.group(1))
+        return m.group(1) + m.group(2)[: room - 1] + "…", True
+    words = []
+    for w in re.split(r"(\s+)", text):
+        if len(w) > width and not w.isspace():
+            w, cut = w[: width - 1] + "…", True
+        words.append(w)
+    return "".join(words), cut
+
+
 def prepare_table() -> None:
     """Load now what ``report_table`` needs (rich's console and table modules, the table of
     character widths: ~20 ms) and make the stdout console. ``ledger verify`` calls it while

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.ledgers import REPO, cli_json
+from tests.helpers.ledgers import REPO, cli_json, run_cli
 
 BUNDLE = REPO / "bundles" / "vector_add"
 WIDTH = 80
@@ -250,6 +250,33 @@ def test_show_prints_the_kernel_as_name_and_version(ledger80: dict[str, Path]) -
     assert res.returncode == 0, res.stderr
     assert "  kernel: vector_add 1.0.0" in res.stdout.splitlines()
     assert "{'name'" not in res.stdout and "'version'" not in res.stdout
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_show_never_splits_a_token(ledger80: dict[str, Path], index: int) -> None:
+    """``show`` at 80 columns: the key registration's base64 ``pop`` and ``signature`` (and a
+    bundle entry's signature) stay on their line, whole or cut with an ellipsis, never folded
+    onto the next line; the last line says --json has them whole."""
+    home = ledger80["home"]
+    res = run80("show", str(index), home=home)
+    assert res.returncode == 0, res.stderr
+    _check_lines(res.stdout)
+    entry = cli_json("show", str(index), home=home)["entry"]
+    lines = res.stdout.splitlines()
+    for key in ("pop", "signature"):
+        if key not in entry:
+            continue
+        value = entry[key]
+        line = next(ln for ln in lines if ln.startswith(f"  {key}: "))
+        shown = line[len(f"  {key}: "):]
+        assert shown == value or (shown.endswith("…") and value.startswith(shown[:-1])), line
+        follower = lines[lines.index(line) + 1]
+        assert re.match(r"  [a-z_]+: |  manifest:|  claim |  check |\(", follower), follower
+    assert "pop" in entry or index == 1
+    assert lines[-1] == "(… marks a value cut to fit the width; --json shows every value whole)"
+    # on a pipe (no width) nothing is cut
+    piped = run_cli("show", str(index), home=home)
+    assert "…" not in piped.stdout and f"  signature: {entry['signature']}" in piped.stdout
 
 
 @pytest.mark.parametrize("argv, command", [
