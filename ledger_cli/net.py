@@ -424,8 +424,9 @@ def _report_submitted(
             output.plain(f"  receipt {written.path}")
         if written.cosigned and written.cosign:  # issue 34: cosigned by the server's witnesses
             output.plain(f"  {written.cosign}")
-    if written.cosigned is False and written.cosign:
-        output.error_line(f"{directory}: {written.cosign}")
+        elif written.cosigned is False and written.cosign:
+            # submitted all the same (exit 0): a note, as `seal` gives one, never an error
+            output.plain(f"  note: {written.cosign}")
     if written.error is not None:
         output.error_line(
             f"{directory}: included as entry {done.index}, but its receipt could not be "

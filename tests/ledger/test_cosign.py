@@ -372,3 +372,27 @@ def test_submit_example_bundle_gets_a_cosigned_receipt(
     rec = json.loads((bundle / "ledger-receipt.json").read_text())
     assert cosigned_by(rec["checkpoint"].encode(), w1)
     assert parse_checkpoint(note_text(rec["checkpoint"].encode())).size == out["index"] + 1
+
+
+def test_submit_not_cosigned_is_a_note_not_an_error(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A submission whose receipt the witnesses have not cosigned (the witness is down) is still
+    a success (exit 0): ``submit`` says so in a ``note:`` line on stdout, never ``ledger: error``,
+    and says how to cosign it later."""
+    s = setup
+    w1 = s.witnesses[0]
+    bundle = tmp_path / "vector_add"
+    shutil.copytree(REPO / "bundles" / "vector_add", bundle,
+                    ignore=shutil.ignore_patterns("ledger-receipt*.json"))
+    monkeypatch.setenv("LEDGER_POLICY", str(s.policy([{"vkey": w1.vkey, "url": _dead_url()}], 1)))
+    with BackgroundServer(make_app(s.log.home, accept_submissions=True)) as srv:
+        res = run_cli("submit", str(bundle), "--server", srv.url, "--key", "node",
+                      home=s.log.home)
+    assert res.returncode == 0, res.stderr
+    assert "error" not in res.stderr, res.stderr
+    notes = [ln for ln in res.stdout.splitlines() if ln.startswith("  note: ")]
+    assert len(notes) == 1, res.stdout
+    assert notes[0].startswith("  note: receipt not cosigned (") and "ledger receipt refresh" in (
+        notes[0])
+    assert (bundle / "ledger-receipt.json").is_file()
