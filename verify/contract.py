@@ -875,10 +875,19 @@ def start(ctx: Context) -> Started:
         "contract.schema",
         f"contract.yaml parsed: kernel {k.name if k else '(none)'} version {contract.version}, "
         f"{len(contract.falsification)} falsification tests, {len(contract.claims)} claims, "
-        f"{len(contract.lean_refs)} Lean theorems named"
+        f"{_theorems_named(contract)}"
         + (f"; size domain: {domain_text(k.size_domain, k.size_constraints)}" if k else ""),
         "PyYAML",
         yaml.__version__,
     )
     files = {f.path: f.data for f in ctx.bundle.files}
     return Started(lambda: [schema, contract_lint.lint_check(contract, files)])
+
+
+def _theorems_named(contract: Contract) -> str:
+    """``4 Lean theorems named (6 references)``: the distinct theorems the contract names, and
+    how often it names them when that differs (a scaffold names one theorem four times)."""
+    distinct = len({r.theorem for r in contract.lean_refs})
+    refs = len(contract.lean_refs)
+    said = f"{distinct} Lean theorem{'' if distinct == 1 else 's'} named"
+    return said if refs == distinct else f"{said} ({refs} references)"

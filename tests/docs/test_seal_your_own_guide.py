@@ -69,6 +69,8 @@ def test_unfinished_scaffold_cannot_pass(scaffold: Path) -> None:
     st = {c["id"]: c for c in rep["checks"]}
     assert rep["verdict"] == "failed"
     assert st["lean.scan"]["status"] == "failed" and "sorry" in st["lean.scan"]["detail"]
+    # the scaffold names one theorem four times: counted once
+    assert "1 Lean theorem named (4 references)" in st["contract.schema"]["detail"]
     lint = st["contract.lint"]["detail"]
     assert lint.startswith(
         "unfinished: contract.yaml, leaky_relu.fut, leaky_relu.lean, reference.py still"

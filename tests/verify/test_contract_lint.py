@@ -385,7 +385,7 @@ def test_run_on_clean_bundle_sets_the_contract() -> None:
     assert schema.id == "contract.schema" and schema.status == "passed"
     assert schema.detail == (
         "contract.yaml parsed: kernel clean_vadd version 1.0.0, 1 falsification tests, "
-        "4 claims, 6 Lean theorems named; size domain: 1 ≤ n ≤ 2^20"
+        "4 claims, 4 Lean theorems named (6 references); size domain: 1 ≤ n ≤ 2^20"
     )
     assert (schema.tool, schema.version) == ("PyYAML", yaml.__version__)
     assert ctx.contract is not None and ctx.contract.name == "clean_vadd"
