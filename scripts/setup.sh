@@ -16,10 +16,23 @@
 # A PostgreSQL ledger (ledger init --db postgresql://...) needs the postgres extra:
 #   .venv/bin/python -m pip install -e '.[postgres]'    (docs/dependencies.md)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
 activate_line() {
   printf 'export PATH=%q:"$PATH"\n' "$(pwd -P)/.venv/bin"  # %q: any directory name
 }
+ready_message() {  # the last lines: `ledger` is on PATH, or the line that puts it there, last
+  echo "setup: ready (.venv)" >&2
+  if [ "$(command -v ledger 2>/dev/null)" = "$(pwd -P)/.venv/bin/ledger" ]; then
+    echo "setup: \`ledger\` is on PATH" >&2
+  else
+    echo "setup: to run \`ledger\`, put .venv/bin on PATH in each new shell, either" >&2
+    echo "         source $(pwd -P)/.venv/bin/activate" >&2
+    echo "       or" >&2
+    echo "         $(activate_line)" >&2
+  fi
+}
+# sourced (tests/scripts/test_setup.py reads the last lines without installing): functions only
+if [ "${BASH_SOURCE[0]}" != "$0" ]; then return 0; fi
 if [ "${1:-}" = "--activate-line" ]; then
   activate_line
   exit 0
@@ -103,12 +116,4 @@ fi
 # (`ledger log` 0.61 -> 0.36 s, `ledger check bundles/vector_add` 1.59 -> 1.20 s). A module
 # edited later is recompiled in memory as usual (the timestamp no longer matches).
 .venv/bin/python -m compileall -q ledger ledger_cli verify >/dev/null
-echo "setup: ready (.venv)" >&2
-if [ "$(command -v ledger 2>/dev/null)" = "$(pwd -P)/.venv/bin/ledger" ]; then
-  echo "setup: \`ledger\` is on PATH" >&2
-else
-  echo "setup: to run \`ledger\`, put .venv/bin on PATH in each new shell, either" >&2
-  echo "         source $(pwd -P)/.venv/bin/activate" >&2
-  echo "       or" >&2
-  echo "         $(activate_line)" >&2
-fi
+ready_message
