@@ -43,9 +43,13 @@ def test_seal_killed_at_commit_and_receipt(campaign: ModuleType, tmp_path: Path)
 
 
 def test_seal_disk_full_at_receipt_and_output(campaign: ModuleType, tmp_path: Path) -> None:
+    # every call of the receipt's write (its write, fchmod, fsync, rename: exit 4, the entry
+    # committed, then a re-run exits 0 with the receipt) and the output's write (exit 3)
     sec = campaign.Section("seal-enospc")
-    campaign.seal_points(False, tmp_path, sec, "enospc", {"write": [2]})
+    points = {"write": [1, 2], "fchmod": [1], "fsync": [1], "rename": [1]}
+    campaign.seal_points(False, tmp_path, sec, "enospc", points)
     _assert_clean(sec)
+    assert sec.outcomes["exit 4, sealed, receipt none"] == 4, sec.outcomes
 
 
 def test_init_killed_and_disk_full(campaign: ModuleType, tmp_path: Path) -> None:
