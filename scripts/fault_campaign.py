@@ -496,7 +496,9 @@ def planted_links(root: Path, section: Section) -> None:
     out.mkdir()
     fresh_victim()
     (out / "checkpoint").symlink_to(victim)
-    check("export-tiles with checkpoint a symlink", run(["export-tiles", str(out)], home), (0,))
+    # publish reads the checkpoint at DEST before it writes (issue 33 item 6) and refuses one
+    # that is a symlink, with one line, rather than replacing it (6b1cab1)
+    check("export-tiles with checkpoint a symlink", run(["export-tiles", str(out)], home), (2,))
 
 
 def main() -> int:

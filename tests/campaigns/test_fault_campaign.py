@@ -1,6 +1,6 @@
 """A bounded slice of scripts/fault_campaign.py (issue 9): kill -9 and ENOSPC injected with strace
-at chosen steps of seal and init, and the bundle-reader symlink race for a few seconds. The full
-campaign is the documented command in docs/reliability.md."""
+at chosen steps of seal and init, the bundle-reader symlink race for a few seconds, and the planted
+links. The full campaign is the documented command in docs/reliability.md."""
 
 from __future__ import annotations
 
@@ -64,4 +64,13 @@ def test_init_killed_and_disk_full(campaign: ModuleType, tmp_path: Path) -> None
 def test_bundle_reader_symlink_race(campaign: ModuleType, tmp_path: Path) -> None:
     sec = campaign.Section("reader-race")
     campaign.reader_race(True, tmp_path, sec, seconds=2)
+    _assert_clean(sec)
+
+
+def test_links_planted_at_every_name_the_ledger_writes(
+    campaign: ModuleType, tmp_path: Path
+) -> None:
+    # each answer as the campaign expects it (export-tiles refuses a symlinked checkpoint: exit 2)
+    sec = campaign.Section("planted-links")
+    campaign.planted_links(tmp_path, sec)
     _assert_clean(sec)
