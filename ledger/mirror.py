@@ -10,13 +10,16 @@ One ``sync`` does, in order:
    then verified against both signed roots) fails, is a rewrite: both signed notes are written to
    ``LEDGER_HOME/evidence/`` and ``RewriteDetected`` names the files;
 3. fetch the entry tiles of the new range in batches; for each entry check its chaining
-   (``prev_size`` / ``prev_root``), its signatures and its signer's registration (``Registry``), and
+   (``prev_size`` / ``prev_root``), its signatures, its signer's registration (``Registry``) and
+   status (``Signers``: ``ledger.core.revoked.key_status`` over the revoked-key list the remote
+   checkpoint commits to, where the remote serves it, and the revocations replayed), and
    for bundle entries that the manifest hashes to the digest; recompute the tree: a batch ending
    before the signed size must be proved a prefix of the signed tree by a consistency proof from
    the remote hash tiles; the last batch must give exactly the signed root;
 4. fetch every blob the new bundle entries name (batched) and check its BLAKE3 digest;
 5. append the batch (entries, blobs, key index) in one transaction, and store the checkpoint note
-   only after the last batch. An interrupted sync resumes from what the store holds.
+   only after the last batch, once the revocations replayed match the list it commits to
+   (``check_revoked``). An interrupted sync resumes from what the store holds.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from ledger.core.entries import (
     KEY_TYPES,
     BundleView,
     ChainCheck,
+    NodeKey,
     Registry,
     bundle_view,
     check_entry_shape,
@@ -76,12 +80,21 @@ from ledger.core.note import (
     parse_checkpoint,
     tells_more,
 )
-from ledger.core.revoked import Revoked, check_list
+from ledger.core.revoked import (
+    MAX_ANSWER_BYTES,
+    KeyStatus,
+    Revoked,
+    check_list,
+    commitment,
+    key_status,
+    parse_answer,
+)
 from ledger.core.tiles import TILE_WIDTH, entries_tile_path, parse_entry_bundle, tile_path
 from ledger.net.client import (
     BYTES,
     CONNECT_TIMEOUT,
     DEFAULT_TIMEOUT,
+    JSON,
     REQUEST_TIMEOUT,
     BadAnswer,
     HttpClient,
@@ -174,6 +187,18 @@ class Remote:
 
     def checkpoint(self) -> bytes:
         return self.get("checkpoint", MAX_CHECKPOINT_BYTES)[0]
+
+    def revoked(self, size: int) -> tuple[Revoked, ...] | None:
+        """The remote's revoked-key list of the tree of ``size`` (``GET api/v1/revoked?size=N``,
+        parsed strictly, not yet checked against a checkpoint); None when it serves none (a
+        static location written by ``ledger publish``, an older server: any status but 200)."""
+        a = self.http.get("api/v1/revoked", MAX_ANSWER_BYTES, [("size", str(size))], JSON)
+        if a.status != 200:
+            return None
+        try:
+            return parse_answer(a.body, size)
+        except BadInput as e:
+            raise BadAnswer(f"{a.url}: {oneline(str(e))}") from e
 
     def blobs(self, digests: Sequence[bytes]) -> dict[bytes, bytes]:
         """Fetch blobs by digest, each checked against its BLAKE3 digest: from ``ledger serve``
@@ -587,7 +612,8 @@ class Mirror:
         blobs_fetched = 0
         if start_size < cp.size:
             store.set_meta(PENDING_META, note.decode("utf-8"))
-            blobs_fetched = self._fetch_all(store, start_size, cp, hashes)
+            blobs_fetched = self._fetch_all(store, start_size, cp, hashes,
+                                            self.committed(cp))
         # a new row only when the tree moved or a checked key signed it that the kept note
         # lacks: the table grows by at most one row per key and tree size (issue 33 item 5)
         if verified is None or tells_more(note, verified):
@@ -630,9 +656,30 @@ class Mirror:
             )
         return local
 
-    def _fetch_all(self, store: Store, local: int, cp: Checkpoint, hashes: TileHashes) -> int:
+    def committed(self, cp: Checkpoint) -> CommittedStatus | None:
+        """The status of keys in the remote tree ``cp`` from the revoked-key list it commits to
+        (``ledger.core.revoked``), fetched and checked against that commitment before any entry
+        is judged; None when ``cp`` commits to no list (an older log) or the remote serves none
+        (a static location): the replayed revocations alone then decide, and ``check_revoked``
+        holds them to the commitment before the checkpoint is kept. A list that is not the one
+        committed to is ``BadAnswer`` (whoever served it lied; the log's signed data did not)."""
+        if commitment(cp) is None:
+            return None
+        items = self.remote.revoked(cp.size)
+        if items is None:
+            return None
+        try:
+            check_list(cp, items)
+        except (BadInput, VerificationFailed) as e:
+            raise BadAnswer(f"{self.remote.url}/api/v1/revoked?size={cp.size}: {e}") from e
+        return CommittedStatus(cp, items)
+
+    def _fetch_all(
+        self, store: Store, local: int, cp: Checkpoint, hashes: TileHashes,
+        committed: CommittedStatus | None = None,
+    ) -> int:
         """Fetch, verify and store entries ``local`` .. ``cp.size``; the blobs fetched."""
-        registry = self.registry(store, local)
+        signers = Signers(self.registry(store, local), committed)
         blobs_fetched = 0
         frontier = merkle.Frontier.from_store(local, store.stored_hash)
         known: set[tuple[int, bytes]] = set()  # (part, digest) stored here
@@ -650,7 +697,7 @@ class Mirror:
                 with collector_paused():  # the batch makes no cycles (ledger.core.gcpause)
                     try:
                         blobs_fetched += self._batch(
-                            store, registry, frontier, rows, end, cp, hashes, known, blobs
+                            store, signers, frontier, rows, end, cp, hashes, known, blobs
                         )
                     except _TilesMismatch:
                         pipe = self.remote.pipe
@@ -662,7 +709,7 @@ class Mirror:
                         rows, again = self._fetch(local, end, cp.size)
                         blobs.update(again)  # files are checked by digest: both sets hold
                         blobs_fetched += self._batch(
-                            store, registry, frontier, rows, end, cp, hashes, known, blobs
+                            store, signers, frontier, rows, end, cp, hashes, known, blobs
                         )
                 local, end = end, nxt
                 self._registry_size = local
@@ -780,7 +827,7 @@ class Mirror:
     def _batch(
         self,
         store: Store,
-        registry: Registry,
+        signers: Signers,
         frontier: merkle.Frontier,
         fetched: list[Fetched],
         end: int,
@@ -805,7 +852,7 @@ class Mirror:
         4. The files each part of the batch lacks; 5. all of it appended in one transaction,
            which commits only once every signature has verified.
         """
-        with _early_checks(registry, fetched) as (early, early_jobs):
+        with _early_checks(signers.registry, fetched) as (early, early_jobs):
             start = frontier.size
             leaves = [f.leaf for f in fetched]
             width = len(leaves)
@@ -832,7 +879,7 @@ class Mirror:
             links = _BatchLinks(store, frontier, levels, joined)
             for f in fetched:
                 try:
-                    _rules(registry, links, f, jobs, job_at)
+                    _rules(signers, links, f, jobs, job_at)
                 except LedgerError as e:  # the registry is not used past it: the sync fails
                     first = (f.at, e)
                     break
@@ -997,6 +1044,50 @@ class _Signatures:
         return sorted(bad)
 
 
+class CommittedStatus:
+    """Keys' status in one remote tree, each answered by ``ledger.core.revoked.key_status`` from
+    the revoked-key list that tree's checkpoint commits to (``Mirror.committed`` checked the list
+    against the commitment), once per key."""
+
+    def __init__(self, cp: Checkpoint, items: Sequence[Revoked]) -> None:
+        self.cp, self.items = cp, tuple(items)
+        self._known: dict[bytes, KeyStatus] = {}
+
+    def of(self, key_id: bytes) -> KeyStatus:
+        got = self._known.get(key_id)
+        if got is None:
+            got = self._known[key_id] = key_status(key_id, self.cp, self.items)
+        return got
+
+
+@dataclass
+class Signers:
+    """Who may sign remote entry ``index`` (issue 33 item 1: the one answer to "status of key K
+    in tree N" decides here as in verify, refresh and submit): a key the log's entries registered
+    before it (``Registry``, replayed), whose status in the remote tree (``committed``: the list
+    its checkpoint commits to, ``key_status``) is not "revoked before it", nor revoked before it
+    by an entry replayed here. A key is revoked once, so "revoked at r in the tree of size N"
+    with r < index is exactly "revoked in the tree before the entry". Without a committed list
+    (an older log, a static location) the replayed revocations alone decide, and
+    ``check_revoked`` holds them to the checkpoint's commitment before the checkpoint is kept."""
+
+    registry: Registry
+    committed: CommittedStatus | None = None
+
+    @property
+    def origin(self) -> str:
+        return self.registry.origin
+
+    def check(self, key_id: bytes, index: int) -> NodeKey:
+        if self.committed is not None:
+            status = self.committed.of(key_id)
+            if status.revoked_at is not None and status.revoked_at < index:
+                raise VerificationFailed(
+                    f"signer {hex_encode(key_id)} of entry {index} was {status.describe()}"
+                )
+        return self.registry.check_signer(key_id, index)
+
+
 def check_revoked(registry: Registry, cp: Checkpoint) -> None:
     """The remote checkpoint's revoked-key line (``ledger.core.revoked``) must commit to the
     revocations the verified entries of its tree hold (``registry``, replayed up to its size):
@@ -1078,7 +1169,7 @@ def _parse(at: int, data: bytes) -> Fetched:
 
 
 def _rules(
-    registry: Registry, links: _BatchLinks, f: Fetched, jobs: list[VerifyJob], job_at: list[int]
+    signers: Signers, links: _BatchLinks, f: Fetched, jobs: list[VerifyJob], job_at: list[int]
 ) -> None:
     """Judge one remote entry in log order: its parse; a key entry applied to the registry (the
     log key's signature, the proof of possession, the key rules); a bundle's origin and signer
@@ -1087,9 +1178,9 @@ def _rules(
     index = f.at
     if f.view is not None:  # a bundle entry, read in one pass
         origin, size, named, v, digest, manifest, signer, signature, signed, _, shaped = f.view
-        if origin != registry.origin:
+        if origin != signers.origin:
             raise VerificationFailed(f"entry {index} names origin {origin!r}")
-        key = registry.check_signer(hex_decode(signer), index)
+        key = signers.check(hex_decode(signer), index)
         jobs.append((key.public, signed, signature))
         job_at.append(index)
         if not shaped:
@@ -1102,11 +1193,11 @@ def _rules(
         raise VerificationFailed(f"remote entry {index} is malformed: {f.problem}")
     obj = f.obj
     if obj["type"] in KEY_TYPES:
-        registry.apply(index, f.data)
+        signers.registry.apply(index, f.data)
     else:
-        if obj["origin"] != registry.origin:
+        if obj["origin"] != signers.origin:
             raise VerificationFailed(f"entry {index} names origin {obj['origin']!r}")
-        key = registry.check_signer(hex_decode(obj["signer"]), index)
+        key = signers.check(hex_decode(obj["signer"]), index)
         jobs.append((key.public, signed_part(f.data, obj), f.signature))
         job_at.append(index)
     _shape(index, obj)

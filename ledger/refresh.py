@@ -38,12 +38,18 @@ from ledger.core.errors import BadInput, LedgerError, VerificationFailed
 from ledger.core.fsutil import read_small, write_atomic
 from ledger.core.note import MAX_NOTE_SIZE, Checkpoint, NoteVerifier, open_note, parse_checkpoint
 from ledger.core.receipt import MAX_RECEIPT_BYTES, Included, Receipt
-from ledger.core.revoked import Revoked, check_list, commitment, key_status, parse_answer
+from ledger.core.revoked import (
+    MAX_ANSWER_BYTES,
+    Revoked,
+    check_list,
+    commitment,
+    key_status,
+    parse_answer,
+)
 from ledger.net.client import JSON, TEXT, BadAnswer, HttpClient, oneline
 from ledger.trust import CheckpointMemory, QuorumMissing, cosigned_by, guard, witness_groups
 
 MAX_PROOF_ANSWER = 64 * 1024
-MAX_REVOKED_ANSWER = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -108,7 +114,7 @@ def fetch_status(
         return None, None
     items = inline
     if items is None:
-        a = http.get_ok("api/v1/revoked", MAX_REVOKED_ANSWER, [("size", str(cp.size))],
+        a = http.get_ok("api/v1/revoked", MAX_ANSWER_BYTES, [("size", str(cp.size))],
                         types=JSON)
         try:
             items = parse_answer(a.body, cp.size)

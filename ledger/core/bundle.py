@@ -3,8 +3,10 @@
 A bundle is a directory of regular files. Reading one:
 
 1. walk the directory without following links; refuse symlinks, devices, fifos, sockets, names
-   that are not UTF-8 or that b3sum would escape, and anything over the limits below (checked
-   from ``lstat`` before a byte is read, so an 8 GB sparse file costs nothing);
+   that are not UTF-8, that b3sum would escape (a backslash) or that hold a character
+   ``ledger.core.text`` refuses (control, bidi, line separator: ``check_path``), and anything
+   over the limits below (checked from ``lstat`` before a byte is read, so an 8 GB sparse file
+   costs nothing);
 2. leave out the receipt files the ledger writes (``ledger-receipt*.json`` at the top level);
 3. require exactly one top-level ``contract.yaml`` and at least one ``.ptx``, ``.lean``, ``.fut``;
 4. hash each file with BLAKE3 and write the manifest exactly as ``b3sum`` prints it, one line per
@@ -30,6 +32,7 @@ import blake3
 from ledger.core.encoding import hex_decode, hex_encode, unhex_matched
 from ledger.core.errors import BundleError
 from ledger.core.fsutil import read_fd_bounded
+from ledger.core.text import unsafe_at
 
 MAX_FILES = 64
 MAX_PATH_BYTES = 160
@@ -43,7 +46,6 @@ _RECEIPT = re.compile(r"ledger-receipt[^/]*\.json")
 # the temporary file a receipt is written through (ledger.core.fsutil.write_atomic); one left by a
 # crash must not change the bundle's digest either
 _RECEIPT_TMP = re.compile(r"\.ledger-receipt[^/]*\.json\.[^/]*\.tmp")
-_BAD_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
 _MANIFEST_LINE = re.compile(rb"([0-9a-f]{64})  ([^\n]+)\n")
 
 
@@ -57,9 +59,16 @@ def is_receipt_name(rel: str) -> bool:
 
 
 def check_path(rel: str) -> None:
-    """Refuse a relative bundle path that b3sum would escape, that leaves the bundle, or is long."""
-    if not rel or rel.startswith("/") or _BAD_CHARS.search(rel):
+    """Refuse a relative bundle path that leaves the bundle, is long, that b3sum would escape (a
+    backslash; a newline), or that holds a character the one definition of text from outside
+    refuses in a name (``ledger.core.text.unsafe_at``: C0 and C1 controls, DEL, bidi marks and
+    overrides, line and paragraph separators; issue 33 item 7)."""
+    if not rel or rel.startswith("/") or "\\" in rel:
         raise BundleError(f"bad file name in bundle: {rel!r}")
+    at = unsafe_at(rel)
+    if at is not None:
+        raise BundleError(f"bad file name in bundle: {rel!r} holds the control or bidi character "
+                          f"U+{ord(rel[at]):04X} at {at}")
     parts = rel.split("/")
     if any(p in ("", ".", "..") for p in parts):
         raise BundleError(f"bad file name in bundle: {rel!r}")

@@ -36,6 +36,7 @@ from ledger.core.note import Checkpoint
 EXTENSION = "kernel-ledger/revoked"
 _DOMAIN = b"kernel-ledger/revoked/v1\n"
 MAX_REVOKED = 8192  # keys in one list (a receipt stays well under its 1 MiB limit)
+MAX_ANSWER_BYTES = 1 << 20  # a ``GET /api/v1/revoked`` answer, read at most
 _LINE = re.compile(r"kernel-ledger/revoked (0|[1-9][0-9]{0,8}) ([A-Za-z0-9+/]{43}=)")
 
 

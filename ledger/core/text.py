@@ -12,12 +12,15 @@ characters change what a terminal or an editor shows instead of showing themselv
   others).
 
 ``UNSAFE`` matches exactly these. Where a format lets us refuse them (note text and key names,
-a contract's kernel name and version, a revocation reason given to ``ledger revoke``),
-``check_text`` refuses them with one ``BadInput`` line; where text is printed, ``shown`` replaces
+a contract's kernel name and version, a revocation reason given to ``ledger revoke``, a bundle's
+file names in ``ledger.core.bundle.check_path``), ``check_text`` or ``unsafe_at`` refuses them
+with one ``BadInput`` line; where text is printed, ``shown`` replaces
 each by ``?`` (the human output) and ``json_safe`` writes each as a ``\\uXXXX`` escape inside
 the JSON string (the ``--json`` output: a JSON reader gets the very same string back, a terminal
 showing the JSON shows the escape). Entries already in a log are not refused for them (a
-signed entry a log accepted stays verifiable); they are escaped wherever they are printed.
+signed entry a log accepted stays verifiable); they are escaped wherever they are printed. File
+names are the exception: a name becomes a path on disk when a bundle is rebuilt, so
+``check_path`` refuses one in a signed manifest too.
 """
 
 from __future__ import annotations

@@ -81,6 +81,7 @@ from ledger.core.submission import (
     body_signature,
     body_signed_by,
 )
+from ledger.core.text import check_text
 from ledger.http.body import ClientGone, read_limited_body
 from ledger.http.state import json_response, served
 from ledger.log import Log
@@ -205,6 +206,10 @@ def parse_submission(body: bytes) -> tuple[bytes, Entry, dict[str, bytes]]:
         raise Rejected(400, "only bundle entries can be submitted")
     try:
         check_entry_shape(entry.fields)
+        # the kernel's name and version as a contract's are (verify.contract, issue 33 item 7):
+        # a node's entry is text from outside, shown to people from the log
+        for k in ("name", "version"):
+            check_text(entry.fields["kernel"][k], f"entry kernel.{k}")
     except BadInput as e:
         raise Rejected(400, str(e)) from e
     return data, entry, files

@@ -155,6 +155,10 @@ def test_refusals(served: tuple[Log, BackgroundServer]) -> None:
         srv.url, body_for(log, sk, 905, origin="evil.example"), sk
     ).status_code
     tried["huge body"] = post(srv.url, b"[" * (submit_mod.MAX_BODY + 1), sk).status_code
+    for what, kernel in (("bidi override", {"name": "k\u202e", "version": "1"}),
+                         ("C1 control", {"name": "k", "version": "1.0\u009b31m"})):
+        hostile = body_for(log, sk, 907, kernel=kernel)  # issue 33 item 7, as a contract's
+        tried[f"kernel text with a {what}"] = post(srv.url, hostile, sk).status_code
     tried["unsigned"] = post(srv.url, good).status_code
     tried["signed by another key"] = post(srv.url, good, sk, **{
         "X-Ledger-Signature": submit_mod.body_signature(stranger, good)}).status_code
@@ -171,6 +175,8 @@ def test_refusals(served: tuple[Log, BackgroundServer]) -> None:
         "too large": 401,  # unauthenticated: refused from the head, before the body
         "other origin": 400,
         "huge body": 413,
+        "kernel text with a bidi override": 400,
+        "kernel text with a C1 control": 400,
         "unsigned": 401,
         "signed by another key": 403,
         "headers name another signer": 403,

@@ -69,6 +69,13 @@ def _mk_non_utf8(d: Path) -> None:
     os.close(os.open(os.fsencode(d) + b"/bad\xff.lean", os.O_CREAT | os.O_WRONLY, 0o644))
 
 
+def _mk_named(c: str) -> Callable[[Path], None]:
+    """A file whose name holds ``c``, which ``ledger.core.text`` refuses (issue 33 item 7)."""
+    def make(d: Path) -> None:
+        (d / f"notes{c}txt.lean").write_text("-- a note\n")
+    return make
+
+
 def _rm_lean(d: Path) -> None:
     (d / "vector_add.lean").unlink()
 
@@ -84,6 +91,9 @@ STRUCTURE: dict[str, tuple[Callable[[Path], None], str]] = {
     "8 GB sparse file": (_mk_sparse, "over the"),
     "too many files": (_mk_many, "more than 64 files"),
     "non-UTF-8 name": (_mk_non_utf8, "not UTF-8"),
+    "bidi override in a name": (_mk_named("\u202e"), "bidi character U+202E"),
+    "C1 control (CSI) in a name": (_mk_named("\u009b"), "bidi character U+009B"),
+    "line separator in a name": (_mk_named("\u2028"), "bidi character U+2028"),
     "missing .lean": (_rm_lean, "no .lean file"),
     "missing contract": (_two_contracts, "no top-level contract.yaml"),
 }

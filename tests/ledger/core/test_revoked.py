@@ -351,6 +351,77 @@ class _Rewrite(httpx.HTTPTransport):
         return resp
 
 
+def _origin_revoking_in_its_list_only(tmp: Path) -> tuple[str, bytes]:
+    """A log whose node key signs entries 1 and 2 and whose checkpoint of size 3 commits to a
+    list revoking that key at entry 1, though no entry of the tree revokes it (the log's own
+    signature over a list its entries do not hold); its vkey and the key id."""
+    log = new_ledger(tmp / "origin")
+    sk = add_node(log)
+    seal_fake(log, sk, tmp / "b", "1")
+    seal_fake(log, sk, tmp / "b", "2")
+    kid = log.store.key_rows()[0].key_id
+    cp = parse_checkpoint(note_text(log.store.checkpoint()))
+    assert log.signer is not None and cp.size == 3
+    listed = format_checkpoint(Checkpoint(cp.origin, cp.size, cp.root,
+                                          (revoked.extension_line([Revoked(kid, 1)]),)))
+    with log.store.writer() as w:
+        w.put_checkpoint(sign_note(listed, [log.signer]), cp.size)
+    vkey = log.verifier.vkey
+    log.close()
+    return vkey, kid
+
+
+def _mirror_through(url: str, home: Path, vkey: str, change: Any) -> Any:
+    from ledger.mirror import Mirror, Remote
+
+    client = httpx.Client(transport=_Rewrite("/api/v1/revoked", change), timeout=60)
+    remote = Remote(url, client=client)
+    try:
+        return Mirror(home, remote, vkey).sync()
+    finally:
+        remote.close()
+
+
+def test_mirror_refuses_an_entry_whose_signer_the_committed_list_revokes(tmp_path: Path) -> None:
+    """The signer's status in the mirror comes from ``key_status`` over the committed list (as in
+    verify, refresh and submit): entry 2, signed by a key the checkpoint's list revokes at entry
+    1, is refused before anything of the batch is stored. Before, the mirror judged signers by
+    its replay alone, stored entries 0-2 and only then found the list did not match."""
+    from ledger.core.encoding import hex_encode
+    from ledger.store import open_store
+
+    vkey, kid = _origin_revoking_in_its_list_only(tmp_path)
+    served = [{"key_id": hex_encode(kid), "index": 1}]  # the list the checkpoint commits to
+    with BackgroundServer(make_app(tmp_path / "origin")) as srv:
+        with pytest.raises(VerificationFailed,
+                           match=r"of entry 2 was revoked at entry 1 \(the checkpoint's revoked"):
+            _mirror_through(srv.url, tmp_path / "m", vkey, lambda o: o.update(revoked=served))
+    store = open_store(tmp_path / "m")
+    try:
+        assert store.size() == 0  # the batch never committed
+    finally:
+        store.close()
+
+
+def test_mirror_refuses_a_served_list_that_is_not_the_committed_one(
+    sealed: Sealed, tmp_path: Path
+) -> None:
+    """A host (or anything on the path) answering another list than the checkpoint commits to:
+    ``BadAnswer`` before any entry is judged, nothing stored."""
+    from ledger.net.client import BadAnswer
+    from ledger.store import open_store
+
+    with BackgroundServer(make_app(sealed.home)) as srv:
+        with pytest.raises(BadAnswer, match="does not match the checkpoint's commitment"):
+            _mirror_through(srv.url, tmp_path / "m", sealed.vkey,
+                            lambda o: o.update(revoked=[]))
+    store = open_store(tmp_path / "m")
+    try:
+        assert store.size() == 0
+    finally:
+        store.close()
+
+
 @pytest.mark.parametrize(
     "change",
     [

@@ -1,7 +1,7 @@
 """Issue 33 item 7: one definition of the text from outside that may be accepted and shown
 (ledger/core/text.py), applied where text is accepted (note text and key names, a contract's
-kernel name and version, a revocation reason) and where it is printed (the human output,
-``ledger checkpoint`` and every ``--json`` output)."""
+kernel name and version, a revocation reason, a bundle's file names) and where it is printed (the
+human output, ``ledger checkpoint`` and every ``--json`` output)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.core.errors import BadInput, ContractError
+from ledger.core.errors import BadInput, BundleError, ContractError
 from ledger.core.note import NoteSigner, NoteVerifier, open_note, sign_note
 from ledger.core.text import UNSAFE, check_text, json_safe, shown, unsafe_at
 from tests.helpers.ledgers import (
@@ -67,6 +67,21 @@ def test_note_text_and_key_names_refuse_them(c: str) -> None:
     with pytest.raises(BadInput, match="empty or holds"):
         NoteVerifier(f"log{c}", b"\x00" * 4, b"\x02" * 32)
     assert open_note(good, [s.verifier]).text == b"log.example\n1\nabc\n"
+
+
+@pytest.mark.parametrize("c", HOSTILE)
+def test_bundle_file_names_refuse_them(c: str) -> None:
+    from ledger.core.bundle import Bundle, check_path, make_manifest, parse_manifest
+
+    name = f"sub/a{c}b.txt"
+    with pytest.raises(BundleError, match=f"U\\+{ord(c):04X} at 5"):
+        check_path(name)
+    files = {"contract.yaml": b"x", "k.ptx": b"", "p.lean": b"", "s.fut": b""}
+    Bundle.from_files(files)
+    with pytest.raises(BundleError, match="bad file name"):  # a submission's files
+        Bundle.from_files({**files, name: b"x"})
+    with pytest.raises(BundleError, match="bad file name"):  # a manifest naming one
+        parse_manifest(make_manifest([(p, b"\0" * 32) for p in (*files, name)]))
 
 
 _VERSION = '  name: clean_vadd\n  version: "1.0.0"'

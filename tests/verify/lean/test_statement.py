@@ -1,6 +1,7 @@
 """verify.lean.statement and verify.lean.smt: a signature read with Lean's precedences, and the
 questions written for the solver (issue 33 item 2). The verdicts themselves, with the real
-solver, are in tests/campaigns/test_lean_claims.py."""
+solver, are in tests/verify/lean/test_claims.py (the five statements of the issue) and
+tests/campaigns/test_lean_claims.py (their variants)."""
 
 from __future__ import annotations
 
