@@ -59,6 +59,12 @@ def FN(inputs, sizes):
     return {"out": (e / e.sum(axis=1, keepdims=True)).ravel()}
 """
 
+SOFTMAX_FUT = ("entry FN [n][c] (x: [n][c]f32) : [n][c]f32 =\n"
+               "  map (\\r -> let m = f32.maximum r\n"
+               "              let e = map (\\v -> f32.exp (v - m)) r\n"
+               "              in map (/ f32.sum e) e) x\n")
+SOFTMAX_FUT_CASE = ("[[0f32, 0f32]]", "[[0.5f32, 0.5f32]]")
+
 SPECS: dict[str, dict[str, Any]] = {
     "gelu_forward": {
         "upstream": LLMC + "dev/cuda/gelu_forward.cu",
@@ -225,11 +231,8 @@ def FN(inputs, sizes):
                                  "below), whose relative error is not bounded"},
         },
         "ref": SOFTMAX_REF,
-        "fut": ("entry FN [n][c] (x: [n][c]f32) : [n][c]f32 =\n"
-                "  map (\\r -> let m = f32.maximum r\n"
-                "              let e = map (\\v -> f32.exp (v - m)) r\n"
-                "              in map (/ f32.sum e) e) x\n"),
-        "fut_case": ("[[0f32, 0f32]]", "[[0.5f32, 0.5f32]]"),
+        "fut": SOFTMAX_FUT,
+        "fut_case": SOFTMAX_FUT_CASE,
         "statement": "thread i < N owns row i and writes each of its C elements; the running max "
                      "starts at -INFINITY, so exp never overflows",
     },
@@ -258,11 +261,8 @@ def FN(inputs, sizes):
                                  "and one division; abs 1e-30 for f32 subnormal outputs"},
         },
         "ref": SOFTMAX_REF,
-        "fut": ("entry FN [n][c] (x: [n][c]f32) : [n][c]f32 =\n"
-                "  map (\\r -> let m = f32.maximum r\n"
-                "              let e = map (\\v -> f32.exp (v - m)) r\n"
-                "              in map (/ f32.sum e) e) x\n"),
-        "fut_case": ("[[0f32, 0f32]]", "[[0.5f32, 0.5f32]]"),
+        "fut": SOFTMAX_FUT,
+        "fut_case": SOFTMAX_FUT_CASE,
         "statement": "block i owns row i; each reduction step is separated by __syncthreads and "
                      "the result in shared[0] is read after a barrier",
     },
